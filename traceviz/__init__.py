@@ -1,0 +1,59 @@
+"""traceviz: what did kernel fusion (torch.compile) do to my model, and why is it faster or not?
+
+The flow, left to right::
+
+    model --runner--> run dir (eager + compiled traces, run.json)
+    trace file --parse--> Trace (typed tables) --analysis--> results --diagnose--> findings
+                                                            `--> report / dashboard / widgets
+
+``import traceviz`` is light: torch, plotly and panel are imported only by the parts that need
+them (the runner, the figures, the dashboard).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from traceviz.errors import TraceFormatError, TraceVizError, UsageError
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from traceviz.runner import Run, load_run, profile_model
+    from traceviz.trace import Trace
+
+__all__ = [
+    "Run",
+    "Trace",
+    "TraceFormatError",
+    "TraceVizError",
+    "UsageError",
+    "__version__",
+    "load",
+    "load_run",
+    "profile_model",
+]
+
+
+def load(path: str | Any) -> Trace:
+    """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``) or a saved cache directory."""
+    from traceviz.parse import load_trace
+
+    return load_trace(path)
+
+
+_LAZY = {
+    "Trace": ("traceviz.trace", "Trace"),
+    "Run": ("traceviz.runner", "Run"),
+    "profile_model": ("traceviz.runner", "profile_model"),
+    "load_run": ("traceviz.runner", "load_run"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module_name, attr = _LAZY[name]
+        return getattr(importlib.import_module(module_name), attr)
+    raise AttributeError(f"module 'traceviz' has no attribute {name!r}")
