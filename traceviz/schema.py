@@ -62,7 +62,7 @@ class OpCategory(str, Enum):
 class RegionKind(str, Enum):
     """Which compiled-region marker a row of the regions table comes from."""
 
-    COMPILED_REGION = "compiled_region"  # "Torch-Compiled Region: X/Y" (Dynamo frame X, recompile Y)
+    COMPILED_REGION = "compiled_region"  # "Torch-Compiled Region: X/Y": Dynamo frame X, recompile Y
     FX_GRAPH_CALL = "fx_graph_call"  # "## Call CompiledFxGraph <key> ##" (Inductor graph)
     COMPILED_FUNCTION = "compiled_function"  # AOTAutograd forward
     COMPILED_FUNCTION_BACKWARD = "compiled_function_backward"  # AOTAutograd backward

@@ -1,0 +1,32 @@
+"""Chrome/Kineto JSON traces → :class:`~traceviz.trace.Trace` (typed tables).
+
+``read`` turns the file into bytes, ``events`` gives those bytes a typed shape for msgspec,
+``routing`` sends each event to a table, ``tables`` builds each table's columns, ``nesting``
+and ``link`` connect kernels to launches and ops, ``regions`` finds compiled regions and
+steps, ``cpu_kernels`` says which CPU ops are kernels on a CPU-only trace, ``meta`` collects
+the rest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from traceviz.parse.build import build_trace
+from traceviz.parse.read import decode_events, read_bytes
+from traceviz.trace import Trace, is_cache_dir, load_cache
+
+__all__ = ["load_trace"]
+
+
+def load_trace(path: str | Path) -> Trace:
+    """Parse a trace file (``.json``, ``.json.gz``, bare array) or a saved cache directory.
+
+    Raises :class:`~traceviz.errors.TraceFormatError` naming the file and the problem.
+    """
+    source = Path(path)
+    if is_cache_dir(source):
+        return load_cache(source)
+    data = read_bytes(source)
+    events, doc = decode_events(source, data)
+    del data
+    return build_trace(source, events, doc)

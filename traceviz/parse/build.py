@@ -1,0 +1,213 @@
+"""From decoded events to a :class:`~traceviz.trace.Trace`: route, build tables, link, count."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceviz import schema
+from traceviz.parse import cpu_kernels, link, meta, regions, routing, tables
+from traceviz.parse.columns import field
+from traceviz.parse.events import Event, TraceDocument
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
+from traceviz.trace import ParseStats, Trace, TraceMeta
+
+
+def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> Trace:
+    """Build every table of a trace from its decoded events."""
+    dest_codes, dest_labels = routing.route(field(events, "ph"), field(events, "cat"))
+    thread_codes, thread_labels = _thread_codes(events)
+    rows_of = _rows_by_destination(dest_codes, dest_labels)
+    ignored: Counter[str] = Counter()
+    _split_instants(events, rows_of, ignored)
+    for label, rows in rows_of.items():
+        if label.startswith("ignored:"):
+            ignored[label.removeprefix("ignored:")] += len(rows)
+
+    def part(label: str) -> tuple[list[Event], pd.Categorical]:
+        rows = rows_of.get(label, np.empty(0, dtype=np.int64))
+        threads = tables.thread_column(thread_codes[rows], thread_labels)
+        return _take(events, rows), threads
+
+    kernels = tables.kernel_table(part(routing.KERNELS)[0])
+    ops = tables.op_table(*part(routing.OPS))
+    launches = tables.launch_table(*part(routing.LAUNCHES))
+    spans = tables.span_table(*part(routing.SPANS))
+    memory = tables.memory_table(*part(routing.MEMORY))
+    link.link_kernels(kernels, launches, ops)
+
+    devices = meta.device_list(doc)
+    kind = meta.device_kind(doc, devices, len(kernels), launches)
+    if kind is DeviceKind.CPU:
+        kernels = cpu_kernel_table(ops)
+
+    processes, thread_names = meta.names_from_metadata(
+        events, rows_of.get("ignored:metadata", np.empty(0, dtype=np.int64))
+    )
+    start, end = meta.time_bounds(
+        [(t[c.ts_us].to_numpy(), _durations(t)) for t, c in ((kernels, Kernels), (ops, Ops))]
+        + [(launches["ts_us"].to_numpy(), launches["dur_us"].to_numpy())]
+        + [(spans["ts_us"].to_numpy(), spans["dur_us"].to_numpy())]
+    )
+    trace_meta = TraceMeta(
+        source=str(path),
+        device_kind=kind,
+        devices=devices,
+        legacy_schema=any(c in routing.LEGACY_CATEGORIES for c in _distinct(field(events, "cat"))),
+        time_origin_us=start,
+        time_end_us=end,
+        process_names=processes,
+        thread_names=thread_names,
+        **meta.header_facts(doc),
+    )
+    stats = ParseStats(
+        events_in=len(events),
+        rows={
+            routing.KERNELS: 0 if kind is DeviceKind.CPU else len(kernels),
+            routing.OPS: len(ops),
+            routing.LAUNCHES: len(launches),
+            routing.SPANS: len(spans),
+            routing.MEMORY: len(memory),
+        },
+        ignored=dict(sorted(ignored.items())),
+    )
+    return Trace(
+        kernels=schema.conform(kernels, schema.KERNELS_DTYPES),
+        ops=schema.conform(ops, schema.OPS_DTYPES),
+        launches=schema.conform(launches, schema.LAUNCHES_DTYPES),
+        regions=regions.region_table(ops, kernels),
+        memory=schema.conform(memory, schema.MEMORY_DTYPES),
+        spans=schema.conform(spans, schema.SPANS_DTYPES),
+        steps=regions.step_table(ops),
+        meta=trace_meta,
+        stats=stats,
+    )
+
+
+def _durations(table: pd.DataFrame) -> np.ndarray:
+    return table["dur_us"].to_numpy(dtype=float)
+
+
+def _distinct(values: list[Any]) -> set[Any]:
+    try:
+        return set(values)
+    except TypeError:
+        return {v for v in values if isinstance(v, str)}
+
+
+def _take(events: list[Event], rows: np.ndarray) -> list[Event]:
+    if len(rows) == 0:
+        return []
+    if len(rows) == 1:
+        return [events[int(rows[0])]]
+    return list(itemgetter(*rows.tolist())(events))
+
+
+def _rows_by_destination(codes: np.ndarray, labels: list[str]) -> dict[str, np.ndarray]:
+    """Event rows per destination label, in input order."""
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(labels) + 1))
+    rows: dict[str, list[np.ndarray]] = {}
+    for code, label in enumerate(labels):
+        rows.setdefault(label, []).append(order[bounds[code] : bounds[code + 1]])
+    return {label: np.sort(np.concatenate(parts)) for label, parts in rows.items()}
+
+
+def _split_instants(
+    events: list[Event], rows_of: dict[str, np.ndarray], ignored: Counter[str]
+) -> None:
+    """Instants named ``[memory]`` go to the memory table; the rest are counted as ignored."""
+    instants = rows_of.pop(routing.INSTANT, np.empty(0, dtype=np.int64))
+    names = np.array([events[i].name == routing.MEMORY_EVENT_NAME for i in instants], dtype=bool)
+    rows_of[routing.MEMORY] = instants[names] if len(instants) else instants
+    if len(instants) and (~names).any():
+        ignored["instant"] += int((~names).sum())
+
+
+def _thread_codes(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
+    """One code per event for its (pid, tid), and the "pid/tid" label of each code."""
+    pid_codes, pid_values = _factorize(field(events, "pid"))
+    tid_codes, tid_values = _factorize(field(events, "tid"))
+    pair = pid_codes * (len(tid_values) + 1) + tid_codes
+    codes, uniques = pd.factorize(pair)
+    # 7 and "7" are one thread: merge codes whose labels coincide.
+    labels: list[str] = []
+    code_of_label: dict[str, int] = {}
+    remap = np.empty(len(uniques), dtype=np.int64)
+    for i, value in enumerate(uniques):
+        p, t = divmod(int(value), len(tid_values) + 1)
+        label = f"{_label(pid_values, p)}/{_label(tid_values, t)}"
+        if label not in code_of_label:
+            code_of_label[label] = len(labels)
+            labels.append(label)
+        remap[i] = code_of_label[label]
+    return remap[np.asarray(codes, dtype=np.int64)], labels
+
+
+def _factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    series = pd.Series(values, dtype=object)
+    try:
+        codes, uniques = pd.factorize(series, use_na_sentinel=True)
+    except TypeError:
+        codes, uniques = pd.factorize(series.map(repr), use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64) + 1, list(uniques)
+
+
+def _label(values: list[Any], code: int) -> str:
+    if code == 0:
+        return "?"
+    value = values[code - 1]
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
+    """Kernels of a CPU-only trace: the ops chosen by :mod:`traceviz.parse.cpu_kernels`."""
+    parent = ops[Ops.parent_row].to_numpy(dtype=np.int64, na_value=-1)
+    is_cpu_op = (ops[Ops.category] == OpCategory.CPU_OP.value).to_numpy()
+    rows = np.flatnonzero(cpu_kernels.cpu_kernel_mask(ops[Ops.name].array, is_cpu_op, parent))
+    chosen = ops.iloc[rows]
+    n = len(rows)
+    na_int = pd.array([pd.NA] * n, dtype="Int64")
+    frame = pd.DataFrame(
+        {
+            Kernels.name: chosen[Ops.name].to_numpy(),
+            Kernels.activity: pd.Categorical(
+                [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
+            ),
+            Kernels.device: pd.array([pd.NA] * n, dtype="Int32"),
+            Kernels.stream: na_int,
+            Kernels.ts_us: chosen[Ops.ts_us].to_numpy(),
+            Kernels.dur_us: chosen[Ops.dur_us].to_numpy(),
+            Kernels.correlation: na_int,
+            Kernels.external_id: chosen[Ops.external_id].array,
+            Kernels.grid: pd.Categorical([None] * n),
+            Kernels.block: pd.Categorical([None] * n),
+            Kernels.registers: pd.array([pd.NA] * n, dtype="Int32"),
+            Kernels.shared_memory_bytes: na_int,
+            Kernels.occupancy_pct: np.full(n, np.nan),
+            Kernels.bytes: na_int,
+            Kernels.copy_kind: pd.Categorical([None] * n),
+            Kernels.launch_row: na_int,
+            Kernels.launch_name: pd.Categorical([None] * n),
+            Kernels.launch_ts_us: np.full(n, np.nan),
+            Kernels.launch_dur_us: np.full(n, np.nan),
+            Kernels.launch_delay_us: np.full(n, np.nan),
+            Kernels.thread: chosen[Ops.thread].to_numpy(),
+            Kernels.op_row: pd.array(rows, dtype="Int64"),
+            Kernels.op_name: chosen[Ops.name].to_numpy(),
+            Kernels.op_link: pd.Categorical(
+                ["self"] * n, categories=["external_id", "time", "self"]
+            ),
+            Kernels.graph_launch_row: na_int,
+            Kernels.in_graph: np.zeros(n, dtype=bool),
+        }
+    )
+    return frame.sort_values(Kernels.ts_us, kind="stable").reset_index(drop=True)

@@ -1,0 +1,89 @@
+"""Which CPU ops are "kernels" on a CPU-only trace.
+
+On a GPU trace a kernel is a device activity. On a CPU-only trace the work is done inside CPU
+ops, so traceviz counts as kernels the ops that do the work themselves, the way a GPU kernel
+would be launched once for them. The rule, applied to ``cpu_op`` events:
+
+1. **Candidates** are ops of a compute namespace (``aten::``, ``mkldnn::``, ``mkl::``,
+   ``quantized::``, ``onednn::``, ``_c10d_functional::``, ``c10d::``) and Inductor's C++ kernels
+   (``graph_N_cpp_fused_…``, ``cpp_fused_…``), except view/metadata/allocation ops that move no
+   data (``aten::view``, ``aten::as_strided``, ``aten::t``, ``aten::expand``, ``aten::empty``,
+   ``aten::resolve_conj``, … see :data:`NON_COMPUTE`).
+2. A candidate is a **wrapper**, not a kernel, when one of its direct children is a candidate
+   other than a helper (``copy_``, ``fill_``, ``zero_``): ``aten::linear`` → ``aten::addmm``,
+   ``aten::layer_norm`` → ``aten::native_layer_norm``, the dispatcher's outer ``aten::sum`` →
+   inner ``aten::sum``. Helpers do not make their parent a wrapper: ``aten::addmm`` computes the
+   GEMM itself and also counts the ``aten::copy_`` that broadcasts the bias.
+3. Ops that only delegate their work to a ``copy_`` child (:data:`COPY_WRAPPERS`: ``clone``,
+   ``_to_copy``, ``to``, ``contiguous``, …) are wrappers, so a copy is counted once.
+
+The rule depends only on names and nesting, never on timing, so the same model gives the same
+count on every run, and eager and compiled counts mean the same thing.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+COMPUTE_NAMESPACES = ("aten", "mkldnn", "mkl", "quantized", "onednn", "_c10d_functional", "c10d")
+INDUCTOR_CPP_KERNEL = re.compile(r"^(graph_\d+_)?cpp_fused_|^cpp_")
+
+NON_COMPUTE = frozenset(
+    {
+        "alias", "as_strided", "as_strided_", "chunk", "detach", "detach_", "empty",
+        "empty_like", "empty_strided", "expand", "expand_as", "flatten", "is_nonzero",
+        "is_same_size", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided",
+        "numpy_T", "permute", "reshape", "_reshape_alias", "resize_", "resize_as_",
+        "resolve_conj", "resolve_neg", "result_type", "select", "set_", "size", "slice",
+        "split", "split_with_sizes", "squeeze", "squeeze_", "stride", "t", "transpose",
+        "transpose_", "unbind", "unflatten", "unfold", "unsqueeze", "unsqueeze_", "view",
+        "view_as", "_unsafe_view", "_nnpack_available", "_has_compatible_shallow_copy_type",
+        "record_stream", "_local_scalar_dense", "item", "is_pinned", "lift_fresh_copy",
+        "_reinterpret_tensor", "_alloc_from_pool", "dim", "numel", "contiguous_",
+        "_assert_async", "_assert_tensor_metadata", "sym_size", "sym_stride", "sym_numel",
+    }
+)  # fmt: skip
+
+HELPERS = frozenset({"copy_", "fill_", "zero_"})
+COPY_WRAPPERS = frozenset({"clone", "_to_copy", "to", "contiguous", "copy", "type_as"})
+
+
+def op_base_name(name: str) -> tuple[str, str]:
+    """``"aten::addmm"`` → ``("aten", "addmm")``; names without a namespace → ``("", name)``."""
+    namespace, sep, base = name.partition("::")
+    return (namespace, base) if sep else ("", name)
+
+
+def _classify_name(name: str) -> tuple[bool, bool, bool]:
+    """(is candidate, is helper, is copy wrapper) for one op name."""
+    namespace, base = op_base_name(name)
+    if not namespace:
+        return bool(INDUCTOR_CPP_KERNEL.match(name)), False, False
+    candidate = namespace in COMPUTE_NAMESPACES and base not in NON_COMPUTE
+    return candidate, candidate and base in HELPERS, candidate and base in COPY_WRAPPERS
+
+
+def cpu_kernel_mask(names: pd.Categorical, is_cpu_op: np.ndarray, parent: np.ndarray) -> np.ndarray:
+    """Boolean mask over ops: True where the op is a CPU kernel by the module's rule.
+
+    ``names`` is the ops' name column, ``is_cpu_op`` marks ``cpu_op`` rows, ``parent`` is the
+    parent row (−1 for none). Each distinct name is classified once.
+    """
+    flags = np.array([_classify_name(str(c)) for c in names.categories], dtype=bool)
+    flags = flags.reshape(-1, 3) if flags.size else np.zeros((0, 3), dtype=bool)
+    codes = np.asarray(names.codes)
+    known = codes >= 0
+    candidate = np.zeros(len(codes), dtype=bool)
+    helper = np.zeros(len(codes), dtype=bool)
+    copy_wrapper = np.zeros(len(codes), dtype=bool)
+    candidate[known] = flags[codes[known], 0]
+    helper[known] = flags[codes[known], 1]
+    copy_wrapper[known] = flags[codes[known], 2]
+    candidate &= is_cpu_op
+    makes_wrapper = candidate & ~helper & (parent >= 0)
+    has_work_child = np.zeros(len(codes), dtype=bool)
+    has_work_child[parent[makes_wrapper]] = True
+    return candidate & ~has_work_child & ~copy_wrapper

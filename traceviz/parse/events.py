@@ -1,0 +1,104 @@
+"""The typed shape of a Chrome/Kineto trace event, for msgspec's decoder.
+
+Decoding straight into these structs (``gc=False``: they hold no cycles) is the fastest way
+from bytes to Python values; unknown keys are skipped by the decoder without building objects.
+Scalar fields accept every type real traces use (``"inf"``, ``"N/A"``, hex strings, ids beyond
+2^53); the column builders coerce them. List-valued args that only some analyses need (input
+dims, types) stay as raw JSON bytes (``msgspec.Raw``) and become categorical text columns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+# Internal "absent" markers used only while building columns; never stored in a table.
+MISSING_INT = -(2**63)
+NO_RAW = msgspec.Raw(b"")
+
+Num = int | float | str | None
+Ident = int | float | str | None
+
+
+class Args(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` of an event: the keys traceviz reads (others are skipped)."""
+
+    external_id: Ident = msgspec.field(default=MISSING_INT, name="External id")
+    external_id_legacy: Ident = msgspec.field(default=MISSING_INT, name="external id")
+    correlation: Ident = MISSING_INT
+    device: Ident = MISSING_INT
+    stream: Ident = MISSING_INT
+    grid: Any = None
+    block: Any = None
+    registers: Num = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Num = msgspec.field(default=None, name="shared memory")
+    occupancy: Num = msgspec.field(default=None, name="est. achieved occupancy %")
+    bytes: Num = None
+    kind: Num = None
+    input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
+    input_dims_legacy: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
+    input_types: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input type")
+    concrete_inputs: msgspec.Raw = msgspec.field(default=NO_RAW, name="Concrete Inputs")
+    sequence_number: Ident = msgspec.field(default=MISSING_INT, name="Sequence number")
+    fwd_thread_id: Ident = msgspec.field(default=MISSING_INT, name="Fwd thread id")
+    kernel_backend: Num = None
+    kernel_file: Num = None
+    kernel_num_gb: Num = None
+    # [memory] instants
+    mem_bytes: Num = msgspec.field(default=None, name="Bytes")
+    total_allocated: Num = msgspec.field(default=None, name="Total Allocated")
+    total_reserved: Num = msgspec.field(default=None, name="Total Reserved")
+    device_type: Num = msgspec.field(default=None, name="Device Type")
+    device_id: Num = msgspec.field(default=None, name="Device Id")
+    # "M" metadata events: process_name / thread_name
+    label: Any = msgspec.field(default=None, name="name")
+
+
+EMPTY_ARGS = Args()
+
+
+class Event(msgspec.Struct, gc=False):
+    """One entry of ``traceEvents``."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Num = None
+    dur: Num = None
+    args: Args = EMPTY_ARGS
+
+
+class TraceDocument(msgspec.Struct, gc=False):
+    """The top-level object of a (non bare-array) trace file."""
+
+    traceEvents: list[Event]
+    schemaVersion: Any = None
+    deviceProperties: Any = None
+    computeProperties: Any = None
+    distributedInfo: Any = None
+    record_shapes: Any = None
+    profile_memory: Any = None
+    with_stack: Any = None
+    with_flops: Any = None
+    with_modules: Any = None
+    displayTimeUnit: Any = None
+    baseTimeNanoseconds: Any = None
+    traceName: Any = None
+    cupti_version: Any = None
+    cuda_runtime_version: Any = None
+    cuda_driver_version: Any = None
+    hip_runtime_version: Any = None
+    hip_driver_version: Any = None
+    roctracer_version: Any = None
+    trace_id: Any = None
+
+    def header(self) -> dict[str, Any]:
+        """Every top-level key except the events, as plain values."""
+        return {
+            f: getattr(self, f)
+            for f in self.__struct_fields__
+            if f != "traceEvents" and getattr(self, f) is not None
+        }
