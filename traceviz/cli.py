@@ -65,6 +65,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TraceVizError as err:
         print(f"traceviz {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("traceviz: interrupted", file=sys.stderr)
         return 130

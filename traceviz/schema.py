@@ -84,8 +84,8 @@ class Kernels:
     dur_us = "dur_us"  # duration, µs (float64; NaN when the trace has none)
     correlation = "correlation"  # runtime correlation id linking to the launch (Int64)
     external_id = "external_id"  # External id linking to the CPU op (Int64)
-    grid = "grid"  # grid dims "x,y,z" (category) or <NA>
-    block = "block"  # block dims "x,y,z" (category) or <NA>
+    grid = "grid"  # grid dims as JSON text, e.g. "[108, 1, 1]" (category) or <NA>
+    block = "block"  # block dims as JSON text, e.g. "[128, 1, 1]" (category) or <NA>
     registers = "registers"  # registers per thread (Int32)
     shared_memory_bytes = "shared_memory_bytes"  # static + dynamic shared memory (Int64)
     occupancy_pct = "occupancy_pct"  # "est. achieved occupancy %" where present (float64)

@@ -9,6 +9,7 @@ the rest.
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from traceviz.parse.build import build_trace
@@ -26,7 +27,15 @@ def load_trace(path: str | Path) -> Trace:
     source = Path(path)
     if is_cache_dir(source):
         return load_cache(source)
-    data = read_bytes(source)
-    events, doc = decode_events(source, data)
-    del data
-    return build_trace(source, events, doc)
+    # The parse makes millions of short-lived objects and no cycles: the cyclic collector
+    # would only rescan them again and again.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        data = read_bytes(source)
+        events, doc = decode_events(source, data)
+        del data
+        return build_trace(source, events, doc)
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -15,6 +15,7 @@ from traceviz import schema
 from traceviz.parse import cpu_kernels, link, meta, regions, routing, tables
 from traceviz.parse.columns import field
 from traceviz.parse.events import Event, TraceDocument
+from traceviz.parse.routing import codes_from_one
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
@@ -22,7 +23,6 @@ from traceviz.trace import ParseStats, Trace, TraceMeta
 def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> Trace:
     """Build every table of a trace from its decoded events."""
     dest_codes, dest_labels = routing.route(field(events, "ph"), field(events, "cat"))
-    thread_codes, thread_labels = _thread_codes(events)
     rows_of = _rows_by_destination(dest_codes, dest_labels)
     ignored: Counter[str] = Counter()
     _split_instants(events, rows_of, ignored)
@@ -30,16 +30,20 @@ def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> T
         if label.startswith("ignored:"):
             ignored[label.removeprefix("ignored:")] += len(rows)
 
-    def part(label: str) -> tuple[list[Event], pd.Categorical]:
-        rows = rows_of.get(label, np.empty(0, dtype=np.int64))
-        threads = tables.thread_column(thread_codes[rows], thread_labels)
-        return _take(events, rows), threads
-
-    kernels = tables.kernel_table(part(routing.KERNELS)[0])
-    ops = tables.op_table(*part(routing.OPS))
-    launches = tables.launch_table(*part(routing.LAUNCHES))
-    spans = tables.span_table(*part(routing.SPANS))
-    memory = tables.memory_table(*part(routing.MEMORY))
+    on_cpu = (routing.OPS, routing.LAUNCHES, routing.SPANS, routing.MEMORY)
+    parts = {label: _take(events, _rows(rows_of, label)) for label in (routing.KERNELS, *on_cpu)}
+    # Threads are numbered over the CPU-side tables together, so their codes can be compared.
+    thread_codes, thread_labels = _thread_codes([e for label in on_cpu for e in parts[label]])
+    bounds = np.cumsum([0] + [len(parts[label]) for label in on_cpu])
+    threads = {
+        label: tables.thread_column(thread_codes[bounds[i] : bounds[i + 1]], thread_labels)
+        for i, label in enumerate(on_cpu)
+    }
+    kernels = tables.kernel_table(parts[routing.KERNELS])
+    ops = tables.op_table(parts[routing.OPS], threads[routing.OPS])
+    launches = tables.launch_table(parts[routing.LAUNCHES], threads[routing.LAUNCHES])
+    spans = tables.span_table(parts[routing.SPANS], threads[routing.SPANS])
+    memory = tables.memory_table(parts[routing.MEMORY], threads[routing.MEMORY])
     link.link_kernels(kernels, launches, ops)
 
     devices = meta.device_list(doc)
@@ -47,9 +51,7 @@ def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> T
     if kind is DeviceKind.CPU:
         kernels = cpu_kernel_table(ops)
 
-    processes, thread_names = meta.names_from_metadata(
-        events, rows_of.get("ignored:metadata", np.empty(0, dtype=np.int64))
-    )
+    processes, thread_names = meta.names_from_metadata(events, _rows(rows_of, "ignored:metadata"))
     start, end = meta.time_bounds(
         [(t[c.ts_us].to_numpy(), _durations(t)) for t, c in ((kernels, Kernels), (ops, Ops))]
         + [(launches["ts_us"].to_numpy(), launches["dur_us"].to_numpy())]
@@ -101,6 +103,10 @@ def _distinct(values: list[Any]) -> set[Any]:
         return {v for v in values if isinstance(v, str)}
 
 
+def _rows(rows_of: dict[str, np.ndarray], label: str) -> np.ndarray:
+    return rows_of.get(label, np.empty(0, dtype=np.int64))
+
+
 def _take(events: list[Event], rows: np.ndarray) -> list[Event]:
     if len(rows) == 0:
         return []
@@ -132,8 +138,8 @@ def _split_instants(
 
 def _thread_codes(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
     """One code per event for its (pid, tid), and the "pid/tid" label of each code."""
-    pid_codes, pid_values = _factorize(field(events, "pid"))
-    tid_codes, tid_values = _factorize(field(events, "tid"))
+    pid_codes, pid_values = codes_from_one(field(events, "pid"))
+    tid_codes, tid_values = codes_from_one(field(events, "tid"))
     pair = pid_codes * (len(tid_values) + 1) + tid_codes
     codes, uniques = pd.factorize(pair)
     # 7 and "7" are one thread: merge codes whose labels coincide.
@@ -148,15 +154,6 @@ def _thread_codes(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
             labels.append(label)
         remap[i] = code_of_label[label]
     return remap[np.asarray(codes, dtype=np.int64)], labels
-
-
-def _factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    series = pd.Series(values, dtype=object)
-    try:
-        codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    except TypeError:
-        codes, uniques = pd.factorize(series.map(repr), use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64) + 1, list(uniques)
 
 
 def _label(values: list[Any], code: int) -> str:
@@ -178,7 +175,7 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
     na_int = pd.array([pd.NA] * n, dtype="Int64")
     frame = pd.DataFrame(
         {
-            Kernels.name: chosen[Ops.name].to_numpy(),
+            Kernels.name: chosen[Ops.name].array,
             Kernels.activity: pd.Categorical(
                 [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
             ),
@@ -200,9 +197,9 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
             Kernels.launch_ts_us: np.full(n, np.nan),
             Kernels.launch_dur_us: np.full(n, np.nan),
             Kernels.launch_delay_us: np.full(n, np.nan),
-            Kernels.thread: chosen[Ops.thread].to_numpy(),
+            Kernels.thread: chosen[Ops.thread].array,
             Kernels.op_row: pd.array(rows, dtype="Int64"),
-            Kernels.op_name: chosen[Ops.name].to_numpy(),
+            Kernels.op_name: chosen[Ops.name].array,
             Kernels.op_link: pd.Categorical(
                 ["self"] * n, categories=["external_id", "time", "self"]
             ),

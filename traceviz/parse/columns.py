@@ -30,6 +30,24 @@ def arg_field(args: Sequence[Any], name: str) -> list[Any]:
     return list(map(attrgetter(name), args))
 
 
+def objects(values: list[Any]) -> np.ndarray:
+    """A 1-d object array of ``values`` (never 2-d, even when the values are lists)."""
+    arr = np.empty(len(values), dtype=object)
+    arr[:] = values
+    return arr
+
+
+def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Codes (−1 = missing) and distinct values; unhashable values are compared as text."""
+    arr = objects(values)
+    try:
+        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+    except TypeError:  # a list where a string belongs
+        text = objects([v if v is None or isinstance(v, str) else repr(v) for v in values])
+        codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    return np.asarray(codes, dtype=np.int64), list(uniques)
+
+
 def floats(values: list[Any]) -> np.ndarray:
     """float64 array; ``None`` and unparsable strings become NaN."""
     try:
@@ -69,7 +87,7 @@ def _to_int(value: Any) -> int:
 
 def categorical(values: list[Any]) -> pd.Categorical[Any]:
     """Categorical of strings; ``None`` stays missing, other non-strings become their text."""
-    codes, uniques = pd.factorize(pd.Series(values, dtype=object), use_na_sentinel=True)
+    codes, uniques = factorize(values)
     labels = [u if isinstance(u, str) else str(u) for u in uniques]
     if len(set(labels)) != len(labels):  # e.g. 7 and "7" in one column
         return pd.Categorical([None if c < 0 else labels[c] for c in codes])
@@ -89,38 +107,12 @@ def map_categories(
 
 def raw_text(values: list[msgspec.Raw]) -> pd.Categorical[Any]:
     """Categorical of raw JSON text (e.g. ``Input Dims``); absent values are missing."""
-    as_bytes = [bytes(v) for v in values]
-    codes, uniques = pd.factorize(pd.Series(as_bytes, dtype=object), use_na_sentinel=True)
+    codes, uniques = factorize(list(map(bytes, values)))
     labels = [u.decode("utf-8", "replace") for u in uniques]
     categorical_ = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
     if "" in labels:
         categorical_ = categorical_.remove_categories([""])
     return categorical_
-
-
-def dims_text(values: list[Any]) -> pd.Categorical[Any]:
-    """``[x, y, z]`` lists (grid, block) as ``"x,y,z"`` text; other values as their text."""
-    cache: dict[Any, str | None] = {}
-    out: list[str | None] = []
-    for value in values:
-        key = tuple(value) if isinstance(value, list) else value
-        try:
-            text = cache[key]
-        except KeyError:
-            text = _dims_label(value)
-            cache[key] = text
-        except TypeError:  # unhashable nested value
-            text = _dims_label(value)
-        out.append(text)
-    return pd.Categorical(out)
-
-
-def _dims_label(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def first_present(

@@ -29,12 +29,12 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     correlation: Ident = MISSING_INT
     device: Ident = MISSING_INT
     stream: Ident = MISSING_INT
-    grid: Any = None
-    block: Any = None
-    registers: Num = msgspec.field(default=None, name="registers per thread")
-    shared_memory: Num = msgspec.field(default=None, name="shared memory")
+    grid: msgspec.Raw = NO_RAW
+    block: msgspec.Raw = NO_RAW
+    registers: Num = msgspec.field(default=MISSING_INT, name="registers per thread")
+    shared_memory: Num = msgspec.field(default=MISSING_INT, name="shared memory")
     occupancy: Num = msgspec.field(default=None, name="est. achieved occupancy %")
-    bytes: Num = None
+    bytes: Num = MISSING_INT
     kind: Num = None
     input_dims: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input Dims")
     input_dims_legacy: msgspec.Raw = msgspec.field(default=NO_RAW, name="Input dims")
@@ -46,11 +46,11 @@ class Args(msgspec.Struct, frozen=True, gc=False):
     kernel_file: Num = None
     kernel_num_gb: Num = None
     # [memory] instants
-    mem_bytes: Num = msgspec.field(default=None, name="Bytes")
-    total_allocated: Num = msgspec.field(default=None, name="Total Allocated")
-    total_reserved: Num = msgspec.field(default=None, name="Total Reserved")
-    device_type: Num = msgspec.field(default=None, name="Device Type")
-    device_id: Num = msgspec.field(default=None, name="Device Id")
+    mem_bytes: Num = msgspec.field(default=MISSING_INT, name="Bytes")
+    total_allocated: Num = msgspec.field(default=MISSING_INT, name="Total Allocated")
+    total_reserved: Num = msgspec.field(default=MISSING_INT, name="Total Reserved")
+    device_type: Num = msgspec.field(default=MISSING_INT, name="Device Type")
+    device_id: Num = msgspec.field(default=MISSING_INT, name="Device Id")
     # "M" metadata events: process_name / thread_name
     label: Any = msgspec.field(default=None, name="name")
 

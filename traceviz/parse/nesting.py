@@ -29,7 +29,8 @@ class Timeline:
         return cls(lo, 2.0 * (hi - lo) + 1.0)
 
     def keys(self, thread_codes: np.ndarray, times_us: np.ndarray) -> np.ndarray:
-        return thread_codes.astype(np.float64) * self.window_us + (times_us - self.origin_us)
+        with np.errstate(invalid="ignore", over="ignore"):  # absurd timestamps sort last
+            return thread_codes.astype(np.float64) * self.window_us + (times_us - self.origin_us)
 
 
 def sort_order(thread_codes: np.ndarray, starts: np.ndarray, durs: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceviz.parse.columns import factorize
 from traceviz.schema import ActivityKind, OpCategory
 
 DEVICE_CATEGORIES: dict[str, ActivityKind] = {
@@ -64,8 +65,8 @@ def destination(ph: Any, cat: Any) -> str:
 
 def route(phs: list[Any], cats: list[Any]) -> tuple[np.ndarray, list[str]]:
     """Destination code per event, and the destination label of each code."""
-    ph_codes, ph_uniques = _factorize(phs)
-    cat_codes, cat_uniques = _factorize(cats)
+    ph_codes, ph_uniques = codes_from_one(phs)
+    cat_codes, cat_uniques = codes_from_one(cats)
     pair = ph_codes * (len(cat_uniques) + 1) + cat_codes
     pair_codes, pair_uniques = pd.factorize(pair)
     labels: list[str] = []
@@ -77,11 +78,7 @@ def route(phs: list[Any], cats: list[Any]) -> tuple[np.ndarray, list[str]]:
     return np.asarray(pair_codes), labels
 
 
-def _factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+def codes_from_one(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     """Codes starting at 1 (0 = missing) and the distinct values."""
-    series = pd.Series(values, dtype=object)
-    try:
-        codes, uniques = pd.factorize(series, use_na_sentinel=True)
-    except TypeError:  # unhashable values (a list as "cat"): compare them as text
-        codes, uniques = pd.factorize(series.map(repr), use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64) + 1, list(uniques)
+    codes, uniques = factorize(values)
+    return codes + 1, uniques

@@ -17,7 +17,6 @@ from traceviz.parse import nesting
 from traceviz.parse.columns import (
     arg_field,
     categorical,
-    dims_text,
     field,
     first_present,
     floats,
@@ -94,8 +93,8 @@ def kernel_table(events: Sequence[Event]) -> pd.DataFrame:
             Kernels.dur_us: floats(field(events, "dur")),
             Kernels.correlation: nullable_ints(arg_field(args, "correlation")),
             Kernels.external_id: external_ids(args),
-            Kernels.grid: dims_text(arg_field(args, "grid")),
-            Kernels.block: dims_text(arg_field(args, "block")),
+            Kernels.grid: raw_text(arg_field(args, "grid")),
+            Kernels.block: raw_text(arg_field(args, "block")),
             Kernels.registers: nullable_ints(arg_field(args, "registers")).astype("Int32"),
             Kernels.shared_memory_bytes: nullable_ints(arg_field(args, "shared_memory")),
             Kernels.occupancy_pct: floats(arg_field(args, "occupancy")),

@@ -1,0 +1,72 @@
+"""Shared fixtures: the real-trace corpus beside the repo, and tiny hand-made traces."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+SAMPLES = REPO / "sample_traces"
+
+
+def corpus_files() -> list[Path]:
+    """Every trace in ../shared/corpus (empty when the folder is absent)."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p for p in CORPUS.rglob("*") if p.name.endswith((".json", ".json.gz")))
+
+
+def corpus_params() -> list[Any]:
+    files = corpus_files()
+    if not files:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"corpus not found at {CORPUS}"))]
+    return [pytest.param(p, id=str(p.relative_to(CORPUS))) for p in files]
+
+
+def read_json(path: Path) -> Any:
+    """A trace file's JSON, the plain way (for independent counts in tests)."""
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rt") as handle:  # type: ignore[operator]
+        return json.load(handle)
+
+
+def write_trace(path: Path, events: list[dict[str, Any]], **header: Any) -> Path:
+    """Write a tiny trace document with ``events`` (and optional top-level keys)."""
+    doc = {"schemaVersion": 1, **header, "traceEvents": events}
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def op(name: str, ts: float, dur: float, *, tid: int = 1, cat: str = "cpu_op", **args: Any) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def launch(
+    name: str, ts: float, dur: float, correlation: int, *, tid: int = 1, **args: Any
+) -> dict:
+    return {"ph": "X", "cat": "cuda_runtime", "name": name, "pid": 1, "tid": tid, "ts": ts,
+            "dur": dur, "args": {"correlation": correlation, **args}}  # fmt: skip
+
+
+def kernel(
+    name: str, ts: float, dur: float, correlation: int, *, cat: str = "kernel", **args: Any
+) -> dict:
+    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"device": 0, "stream": 7, "correlation": correlation, **args}}  # fmt: skip
+
+
+@pytest.fixture
+def tmp_trace(tmp_path: Path):  # type: ignore[no-untyped-def]
+    """Factory: ``tmp_trace(events, **header)`` writes a trace and returns its path."""
+    counter = iter(range(1_000_000))
+
+    def make(events: list[dict[str, Any]], **header: Any) -> Path:
+        return write_trace(tmp_path / f"trace{next(counter)}.json", events, **header)
+
+    return make

@@ -1,0 +1,141 @@
+"""Bad input: one TraceFormatError naming the file and the problem; the CLI prints one line
+and exits 2; mutated real traces never raise anything else and never hang."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import traceviz
+from tests.conftest import CORPUS
+from traceviz import TraceFormatError
+from traceviz.cli import main
+
+SMALL = CORPUS / "nvidia" / "v100_small_plain.json"
+TINY_GZ = CORPUS / "amd" / "mi300x_compiled_llama_block_tiny.json.gz"
+
+CASES = {
+    "not JSON": (b"this is not json", "not valid JSON"),
+    "empty": (b"", "empty file"),
+    "whitespace": (b"  \n ", "empty file"),
+    "not a trace": (b'{"hello": 1}', "traceEvents"),
+    "events of wrong type": (b'{"traceEvents": {"a": 1}}', "traceEvents"),
+    "scalar document": (b"42", "not a profiler trace"),
+    "event not an object": (b'{"traceEvents": [1, 2]}', "traceEvents[0]"),
+    "truncated JSON": (b'{"traceEvents": [{"ph": "X", "name": "a"', "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("content,reason", CASES.values(), ids=list(CASES))
+def test_bad_file_raises_trace_format_error_naming_file(
+    tmp_path: Path, content: bytes, reason: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(TraceFormatError) as info:
+        traceviz.load(path)
+    assert str(path) in str(info.value)
+    assert reason in str(info.value)
+
+
+def test_truncated_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "cut.json.gz"
+    path.write_bytes(gzip.compress(json.dumps({"traceEvents": []}).encode() * 50)[:30])
+    with pytest.raises(TraceFormatError, match="gzip"):
+        traceviz.load(path)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match="no such file"):
+        traceviz.load(tmp_path / "nope.json")
+    with pytest.raises(TraceFormatError, match="directory"):
+        traceviz.load(tmp_path)
+
+
+def test_nan_and_infinity_literals_are_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "nan.json"
+    path.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, '
+                    '"tid": 7, "ts": 1, "dur": NaN, "args": {"est. achieved occupancy %": Infinity}}]}')  # fmt: skip
+    trace = traceviz.load(path)
+    assert trace.kernels.occupancy_pct[0] == float("inf")
+
+
+def test_cli_prints_one_line_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text("{")
+    assert main(["summary", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err
+
+
+def _mutations() -> st.SearchStrategy[tuple[str, int, bytes]]:
+    return st.tuples(
+        st.sampled_from(["truncate", "flip", "insert", "delete"]),
+        st.integers(min_value=0, max_value=10**9),
+        st.binary(min_size=1, max_size=8),
+    )
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
+@settings(
+    max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(mutation=_mutations(), gz=st.booleans())
+def test_mutated_real_traces_load_or_raise_trace_format_error(
+    tmp_path: Path, mutation: tuple[str, int, bytes], gz: bool
+) -> None:
+    source = TINY_GZ if gz else SMALL
+    data = bytearray(source.read_bytes())
+    how, where, junk = mutation
+    at = where % len(data)
+    if how == "truncate":
+        del data[at:]
+    elif how == "flip":
+        data[at] ^= junk[0]
+    elif how == "insert":
+        data[at:at] = junk
+    else:
+        del data[at : at + len(junk)]
+    path = tmp_path / ("mutant.json.gz" if gz else "mutant.json")
+    path.write_bytes(bytes(data))
+    try:
+        trace = traceviz.load(path)
+    except TraceFormatError as err:
+        assert str(path) in str(err)
+    else:
+        assert trace.stats.accounted == trace.stats.events_in
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
+@settings(
+    max_examples=100, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    field=st.sampled_from(["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id"]),
+    value=st.one_of(
+        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
+        st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    ),
+    index=st.integers(min_value=0, max_value=10**6),
+)  # fmt: skip
+def test_events_with_odd_field_values(
+    tmp_path: Path, field: str, value: object, index: int
+) -> None:
+    doc = json.loads(SMALL.read_text())
+    events = doc["traceEvents"]
+    events[index % len(events)][field] = value
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(doc))
+    try:
+        trace = traceviz.load(path)
+    except TraceFormatError as err:
+        assert str(path) in str(err)
+    else:
+        assert trace.stats.accounted == trace.stats.events_in

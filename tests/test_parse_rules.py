@@ -1,0 +1,234 @@
+"""One tiny hand-made trace per parsing, linking and classification rule."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, kernel, launch, op
+from traceviz.schema import DeviceKind, LaunchClass, RegionKind
+
+
+def test_kernel_links_to_launch_by_correlation_and_to_op_by_external_id(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("aten::add", 10, 20, **{"External id": 5}),
+            launch("cudaLaunchKernel", 15, 4, 99, **{"External id": 5}),
+            kernel("add_kernel", 30, 2, 99, **{"External id": 5}),
+        ]
+    )
+    k = traceviz.load(path).kernels.iloc[0]
+    assert k.launch_name == "cudaLaunchKernel"
+    assert k.launch_delay_us == pytest.approx(30 - (15 + 4))
+    assert k.op_name == "aten::add" and k.op_link == "external_id"
+    assert k.thread == "1/1"
+
+
+def test_kernel_without_external_id_links_to_innermost_enclosing_cpu_op(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("outer", 0, 100, cat="user_annotation"),
+            op("aten::linear", 10, 50),
+            op("aten::addmm", 20, 30),
+            launch("cudaLaunchKernel", 25, 5, 7),
+            kernel("gemm", 40, 10, 7),
+        ]
+    )
+    k = traceviz.load(path).kernels.iloc[0]
+    assert (k.op_name, k.op_link) == ("aten::addmm", "time")
+
+
+def test_launch_outside_any_cpu_op_links_to_enclosing_python_frame(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("graphs.py(139): replay", 0, 100, cat="python_function"),
+            launch("hipGraphLaunch", 10, 5, 3),
+            kernel("k1", 20, 1, 3),
+            kernel("k2", 22, 1, 3),
+        ]
+    )
+    kernels = traceviz.load(path).kernels
+    assert list(kernels.op_name) == ["graphs.py(139): replay"] * 2
+
+
+def test_graph_replay_kernels_share_the_graph_launch(tmp_trace) -> None:
+    path = tmp_trace(
+        [launch("cudaGraphLaunch", 0, 5, 42)] + [kernel(f"k{i}", 10 + i, 1, 42) for i in range(3)]
+    )
+    trace = traceviz.load(path)
+    assert trace.kernels.in_graph.all()
+    assert set(trace.kernels.graph_launch_row) == {0}
+    assert trace.launches.launch_class[0] == LaunchClass.GRAPH_LAUNCH.value
+    assert trace.launches.kernel_count[0] == 3
+
+
+def test_external_ids_that_mirror_correlation_are_not_op_links(tmp_trace) -> None:
+    # 2022-2023 Kineto wrote the correlation id into "External id" of kernels and launches.
+    path = tmp_trace(
+        [
+            op("aten::mul", 0, 50, **{"External id": 7}),
+            op("aten::add", 100, 50, **{"External id": 1}),
+            launch("cudaLaunchKernel", 110, 5, 7, **{"External id": 7}),
+            kernel("add_kernel", 130, 2, 7, **{"External id": 7}),
+        ]
+    )
+    k = traceviz.load(path).kernels.iloc[0]
+    assert (k.op_name, k.op_link) == ("aten::add", "time")
+
+
+def test_rocm_streams_as_hex_strings_and_hip_launches(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            launch("hipExtModuleLaunchKernel", 0, 5, 1, stream="0x0"),
+            kernel("Cijk_gemm", 10, 3, 1, stream="0x1a"),
+        ],
+        roctracer_version=4.1,
+    )
+    trace = traceviz.load(path)
+    assert trace.device_kind is DeviceKind.ROCM
+    assert trace.kernels.stream[0] == 0x1A
+    assert trace.launches.launch_class[0] == LaunchClass.KERNEL_LAUNCH.value
+
+
+def test_odd_numeric_values_are_handled_not_fatal(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            kernel("a", "N/A", 1, 1, **{"est. achieved occupancy %": "inf"}),
+            kernel("b", 5, None, 2**60, registers="N/A"),
+            {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 7, "ts": 9},
+            op("record_param_comms", 1, 1, **{"External id": 10159970886766084423}),
+        ]
+    )
+    trace = traceviz.load(path)
+    k = trace.kernels.set_index("name")
+    assert pd.isna(k.loc["a", "ts_us"]) and k.loc["a", "occupancy_pct"] == float("inf")
+    assert pd.isna(k.loc["b", "dur_us"]) and pd.isna(k.loc["b", "registers"])
+    assert k.loc["b", "correlation"] == 2**60
+    assert pd.isna(k.loc["c", "dur_us"])
+    assert pd.isna(trace.ops.external_id[0])  # beyond int64: kept as missing, not a crash
+
+
+def test_nesting_depth_parent_and_self_time(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("aten::linear", 0, 100),
+            op("aten::t", 5, 10),
+            op("aten::addmm", 20, 70),
+            op("aten::copy_", 30, 10),
+            op("other_thread", 0, 100, tid=2),
+        ]
+    )
+    ops = traceviz.load(path).ops.set_index("name")
+    assert ops.loc["aten::linear", "depth"] == 0 and pd.isna(ops.loc["aten::linear", "parent_row"])
+    assert ops.loc["aten::copy_", "depth"] == 2
+    assert ops.loc["aten::linear", "self_us"] == pytest.approx(100 - 10 - 70)
+    assert ops.loc["aten::addmm", "self_us"] == pytest.approx(60)
+    assert ops.loc["other_thread", "depth"] == 0
+
+
+def test_cpu_kernels_are_ops_that_compute_themselves(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("aten::linear", 0, 100),
+            op("aten::t", 1, 5),
+            op("aten::transpose", 2, 2),
+            op("aten::addmm", 10, 80),
+            op("aten::expand", 11, 1),
+            op("aten::copy_", 13, 5),
+            op("aten::layer_norm", 200, 50),
+            op("aten::native_layer_norm", 201, 45),
+            op("aten::empty", 202, 1),
+            op("aten::contiguous", 300, 20),
+            op("aten::clone", 301, 18),
+            op("aten::empty_like", 302, 2),
+            op("aten::copy_", 305, 10),
+            op("graph_0_cpp_fused_cos_relu_0", 400, 10),
+            op("Torch-Compiled Region: 0/0", 390, 40),
+        ]
+    )
+    trace = traceviz.load(path)
+    assert trace.device_kind is DeviceKind.CPU
+    assert list(trace.kernels.name) == [
+        "aten::addmm", "aten::copy_", "aten::native_layer_norm", "aten::copy_",
+        "graph_0_cpp_fused_cos_relu_0",
+    ]  # fmt: skip
+    assert (trace.kernels.op_link == "self").all()
+    region = trace.regions.iloc[0]
+    assert (region.kind, region.frame_id, region.recompile_id) == ("compiled_region", 0, 0)
+    assert region.kernel_count == 1 and region.kernel_time_us == pytest.approx(10)
+
+
+def test_compiled_region_markers_and_steps(tmp_trace) -> None:
+    key = "fal4xpiah2v6blbfmwwonu52dvevbsmlh743q5tkclrt4gcqpzea"
+    path = tmp_trace(
+        [
+            op("ProfilerStep#3", 0, 1000, cat="user_annotation"),
+            op("Torch-Compiled Region: 1/2", 10, 500),
+            op(f"## Call CompiledFxGraph {key} ##", 20, 400, cat="user_annotation"),
+            op("triton_poi_fused_add_cos_sin_0", 30, 50, **{"External id": 9}),
+            launch("cuLaunchKernel", 40, 5, 11, **{"External id": 9}),
+            kernel("triton_poi_fused_add_cos_sin_0", 60, 4, 11),
+            op("CompiledFunctionBackward", 600, 100, tid=2),
+        ]
+    )
+    trace = traceviz.load(path)
+    regions = trace.regions.set_index("kind")
+    assert regions.loc[RegionKind.COMPILED_REGION.value, "frame_id"] == 1
+    assert regions.loc[RegionKind.COMPILED_REGION.value, "recompile_id"] == 2
+    assert regions.loc[RegionKind.FX_GRAPH_CALL.value, "graph_key"] == key
+    assert regions.loc[RegionKind.FX_GRAPH_CALL.value, "kernel_time_us"] == pytest.approx(4)
+    assert regions.loc[RegionKind.COMPILED_FUNCTION_BACKWARD.value, "kernel_count"] == 0
+    assert trace.steps.step.tolist() == [3]
+
+
+def test_memory_events_and_ignored_counts(tmp_trace) -> None:
+    memory = {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 5,
+              "args": {"Bytes": 512, "Total Allocated": 1024, "Total Reserved": 2048,
+                       "Device Type": 1, "Device Id": 0}}  # fmt: skip
+    flow = {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 1, "cat": "ac2g", "name": "ac2g"}
+    meta = {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}}
+    weird = {"ph": "B", "name": "begin", "pid": 1, "tid": 1, "ts": 1}
+    unknown = {"ph": "X", "cat": "mystery", "name": "m", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    trace = traceviz.load(tmp_trace([memory, flow, meta, weird, unknown]))
+    assert trace.memory.total_allocated_bytes[0] == 1024
+    assert trace.memory.device_type[0] == "cuda"
+    assert trace.stats.ignored == {"flow": 1, "metadata": 1, "phase_B": 1}
+    assert trace.spans.category[0] == "mystery"
+    assert trace.meta.thread_names == {"1/1": "main"}
+    assert trace.stats.accounted == trace.stats.events_in == 5
+
+
+def test_bare_array_and_legacy_categories(tmp_path: Path) -> None:
+    events = [
+        {"ph": "X", "cat": "Operator", "name": "aten::mm", "pid": 1, "tid": "1", "ts": 0,
+         "dur": 50, "args": {"External id": 3, "Input dims": [[2, 3], [3, 4]]}},
+        {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": "1", "ts": 5,
+         "dur": 5, "args": {"correlation": 8, "external id": 3}},
+        {"ph": "X", "cat": "Kernel", "name": "gemm", "pid": 0, "tid": "stream 7", "ts": 20,
+         "dur": 5, "args": {"correlation": 8, "external id": 3, "device": 0}},
+    ]  # fmt: skip
+    path = tmp_path / "legacy.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(events).encode()))
+    trace = traceviz.load(path)
+    assert trace.meta.legacy_schema
+    k = trace.kernels.iloc[0]
+    assert (k.op_name, k.stream, k.launch_name) == ("aten::mm", 7, "cudaLaunchKernel")
+    assert trace.ops.input_dims[0] == "[[2, 3], [3, 4]]"
+
+
+def test_corpus_graph_replay_and_vllm_linking() -> None:
+    flux = CORPUS / "amd/mi300x_compiled_flux_hipgraph.json.gz"
+    vllm = CORPUS / "amd/mi300x_vllm_full_graph_replay.json.gz"
+    if not flux.exists():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    flux_kernels = traceviz.load(flux).kernels
+    assert flux_kernels.in_graph.sum() > 0
+    vllm_trace = traceviz.load(vllm)
+    replayed = vllm_trace.kernels[vllm_trace.kernels.in_graph]
+    assert len(replayed) == 421  # one hipGraphLaunch with kernels that have no External id
+    assert replayed.op_row.notna().all()

@@ -1,0 +1,1 @@
+"""Renderers: the same result objects as text (rich), JSON, Markdown, HTML and figures."""
