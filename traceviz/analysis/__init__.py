@@ -1,0 +1,1 @@
+"""Pure analyses over parsed traces: kernels, launches, memory, regions, fusion, comparison."""
