@@ -232,3 +232,15 @@ def test_corpus_graph_replay_and_vllm_linking() -> None:
     replayed = vllm_trace.kernels[vllm_trace.kernels.in_graph]
     assert len(replayed) == 421  # one hipGraphLaunch with kernels that have no External id
     assert replayed.op_row.notna().all()
+
+
+def test_cpu_op_wrapping_a_scalar_with_to_still_computes(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("aten::mul", 0, 40),
+            op("aten::to", 1, 10),
+            op("aten::_to_copy", 2, 8),
+            op("aten::copy_", 3, 5),
+        ]
+    )
+    assert list(traceviz.load(path).kernels.name) == ["aten::mul", "aten::copy_"]

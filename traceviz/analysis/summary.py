@@ -15,12 +15,13 @@ import pandas as pd
 from traceviz.schema import (
     ActivityKind,
     Kernels,
-    Launches,
     LaunchClass,
+    Launches,
     Memory,
-    Regions,
     RegionKind,
+    Regions,
 )
+from traceviz.records import records
 from traceviz.trace import Trace
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -89,10 +90,10 @@ class TraceSummary:
             "events_in": self.events_in,
             "events_ignored": self.events_ignored,
             "ignored": self.ignored,
-            "activities": _records(self.activities),
-            "top_kernels": _records(self.top_kernels),
-            "launch_classes": _records(self.launch_classes),
-            "region_kinds": _records(self.region_kinds),
+            "activities": records(self.activities),
+            "top_kernels": records(self.top_kernels),
+            "launch_classes": records(self.launch_classes),
+            "region_kinds": records(self.region_kinds),
         }
 
 
@@ -184,17 +185,3 @@ def _region_kinds(regions: pd.DataFrame) -> pd.DataFrame:
         }
     )
     return table.reset_index()
-
-
-def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
-    """Rows as plain JSON values (NaN → null, numpy scalars → Python)."""
-    clean = table.astype(object).where(table.notna(), None)
-    return [{str(k): _plain(v) for k, v in row.items()} for row in clean.to_dict("records")]
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
-    return value

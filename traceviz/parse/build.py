@@ -175,7 +175,7 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
     na_int = pd.array([pd.NA] * n, dtype="Int64")
     frame = pd.DataFrame(
         {
-            Kernels.name: chosen[Ops.name].array,
+            Kernels.name: chosen[Ops.name].array.remove_unused_categories(),
             Kernels.activity: pd.Categorical(
                 [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
             ),
@@ -199,7 +199,7 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
             Kernels.launch_delay_us: np.full(n, np.nan),
             Kernels.thread: chosen[Ops.thread].array,
             Kernels.op_row: pd.array(rows, dtype="Int64"),
-            Kernels.op_name: chosen[Ops.name].array,
+            Kernels.op_name: chosen[Ops.name].array.remove_unused_categories(),
             Kernels.op_link: pd.Categorical(
                 ["self"] * n, categories=["external_id", "time", "self"]
             ),

@@ -10,10 +10,12 @@ would be launched once for them. The rule, applied to ``cpu_op`` events:
    data (``aten::view``, ``aten::as_strided``, ``aten::t``, ``aten::expand``, ``aten::empty``,
    ``aten::resolve_conj``, … see :data:`NON_COMPUTE`).
 2. A candidate is a **wrapper**, not a kernel, when one of its direct children is a candidate
-   other than a helper (``copy_``, ``fill_``, ``zero_``): ``aten::linear`` → ``aten::addmm``,
+   other than a helper (``copy_``, ``fill_``, ``zero_``) or a copy wrapper (below):
+   ``aten::linear`` → ``aten::addmm``,
    ``aten::layer_norm`` → ``aten::native_layer_norm``, the dispatcher's outer ``aten::sum`` →
    inner ``aten::sum``. Helpers do not make their parent a wrapper: ``aten::addmm`` computes the
-   GEMM itself and also counts the ``aten::copy_`` that broadcasts the bias.
+   GEMM itself and also counts the ``aten::copy_`` that broadcasts the bias; ``aten::mul`` by
+   a Python scalar computes itself although it first wraps the scalar with ``aten::to``.
 3. Ops that only delegate their work to a ``copy_`` child (:data:`COPY_WRAPPERS`: ``clone``,
    ``_to_copy``, ``to``, ``contiguous``, …) are wrappers, so a copy is counted once.
 
@@ -83,7 +85,7 @@ def cpu_kernel_mask(names: pd.Categorical, is_cpu_op: np.ndarray, parent: np.nda
     helper[known] = flags[codes[known], 1]
     copy_wrapper[known] = flags[codes[known], 2]
     candidate &= is_cpu_op
-    makes_wrapper = candidate & ~helper & (parent >= 0)
+    makes_wrapper = candidate & ~helper & ~copy_wrapper & (parent >= 0)
     has_work_child = np.zeros(len(codes), dtype=bool)
     has_work_child[parent[makes_wrapper]] = True
     return candidate & ~has_work_child & ~copy_wrapper

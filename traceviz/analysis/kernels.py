@@ -1,0 +1,83 @@
+"""Kernels by kind and source: what each kernel does and who produced it.
+
+``classify(trace)`` returns the trace's kernels table with three more columns:
+
+- ``kind``: :class:`~traceviz.analysis.kernel_kinds.KernelKind` value (category);
+- ``source``: :class:`~traceviz.analysis.kernel_kinds.KernelSource` value (category);
+- ``in_region``: issued inside a compiled region (bool).
+
+``kind_table`` aggregates them: one row per (kind, source) with ``count`` and ``time_us``
+(summed device time, µs, measured).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from traceviz.analysis.kernel_kinds import classify_kinds, classify_sources
+from traceviz.schema import Kernels, Regions
+from traceviz.trace import Trace
+
+
+class Classified:
+    """Columns :func:`classify` adds to the kernels table."""
+
+    kind = "kind"
+    source = "source"
+    in_region = "in_region"
+
+
+def classify(trace: Trace) -> pd.DataFrame:
+    """The kernels table plus ``kind``, ``source`` and ``in_region`` columns."""
+    kernels = trace.kernels
+    in_region = issued_inside_regions(trace)
+    out = kernels.copy()
+    out[Classified.kind] = classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
+    out[Classified.source] = classify_sources(
+        kernels[Kernels.name],
+        in_graph=kernels[Kernels.in_graph].to_numpy(),
+        in_compiled_region=in_region,
+    )
+    out[Classified.in_region] = in_region
+    return out
+
+
+def kind_table(classified: pd.DataFrame) -> pd.DataFrame:
+    """Count and device time (µs) per (kind, source)."""
+    grouped = classified.groupby([Classified.kind, Classified.source], observed=True)
+    table = pd.DataFrame(
+        {"count": grouped.size(), "time_us": grouped[Kernels.dur_us].sum(min_count=0)}
+    )
+    return table.reset_index()
+
+
+def issued_inside_regions(trace: Trace) -> np.ndarray:
+    """Per kernel: issued inside any compiled-region marker (FX-graph calls included: some
+    ROCm traces have only those)."""
+    return issued_inside(trace, trace.regions)
+
+
+def issued_inside(trace: Trace, spans: pd.DataFrame) -> np.ndarray:
+    """Per kernel: issued (launched, or run for CPU kernels) inside one of ``spans`` (rows of
+    a regions table) on that span's thread."""
+    kernels = trace.kernels
+    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us]).to_numpy(dtype=float)
+    threads = kernels[Kernels.thread].astype(object).to_numpy()
+    inside = np.zeros(len(kernels), dtype=bool)
+    for thread, group in spans.groupby(Regions.thread, observed=True):
+        starts = group[Regions.ts_us].to_numpy(dtype=float)
+        ends = starts + np.nan_to_num(group[Regions.dur_us].to_numpy(dtype=float))
+        on_thread = threads == thread
+        inside[on_thread] = covered(issue[on_thread], starts, ends)
+    return inside
+
+
+def covered(points: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Which points fall inside the union of the [start, end] intervals."""
+    if starts.size == 0:
+        return np.zeros(len(points), dtype=bool)
+    order = np.argsort(starts)
+    starts, reach = starts[order], np.maximum.accumulate(ends[order])
+    pos = np.searchsorted(starts, points, side="right") - 1
+    return (pos >= 0) & (points <= reach[np.maximum(pos, 0)])

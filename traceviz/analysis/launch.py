@@ -1,0 +1,187 @@
+"""Launch overhead: how much CPU time goes into launching kernels, and how long the device
+waits for the CPU.
+
+Per step (``ProfilerStep#N``; the whole trace as one window when there are none):
+
+- **launch API time**: CPU time inside kernel/graph launch calls;
+- **launch delay**: device start − launch call end, per kernel;
+- **device idle**: step wall time minus the union of device activity inside the step;
+- **waiting for the CPU**: the part of each idle gap that ends at a kernel whose launch call
+  ended after the device went idle — the device had nothing to do because the CPU had not
+  issued the next kernel yet;
+- **kernels shorter than their launch**: kernels whose duration is below their launch call's;
+- on CPU-only traces, **framework overhead**: step wall time − CPU kernel time.
+
+All figures are measured from the trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches, Steps
+from traceviz.trace import Trace
+
+LAUNCH_CLASSES = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
+
+
+class StepOverhead:
+    """Columns of :attr:`LaunchOverhead.per_step` (one row per step window)."""
+
+    step = "step"  # ProfilerStep number (Int64; <NA> for the whole-trace window)
+    wall_us = "wall_us"  # step wall time, µs
+    kernel_count = "kernel_count"  # kernels (not memcpy/memset) starting in the step
+    kernel_time_us = "kernel_time_us"  # their summed duration, µs
+    busy_us = "busy_us"  # union of device activity inside the step, µs
+    idle_us = "idle_us"  # wall_us − busy_us, µs (on CPU traces: framework overhead)
+    cpu_wait_us = "cpu_wait_us"  # idle time spent waiting for a launch, µs
+    launch_calls = "launch_calls"  # kernel/graph launch API calls in the step
+    launch_api_us = "launch_api_us"  # CPU time inside them, µs
+
+
+@dataclass(frozen=True)
+class LaunchOverhead:
+    """Launch-overhead figures of one trace (see the module docstring)."""
+
+    device_kind: DeviceKind
+    per_step: pd.DataFrame  # columns: StepOverhead
+    launch_calls: int
+    launch_api_us: float
+    mean_launch_us: float | None
+    delay_p50_us: float | None
+    delay_p90_us: float | None
+    delay_mean_us: float | None
+    delays_us: np.ndarray  # every kernel's launch delay (graph replays excluded), µs
+    short_kernels: int  # kernels shorter than their own launch call
+    kernel_count: int
+    idle_us: float
+    cpu_wait_us: float
+    wall_us: float
+
+    @property
+    def idle_share(self) -> float | None:
+        return self.idle_us / self.wall_us if self.wall_us > 0 else None
+
+    @property
+    def cpu_wait_share(self) -> float | None:
+        return self.cpu_wait_us / self.wall_us if self.wall_us > 0 else None
+
+
+def launch_overhead(trace: Trace) -> LaunchOverhead:
+    """Launch-overhead figures of ``trace``."""
+    kernels = trace.kernels
+    is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
+    launches = trace.launches
+    counted = launches[Launches.launch_class].isin(LAUNCH_CLASSES).to_numpy()
+    direct = is_kernel & ~kernels[Kernels.in_graph].to_numpy()
+    delays = kernels[Kernels.launch_delay_us].to_numpy(dtype=float)[direct]
+    delays = delays[np.isfinite(delays)]
+    durs = kernels[Kernels.dur_us].to_numpy(dtype=float)
+    launch_durs = kernels[Kernels.launch_dur_us].to_numpy(dtype=float)
+    per_step = _per_step(trace, is_kernel, counted)
+    api = launches[Launches.dur_us].to_numpy(dtype=float)[counted]
+    return LaunchOverhead(
+        device_kind=trace.device_kind,
+        per_step=per_step,
+        launch_calls=int(counted.sum()),
+        launch_api_us=float(np.nansum(api)),
+        mean_launch_us=float(np.nanmean(api)) if api.size else None,
+        delay_p50_us=float(np.percentile(delays, 50)) if delays.size else None,
+        delay_p90_us=float(np.percentile(delays, 90)) if delays.size else None,
+        delay_mean_us=float(delays.mean()) if delays.size else None,
+        delays_us=delays,
+        short_kernels=int((direct & (durs < launch_durs)).sum()),
+        kernel_count=int(is_kernel.sum()),
+        idle_us=float(per_step[StepOverhead.idle_us].sum()),
+        cpu_wait_us=float(per_step[StepOverhead.cpu_wait_us].sum()),
+        wall_us=float(per_step[StepOverhead.wall_us].sum()),
+    )
+
+
+def step_windows(trace: Trace) -> pd.DataFrame:
+    """(step, start_us, end_us) per ProfilerStep, or one whole-trace window without steps."""
+    steps = trace.steps
+    if len(steps):
+        start = steps[Steps.ts_us].to_numpy(dtype=float)
+        return pd.DataFrame(
+            {
+                "step": steps[Steps.step].array,
+                "start_us": start,
+                "end_us": start + steps[Steps.dur_us].to_numpy(dtype=float),
+            }
+        )
+    start, end = trace.meta.time_origin_us, trace.meta.time_end_us
+    return pd.DataFrame(
+        {
+            "step": pd.array([pd.NA], dtype="Int64"),
+            "start_us": [start if start is not None else 0.0],
+            "end_us": [end if end is not None else 0.0],
+        }
+    )
+
+
+def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.DataFrame:
+    windows = step_windows(trace)
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
+    launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
+    kernel_durs = kernels[Kernels.dur_us].to_numpy(dtype=float)
+    rows = []
+    for window in windows.itertuples(index=False):
+        inside = (starts >= window.start_us) & (starts < window.end_us) & np.isfinite(starts)
+        busy, wait = _busy_and_wait(
+            starts[inside], ends[inside], issue_end[inside], window.start_us, window.end_us
+        )
+        in_step = counted & (launch_ts >= window.start_us) & (launch_ts < window.end_us)
+        wall = float(window.end_us - window.start_us)
+        kernel_time = float(np.nansum(kernel_durs[inside & is_kernel]))
+        if trace.device_kind is DeviceKind.CPU:
+            busy = min(kernel_time, wall)
+        rows.append(
+            {
+                StepOverhead.step: window.step,
+                StepOverhead.wall_us: wall,
+                StepOverhead.kernel_count: int((inside & is_kernel).sum()),
+                StepOverhead.kernel_time_us: kernel_time,
+                StepOverhead.busy_us: busy,
+                StepOverhead.idle_us: max(wall - busy, 0.0),
+                StepOverhead.cpu_wait_us: wait,
+                StepOverhead.launch_calls: int(in_step.sum()),
+                StepOverhead.launch_api_us: float(np.nansum(launch_durs[in_step])),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table[StepOverhead.step] = pd.array(table[StepOverhead.step], dtype="Int64")
+    return table
+
+
+def _busy_and_wait(
+    starts: np.ndarray, ends: np.ndarray, issue_end: np.ndarray, lo: float, hi: float
+) -> tuple[float, float]:
+    """Union of [start, end) intervals clipped to [lo, hi), and the idle time spent waiting
+    for launches (see the module docstring)."""
+    if starts.size == 0:
+        return 0.0, 0.0
+    order = np.argsort(starts, kind="stable")
+    s = np.clip(starts[order], lo, hi)
+    e = np.clip(ends[order], lo, hi)
+    issued = issue_end[order]
+    reach = np.maximum.accumulate(e)
+    previous_reach = np.concatenate([[s[0]], reach[:-1]])
+    gaps = np.clip(s - previous_reach, 0.0, None)
+    busy = float((e - s).sum() - _overlap(s, e, previous_reach))
+    waiting = np.where(np.isfinite(issued), np.clip(issued - previous_reach, 0.0, None), 0.0)
+    return busy, float(np.minimum(gaps, waiting).sum())
+
+
+def _overlap(s: np.ndarray, e: np.ndarray, previous_reach: np.ndarray) -> float:
+    """Summed overlap of each interval with everything before it (so union = total − overlap)."""
+    return float(np.clip(np.minimum(e, previous_reach) - s, 0.0, None).sum())
