@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -13,16 +13,15 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.parse import cpu_kernels, link, meta, regions, routing, tables
-from traceviz.parse.columns import field
+from traceviz.parse.columns import factorize, field
 from traceviz.parse.events import Event, TraceDocument
-from traceviz.parse.routing import codes_from_one
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
 
 def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> Trace:
     """Build every table of a trace from its decoded events."""
-    dest_codes, dest_labels = routing.route(field(events, "ph"), field(events, "cat"))
+    dest_codes, dest_labels = routing.route(events)
     rows_of = _rows_by_destination(dest_codes, dest_labels)
     ignored: Counter[str] = Counter()
     _split_instants(events, rows_of, ignored)
@@ -138,28 +137,23 @@ def _split_instants(
 
 def _thread_codes(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
     """One code per event for its (pid, tid), and the "pid/tid" label of each code."""
-    pid_codes, pid_values = codes_from_one(field(events, "pid"))
-    tid_codes, tid_values = codes_from_one(field(events, "tid"))
-    pair = pid_codes * (len(tid_values) + 1) + tid_codes
-    codes, uniques = pd.factorize(pair)
+    codes, pairs = factorize(list(map(attrgetter("pid", "tid"), events)))
     # 7 and "7" are one thread: merge codes whose labels coincide.
     labels: list[str] = []
     code_of_label: dict[str, int] = {}
-    remap = np.empty(len(uniques), dtype=np.int64)
-    for i, value in enumerate(uniques):
-        p, t = divmod(int(value), len(tid_values) + 1)
-        label = f"{_label(pid_values, p)}/{_label(tid_values, t)}"
+    remap = np.empty(len(pairs), dtype=np.int64)
+    for i, (pid, tid) in enumerate(pairs):
+        label = f"{_label(pid)}/{_label(tid)}"
         if label not in code_of_label:
             code_of_label[label] = len(labels)
             labels.append(label)
         remap[i] = code_of_label[label]
-    return remap[np.asarray(codes, dtype=np.int64)], labels
+    return remap[codes], labels
 
 
-def _label(values: list[Any], code: int) -> str:
-    if code == 0:
+def _label(value: Any) -> str:
+    if value is None:
         return "?"
-    value = values[code - 1]
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     return str(value).strip()

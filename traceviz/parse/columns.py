@@ -30,22 +30,47 @@ def arg_field(args: Sequence[Any], name: str) -> list[Any]:
     return list(map(attrgetter(name), args))
 
 
-def objects(values: list[Any]) -> np.ndarray:
-    """A 1-d object array of ``values`` (never 2-d, even when the values are lists)."""
-    arr = np.empty(len(values), dtype=object)
-    arr[:] = values
-    return arr
+class _Numbering(dict[Any, int]):
+    """value -> code, numbering new values in order of first appearance."""
+
+    def __missing__(self, key: Any) -> int:
+        code = self[key] = len(self)
+        return code
 
 
 def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """Codes (−1 = missing) and distinct values; unhashable values are compared as text."""
-    arr = objects(values)
+    """Codes (−1 = missing) and distinct values in order of first appearance.
+
+    A dict lookup per value driven by ``map`` runs entirely in C and beats building an object
+    array for ``pd.factorize`` on lists of Python strings. Unhashable values (a list where a
+    string belongs) are compared as text.
+    """
+    numbering = _Numbering()
     try:
-        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
-    except TypeError:  # a list where a string belongs
-        text = objects([v if v is None or isinstance(v, str) else repr(v) for v in values])
-        codes, uniques = pd.factorize(text, use_na_sentinel=True)
-    return np.asarray(codes, dtype=np.int64), list(uniques)
+        codes = np.fromiter(map(numbering.__getitem__, values), dtype=np.int64, count=len(values))
+    except TypeError:
+        return factorize([_hashable(v) for v in values])
+    uniques = list(numbering)
+    if None not in numbering:
+        return codes, uniques
+    lookup = np.empty(len(uniques), dtype=np.int64)
+    kept: list[Any] = []
+    for i, value in enumerate(uniques):
+        lookup[i] = -1 if value is None else len(kept)
+        if value is not None:
+            kept.append(value)
+    return lookup[codes], kept
+
+
+def _hashable(value: Any) -> Any:
+    """``value`` with unhashable parts (lists, dicts) replaced by their text."""
+    if isinstance(value, tuple):
+        return tuple(_hashable(v) for v in value)
+    try:
+        hash(value)
+    except TypeError:
+        return repr(value)
+    return value
 
 
 def floats(values: list[Any]) -> np.ndarray:

@@ -6,12 +6,14 @@ checked: see ``Trace.stats``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from traceviz.parse.columns import factorize
+from traceviz.parse.events import Event
 from traceviz.schema import ActivityKind, OpCategory
 
 DEVICE_CATEGORIES: dict[str, ActivityKind] = {
@@ -63,22 +65,7 @@ def destination(ph: Any, cat: Any) -> str:
     return f"ignored:phase_{ph}"
 
 
-def route(phs: list[Any], cats: list[Any]) -> tuple[np.ndarray, list[str]]:
+def route(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
     """Destination code per event, and the destination label of each code."""
-    ph_codes, ph_uniques = codes_from_one(phs)
-    cat_codes, cat_uniques = codes_from_one(cats)
-    pair = ph_codes * (len(cat_uniques) + 1) + cat_codes
-    pair_codes, pair_uniques = pd.factorize(pair)
-    labels: list[str] = []
-    for value in pair_uniques:
-        ph_i, cat_i = divmod(int(value), len(cat_uniques) + 1)
-        ph = ph_uniques[ph_i - 1] if ph_i else None
-        cat = cat_uniques[cat_i - 1] if cat_i else None
-        labels.append(destination(ph, cat))
-    return np.asarray(pair_codes), labels
-
-
-def codes_from_one(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
-    """Codes starting at 1 (0 = missing) and the distinct values."""
-    codes, uniques = factorize(values)
-    return codes + 1, uniques
+    codes, pairs = factorize(list(map(attrgetter("ph", "cat"), events)))
+    return codes, [destination(ph, cat) for ph, cat in pairs]
