@@ -1,0 +1,166 @@
+"""The runner's small pieces: output comparison, timing statistics, peak memory, display.
+
+GIVEN hand-made tensors, samples, trace events or run records WHEN measured or shown THEN the
+documented numbers come out. No compilation here.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+torch = pytest.importorskip("torch")
+
+from tests.test_runner_options import sample_info  # noqa: E402
+from traceviz.runner import dynamo, measure  # noqa: E402
+from traceviz.runner.compare import compare_outputs, move_inputs, tensor_specs  # noqa: E402
+from traceviz.runner.display import print_run  # noqa: E402
+from traceviz.runner.run import Run  # noqa: E402
+from traceviz.runner.runinfo import Correctness  # noqa: E402
+
+# ---------------------------------------------------------------- correctness
+
+
+def test_identical_outputs_pass_with_zero_error() -> None:
+    x = torch.randn(4, 5)
+    result = compare_outputs((x, {"b": x * 2}), (x.clone(), {"b": x * 2}))
+    assert result.passed and result.outputs_compared == 2
+    assert result.max_abs_error == 0.0 and result.max_rel_error == 0.0
+    assert (result.rtol, result.atol) == (1e-3, 1e-4)
+
+
+def test_rounding_differences_pass_and_real_differences_fail() -> None:
+    x = torch.ones(8)
+    assert compare_outputs(x, x + 1e-6).passed
+    failed = compare_outputs([x, x], [x, x + 0.5])
+    assert failed.passed is False and failed.mismatched == ["out[1]"]
+    assert failed.max_abs_error == pytest.approx(0.5)
+    assert failed.max_rel_error == pytest.approx(0.5)
+
+
+def test_bfloat16_outputs_get_the_looser_tolerance() -> None:
+    x = torch.ones(8, dtype=torch.bfloat16)
+    result = compare_outputs(x, x * 1.0078125)  # one bf16 ulp at 1.0
+    assert result.passed and result.rtol == 5e-2
+
+
+def test_matching_nans_and_infinities_agree_but_a_lone_nan_does_not() -> None:
+    x = torch.tensor([float("nan"), float("-inf"), 1.0])
+    assert compare_outputs(x, x.clone()).passed
+    y = x.clone()
+    y[2] = float("nan")
+    assert compare_outputs(x, y).passed is False
+    z = x.clone()
+    z[1] = 0.0
+    assert compare_outputs(x, z).passed is False
+
+
+def test_integer_outputs_must_be_equal_and_structures_must_match() -> None:
+    ids = torch.arange(5)
+    assert compare_outputs(ids, ids.clone()).passed
+    assert compare_outputs(ids, ids + 1).passed is False
+    different = compare_outputs((ids,), [ids])
+    assert different.passed is False and different.note == "output structures differ"
+
+
+def test_shape_mismatch_fails() -> None:
+    assert compare_outputs(torch.ones(3), torch.ones(4)).passed is False
+
+
+def test_tensor_specs_and_input_casting() -> None:
+    inputs = (torch.ones(2, 3), {"ids": torch.arange(4)})
+    moved = move_inputs(inputs, torch.device("cpu"), torch.bfloat16)
+    assert moved[0].dtype == torch.bfloat16 and moved[1]["ids"].dtype == torch.int64
+    specs = tensor_specs(moved, "args")
+    assert [(s.path, s.shape, s.dtype) for s in specs] == [
+        ("args[0]", [2, 3], "bfloat16"),
+        ("args[1]['ids']", [4], "int64"),
+    ]
+
+
+# ---------------------------------------------------------------- timing and memory
+
+
+def test_timing_stats_are_median_and_quartiles() -> None:
+    stats = measure.timing_stats([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (stats.median_us, stats.q1_us, stats.q3_us, stats.iqr_us) == (3.0, 2.0, 4.0, 2.0)
+    assert (stats.min_us, stats.max_us, stats.mean_us, stats.iters) == (1.0, 5.0, 3.0, 5)
+    assert stats.samples_us == [5.0, 1.0, 3.0, 2.0, 4.0]
+
+
+def memory_event(total: int, nbytes: int, device_type: int = 0) -> dict:
+    return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
+            "ts": 1.0, "args": {"Total Allocated": total, "Bytes": nbytes,
+                                "Device Type": device_type}}  # fmt: skip
+
+
+def test_profiled_peak_is_above_the_level_before_the_window(tmp_path: Path) -> None:
+    events = [
+        memory_event(1100, 100),  # baseline 1000
+        memory_event(1600, 500),
+        memory_event(5000, 4000, device_type=1),  # another device: ignored on CPU
+        memory_event(1100, -500),
+        {"ph": "X", "name": "aten::add", "cat": "cpu_op", "ts": 0, "dur": 1, "args": {}},
+    ]
+    path = tmp_path / "t.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump({"traceEvents": events}, fh)
+    assert measure.profiled_peak_bytes(path, torch.device("cpu")) == 600
+    plain = tmp_path / "t.json"
+    plain.write_text(json.dumps({"traceEvents": events[4:]}))
+    assert measure.profiled_peak_bytes(plain, torch.device("cpu")) is None
+
+
+def test_train_step_needs_an_output_that_requires_grad() -> None:
+    from traceviz.errors import UsageError
+
+    step = measure.make_step(lambda x: x * 2, (torch.ones(2),), {}, train=True, module=None)
+    with pytest.raises(UsageError, match="none of the model's outputs requires grad"):
+        step()
+
+
+def test_recompile_index_reads_y_of_x_slash_y() -> None:
+    assert dynamo._recompile_index("0/0") == 0
+    assert dynamo._recompile_index("1/2") == 2
+    assert dynamo._recompile_index("[!0/3]") == 3
+    assert dynamo._recompile_index("weird") == 0
+
+
+def test_inductor_settings_are_restored() -> None:
+    import torch._inductor.config as config
+
+    before = config.cpp.enable_kernel_profile
+    with dynamo.inductor_settings(torch.device("cpu")) as profiled:
+        assert profiled and config.cpp.enable_kernel_profile is True
+    assert config.cpp.enable_kernel_profile == before
+
+
+# ---------------------------------------------------------------- display
+
+
+def render(run: Run) -> str:
+    console = Console(file=io.StringIO(), width=120)
+    print_run(run, console)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def test_compile_failure_is_shown_first_and_loudly(tmp_path: Path) -> None:
+    text = render(Run(tmp_path, sample_info()))
+    assert text.index("PROBLEM") < text.index("step time")
+    assert "compiled model failed during compile: E: boom" in text
+    assert "compile: FAILED during compile" in text
+
+
+def test_mismatch_is_shown_loudly(tmp_path: Path) -> None:
+    import msgspec
+
+    bad = Correctness(checked=True, passed=False, outputs_compared=1, max_abs_error=0.5,
+                      max_rel_error=0.25, rtol=1e-3, atol=1e-4, mismatched=["out"])  # fmt: skip
+    info = msgspec.structs.replace(sample_info(), correctness=bad)
+    text = render(Run(tmp_path, info))
+    assert "compiled outputs differ from eager" in text and "MISMATCH" in text

@@ -1,0 +1,126 @@
+"""Demo: profile the default model eagerly and compiled on the best device, show both side by side.
+
+Runs the built-in model (see `traceviz models`) with torch.compile on CUDA when available,
+else on the CPU, prints the eager-vs-compiled comparison and the step-time result, then says
+where the run went and how to open the dashboard.
+
+examples:
+  traceviz demo
+  traceviz demo --model mlp --device cpu --out runs/demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections.abc import Callable
+from functools import partial
+
+import msgspec
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+import traceviz
+from traceviz.commands.run import add_run_options, command_line
+from traceviz.runner import DEFAULT_MODEL, Run
+from traceviz.runner.display import print_run
+
+SIDE_BY_SIDE_MIN_WIDTH = 160  # narrower terminals get the summaries one under the other
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", default=DEFAULT_MODEL, help=f"built-in model or factory ({DEFAULT_MODEL})"
+    )
+    add_run_options(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from traceviz.runner import profile_model
+    from traceviz.runner.progress import RichProgress
+
+    console = Console()
+    console.rule(f"traceviz demo: {args.model}, eager vs torch.compile")
+    result = profile_model(
+        args.model,
+        device=args.device,
+        mode=args.mode,
+        backend=args.backend,
+        dtype=args.dtype,
+        out=args.out,
+        progress=RichProgress(Console(stderr=True)),
+        command=command_line(),
+    )
+    show_result(result, console)
+    print_run(result, console)
+    console.print(next_steps(result))
+    return 0 if result.ok else 1
+
+
+def show_result(result: Run, console: Console) -> None:
+    """The eager-vs-compiled comparison (or, before it exists or without a compiled trace,
+    the trace summaries side by side)."""
+    try:
+        from traceviz.analysis.compare import compare
+        from traceviz.report.text import render_comparison
+    except ImportError:  # a build without the comparison yet
+        show_summaries(result, console)
+        return
+    if result.eager_trace is None or result.compiled_trace is None:
+        show_summaries(result, console)
+        return
+    info = msgspec.to_builtins(result.info)
+    comparison = compare(
+        result.eager_trace, result.compiled_trace, names=("eager", "compiled"), run_info=info
+    )
+    render_comparison(comparison, console, top=5)
+
+
+def show_summaries(result: Run, console: Console) -> None:
+    """The eager and the compiled trace summaries, side by side when the terminal is wide."""
+    from traceviz.report.text import print_summary
+
+    wide = console.width >= SIDE_BY_SIDE_MIN_WIDTH
+    width = console.width // 2 - 2 if wide else console.width
+    panes: list[tuple[str, RenderableType]] = []
+    for label, path in (("eager", result.eager_trace), ("compiled", result.compiled_trace)):
+        if path is not None:
+            draw = partial(print_summary, traceviz.load(path), top=5)
+            panes.append((label, _render(draw, console, width)))
+    if wide and len(panes) == 2:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_row(*(Text(label.upper(), style="bold") for label, _ in panes))
+        grid.add_row(*(pane for _, pane in panes))
+        console.print(grid)
+        return
+    for label, pane in panes:
+        console.rule(label)
+        console.print(pane)
+
+
+def _render(draw: Callable[[Console], None], console: Console, width: int) -> Text:
+    """What ``draw(console)`` prints, captured at ``width`` columns with the same colours."""
+    buffer = io.StringIO()
+    capture = Console(
+        file=buffer, width=width, force_terminal=console.is_terminal,
+        color_system=console.color_system,  # type: ignore[arg-type]
+    )  # fmt: skip
+    draw(capture)
+    return Text.from_ansi(buffer.getvalue())
+
+
+def next_steps(result: Run) -> Text:
+    """Where the run is and how to look further (the dashboard when this traceviz has one)."""
+    from traceviz.cli import COMMANDS
+
+    directory = result.directory
+    lines = [f"run directory: {directory}"]
+    if "dashboard" in COMMANDS:
+        lines.append(f"open the dashboard:  traceviz dashboard {directory}")
+    else:
+        lines.append("the dashboard is not in this version yet; meanwhile:")
+    for path in (result.eager_trace, result.compiled_trace):
+        if path is not None:
+            lines.append(f"  traceviz summary {path}")
+    return Text("\n".join(lines), style="bold")

@@ -1,0 +1,35 @@
+"""List the built-in models, one line each: name and the fusion story it tells.
+
+Run one with `traceviz run NAME`. Your own model: `traceviz run path/to/file.py:factory`,
+where factory() returns (model, example_inputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+
+from traceviz.runner import BUILTIN_MODELS, DEFAULT_MODEL
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    del parser  # no options
+
+
+def run(args: argparse.Namespace) -> int:
+    del args
+    width = max(len(name) for name in BUILTIN_MODELS)
+    for model in BUILTIN_MODELS.values():
+        notes = []
+        if model.name == DEFAULT_MODEL:
+            notes.append("default")
+        if model.extra and not _extra_installed(model.extra):
+            notes.append(f"needs pip install 'traceviz[{model.extra}]'")
+        suffix = f" [{'; '.join(notes)}]" if notes else ""
+        print(f"{model.name:<{width}}  {model.story}{suffix}")
+    return 0
+
+
+def _extra_installed(extra: str) -> bool:
+    module = {"gpt2": "transformers"}.get(extra, extra)
+    return importlib.util.find_spec(module) is not None

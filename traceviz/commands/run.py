@@ -1,0 +1,124 @@
+"""Profile a model eagerly and under torch.compile: two traces, timings, checks, run.json.
+
+MODEL is a built-in name (see `traceviz models`), path/to/file.py:factory or
+package.module:factory, where the factory returns (model, example_inputs). The run directory
+gets eager.pt.trace.json.gz, compiled.pt.trace.json.gz and run.json (docs/run-json.md).
+
+Exit status: 0 when the compiled model ran and matches eager; 1 when compilation failed (the
+eager trace and run.json are still written) or the outputs differ; 2 for bad usage.
+
+examples:
+  traceviz run pointwise --device cpu
+  traceviz run attention --mode max-autotune --dtype bfloat16 --out runs/attn
+  traceviz run my_model.py:make_model --train --steps 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from rich.console import Console
+
+from traceviz.runner.display import print_run
+from traceviz.runner.options import (
+    DEFAULT_ITERS,
+    DEFAULT_MODEL,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    DEVICES,
+    DTYPES,
+    MODES,
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model",
+        nargs="?",
+        default=DEFAULT_MODEL,
+        metavar="MODEL",
+        help=f"built-in name, file.py:factory or module:factory (default: {DEFAULT_MODEL})",
+    )
+    add_run_options(parser)
+    parser.add_argument("--batch-size", type=int, metavar="N", help="batch size for the factory")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=DEFAULT_STEPS,
+        metavar="N",
+        help=f"profiled steps per trace ({DEFAULT_STEPS})",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=DEFAULT_WARMUP,
+        metavar="N",
+        help=f"warm-up steps before timing and profiling ({DEFAULT_WARMUP})",
+    )
+    parser.add_argument(
+        "--iters",
+        type=int,
+        default=DEFAULT_ITERS,
+        metavar="N",
+        help=f"timed steps, outside the profiler ({DEFAULT_ITERS})",
+    )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="profile a training step (forward + backward) instead of inference",
+    )
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """The options `run` shares with `demo`: device, compile settings, dtype, output."""
+    parser.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="auto",
+        help="where to run (auto: cuda when available, else cpu)",
+    )
+    parser.add_argument("--mode", choices=MODES, default="default", help="torch.compile mode")
+    parser.add_argument(
+        "--backend", default="inductor", help="torch.compile backend (inductor, aot_eager, ...)"
+    )
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        help="cast the model and floating inputs (default: as the factory made them)",
+    )
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help="run directory (default: traceviz-runs/<model>-<device>-<time>)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from traceviz.runner import profile_model
+    from traceviz.runner.progress import RichProgress
+
+    console = Console()
+    result = profile_model(
+        args.model,
+        device=args.device,
+        mode=args.mode,
+        backend=args.backend,
+        dtype=args.dtype,
+        batch_size=args.batch_size,
+        train=args.train,
+        steps=args.steps,
+        warmup=args.warmup,
+        iters=args.iters,
+        out=args.out,
+        progress=RichProgress(Console(stderr=True)),
+        command=command_line(),
+    )
+    print_run(result, console)
+    return 0 if result.ok else 1
+
+
+def command_line() -> str:
+    """The command as typed, for run.json."""
+    return shlex.join(["traceviz", *sys.argv[1:]])

@@ -1,0 +1,146 @@
+"""A run's result as rich text: timings, compile, correctness, Dynamo facts, memory, files.
+
+(Rendering belongs with :mod:`traceviz.report`; this module is a candidate to move there.)
+
+Problems (a failed compilation, compiled outputs that differ from eager) are shown in a red
+panel first, so they cannot be missed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from traceviz.report.units import fmt_bytes, fmt_us
+from traceviz.runner.run import Run
+from traceviz.runner.runinfo import RunInfo, TimingStats
+
+
+def print_run(run: Run, console: Console) -> None:
+    """Print the whole result of ``run``."""
+    problems = run.problems()
+    if problems:
+        console.print(Panel("\n".join(problems), title="[bold]PROBLEM[/]", border_style="bold red"))
+    console.print(headline(run.info))
+    console.print(timing_table(run.info))
+    console.print(facts_text(run.info))
+    console.print(files_text(run))
+
+
+def headline(info: RunInfo) -> Text:
+    env, opts = info.environment, info.options
+    dtype = opts.dtype or ", ".join(sorted({t.dtype for t in info.model.inputs})) or "-"
+    mode = "train step" if opts.train else "inference"
+    return Text.assemble(
+        (info.model.name, "bold"),
+        f" on {env.device} ({env.device_name}) · torch {env.torch} · "
+        f"{opts.backend}/{opts.mode} · {dtype} · {mode}",
+    )
+
+
+def timing_table(info: RunInfo) -> Table:
+    """Median step time with its quartiles for eager and compiled, and the speedup."""
+    t = info.timing
+    table = Table(title=f"step time, {t.eager.iters} timed steps outside the profiler")
+    for column in ("", "median", "IQR (q1–q3)", "min"):
+        table.add_column(column, justify="right" if column else "left")
+    table.add_row("eager", *_timing_cells(t.eager))
+    if t.compiled is not None:
+        table.add_row("compiled", *_timing_cells(t.compiled))
+    else:
+        table.add_row("compiled", "[red]failed[/]", "", "")
+    if t.speedup is not None:
+        style = "green" if t.speedup >= 1.0 else "yellow"
+        table.add_row("speedup", f"[bold {style}]{t.speedup:.2f}×[/]", "", "")
+    return table
+
+
+def _timing_cells(stats: TimingStats) -> tuple[str, str, str]:
+    return (
+        fmt_us(stats.median_us),
+        f"{fmt_us(stats.q1_us)} – {fmt_us(stats.q3_us)}",
+        fmt_us(stats.min_us),
+    )
+
+
+def facts_text(info: RunInfo) -> Group:
+    """Compile, correctness, Dynamo and memory facts, one line each (breaks indented)."""
+    lines = [_compile_line(info), _correctness_line(info), _dynamo_line(info)]
+    lines += [
+        Text(f"    graph break: {b.reason}" + (f"  ({_where(b.file, b.line)})" if b.file else ""))
+        for b in info.dynamo.graph_breaks
+    ]
+    lines += [
+        Text(f"    recompile {c.compile_id}: {c.recompile_reason}")
+        for c in info.dynamo.compiles
+        if c.recompile_reason
+    ]
+    lines.append(_memory_line(info))
+    return Group(*lines)
+
+
+def _compile_line(info: RunInfo) -> Text:
+    c = info.compile
+    if c.error is not None:
+        return Text(f"compile: FAILED during {c.error.phase}: {c.error.type}", style="bold red")
+    hits = c.fx_graph_cache_hits + c.aot_autograd_cache_hits
+    cache = "cold: no compile-cache hits" if hits == 0 else f"warm: {hits} compile-cache hit(s)"
+    time_s = f"{c.time_s:.1f} s" if c.time_s is not None else "n/a"
+    return Text(f"compile (first call): {time_s}  ({cache})")
+
+
+def _correctness_line(info: RunInfo) -> Text:
+    c = info.correctness
+    if not c.checked:
+        return Text(f"correctness: not checked ({c.note})", style="yellow")
+    if c.passed:
+        verdict, style = "PASS", "green"
+    else:
+        verdict, style = "MISMATCH", "bold red"
+    detail = (
+        f"max abs error {c.max_abs_error:.3g}, max rel error {c.max_rel_error:.3g} "
+        f"(rtol {c.rtol:g}, atol {c.atol:g}, {c.outputs_compared} output(s))"
+        if c.max_abs_error is not None and c.max_rel_error is not None
+        else c.note
+    )
+    return Text.assemble("correctness: ", (verdict, style), f"  {detail}")
+
+
+def _dynamo_line(info: RunInfo) -> Text:
+    d = info.dynamo
+    if d.explain_error is not None:
+        return Text(f"dynamo: explain failed ({d.explain_error.message})", style="yellow")
+    breaks = d.graph_break_count if d.graph_break_count is not None else "?"
+    style = "yellow" if d.graph_break_count or d.recompiles else ""
+    return Text(
+        f"dynamo: {d.graphs} graph(s), {breaks} graph break(s), {d.recompiles} recompile(s)",
+        style=style,
+    )
+
+
+def _memory_line(info: RunInfo) -> Text:
+    m = info.memory
+    eager = fmt_bytes(m.eager.profiled_peak_bytes)
+    compiled = fmt_bytes(m.compiled.profiled_peak_bytes) if m.compiled else "n/a"
+    line = f"peak memory allocated per step: eager {eager}, compiled {compiled}"
+    if m.eager.device_peak_allocated_bytes is not None:
+        device_compiled = m.compiled.device_peak_allocated_bytes if m.compiled else None
+        line += (
+            f"; device peak eager {fmt_bytes(m.eager.device_peak_allocated_bytes)}, "
+            f"compiled {fmt_bytes(device_compiled)}"
+        )
+    return Text(line)
+
+
+def files_text(run: Run) -> Text:
+    names = [p for p in (run.eager_trace, run.compiled_trace) if p is not None]
+    listing = ", ".join(p.name for p in names)
+    return Text(f"written to {run.directory}: run.json, {listing}", style="dim")
+
+
+def _where(file: str | None, line: int | None) -> str:
+    return f"{Path(file).name}:{line}" if file else "?"

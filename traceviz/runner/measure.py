@@ -1,0 +1,232 @@
+"""Running steps: warm-up, timing outside the profiler, profiling with a schedule, peak memory.
+
+A *step* is one call of the model on the example inputs (plus loss and backward with
+``train=True``). Times are microseconds; on CUDA every timed step is bracketed by
+``torch.cuda.synchronize`` so it measures the device work, not just the launches.
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import torch
+from torch.profiler import ProfilerActivity
+
+from traceviz.errors import UsageError
+from traceviz.runner.progress import Reporter
+from traceviz.runner.runinfo import MemoryStats, ProfilerSettings, TimingStats
+
+Step = Callable[[], Any]
+
+# Profiler schedule around the active steps: one step skipped, one traced and discarded.
+PROFILER_WAIT = 1
+PROFILER_WARMUP = 1
+# c10::DeviceType codes of the trace's "[memory]" events.
+_DEVICE_TYPE_CODE = {"cpu": 0, "cuda": 1}
+
+
+def make_step(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    train: bool,
+    module: Any,
+) -> Step:
+    """One step of ``fn``: a forward call, or with ``train`` zero-grad, forward, loss, backward.
+
+    Grad mode is the caller's business (see :func:`grad_mode`).
+    """
+    if not train:
+        return lambda: fn(*args, **kwargs)
+
+    def train_step() -> Any:
+        if isinstance(module, torch.nn.Module):
+            module.zero_grad(set_to_none=True)
+        out = fn(*args, **kwargs)
+        training_loss(out).backward()
+        return out
+
+    return train_step
+
+
+def training_loss(out: Any) -> torch.Tensor:
+    """Sum of the means of the floating outputs that require grad (a scalar to backprop)."""
+    leaves = [
+        t
+        for t in torch.utils._pytree.tree_leaves(out)
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and t.requires_grad
+    ]
+    if not leaves:
+        raise UsageError("--train: none of the model's outputs requires grad")
+    return torch.stack([t.float().mean() for t in leaves]).sum()
+
+
+def grad_mode(train: bool) -> torch.autograd.grad_mode.set_grad_enabled:
+    """Gradients on for training runs, off (no autograd bookkeeping) for inference runs."""
+    return torch.set_grad_enabled(train)
+
+
+def synchronizer(device: torch.device) -> Callable[[], None]:
+    """A function that waits for the device's queued work (a no-op on CPU, which is synchronous)."""
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    return lambda: None
+
+
+def timing_method(device: torch.device) -> str:
+    if device.type == "cuda":
+        return "time.perf_counter around each step, torch.cuda.synchronize before and after"
+    return "time.perf_counter around each step (CPU execution is synchronous)"
+
+
+def warm_up(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter) -> None:
+    """Run ``iters`` untimed, unprofiled steps (caches, allocator, autotuning settle)."""
+    for _ in range(iters):
+        step()
+        reporter.advance()
+    sync()
+
+
+def time_steps(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter) -> TimingStats:
+    """Time ``iters`` steps one by one, outside the profiler; statistics in µs."""
+    samples = []
+    for _ in range(iters):
+        sync()
+        start = time.perf_counter()
+        step()
+        sync()
+        samples.append((time.perf_counter() - start) * 1e6)
+        reporter.advance()
+    return timing_stats(samples)
+
+
+def timing_stats(samples_us: list[float]) -> TimingStats:
+    """Median, quartiles and extremes of step-time samples (µs)."""
+    values = np.asarray(samples_us, dtype=np.float64)
+    q1, median, q3 = (float(v) for v in np.percentile(values, [25, 50, 75]))
+    return TimingStats(
+        iters=len(samples_us),
+        median_us=median,
+        q1_us=q1,
+        q3_us=q3,
+        iqr_us=q3 - q1,
+        min_us=float(values.min()),
+        max_us=float(values.max()),
+        mean_us=float(values.mean()),
+        samples_us=[round(v, 3) for v in samples_us],
+    )
+
+
+def profiler_settings(
+    device: torch.device, steps: int, *, cpp_kernel_profile: bool
+) -> ProfilerSettings:
+    return ProfilerSettings(
+        activities=[a.name for a in _activities(device)],
+        wait=PROFILER_WAIT,
+        warmup=PROFILER_WARMUP,
+        active=steps,
+        record_shapes=True,
+        profile_memory=True,
+        cpp_kernel_profile=cpp_kernel_profile,
+    )
+
+
+def _activities(device: torch.device) -> list[ProfilerActivity]:
+    if device.type == "cuda":
+        return [ProfilerActivity.CPU, ProfilerActivity.CUDA]
+    return [ProfilerActivity.CPU]
+
+
+def profile_steps(
+    step: Step,
+    sync: Callable[[], None],
+    *,
+    device: torch.device,
+    steps: int,
+    path: Path,
+    reporter: Reporter,
+) -> None:
+    """Trace ``steps`` steps (``ProfilerStep#N``) after the schedule's wait and warm-up steps,
+    and write the Chrome trace to ``path`` (gzip when it ends in ``.gz``).
+
+    ``record_shapes`` is on because Inductor attaches its kernel metadata only then;
+    ``profile_memory`` records the allocator events peak memory is read from.
+    """
+    path.unlink(missing_ok=True)
+    schedule = torch.profiler.schedule(
+        wait=PROFILER_WAIT, warmup=PROFILER_WARMUP, active=steps, repeat=1
+    )
+    with torch.profiler.profile(
+        activities=_activities(device),
+        schedule=schedule,
+        on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+        record_shapes=True,
+        profile_memory=True,
+    ) as prof:
+        for _ in range(PROFILER_WAIT + PROFILER_WARMUP + steps):
+            step()
+            sync()
+            prof.step()
+            reporter.advance()
+    if not path.is_file():
+        raise RuntimeError(f"the profiler wrote no trace to {path}")
+
+
+class _MemoryArgs(msgspec.Struct):
+    total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
+    nbytes: int | None = msgspec.field(default=None, name="Bytes")
+    device_type: int | None = msgspec.field(default=None, name="Device Type")
+
+
+class _Event(msgspec.Struct):
+    name: str = ""
+    args: _MemoryArgs | None = None
+
+
+class _TraceDoc(msgspec.Struct):
+    traceEvents: list[_Event] = []  # the trace's own key
+
+
+def profiled_peak_bytes(path: Path, device: torch.device) -> int | None:
+    """Peak bytes a profiled step allocates above the level before the profiled window.
+
+    Read from the trace's ``[memory]`` events on ``device``'s type; None when there are none.
+    """
+    code = _DEVICE_TYPE_CODE.get(device.type)
+    with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
+        doc = msgspec.json.decode(fh.read(), type=_TraceDoc)
+    totals: list[int] = []
+    baseline: int | None = None
+    for event in doc.traceEvents:
+        a = event.args
+        if event.name != "[memory]" or a is None or a.device_type != code:
+            continue
+        if a.total_allocated is None:
+            continue
+        if baseline is None:
+            baseline = a.total_allocated - (a.nbytes or 0)
+        totals.append(a.total_allocated)
+    if baseline is None:
+        return None
+    return max(0, max(totals) - baseline)
+
+
+def reset_device_peak(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+
+
+def memory_stats(trace: Path, device: torch.device) -> MemoryStats:
+    """Peak memory of the variant just measured (CUDA peak since :func:`reset_device_peak`)."""
+    device_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    return MemoryStats(
+        profiled_peak_bytes=profiled_peak_bytes(trace, device),
+        device_peak_allocated_bytes=device_peak,
+    )

@@ -1,0 +1,185 @@
+"""Which model to run: the built-in registry and ``MODEL`` specs.
+
+A spec is a built-in name, ``path/to/file.py:factory`` or ``package.module:factory``.
+
+A factory is any callable returning ``(model, example_inputs)``; ``example_inputs`` is a tuple of
+positional arguments, a dict of keyword arguments, or a single tensor. The registry itself
+imports no torch, so listing the models is instant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from traceviz.errors import UsageError
+
+
+@dataclass(frozen=True)
+class BuiltinModel:
+    """A built-in model: its name, the one fusion story it tells, and where its factory is."""
+
+    name: str
+    story: str
+    factory: str  # "module:function"
+    extra: str | None = None  # the pip extra it needs, if any
+
+
+BUILTIN_MODELS: dict[str, BuiltinModel] = {
+    m.name: m
+    for m in (
+        BuiltinModel(
+            "pointwise",
+            "cos→relu→mul→add→sin→sigmoid: six eager kernels become one fused kernel",
+            "traceviz.runner.zoo:pointwise",
+        ),
+        BuiltinModel(
+            "linear-add",
+            "matmul then bias add: the add moves into the GEMM's epilogue",
+            "traceviz.runner.zoo:linear_add",
+        ),
+        BuiltinModel(
+            "mlp",
+            "Linear→GELU→Linear: GEMMs stay library calls, the GELU fuses around them",
+            "traceviz.runner.zoo:mlp",
+        ),
+        BuiltinModel(
+            "layernorm-gelu",
+            "LayerNorm then GELU: a reduction and a pointwise op in one kernel",
+            "traceviz.runner.zoo:layernorm_gelu",
+        ),
+        BuiltinModel(
+            "attention",
+            "pre-norm transformer block with softmax attention: many small kernels fuse",
+            "traceviz.runner.zoo:attention",
+        ),
+        BuiltinModel(
+            "conv-bn-relu",
+            "Conv2d→BatchNorm(eval)→ReLU: normalisation and ReLU fuse after the conv",
+            "traceviz.runner.zoo:conv_bn_relu",
+        ),
+        BuiltinModel(
+            "graph-break",
+            "a data-dependent if: Dynamo splits the model into two compiled graphs",
+            "traceviz.runner.zoo:graph_break",
+        ),
+        BuiltinModel(
+            "gpt2",
+            "a 2-layer GPT-2 causal LM with random weights (no download)",
+            "traceviz.runner.zoo:gpt2",
+            extra="gpt2",
+        ),
+    )
+}
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model ready to profile: what the factory returned, plus its name."""
+
+    name: str
+    spec: str | None
+    model: Any  # torch.nn.Module or any callable
+    inputs: Any  # tuple of args, dict of kwargs, or a tensor
+
+
+def load_model(spec: str, *, batch_size: int | None = None) -> LoadedModel:
+    """Resolve ``spec`` (built-in name, ``path/to/file.py:factory``, ``package.module:factory``).
+
+    Raises :class:`UsageError` with one line for an unknown name, a missing file, module or
+    factory, a factory that fails, or one that returns something else than (model, inputs).
+    """
+    if spec in BUILTIN_MODELS:
+        factory = _import_factory(BUILTIN_MODELS[spec].factory, spec)
+        name = spec
+    elif ":" in spec:
+        factory = _import_factory(spec, spec)
+        name = spec.rsplit(":", 1)[1]
+    else:
+        raise UsageError(
+            f"unknown model {spec!r}; built-in models are {', '.join(BUILTIN_MODELS)} "
+            "(or give path/to/file.py:factory or package.module:factory)"
+        )
+    model, inputs = _call_factory(factory, spec, batch_size)
+    return LoadedModel(name=name, spec=spec, model=model, inputs=inputs)
+
+
+def _import_factory(spec: str, label: str) -> Callable[..., Any]:
+    """The callable named by ``module_or_file:attribute``."""
+    where, _, attr = spec.rpartition(":")
+    if not where or not attr:
+        raise UsageError(f"model {label!r}: expected path/to/file.py:factory or module:factory")
+    module = _import_file(where, label) if _is_path(where) else _import_module(where, label)
+    factory = getattr(module, attr, None)
+    if factory is None or not callable(factory):
+        raise UsageError(f"model {label!r}: {where} has no callable {attr!r}")
+    return factory
+
+
+def _is_path(where: str) -> bool:
+    return where.endswith(".py") or "/" in where or "\\" in where
+
+
+def _import_module(name: str, label: str) -> Any:
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        raise UsageError(f"model {label!r}: cannot import module {name!r}: {err}") from err
+
+
+def _import_file(path_text: str, label: str) -> Any:
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"model {label!r}: no such file {path_text!r}")
+    module_name = f"traceviz_user_model_{abs(hash(str(path.resolve())))}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"model {label!r}: cannot import {path_text!r}")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module  # dataclasses and pickling look modules up here
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as err:
+        del sys.modules[module_name]
+        reason = _one_line(err)
+        raise UsageError(f"model {label!r}: importing {path_text} failed: {reason}") from err
+    return module
+
+
+def _call_factory(factory: Callable[..., Any], label: str, batch_size: int | None) -> Any:
+    kwargs: dict[str, Any] = {}
+    if batch_size is not None:
+        if not _accepts(factory, "batch_size"):
+            raise UsageError(f"model {label!r}: its factory takes no batch_size argument")
+        kwargs["batch_size"] = batch_size
+    try:
+        result = factory(**kwargs)
+    except UsageError:
+        raise
+    except Exception as err:
+        raise UsageError(f"model {label!r}: factory raised {_one_line(err)}") from err
+    if not (isinstance(result, tuple | list) and len(result) == 2 and callable(result[0])):
+        raise UsageError(
+            f"model {label!r}: the factory must return (model, example_inputs), "
+            f"got {type(result).__name__}"
+        )
+    return result
+
+
+def _accepts(func: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return True
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _one_line(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__

@@ -1,0 +1,447 @@
+"""``profile_model``: run a model eagerly and under torch.compile; trace, time and check both.
+
+The order, for each variant: warm-up (so compilation, caches and allocator growth stay out of
+the numbers), timing outside the profiler, then profiling under a schedule. The compiled variant
+first gets ``torch._dynamo.explain`` (graph breaks) and a timed first call (compilation).
+A compiled-side failure is recorded in run.json, not raised: the eager trace is still written.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from traceviz import __version__
+from traceviz.errors import UsageError
+from traceviz.runner import dynamo, measure
+from traceviz.runner.compare import compare_outputs, move_inputs, snapshot, tensor_specs
+from traceviz.runner.environment import describe, resolve_device
+from traceviz.runner.models import LoadedModel, load_model
+from traceviz.runner.options import DEFAULT_ITERS, DEFAULT_STEPS, DEFAULT_WARMUP, Options
+from traceviz.runner.progress import Reporter, RichProgress, Silent
+from traceviz.runner.run import Run
+from traceviz.runner.runinfo import (
+    COMPILED_TRACE,
+    EAGER_TRACE,
+    RUN_JSON,
+    CompileInfo,
+    Correctness,
+    DynamoFacts,
+    Memory,
+    MemoryStats,
+    ModelInfo,
+    RunError,
+    RunInfo,
+    RunOptions,
+    Timing,
+    TimingStats,
+    Traces,
+    encode,
+)
+
+Backend = str | Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A model placed on its device, with its inputs split into args and kwargs."""
+
+    name: str
+    spec: str | None
+    fn: Any  # the nn.Module (or callable) to run
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    device: torch.device
+    train: bool
+
+    def step(self, fn: Any) -> measure.Step:
+        return measure.make_step(fn, self.args, self.kwargs, train=self.train, module=self.fn)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What was measured of one variant (eager or compiled)."""
+
+    timing: TimingStats
+    memory: MemoryStats
+    outputs: Any
+
+
+@dataclass(frozen=True)
+class CompiledResult:
+    info: CompileInfo
+    dynamo: DynamoFacts
+    cpp_kernel_profile: bool
+    timing: TimingStats | None = None
+    memory: MemoryStats | None = None
+    outputs: Any = None
+    traced: bool = False
+
+
+def profile_model(
+    model: Any,
+    example_inputs: Any = None,
+    *,
+    name: str | None = None,
+    device: str = "auto",
+    mode: str = "default",
+    backend: Backend = "inductor",
+    dtype: str | None = None,
+    batch_size: int | None = None,
+    train: bool = False,
+    steps: int = DEFAULT_STEPS,
+    warmup: int = DEFAULT_WARMUP,
+    iters: int = DEFAULT_ITERS,
+    out: str | Path | None = None,
+    progress: bool | Reporter = False,
+    command: str | None = None,
+) -> Run:
+    """Profile ``model`` eagerly and compiled; write a run directory, return it as a :class:`Run`.
+
+    ``model`` is an ``nn.Module`` (or callable) with ``example_inputs`` (a tuple of positional
+    arguments, a dict of keyword arguments, or one tensor), or a MODEL spec string: a built-in
+    name (see ``traceviz models``), ``path/to/file.py:factory`` or ``package.module:factory``,
+    whose factory (called with ``batch_size`` when given) returns ``(model, example_inputs)``.
+
+    ``steps`` profiled steps per trace, ``warmup`` untimed steps before timing and before
+    profiling, ``iters`` timed steps (outside the profiler). ``dtype`` casts the model and the
+    floating inputs ("float32", "bfloat16", "float16"); None leaves them as they are.
+    ``out`` is the run directory (default ``traceviz-runs/<name>-<device>-<time>``).
+    ``progress=True`` shows a rich progress display on stderr.
+
+    The module is moved (and cast) in place, as ``nn.Module.to`` does; its train/eval mode is
+    restored afterwards. ``torch._dynamo.reset()`` runs before and after, so code compiled
+    elsewhere in the process is compiled again on its next call.
+
+    Raises :class:`UsageError` for bad options, an unknown model, a model that fails eagerly,
+    or ``device="cuda"`` without CUDA. A failing compilation is recorded, not raised: check
+    ``run.ok`` / ``run.problems()``.
+    """
+    backend_name = backend if isinstance(backend, str) else _callable_name(backend)
+    options = Options(
+        device=device,
+        mode=mode,
+        backend=backend_name,
+        dtype=dtype,
+        batch_size=batch_size,
+        train=train,
+        steps=steps,
+        warmup=warmup,
+        iters=iters,
+    )
+    loaded = _resolve(model, example_inputs, name=name, batch_size=batch_size)
+    _check_backend(backend)
+    reporter: Reporter = RichProgress() if progress is True else (progress or Silent())
+    try:
+        return _profile(loaded, options, backend, out, reporter, command)
+    finally:
+        reporter.done()
+
+
+def _profile(
+    loaded: LoadedModel,
+    options: Options,
+    backend: Backend,
+    out: str | Path | None,
+    reporter: Reporter,
+    command: str | None,
+) -> Run:
+    device = resolve_device(options.device)
+    was_training = getattr(loaded.model, "training", None)
+    work = _place(loaded, device, options)
+    directory = Path(out) if out is not None else default_out_dir(loaded.name, device)
+    directory.mkdir(parents=True, exist_ok=True)
+    for stale in (EAGER_TRACE, COMPILED_TRACE, RUN_JSON):  # a rerun into the same directory
+        (directory / stale).unlink(missing_ok=True)
+    dynamo.reset()
+    try:
+        with measure.grad_mode(options.train):
+            eager = _run_eager(work, options, directory / EAGER_TRACE, reporter)
+            compiled = _run_compiled(work, options, backend, directory / COMPILED_TRACE, reporter)
+    finally:
+        dynamo.reset()
+        if isinstance(was_training, bool):
+            work.fn.train(was_training)
+    info = _assemble(work, options, device, eager, compiled, command)
+    (directory / RUN_JSON).write_bytes(encode(info))
+    return Run(directory=directory, info=info)
+
+
+def _resolve(model: Any, inputs: Any, *, name: str | None, batch_size: int | None) -> LoadedModel:
+    if isinstance(model, str):
+        loaded = load_model(model, batch_size=batch_size)
+        return LoadedModel(name or loaded.name, loaded.spec, loaded.model, loaded.inputs)
+    if not callable(model):
+        raise UsageError(f"model must be an nn.Module, a callable or a MODEL spec, not {model!r}")
+    if inputs is None:
+        raise UsageError("profile_model(model, example_inputs): example_inputs is missing")
+    if batch_size is not None:
+        raise UsageError("batch_size applies to MODEL specs only; pass inputs of that size")
+    return LoadedModel(name or _callable_name(model), None, model, inputs)
+
+
+def _check_backend(backend: Backend) -> None:
+    if not isinstance(backend, str):
+        return
+    known = torch._dynamo.list_backends(exclude_tags=())
+    if backend not in known:
+        raise UsageError(f"unknown torch.compile backend {backend!r}; known: {', '.join(known)}")
+
+
+def _place(loaded: LoadedModel, device: torch.device, options: Options) -> Workload:
+    """Move (and cast) the model and inputs; put the model in train or eval mode."""
+    dtype = getattr(torch, options.dtype) if options.dtype else None
+    fn = loaded.model
+    if isinstance(fn, torch.nn.Module):
+        fn = fn.to(device=device) if dtype is None else fn.to(device=device, dtype=dtype)
+        fn.train(options.train)
+    inputs = move_inputs(loaded.inputs, device, dtype)
+    args: tuple[Any, ...]
+    if isinstance(inputs, dict):
+        args, kwargs = (), dict(inputs)
+    elif isinstance(inputs, tuple | list):
+        args, kwargs = tuple(inputs), {}
+    else:
+        args, kwargs = (inputs,), {}
+    return Workload(loaded.name, loaded.spec, fn, args, kwargs, device, options.train)
+
+
+def _run_eager(work: Workload, options: Options, trace: Path, reporter: Reporter) -> Measured:
+    """Warm up, time and profile the eager model; keep its outputs as the reference."""
+    step = work.step(work.fn)
+    sync = measure.synchronizer(work.device)
+    try:
+        reporter.phase("eager: warm-up", options.warmup + 1)
+        outputs = snapshot(step())
+        reporter.advance()
+        return _measure(step, sync, work, options, trace, reporter, "eager", outputs)
+    except UsageError:
+        raise
+    except Exception as err:
+        raise UsageError(f"the model fails in eager mode: {_one_line(err)}") from err
+
+
+def _measure(
+    step: measure.Step,
+    sync: Callable[[], None],
+    work: Workload,
+    options: Options,
+    trace: Path,
+    reporter: Reporter,
+    label: str,
+    outputs: Any,
+    tracker: _PhaseTracker | None = None,
+) -> Measured:
+    """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors."""
+    tracker = tracker or _PhaseTracker()
+    tracker.phase = "warmup"
+    measure.warm_up(step, sync, options.warmup, reporter)
+    measure.reset_device_peak(work.device)
+    tracker.phase = "timing"
+    reporter.phase(f"{label}: timing", options.iters)
+    timing = measure.time_steps(step, sync, options.iters, reporter)
+    tracker.phase = "profiling"
+    profiled = measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps
+    reporter.phase(f"{label}: profiling", profiled)
+    measure.profile_steps(
+        step, sync, device=work.device, steps=options.steps, path=trace, reporter=reporter
+    )
+    return Measured(timing, measure.memory_stats(trace, work.device), outputs)
+
+
+def _run_compiled(
+    work: Workload, options: Options, backend: Backend, trace: Path, reporter: Reporter
+) -> CompiledResult:
+    """Explain, compile (timed first call), then warm up, time and profile the compiled model."""
+    inductor = options.backend == "inductor"
+    with dynamo.inductor_settings(work.device) as cpp_kernel_profile:
+        config, mode_options = (
+            dynamo.inductor_config_in_effect(options.mode) if inductor else ({}, {})
+        )
+        reporter.phase("dynamo: explain")
+        explained, explain_error = _explain(work)
+        dynamo.reset()
+        compiled_fn = torch.compile(work.fn, backend=backend, mode=_mode_arg(options.mode))
+        attempt = _CompiledAttempt()
+        attempt.run(work.step(compiled_fn), work, options, trace, reporter)
+        breaks = dynamo.graph_breaks(explained) if explained is not None else []
+        facts = dynamo.facts(explained, breaks, explain_error)
+        caches = dynamo.cache_counts()
+    info = CompileInfo(
+        backend=options.backend,
+        mode=options.mode,
+        ok=attempt.error is None,
+        error=attempt.error,
+        time_s=attempt.compile_time_s,
+        mode_options=mode_options,
+        inductor_config=config,
+        **caches,
+    )
+    measured = attempt.measured
+    return CompiledResult(
+        info=info,
+        dynamo=facts,
+        cpp_kernel_profile=cpp_kernel_profile,
+        timing=measured.timing if measured else None,
+        memory=measured.memory if measured else None,
+        outputs=attempt.outputs,
+        traced=measured is not None,
+    )
+
+
+class _CompiledAttempt:
+    """The compiled model's run; an exception stops it and is kept with the phase it hit."""
+
+    def __init__(self) -> None:
+        self.tracker = _PhaseTracker()
+        self.compile_time_s: float | None = None
+        self.outputs: Any = None
+        self.measured: Measured | None = None
+        self.error: RunError | None = None
+
+    def run(
+        self, step: measure.Step, work: Workload, options: Options, trace: Path, reporter: Reporter
+    ) -> None:
+        sync = measure.synchronizer(work.device)
+        try:
+            reporter.phase("compile (first call)")
+            self.compile_time_s, self.outputs = _first_call(step, sync, self.tracker)
+            reporter.phase("compiled: warm-up", options.warmup)
+            self.measured = _measure(
+                step, sync, work, options, trace, reporter, "compiled", self.outputs, self.tracker
+            )
+        except Exception as err:
+            self.error = _run_error(self.tracker.phase, err)
+
+
+class _PhaseTracker:
+    """Which compiled-side phase is running, so that an error names it."""
+
+    def __init__(self) -> None:
+        self.phase = "compile"
+
+
+def _first_call(
+    step: measure.Step, sync: Callable[[], None], tracker: _PhaseTracker
+) -> tuple[float, Any]:
+    """Time the first compiled call (compilation included), in seconds, and keep its outputs."""
+    tracker.phase = "compile"
+    sync()
+    start = time.perf_counter()
+    outputs = snapshot(step())
+    sync()
+    return time.perf_counter() - start, outputs
+
+
+def _explain(work: Workload) -> tuple[Any, RunError | None]:
+    try:
+        return dynamo.explain(work.fn, work.args, work.kwargs), None
+    except Exception as err:
+        return None, _run_error("explain", err)
+
+
+def _mode_arg(mode: str) -> str | None:
+    return None if mode == "default" else mode
+
+
+def _assemble(
+    work: Workload,
+    options: Options,
+    device: torch.device,
+    eager: Measured,
+    compiled: CompiledResult,
+    command: str | None,
+) -> RunInfo:
+    """Every measured fact, as run.json."""
+    c_timing = compiled.timing
+    speedup = eager.timing.median_us / c_timing.median_us if c_timing else None
+    correctness = (
+        compare_outputs(eager.outputs, compiled.outputs)
+        if compiled.info.time_s is not None  # the first compiled call returned
+        else Correctness(checked=False, note="no compiled outputs: compilation failed")
+    )
+    return RunInfo(
+        traceviz_version=__version__,
+        created_utc=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        command=command,
+        model=_model_info(work, eager.outputs),
+        options=RunOptions(
+            device=device.type,
+            mode=options.mode,
+            backend=options.backend,
+            dtype=options.dtype,
+            batch_size=options.batch_size,
+            train=options.train,
+            steps=options.steps,
+            warmup=options.warmup,
+            iters=options.iters,
+        ),
+        environment=describe(device),
+        profiler=measure.profiler_settings(
+            device, options.steps, cpp_kernel_profile=compiled.cpp_kernel_profile
+        ),
+        compile=compiled.info,
+        timing=Timing(
+            method=measure.timing_method(device),
+            eager=eager.timing,
+            compiled=c_timing,
+            speedup=speedup,
+        ),
+        correctness=correctness,
+        dynamo=compiled.dynamo,
+        memory=Memory(eager=eager.memory, compiled=compiled.memory),
+        traces=Traces(eager=EAGER_TRACE, compiled=COMPILED_TRACE if compiled.traced else None),
+    )
+
+
+def _model_info(work: Workload, outputs: Any) -> ModelInfo:
+    params = list(work.fn.parameters()) if isinstance(work.fn, torch.nn.Module) else []
+    return ModelInfo(
+        name=work.name,
+        spec=work.spec,
+        class_name=_callable_name(work.fn),
+        parameters=sum(p.numel() for p in params),
+        parameter_bytes=sum(p.numel() * p.element_size() for p in params),
+        training=work.train,
+        inputs=tensor_specs(work.args, "args") + tensor_specs(work.kwargs, "kwargs"),
+        outputs=tensor_specs(outputs, "out"),
+    )
+
+
+def default_out_dir(name: str, device: torch.device) -> Path:
+    """``traceviz-runs/<name>-<device type>-<YYYYmmdd-HHMMSS>`` under the working directory."""
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
+    return Path("traceviz-runs") / f"{safe}-{device.type}-{stamp}"
+
+
+def _callable_name(obj: Any) -> str:
+    """A function's qualified name, or the class name of a module or other callable object."""
+    return str(getattr(obj, "__qualname__", None) or type(obj).__qualname__)
+
+
+def _run_error(phase: str, err: BaseException) -> RunError:
+    inner = getattr(err, "inner_exception", None)  # Dynamo's BackendCompilerFailed wraps one
+    root = inner if isinstance(inner, BaseException) else err
+    return RunError(
+        phase=phase,
+        type=type(root).__name__,
+        message=_first_line(str(root)),
+        detail=str(err)[:4000],
+    )
+
+
+def _one_line(err: BaseException) -> str:
+    return f"{type(err).__name__}: {_first_line(str(err))}"
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""

@@ -1,0 +1,112 @@
+"""``Run``: a run directory (two traces and run.json) as one object; ``load_run`` reads one back.
+
+Needs no torch: a run made on a GPU machine can be read and analysed anywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from traceviz.errors import TraceFormatError
+from traceviz.runner.runinfo import RUN_JSON, RunInfo, decode
+
+if TYPE_CHECKING:
+    from traceviz.trace import Trace
+
+
+@dataclass(frozen=True)
+class Run:
+    """One ``traceviz run``: ``directory`` holds the traces, ``info`` is its run.json."""
+
+    directory: Path
+    info: RunInfo
+
+    @property
+    def name(self) -> str:
+        return self.info.model.name
+
+    @property
+    def eager_trace(self) -> Path | None:
+        """Path of the eager trace (None if the run wrote none)."""
+        name = self.info.traces.eager
+        return self.directory / name if name else None
+
+    @property
+    def compiled_trace(self) -> Path | None:
+        """Path of the compiled trace (None when compilation failed)."""
+        name = self.info.traces.compiled
+        return self.directory / name if name else None
+
+    @property
+    def speedup(self) -> float | None:
+        """Eager median step time / compiled median step time (None without a compiled run)."""
+        return self.info.timing.speedup
+
+    @property
+    def compile_ok(self) -> bool:
+        return self.info.compile.ok
+
+    @property
+    def outputs_match(self) -> bool | None:
+        """True/False when the outputs were compared, None when they could not be."""
+        return self.info.correctness.passed
+
+    @property
+    def ok(self) -> bool:
+        """Compiled without error and the compiled outputs match the eager ones."""
+        return self.compile_ok and self.outputs_match is not False
+
+    def problems(self) -> list[str]:
+        """One sentence per thing that went wrong (empty for a clean run)."""
+        found = []
+        error = self.info.compile.error
+        if error is not None:
+            what = f"{error.type}: {error.message}" if error.message else error.type
+            found.append(f"compiled model failed during {error.phase}: {what}")
+        if self.outputs_match is False:
+            c = self.info.correctness
+            found.append(
+                f"compiled outputs differ from eager: max abs error {c.max_abs_error:.3g}, "
+                f"max rel error {c.max_rel_error:.3g} (rtol {c.rtol:g}, atol {c.atol:g}) "
+                f"in {', '.join(c.mismatched)}"
+            )
+        return found
+
+    def load_eager(self) -> Trace:
+        """Parse the eager trace (see :func:`traceviz.load`)."""
+        return self._load(self.eager_trace, "eager")
+
+    def load_compiled(self) -> Trace:
+        """Parse the compiled trace (see :func:`traceviz.load`)."""
+        return self._load(self.compiled_trace, "compiled")
+
+    def _load(self, path: Path | None, label: str) -> Trace:
+        from traceviz import load
+
+        if path is None:
+            raise TraceFormatError(self.directory, f"this run has no {label} trace")
+        return load(path)
+
+    def __repr__(self) -> str:
+        speedup = f"{self.speedup:.2f}x" if self.speedup is not None else "n/a"
+        return (
+            f"Run({str(self.directory)!r}, model={self.name!r}, device="
+            f"{self.info.environment.device!r}, speedup={speedup}, ok={self.ok})"
+        )
+
+
+def load_run(path: str | Path) -> Run:
+    """Read a run directory (or its run.json) written by ``traceviz run``/``profile_model``.
+
+    Raises :class:`~traceviz.errors.TraceFormatError` when there is no readable run.json.
+    """
+    target = Path(path)
+    run_json = target if target.is_file() else target / RUN_JSON
+    try:
+        data = run_json.read_bytes()
+    except OSError as err:
+        reason = "no run.json: not a traceviz run directory" if not run_json.exists() else str(err)
+        raise TraceFormatError(target, reason) from err
+    return Run(directory=run_json.parent, info=decode(data, source=run_json))
