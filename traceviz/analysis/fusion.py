@@ -1,0 +1,418 @@
+"""Fusion map: for each compiled kernel, the eager ops it replaced.
+
+:func:`fusion_map` lines up an eager trace and a compiled trace of the same model by *op
+names*, the one vocabulary both sides share:
+
+- an **eager kernel** stands for its op: ``Kernels.op_name``, the innermost CPU op around its
+  launch (on a CPU-only trace, the kernel's own op; a kernel with no op stands for its name);
+  an op that is itself an Inductor kernel (an "eager" trace that was compiled too) stands for
+  the ops decoded from its name;
+- a **compiled Inductor kernel** (``triton_poi_fused_add_cos_0``, ``graph_0_cpp_fused_…``)
+  stands for the aten ops Inductor wrote into its name
+  (:func:`~traceviz.analysis.fusion_names.fused_kernel_ops`); such a kernel is a fusion
+  (``is_fusion``), even when its name is an old mangled one whose ops are unknown;
+- any **other compiled kernel** (an extern GEMM, a library call, an ``aten::`` op on a CPU
+  trace, an eager kernel outside the compiled regions) stands for its own op(s), as eager ones.
+
+Both sides are normalised to one key per op: the base name (``aten::add_.Tensor`` → ``add``),
+mapped through :data:`OP_ALIASES` (names that do the same work: ``_softmax``/``softmax``,
+``native_layer_norm``/``layer_norm``, ``clamp_min``/``relu``, ``addmm``/``mm``/``linear``,
+``copy_``/``clone``/``_to_copy``, …). Views and other ops that move no data
+(:data:`NO_WORK_OPS`: ``view``, ``_unsafe_view``, ``transpose``, ``split``, …) match nothing.
+An eager op matches a compiled kernel when their keys meet. An eager op matched by several
+compiled kernels (``addmm`` by an extern GEMM and by the kernel that fused its bias) is listed
+under each, so ``eager_kernels`` summed over compiled kernels can exceed the eager total.
+
+The headline figures are over whole traces, kernels only (no memcpy/memset): eager kernels
+per compiled kernel, and the estimated bytes fusion saved (from :func:`memory_traffic` of both
+traces). When both traces have ``ProfilerStep`` spans in different numbers, the compiled side is
+scaled to the eager side's step count first. Work is done per distinct name and per distinct
+(kernel, op) pair, never per kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.kernels import Classified, classify
+from traceviz.analysis.memory import (
+    Basis,
+    KernelTraffic,
+    MemoryTraffic,
+    is_inductor_kernel,
+    memory_traffic,
+)
+from traceviz.parse.cpu_kernels import NON_COMPUTE
+from traceviz.schema import ActivityKind, Kernels
+from traceviz.trace import Trace
+
+__all__ = [
+    "EAGER_ONLY_DTYPES",
+    "FUSION_KERNELS_DTYPES",
+    "NOT_FUSIONS_DTYPES",
+    "NO_WORK_OPS",
+    "OP_ALIASES",
+    "EagerOnly",
+    "FusionKernels",
+    "FusionMap",
+    "NotFusions",
+    "fusion_map",
+    "name_keys",
+    "op_key",
+]
+
+
+_KEY = "key"
+
+
+def _aliases(groups: dict[str, str]) -> dict[str, str]:
+    """``{canonical: "name name ..."}`` → ``{name: canonical}``."""
+    return {name: key for key, names in groups.items() for name in names.split()}
+
+
+#: Op base name → the key it matches under (names absent here are their own key).
+OP_ALIASES: dict[str, str] = _aliases(
+    {
+        "mm": "mm addmm linear matmul _addmm_activation _linear_pointwise mkldnn_linear"
+        " _mkl_linear",
+        "bmm": "bmm baddbmm",
+        "relu": "relu clamp_min",
+        "softmax": "softmax _softmax _safe_softmax",
+        "log_softmax": "log_softmax _log_softmax",
+        "layer_norm": "layer_norm native_layer_norm",
+        "batch_norm": "batch_norm native_batch_norm _native_batch_norm_legit"
+        " _native_batch_norm_legit_no_training _native_batch_norm_legit_functional"
+        " _batch_norm_impl_index _batch_norm_with_update cudnn_batch_norm miopen_batch_norm",
+        "group_norm": "group_norm native_group_norm",
+        "convolution": "convolution _convolution conv1d conv2d conv3d cudnn_convolution"
+        " mkldnn_convolution miopen_convolution",
+        "attention": "scaled_dot_product_attention _scaled_dot_product_flash_attention"
+        " _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention"
+        " _scaled_dot_product_cudnn_attention _flash_attention_forward"
+        " _efficient_attention_forward",
+        "copy": "copy clone contiguous _to_copy to convert_element_type",
+        "fill": "fill zero full full_like zeros zeros_like ones ones_like new_zeros new_ones"
+        " new_full scalar_tensor",
+        "dropout": "dropout native_dropout",
+        "embedding": "embedding index_select",
+        "cat": "cat _cat",
+        "pad": "pad constant_pad_nd",
+        "max_pool2d": "max_pool2d max_pool2d_with_indices",
+        "where": "where _s_where",
+    }
+)
+
+#: Ops that move no data: views, reshapes, metadata and allocations (no key, match nothing).
+NO_WORK_OPS: frozenset[str] = frozenset(
+    {op.rstrip("_") for op in NON_COMPUTE if not op.startswith("_")}
+    | NON_COMPUTE
+    | {"view", "_unsafe_view", "_reshape_alias", "lift_fresh", "permute", "expand"}
+) - frozenset(OP_ALIASES)
+
+
+class FusionKernels:
+    """Columns of :attr:`FusionMap.kernels`: one row per distinct compiled kernel name."""
+
+    kernel = "kernel"  # compiled kernel name (str)
+    source = "source"  # KernelSource value of most of its calls (category)
+    is_fusion = "is_fusion"  # an Inductor-generated kernel (bool)
+    fused_ops = "fused_ops"  # ops decoded from its name, comma-separated ("" when none)
+    op_names = "op_names"  # the compiled trace's op(s) it ran under, comma-separated (str)
+    calls = "calls"  # kernels of that name (Int64)
+    time_us = "time_us"  # their device time, µs (float64)
+    eager_ops = "eager_ops"  # eager ops it replaced, "op (kernels), ...", by eager time (str)
+    eager_kernels = "eager_kernels"  # those ops' eager kernels (Int64)
+    eager_time_us = "eager_time_us"  # those kernels' device time, µs (float64)
+
+
+class EagerOnly:
+    """Columns of :attr:`FusionMap.eager_only`: eager ops no compiled kernel accounts for."""
+
+    op = "op"  # eager op name (or kernel name when the kernel has no op) (str)
+    kernels = "kernels"  # its eager kernels (Int64)
+    time_us = "time_us"  # their device time, µs (float64)
+
+
+class NotFusions:
+    """Columns of :attr:`FusionMap.not_fusions`: compiled kernels Inductor did not generate."""
+
+    kernel = FusionKernels.kernel
+    source = FusionKernels.source
+    op_names = FusionKernels.op_names
+    calls = FusionKernels.calls
+    time_us = FusionKernels.time_us
+
+
+FUSION_KERNELS_DTYPES: dict[str, str] = {
+    FusionKernels.kernel: "object",
+    FusionKernels.source: schema.CAT,
+    FusionKernels.is_fusion: schema.BOOL,
+    FusionKernels.fused_ops: "object",
+    FusionKernels.op_names: "object",
+    FusionKernels.calls: schema.I64,
+    FusionKernels.time_us: schema.F64,
+    FusionKernels.eager_ops: "object",
+    FusionKernels.eager_kernels: schema.I64,
+    FusionKernels.eager_time_us: schema.F64,
+}
+EAGER_ONLY_DTYPES: dict[str, str] = {
+    EagerOnly.op: "object",
+    EagerOnly.kernels: schema.I64,
+    EagerOnly.time_us: schema.F64,
+}
+NOT_FUSIONS_DTYPES: dict[str, str] = {
+    NotFusions.kernel: "object",
+    NotFusions.source: schema.CAT,
+    NotFusions.op_names: "object",
+    NotFusions.calls: schema.I64,
+    NotFusions.time_us: schema.F64,
+}
+
+
+@dataclass(frozen=True)
+class FusionMap:
+    """What fusion did between an eager and a compiled trace (see the module docstring).
+
+    Tables, each sorted by device time, largest first: ``kernels`` (:class:`FusionKernels`),
+    ``eager_only`` (:class:`EagerOnly`), ``not_fusions`` (:class:`NotFusions`, the rows of
+    ``kernels`` that are not fusions).
+
+    ``eager_kernel_count``/``compiled_kernel_count`` count kernels (not memcpy/memset) of each
+    trace; ``eager_kernels_per_compiled_kernel`` is their ratio (None without compiled
+    kernels). ``est_bytes_saved`` is the eager trace's estimated kernel traffic minus the
+    compiled one's (**estimated**, see :mod:`traceviz.analysis.memory`), None when either side
+    has no estimate or a compiled fusion kernel has none (the difference would then count the
+    fused kernels' own traffic as saved). ``eager_traffic``/``compiled_traffic`` hold the full
+    traffic results, with the share of kernel time each estimate covers. ``step_scale`` is the
+    factor applied to the compiled side (eager steps / compiled steps, 1.0 when not both traces
+    have steps).
+    """
+
+    kernels: pd.DataFrame
+    eager_only: pd.DataFrame
+    not_fusions: pd.DataFrame
+    eager_kernel_count: int
+    compiled_kernel_count: int
+    eager_kernels_per_compiled_kernel: float | None
+    est_bytes_saved: int | None
+    eager_traffic: MemoryTraffic
+    compiled_traffic: MemoryTraffic
+    step_scale: float
+
+
+def fusion_map(
+    eager: Trace,
+    compiled: Trace,
+    *,
+    eager_traffic: MemoryTraffic | None = None,
+    compiled_traffic: MemoryTraffic | None = None,
+    compiled_classified: pd.DataFrame | None = None,
+) -> FusionMap:
+    """Match each compiled kernel to the eager ops it replaced (rules in the module docstring).
+
+    The keyword arguments pass results already computed for these traces (their
+    :func:`memory_traffic` and :func:`~traceviz.analysis.kernels.classify`), so comparing many
+    pairs analyses each trace once. Raises ``TypeError`` when either argument is not a Trace.
+    """
+    for label, trace in (("eager", eager), ("compiled", compiled)):
+        if not isinstance(trace, Trace):
+            raise TypeError(f"fusion_map needs a Trace for {label}, not {type(trace).__name__}")
+    eager_ops = _eager_ops(eager)
+    eager_keys = _key_pairs(EagerOnly.op, {op: name_keys(op) for op in eager_ops[EagerOnly.op]})
+    if compiled_classified is None:
+        compiled_classified = classify(compiled)
+    compiled_kernels, keys = _compiled_kernels(compiled_classified)
+    pairs = keys.merge(eager_keys, on=_KEY)[[FusionKernels.kernel, EagerOnly.op]]
+    pairs = pairs.drop_duplicates()
+    kernels = _attach_eager(compiled_kernels, pairs, eager_ops)
+    eager_only = eager_ops[~eager_ops[EagerOnly.op].isin(pairs[EagerOnly.op])]
+    eager_only = schema.conform(eager_only.reset_index(drop=True), EAGER_ONLY_DTYPES)
+    not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
+    eager_traffic = eager_traffic if eager_traffic is not None else memory_traffic(eager)
+    if compiled_traffic is None:
+        compiled_traffic = memory_traffic(compiled)
+    scale = _step_scale(eager, compiled)
+    eager_count = _kernel_count(eager)
+    compiled_count = _kernel_count(compiled)
+    return FusionMap(
+        kernels=kernels,
+        eager_only=eager_only,
+        not_fusions=schema.conform(not_fusions, NOT_FUSIONS_DTYPES),
+        eager_kernel_count=eager_count,
+        compiled_kernel_count=compiled_count,
+        eager_kernels_per_compiled_kernel=(
+            eager_count / (compiled_count * scale) if compiled_count else None
+        ),
+        est_bytes_saved=_bytes_saved(compiled, eager_traffic, compiled_traffic, scale),
+        eager_traffic=eager_traffic,
+        compiled_traffic=compiled_traffic,
+        step_scale=scale,
+    )
+
+
+def op_key(name: str) -> str | None:
+    """The key an op or decoded fused-op name matches under; None for ops that move no data."""
+    if not isinstance(name, str) or not name:
+        return None
+    base = eager_op_base(name, strip_inplace=True)
+    if base in NO_WORK_OPS:
+        return None
+    return OP_ALIASES.get(base, base)
+
+
+def name_keys(name: str) -> list[str]:
+    """The keys a kernel or op name stands for: an Inductor kernel name's decoded ops (an
+    eager trace can hold compiled kernels too), else the name's own :func:`op_key`."""
+    fused = fused_kernel_ops(name)
+    return _keys(fused.ops if fused is not None else [name])
+
+
+# --- the two sides -----------------------------------------------------------------------
+
+
+def _is_kernel(kernels: pd.DataFrame) -> pd.Series:
+    return kernels[Kernels.activity] == ActivityKind.KERNEL.value
+
+
+def _kernel_rows(kernels: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """``columns`` of the kernel rows (not memcpy/memset) of a kernels table."""
+    return kernels.loc[_is_kernel(kernels).to_numpy(dtype=bool), columns]
+
+
+def _kernel_count(trace: Trace) -> int:
+    return int(_is_kernel(trace.kernels).sum())
+
+
+def _eager_ops(eager: Trace) -> pd.DataFrame:
+    """Eager kernels grouped by the op they stand for: ``op``, ``kernels``, ``time_us``."""
+    rows = _kernel_rows(eager.kernels, [Kernels.name, Kernels.op_name, Kernels.dur_us])
+    has_op = rows[Kernels.op_name].notna().to_numpy(dtype=bool)
+    parts = [_totals(rows[has_op], Kernels.op_name), _totals(rows[~has_op], Kernels.name)]
+    table = pd.concat(parts).groupby(level=0, sort=False).sum()
+    table = table.rename_axis(EagerOnly.op).reset_index()
+    return table.sort_values(
+        [EagerOnly.time_us, EagerOnly.op], ascending=[False, True], kind="stable"
+    ).reset_index(drop=True)
+
+
+def _totals(rows: pd.DataFrame, by: str) -> pd.DataFrame:
+    """``kernels`` (count) and ``time_us`` (summed device time) per distinct value of ``by``,
+    indexed by that value as text."""
+    grouped = rows.groupby(by, observed=True, sort=False)[Kernels.dur_us]
+    table = pd.DataFrame(
+        {EagerOnly.kernels: grouped.size(), EagerOnly.time_us: grouped.sum(min_count=0)}
+    )
+    table.index = pd.Index([str(v) for v in table.index], dtype=object)
+    return table
+
+
+def _compiled_kernels(classified: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """One row per distinct compiled kernel name, and its (kernel, key) pairs."""
+    columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Classified.source]
+    rows = _kernel_rows(classified, columns)
+    table = _totals(rows, Kernels.name).rename(columns={EagerOnly.kernels: FusionKernels.calls})
+    table = table.rename_axis(FusionKernels.kernel).reset_index()
+    names = table[FusionKernels.kernel]
+    sources = _most_common(rows, Classified.source)
+    own_ops = _ops_by_kernel(rows)
+    decoded = [fused_kernel_ops(name) for name in names]
+    table[FusionKernels.source] = [sources.get(name) for name in names]
+    table[FusionKernels.is_fusion] = [d is not None for d in decoded]
+    table[FusionKernels.fused_ops] = [", ".join(d.ops) if d else "" for d in decoded]
+    table[FusionKernels.op_names] = [", ".join(own_ops.get(name, [])) for name in names]
+    keys = {
+        name: _keys(d.ops) if d is not None else _own_keys(own_ops.get(name) or [name])
+        for name, d in zip(names, decoded, strict=True)
+    }
+    return table, _key_pairs(FusionKernels.kernel, keys)
+
+
+def _own_keys(ops: list[str]) -> list[str]:
+    return list(dict.fromkeys(key for op in ops for key in name_keys(op)))
+
+
+def _key_pairs(column: str, keys: dict[str, list[str]]) -> pd.DataFrame:
+    """A two-column frame (``column``, key) with one row per name and key."""
+    pairs = [(name, key) for name, found in keys.items() for key in found]
+    return pd.DataFrame(pairs, columns=[column, _KEY], dtype=object)
+
+
+def _most_common(rows: pd.DataFrame, column: str) -> dict[str, str]:
+    """Per kernel name, the value of ``column`` most of its calls have."""
+    counts = rows.groupby([Kernels.name, column], observed=True, sort=False).size()
+    top = counts.sort_values(ascending=False, kind="stable")
+    top = top[~top.index.get_level_values(0).duplicated()]
+    return {str(name): str(value) for name, value in top.index}
+
+
+def _ops_by_kernel(rows: pd.DataFrame) -> dict[str, list[str]]:
+    """Per kernel name, the distinct ops its calls ran under, most calls first."""
+    counts = rows.groupby([Kernels.name, Kernels.op_name], observed=True, sort=False).size()
+    ops: dict[str, list[str]] = {}
+    for name, op in counts.sort_values(ascending=False, kind="stable").index:
+        ops.setdefault(str(name), []).append(str(op))
+    return ops
+
+
+def _keys(ops: Iterable[str]) -> list[str]:
+    """The distinct keys of ``ops``, in order, leaving out ops that move no data."""
+    keys = [op_key(op) for op in ops]
+    return list(dict.fromkeys(k for k in keys if k is not None))
+
+
+# --- matching ----------------------------------------------------------------------------
+
+
+def _attach_eager(
+    table: pd.DataFrame, pairs: pd.DataFrame, eager_ops: pd.DataFrame
+) -> pd.DataFrame:
+    """Add the eager ops each compiled kernel replaced (``eager_ops``/``_kernels``/``_time_us``)
+    from the matched (kernel, op) ``pairs``."""
+    matched = pairs.merge(eager_ops, on=EagerOnly.op)
+    matched = matched.sort_values(
+        [EagerOnly.time_us, EagerOnly.op], ascending=[False, True], kind="stable"
+    )
+    matched["text"] = matched[EagerOnly.op] + " (" + matched[EagerOnly.kernels].astype(str) + ")"
+    grouped = matched.groupby(FusionKernels.kernel, sort=False)
+    summary = pd.DataFrame(
+        {
+            FusionKernels.eager_ops: grouped["text"].agg(", ".join),
+            FusionKernels.eager_kernels: grouped[EagerOnly.kernels].sum(),
+            FusionKernels.eager_time_us: grouped[EagerOnly.time_us].sum(),
+        }
+    )
+    out = table.join(summary, on=FusionKernels.kernel)
+    out[FusionKernels.eager_ops] = out[FusionKernels.eager_ops].fillna("")
+    out[FusionKernels.eager_kernels] = out[FusionKernels.eager_kernels].fillna(0)
+    out[FusionKernels.eager_time_us] = out[FusionKernels.eager_time_us].fillna(0.0)
+    out = out.sort_values(
+        [FusionKernels.time_us, FusionKernels.kernel], ascending=[False, True], kind="stable"
+    )
+    return schema.conform(out.reset_index(drop=True), FUSION_KERNELS_DTYPES)
+
+
+# --- headline ----------------------------------------------------------------------------
+
+
+def _step_scale(eager: Trace, compiled: Trace) -> float:
+    """Eager steps / compiled steps when both traces have steps, else 1."""
+    eager_steps, compiled_steps = len(eager.steps), len(compiled.steps)
+    return eager_steps / compiled_steps if eager_steps and compiled_steps else 1.0
+
+
+def _bytes_saved(
+    compiled: Trace, eager_traffic: MemoryTraffic, compiled_traffic: MemoryTraffic, scale: float
+) -> int | None:
+    """Eager estimated bytes − compiled estimated bytes (scaled), or None (see FusionMap)."""
+    if eager_traffic.estimated_bytes is None or compiled_traffic.estimated_bytes is None:
+        return None
+    fused = is_inductor_kernel(compiled.kernels[Kernels.name])
+    unestimated = compiled_traffic.per_kernel[KernelTraffic.basis] == Basis.NONE.value
+    if (fused & unestimated.to_numpy(dtype=bool)).any():
+        return None
+    return round(eager_traffic.estimated_bytes - compiled_traffic.estimated_bytes * scale)

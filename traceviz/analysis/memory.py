@@ -1,0 +1,450 @@
+"""Memory traffic: bytes each kernel moved, measured or estimated, and the allocator's figures.
+
+:func:`memory_traffic` gives every row of ``Trace.kernels`` a byte count and says where it came
+from (:class:`Basis`):
+
+- **measured**: memcpy/memset rows, their ``bytes`` exactly as the trace gives them (the copy
+  size; a device-to-device copy reads and writes it, so its DRAM traffic is twice that);
+- **estimated**: kernels whose launching op (``Kernels.op_row`` → ``Trace.ops``, the innermost
+  enclosing op; on CPU-only traces the kernel's own op) can be estimated:
+
+  - an Inductor kernel's launch op (named like the kernel, e.g. ``triton_poi_fused_add_0``,
+    or carrying ``kernel_backend``): Inductor's ``kernel_num_gb × 1e9`` where present, else the
+    sum of its tensor arguments (:func:`~traceviz.analysis.traffic.estimate_triton_bytes`;
+    outputs are among the arguments; each argument counts once, since the trace does not say
+    which buffers are read *and* written);
+  - any other op: the documented output-size rules of
+    :func:`~traceviz.analysis.traffic.estimate_op_bytes` from its ``Input Dims``/``Input type``/
+    ``Concrete Inputs``;
+
+  when one op launches several kernels, its bytes are split over them in proportion to their
+  durations (evenly when a duration is missing), rounded so that they add up to the op's bytes;
+- **none**: everything else (no linked op, no rule for the op, shapes not recorded).
+
+Achieved bandwidth is bytes / duration wherever both are known. Totals are given by kind, with
+the device time no estimate covers, so a reader knows how much of the picture the bytes cover.
+
+The allocator figures come from ``[memory]`` events (``Trace.memory``), per device: peak
+``total_allocated_bytes``, and bytes allocated per step (the positive ``bytes`` inside each
+``ProfilerStep#N`` window, summed, divided by the number of steps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.kernel_kinds import KernelKind, classify_kinds
+from traceviz.analysis.traffic import (
+    Traffic,
+    TrafficRule,
+    estimate_op_bytes,
+    estimate_triton_bytes,
+)
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, Memory, Ops, Steps
+from traceviz.trace import Trace
+
+__all__ = [
+    "ALLOCATOR_DTYPES",
+    "BY_KIND_DTYPES",
+    "KERNEL_TRAFFIC_DTYPES",
+    "RULES",
+    "AllocatorUse",
+    "Basis",
+    "KernelTraffic",
+    "MemoryTraffic",
+    "TrafficByKind",
+    "allocator_use",
+    "is_inductor_kernel",
+    "kernel_traffic",
+    "memory_traffic",
+    "op_estimates",
+    "split_bytes",
+]
+
+
+class Basis(str, Enum):
+    """Where a kernel's byte count comes from."""
+
+    MEASURED = "measured"  # memcpy/memset bytes from the trace
+    ESTIMATED = "estimated"  # estimated from the launching op's shapes
+    NONE = "none"  # no figure
+
+
+#: Values of the ``rule`` column: the estimate's :class:`TrafficRule`, or the activity
+#: (``memcpy``/``memset``) for measured rows.
+RULES: tuple[str, ...] = (
+    *(r.value for r in TrafficRule),
+    ActivityKind.MEMCPY.value,
+    ActivityKind.MEMSET.value,
+)
+
+
+class KernelTraffic:
+    """Columns of :attr:`MemoryTraffic.per_kernel`, one row per ``Trace.kernels`` row."""
+
+    est_bytes = Traffic.est_bytes  # bytes read + written (Int64; <NA>: no figure)
+    basis = "basis"  # Basis value (category)
+    rule = Traffic.rule  # a RULES value (category; <NA>: no figure)
+    bandwidth_gbps = "bandwidth_gbps"  # est_bytes / dur_us, GB/s (float64; NaN if unknown)
+
+
+class TrafficByKind:
+    """Columns of :attr:`MemoryTraffic.by_kind`, one row per kernel kind present."""
+
+    kind = "kind"  # KernelKind value (category)
+    count = "count"  # rows of that kind (Int64)
+    est_bytes = "est_bytes"  # measured + estimated bytes (Int64; <NA>: none known)
+    measured_bytes = "measured_bytes"  # measured bytes (Int64; <NA>: none measured)
+    estimated_bytes = "estimated_bytes"  # estimated bytes (Int64; <NA>: none estimated)
+    time_us = "time_us"  # device time, µs (float64)
+    unestimated_time_us = "unestimated_time_us"  # device time of rows with no figure, µs
+
+
+class AllocatorUse:
+    """Columns of :attr:`MemoryTraffic.allocator`, one row per (device type, device)."""
+
+    device_type = "device_type"  # "cpu" / "cuda" / ... as in Trace.memory (category)
+    device = "device"  # device index (Int32)
+    events = "events"  # [memory] events (Int64)
+    peak_allocated_bytes = "peak_allocated_bytes"  # max total_allocated_bytes (Int64)
+    allocated_bytes = "allocated_bytes"  # sum of positive bytes over the trace (Int64)
+    allocated_bytes_per_step = "allocated_bytes_per_step"  # inside steps / steps (float64)
+
+
+KERNEL_TRAFFIC_DTYPES: dict[str, str] = {
+    KernelTraffic.est_bytes: schema.I64,
+    KernelTraffic.basis: schema.CAT,
+    KernelTraffic.rule: schema.CAT,
+    KernelTraffic.bandwidth_gbps: schema.F64,
+}
+BY_KIND_DTYPES: dict[str, str] = {
+    TrafficByKind.kind: schema.CAT,
+    TrafficByKind.count: schema.I64,
+    TrafficByKind.est_bytes: schema.I64,
+    TrafficByKind.measured_bytes: schema.I64,
+    TrafficByKind.estimated_bytes: schema.I64,
+    TrafficByKind.time_us: schema.F64,
+    TrafficByKind.unestimated_time_us: schema.F64,
+}
+ALLOCATOR_DTYPES: dict[str, str] = {
+    AllocatorUse.device_type: schema.CAT,
+    AllocatorUse.device: schema.I32,
+    AllocatorUse.events: schema.I64,
+    AllocatorUse.peak_allocated_bytes: schema.I64,
+    AllocatorUse.allocated_bytes: schema.I64,
+    AllocatorUse.allocated_bytes_per_step: schema.F64,
+}
+
+
+@dataclass(frozen=True)
+class MemoryTraffic:
+    """Bytes moved by one trace's kernels, and its allocator figures.
+
+    ``per_kernel`` (:class:`KernelTraffic`) is aligned with ``Trace.kernels``; ``by_kind``
+    (:class:`TrafficByKind`) totals it per kernel kind, sorted by device time; ``allocator``
+    (:class:`AllocatorUse`) has one row per device with ``[memory]`` events.
+
+    Byte totals are None when no row has a figure of that basis. ``kernel_time_us`` is the
+    summed device time of every row (kernels, memcpy, memset), µs; ``unestimated_time_us`` the
+    part with no figure; ``unestimated_time_share`` their ratio (None without device time).
+    ``peak_allocated_bytes`` (the largest peak of one device) and ``allocated_bytes_per_step``
+    (summed over devices) cover the devices the kernels ran on: the ``cpu`` events of a CPU-only
+    trace, the other devices' otherwise; None without such events (or, per step, without steps).
+    """
+
+    per_kernel: pd.DataFrame
+    by_kind: pd.DataFrame
+    allocator: pd.DataFrame
+    total_bytes: int | None
+    measured_bytes: int | None
+    estimated_bytes: int | None
+    kernel_time_us: float
+    unestimated_time_us: float
+    unestimated_time_share: float | None
+    peak_allocated_bytes: int | None
+    allocated_bytes_per_step: float | None
+
+
+def memory_traffic(trace: Trace) -> MemoryTraffic:
+    """Bytes per kernel (measured or estimated), totals by kind, allocator figures.
+
+    The rules are in the module docstring. Raises ``TypeError`` when ``trace`` is not a Trace.
+    """
+    if not isinstance(trace, Trace):
+        raise TypeError(f"memory_traffic needs a Trace, not {type(trace).__name__}")
+    per_kernel = kernel_traffic(trace)
+    kernels = trace.kernels
+    dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)
+    kinds = classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
+    by_kind = _by_kind(per_kernel, kinds, dur)
+    unestimated = (per_kernel[KernelTraffic.basis] == Basis.NONE.value).to_numpy(dtype=bool)
+    time_us = float(np.nansum(dur))
+    unestimated_us = float(np.nansum(dur[unestimated]))
+    allocator = allocator_use(trace)
+    own = _own_devices(allocator, trace.device_kind)
+    return MemoryTraffic(
+        per_kernel=per_kernel,
+        by_kind=by_kind,
+        allocator=allocator,
+        total_bytes=_sum_or_none(per_kernel, None),
+        measured_bytes=_sum_or_none(per_kernel, Basis.MEASURED),
+        estimated_bytes=_sum_or_none(per_kernel, Basis.ESTIMATED),
+        kernel_time_us=time_us,
+        unestimated_time_us=unestimated_us,
+        unestimated_time_share=unestimated_us / time_us if time_us > 0 else None,
+        peak_allocated_bytes=_max_or_none(own[AllocatorUse.peak_allocated_bytes]),
+        allocated_bytes_per_step=_fsum_or_none(own[AllocatorUse.allocated_bytes_per_step]),
+    )
+
+
+# --- per kernel --------------------------------------------------------------------------
+
+
+def kernel_traffic(trace: Trace) -> pd.DataFrame:
+    """Bytes per ``Trace.kernels`` row (columns :class:`KernelTraffic`, same index)."""
+    kernels = trace.kernels
+    n = len(kernels)
+    est = np.zeros(n, dtype=np.int64)
+    has = np.zeros(n, dtype=bool)
+    rule = np.full(n, -1, dtype=np.int64)
+    activity = kernels[Kernels.activity]
+    measured_bytes = kernels[Kernels.bytes]
+    for kind in (ActivityKind.MEMCPY, ActivityKind.MEMSET):
+        rows = ((activity == kind.value) & measured_bytes.notna()).to_numpy(dtype=bool)
+        est[rows] = measured_bytes[rows].to_numpy(dtype=np.int64)
+        has[rows] = True
+        rule[rows] = RULES.index(kind.value)
+    measured = has.copy()
+    is_kernel = (activity == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
+    _estimate_from_ops(trace, is_kernel, est, has, rule)
+    basis = np.where(measured, 0, np.where(has, 1, 2))
+    dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bandwidth = np.where(has & (dur > 0), est / dur * 1e-3, np.nan)
+    est_col = pd.array(est, dtype=pd.Int64Dtype())
+    est_col[~has] = pd.NA
+    basis_values = pd.Index([b.value for b in Basis])
+    return pd.DataFrame(
+        {
+            KernelTraffic.est_bytes: est_col,
+            KernelTraffic.basis: pd.Categorical.from_codes(basis, categories=basis_values),
+            KernelTraffic.rule: pd.Categorical.from_codes(rule, categories=pd.Index(RULES)),
+            KernelTraffic.bandwidth_gbps: bandwidth,
+        },
+        index=kernels.index,
+    )
+
+
+def _estimate_from_ops(
+    trace: Trace,
+    is_kernel: npt.NDArray[np.bool_],
+    est: npt.NDArray[np.int64],
+    has: npt.NDArray[np.bool_],
+    rule: npt.NDArray[np.int64],
+) -> None:
+    """Fill ``est``/``has``/``rule`` for kernel rows whose launching op has an estimate."""
+    op_row = trace.kernels[Kernels.op_row]
+    rows = np.flatnonzero(is_kernel & op_row.notna().to_numpy())
+    if rows.size == 0:
+        return
+    kernel_ops = op_row.to_numpy(dtype=np.int64, na_value=-1)[rows]
+    unique_ops, back = np.unique(kernel_ops, return_inverse=True)
+    op_est = op_estimates(trace.ops.iloc[unique_ops])
+    op_bytes = op_est[Traffic.est_bytes]
+    known = op_bytes.notna().to_numpy()[back]
+    rows, kernel_ops, back = rows[known], kernel_ops[known], back[known]
+    totals = op_bytes.to_numpy(dtype=np.int64, na_value=0)[back]
+    dur = trace.kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+    est[rows] = split_bytes(kernel_ops, totals, dur)
+    has[rows] = True
+    rule[rows] = _rule_codes(op_est[Traffic.rule])[back]
+
+
+def _rule_codes(rules: pd.Series) -> npt.NDArray[np.int64]:
+    """Index into RULES per row (−1 for <NA>), looking at each distinct value once."""
+    codes, uniques = pd.factorize(rules, use_na_sentinel=True)
+    lookup = np.array([RULES.index(str(u)) for u in uniques] + [-1], dtype=np.int64)
+    return lookup[codes]
+
+
+def op_estimates(ops: pd.DataFrame) -> pd.DataFrame:
+    """Estimated bytes of ops-table rows (columns ``est_bytes``, ``rule``; same index).
+
+    Inductor kernel launch ops (a decodable kernel name or a ``kernel_backend``) use
+    :func:`estimate_triton_bytes`; every other op :func:`estimate_op_bytes`.
+    """
+    names = ops[Ops.name]
+    inductor = is_inductor_kernel(names) | ops[Ops.kernel_backend].notna().to_numpy()
+    frames = []
+    if (~inductor).any():
+        plain = ops[~inductor]
+        frames.append(
+            estimate_op_bytes(
+                plain[Ops.name],
+                plain[Ops.input_dims],
+                plain[Ops.input_types],
+                concrete_inputs=plain[Ops.concrete_inputs],
+            )
+        )
+    if inductor.any():
+        launch = ops[inductor]
+        frames.append(
+            estimate_triton_bytes(
+                launch[Ops.input_dims], launch[Ops.input_types], launch[Ops.kernel_num_gb]
+            )
+        )
+    if not frames:
+        return pd.DataFrame(
+            {
+                Traffic.est_bytes: pd.Series([], dtype=schema.I64),
+                Traffic.rule: pd.Categorical([], categories=[r.value for r in TrafficRule]),
+            }
+        )
+    return pd.concat(frames).loc[ops.index]
+
+
+def is_inductor_kernel(names: pd.Series) -> npt.NDArray[np.bool_]:
+    """Per row: the name decodes as an Inductor kernel name (each distinct name decoded once)."""
+    codes, uniques = pd.factorize(names, use_na_sentinel=True)
+    flags = np.array([fused_kernel_ops(str(u)) is not None for u in uniques], dtype=bool)
+    out = np.zeros(len(codes), dtype=bool)
+    out[codes >= 0] = flags[codes[codes >= 0]]
+    return out
+
+
+def split_bytes(
+    groups: npt.NDArray[np.int64], totals: npt.NDArray[np.int64], dur: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int64]:
+    """Split each group's total over its rows, in proportion to ``dur``, exactly.
+
+    ``groups`` labels the rows (the launching op), ``totals`` repeats the group's bytes on each
+    of its rows. A group with a missing, negative or all-zero duration is split evenly. The
+    shares are cumulative roundings, so each group's shares add up to its total.
+    """
+    d = np.where(dur >= 0, dur, np.nan)
+    frame = pd.DataFrame({"g": groups, "d": d, "unknown": np.isnan(d)})
+    by = frame.groupby("g", sort=False)
+    n = by["d"].transform("size").to_numpy(dtype=float)
+    dsum = by["d"].transform("sum").to_numpy(dtype=float)
+    even = by["unknown"].transform("max").to_numpy(dtype=bool) | ~(dsum > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = np.where(even, 1.0 / n, d / dsum)
+    position = by.cumcount().to_numpy()
+    cum = pd.Series(weight).groupby(groups, sort=False).cumsum().to_numpy(dtype=float, copy=True)
+    cum[position == n - 1] = 1.0
+    before = np.where(position == 0, 0.0, cum - weight)
+    totals_f = totals.astype(float)
+    return (np.rint(totals_f * cum) - np.rint(totals_f * before)).astype(np.int64)
+
+
+# --- totals ------------------------------------------------------------------------------
+
+
+def _sum_or_none(per_kernel: pd.DataFrame, basis: Basis | None) -> int | None:
+    est = per_kernel[KernelTraffic.est_bytes]
+    if basis is not None:
+        est = est[per_kernel[KernelTraffic.basis] == basis.value]
+    est = est.dropna()
+    return int(est.sum()) if len(est) else None
+
+
+def _by_kind(
+    per_kernel: pd.DataFrame, kinds: pd.Series, dur: npt.NDArray[np.float64]
+) -> pd.DataFrame:
+    """Totals per kernel kind (columns :class:`TrafficByKind`), by device time, largest first."""
+    basis = per_kernel[KernelTraffic.basis]
+    est = per_kernel[KernelTraffic.est_bytes]
+    frame = pd.DataFrame(
+        {
+            TrafficByKind.kind: kinds.array,
+            TrafficByKind.est_bytes: est.array,
+            TrafficByKind.measured_bytes: est.where(basis == Basis.MEASURED.value).array,
+            TrafficByKind.estimated_bytes: est.where(basis == Basis.ESTIMATED.value).array,
+            TrafficByKind.time_us: dur,
+            TrafficByKind.unestimated_time_us: np.where(
+                (basis == Basis.NONE.value).to_numpy(dtype=bool), dur, 0.0
+            ),
+        }
+    )
+    if frame.empty:
+        return schema.empty_table(BY_KIND_DTYPES)
+    grouped = frame.groupby(TrafficByKind.kind, observed=True, sort=False)
+    table = grouped.sum(min_count=1)
+    table[TrafficByKind.time_us] = grouped[TrafficByKind.time_us].sum()
+    table[TrafficByKind.unestimated_time_us] = grouped[TrafficByKind.unestimated_time_us].sum()
+    table.insert(0, TrafficByKind.count, grouped.size())
+    table = table.reset_index().sort_values(TrafficByKind.time_us, ascending=False)
+    kind_values = [k.value for k in KernelKind]
+    table[TrafficByKind.kind] = pd.Categorical(table[TrafficByKind.kind], categories=kind_values)
+    return schema.conform(table.reset_index(drop=True), BY_KIND_DTYPES)
+
+
+# --- allocator ---------------------------------------------------------------------------
+
+
+def allocator_use(trace: Trace) -> pd.DataFrame:
+    """Allocator figures per (device type, device) from ``Trace.memory`` (:class:`AllocatorUse`).
+
+    ``allocated_bytes_per_step`` sums the positive ``bytes`` of events inside each
+    ``ProfilerStep#N`` span and divides by the number of steps; NaN when the trace has no steps.
+    """
+    memory = trace.memory
+    if memory.empty:
+        return schema.empty_table(ALLOCATOR_DTYPES)
+    starts = trace.steps[Steps.ts_us].to_numpy(dtype=float, na_value=np.nan)
+    ends = starts + np.nan_to_num(trace.steps[Steps.dur_us].to_numpy(dtype=float, na_value=0.0))
+    rows = []
+    keys = [Memory.device_type, Memory.device]
+    for (device_type, device), events in memory.groupby(keys, observed=True, dropna=False):
+        positive = events[Memory.bytes].fillna(0).clip(lower=0).to_numpy(dtype=np.int64)
+        ts = events[Memory.ts_us].to_numpy(dtype=float, na_value=np.nan)
+        peak = events[Memory.total_allocated_bytes].max()
+        rows.append(
+            {
+                AllocatorUse.device_type: device_type,
+                AllocatorUse.device: device,
+                AllocatorUse.events: len(events),
+                AllocatorUse.peak_allocated_bytes: None if pd.isna(peak) else int(peak),
+                AllocatorUse.allocated_bytes: int(positive.sum()),
+                AllocatorUse.allocated_bytes_per_step: _per_step(ts, positive, starts, ends),
+            }
+        )
+    return schema.conform(pd.DataFrame(rows), ALLOCATOR_DTYPES)
+
+
+def _per_step(
+    ts: npt.NDArray[np.float64],
+    nbytes: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+) -> float:
+    """Sum of ``nbytes`` at times inside each [start, end] window, divided by the windows."""
+    if starts.size == 0:
+        return float("nan")
+    order = np.argsort(ts, kind="stable")
+    ts, cum = ts[order], np.concatenate([[0], np.cumsum(nbytes[order])])
+    inside = cum[np.searchsorted(ts, ends, side="right")] - cum[np.searchsorted(ts, starts)]
+    return float(inside.sum()) / starts.size
+
+
+def _own_devices(allocator: pd.DataFrame, device_kind: DeviceKind) -> pd.DataFrame:
+    """Rows of the devices the kernels ran on: ``cpu`` on a CPU-only trace, else the others."""
+    is_cpu = (allocator[AllocatorUse.device_type].astype(object) == "cpu").to_numpy(dtype=bool)
+    return allocator[is_cpu if device_kind is DeviceKind.CPU else ~is_cpu]
+
+
+def _max_or_none(values: pd.Series) -> int | None:
+    values = values.dropna()
+    return int(values.max()) if len(values) else None
+
+
+def _fsum_or_none(values: pd.Series) -> float | None:
+    values = values.dropna()
+    return float(values.sum()) if len(values) else None
