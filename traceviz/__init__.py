@@ -19,16 +19,19 @@ from traceviz.errors import TraceFormatError, TraceVizError, UsageError
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from traceviz.analysis.compare import Comparison, compare
     from traceviz.runner import Run, load_run, profile_model
     from traceviz.trace import Trace
 
 __all__ = [
+    "Comparison",
     "Run",
     "Trace",
     "TraceFormatError",
     "TraceVizError",
     "UsageError",
     "__version__",
+    "compare",
     "load",
     "load_run",
     "profile_model",
@@ -44,6 +47,8 @@ def load(path: str | Any) -> Trace:
 
 _LAZY = {
     "Trace": ("traceviz.trace", "Trace"),
+    "Comparison": ("traceviz.analysis.compare", "Comparison"),
+    "compare": ("traceviz.analysis.compare", "compare"),
     "Run": ("traceviz.runner", "Run"),
     "profile_model": ("traceviz.runner", "profile_model"),
     "load_run": ("traceviz.runner", "load_run"),

@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "run": "run",
     "models": "models",
     "summary": "summary",
+    "compare": "compare",
+    "dashboard": "dashboard",
 }
 
 

@@ -17,6 +17,7 @@ All figures are measured from the trace.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,25 +102,34 @@ def launch_overhead(trace: Trace) -> LaunchOverhead:
     )
 
 
-def step_windows(trace: Trace) -> pd.DataFrame:
-    """(step, start_us, end_us) per ProfilerStep, or one whole-trace window without steps."""
+@dataclass(frozen=True)
+class StepWindows:
+    """Step windows: ``steps`` (ProfilerStep numbers; <NA> for a whole-trace window) and
+    their ``start_us`` / ``end_us`` (µs, trace clock)."""
+
+    steps: list[int | None]
+    start_us: np.ndarray
+    end_us: np.ndarray
+
+    def __iter__(self) -> Iterator[tuple[int | None, float, float]]:
+        return zip(self.steps, self.start_us.tolist(), self.end_us.tolist(), strict=True)
+
+
+def step_windows(trace: Trace) -> StepWindows:
+    """One window per ProfilerStep, or one whole-trace window when there are none."""
     steps = trace.steps
     if len(steps):
-        start = steps[Steps.ts_us].to_numpy(dtype=float)
-        return pd.DataFrame(
-            {
-                "step": steps[Steps.step].array,
-                "start_us": start,
-                "end_us": start + steps[Steps.dur_us].to_numpy(dtype=float),
-            }
+        starts = steps[Steps.ts_us].to_numpy(dtype=float)
+        return StepWindows(
+            steps=[int(s) for s in steps[Steps.step].to_numpy(dtype=np.int64)],
+            start_us=starts,
+            end_us=starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float)),
         )
-    start, end = trace.meta.time_origin_us, trace.meta.time_end_us
-    return pd.DataFrame(
-        {
-            "step": pd.array([pd.NA], dtype="Int64"),
-            "start_us": [start if start is not None else 0.0],
-            "end_us": [end if end is not None else 0.0],
-        }
+    first, last = trace.meta.time_origin_us, trace.meta.time_end_us
+    return StepWindows(
+        steps=[None],
+        start_us=np.array([first if first is not None else 0.0]),
+        end_us=np.array([last if last is not None else 0.0]),
     )
 
 
@@ -135,19 +145,17 @@ def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.Da
     launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
     kernel_durs = kernels[Kernels.dur_us].to_numpy(dtype=float)
     rows = []
-    for window in windows.itertuples(index=False):
-        inside = (starts >= window.start_us) & (starts < window.end_us) & np.isfinite(starts)
-        busy, wait = _busy_and_wait(
-            starts[inside], ends[inside], issue_end[inside], window.start_us, window.end_us
-        )
-        in_step = counted & (launch_ts >= window.start_us) & (launch_ts < window.end_us)
-        wall = float(window.end_us - window.start_us)
+    for step, lo, hi in windows:
+        inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
+        busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
+        in_step = counted & (launch_ts >= lo) & (launch_ts < hi)
+        wall = hi - lo
         kernel_time = float(np.nansum(kernel_durs[inside & is_kernel]))
         if trace.device_kind is DeviceKind.CPU:
             busy = min(kernel_time, wall)
         rows.append(
             {
-                StepOverhead.step: window.step,
+                StepOverhead.step: step,
                 StepOverhead.wall_us: wall,
                 StepOverhead.kernel_count: int((inside & is_kernel).sum()),
                 StepOverhead.kernel_time_us: kernel_time,
@@ -159,7 +167,7 @@ def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.Da
             }
         )
     table = pd.DataFrame(rows)
-    table[StepOverhead.step] = pd.array(table[StepOverhead.step], dtype="Int64")
+    table[StepOverhead.step] = table[StepOverhead.step].astype("Int64")
     return table
 
 

@@ -126,12 +126,17 @@ def _graph_keys_inside(
         (compiled[Regions.frame_id] == frame) & (compiled[Regions.recompile_id] == recompile)
     ]
     calls = regions[regions[Regions.kind] == RegionKind.FX_GRAPH_CALL.value]
+    call_threads = calls[Regions.thread].astype(object).to_numpy()
+    call_starts = calls[Regions.ts_us].to_numpy(dtype=float)
+    call_keys = calls[Regions.graph_key].astype(object).to_numpy()
     keys: set[str] = set()
-    for span in spans.itertuples(index=False):
-        end = span.ts_us + span.dur_us
-        hit = calls[(calls[Regions.thread] == span.thread) & (calls[Regions.ts_us] >= span.ts_us)
-                    & (calls[Regions.ts_us] <= end)]  # fmt: skip
-        keys.update(str(k) for k in hit[Regions.graph_key].dropna())
+    for thread, start, dur in zip(
+        spans[Regions.thread].astype(object), spans[Regions.ts_us], spans[Regions.dur_us],
+        strict=True,
+    ):  # fmt: skip
+        end = float(start) + float(dur)
+        hit = (call_threads == thread) & (call_starts >= float(start)) & (call_starts <= end)
+        keys.update(str(k) for k in call_keys[hit] if k is not None and k == k)
     return sorted(keys)
 
 
@@ -146,8 +151,8 @@ def _issued_between(trace: Trace, compiled: pd.DataFrame) -> np.ndarray:
     outside = ~issued_inside(trace, compiled)
     starts = compiled[Regions.ts_us].to_numpy(dtype=float)
     ends = starts + np.nan_to_num(compiled[Regions.dur_us].to_numpy(dtype=float))
-    for window in step_windows(trace).itertuples(index=False):
-        in_step = (starts >= window.start_us) & (starts < window.end_us)
+    for _, lo, hi in step_windows(trace):
+        in_step = (starts >= lo) & (starts < hi)
         if in_step.sum() < 2:
             continue
         first_end, last_start = ends[in_step].min(), starts[in_step].max()
@@ -162,7 +167,7 @@ def _graph_breaks(trace: Trace, compiled: pd.DataFrame) -> int:
     starts = compiled[Regions.ts_us].to_numpy(dtype=float)
     frames = compiled[Regions.frame_id].to_numpy(dtype=float)
     most = 0
-    for window in step_windows(trace).itertuples(index=False):
-        in_step = (starts >= window.start_us) & (starts < window.end_us)
+    for _, lo, hi in step_windows(trace):
+        in_step = (starts >= lo) & (starts < hi)
         most = max(most, len(np.unique(frames[in_step])))
     return max(most - 1, 0)

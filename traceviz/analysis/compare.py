@@ -1,0 +1,390 @@
+"""Two traces side by side: ``traceviz.compare(a, b) -> Comparison``.
+
+The main case is eager (a) versus compiled (b) of one model, but any pair works: two eager
+traces before/after a change, two GPUs, two vendors. Every front end (CLI text, JSON,
+Markdown, HTML, dashboard, notebook widgets) renders the same :class:`Comparison`.
+
+Labels are fields (``Comparison.names``); tables that hold both traces have a ``side``
+column with ``"a"`` or ``"b"``, never the labels in column names.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from traceviz.analysis import kernels as kernel_analysis
+from traceviz.analysis.fusion import FusionMap, fusion_map
+from traceviz.analysis.launch import LaunchOverhead, launch_overhead
+from traceviz.analysis.memory import MemoryTraffic, memory_traffic
+from traceviz.analysis.regions import RegionStats, region_stats
+from traceviz.analysis.summary import TraceSummary, summarize
+from traceviz.errors import UsageError
+from traceviz.trace import Trace
+
+SIDES = ("a", "b")
+
+
+class Metric:
+    """Columns of :attr:`Comparison.metrics` (one row per headline figure)."""
+
+    name = "name"  # stable id, e.g. kernel_count
+    unit = "unit"  # "count", "us", "bytes", "ratio"
+    a = "a"  # value for trace a (float; NaN when not available)
+    b = "b"  # value for trace b
+    delta = "delta"  # b − a
+    ratio = "ratio"  # b / a (NaN when a is 0 or missing)
+    basis = "basis"  # "measured" (read from the trace) or "estimated" (modelled)
+    description = "description"  # one line for people
+
+
+@dataclass(frozen=True)
+class Side:
+    """Everything computed for one trace of the pair."""
+
+    name: str
+    trace: Trace
+    summary: TraceSummary
+    kernels: pd.DataFrame  # the kernels table + kind/source/in_region (analysis.kernels)
+    launch: LaunchOverhead
+    regions: RegionStats
+    traffic: MemoryTraffic
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two traces compared (see the module docstring). Tables:
+
+    - ``metrics``: columns :class:`Metric`;
+    - ``kinds``: ``side``, ``kind``, ``source``, ``count``, ``time_us`` (device time, µs);
+    - ``regions``: ``side`` plus :class:`traceviz.analysis.regions.Frame` columns;
+    - ``fusion``: the fusion map of a → b (:class:`traceviz.analysis.fusion.FusionMap`);
+    - ``findings``: diagnosis findings (:class:`traceviz.diagnose.Finding`), most severe first.
+    """
+
+    names: tuple[str, str]
+    a: Side
+    b: Side
+    metrics: pd.DataFrame
+    kinds: pd.DataFrame
+    regions: pd.DataFrame
+    fusion: FusionMap
+    run_info: dict[str, Any] | None = None
+    findings: list[Any] = field(default_factory=list)
+
+    def side(self, which: str) -> Side:
+        if which not in SIDES:
+            raise ValueError(f"side must be 'a' or 'b', not {which!r}")
+        return self.a if which == "a" else self.b
+
+    def metric(self, name: str) -> pd.Series:
+        """One row of ``metrics`` by name (KeyError if absent)."""
+        rows = self.metrics[self.metrics[Metric.name] == name]
+        if rows.empty:
+            raise KeyError(name)
+        return rows.iloc[0]
+
+    def _repr_html_(self) -> str:  # rich display in Jupyter
+        from traceviz.report.markdown import comparison_html_snippet
+
+        return comparison_html_snippet(self)
+
+
+def compare(
+    a: Trace | str | Path,
+    b: Trace | str | Path,
+    *,
+    names: Sequence[str] = ("a", "b"),
+    run_info: dict[str, Any] | None = None,
+) -> Comparison:
+    """Compare two traces (or trace paths). ``run_info`` is a runner's run.json, if any."""
+    if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
+        raise UsageError("names must be two non-empty labels")
+    dynamo = (run_info or {}).get("dynamo") or None
+    side_a = analyze(_as_trace(a), name=names[0])
+    side_b = analyze(_as_trace(b), name=names[1], dynamo=dynamo)
+    return compare_sides(side_a, side_b, run_info=run_info)
+
+
+def compare_sides(a: Side, b: Side, *, run_info: dict[str, Any] | None = None) -> Comparison:
+    """Compare two analysed traces (lets callers analyse each trace once for many pairs)."""
+    from traceviz.diagnose import diagnose  # diagnose reads Comparison: import here, no cycle
+
+    fusion = fusion_map(
+        a.trace,
+        b.trace,
+        eager_traffic=a.traffic,
+        compiled_traffic=b.traffic,
+        compiled_classified=b.kernels,
+    )
+    comparison = Comparison(
+        names=(a.name, b.name),
+        a=a,
+        b=b,
+        metrics=_metrics(a, b, fusion),
+        kinds=_both(kernel_analysis.kind_table(a.kernels), kernel_analysis.kind_table(b.kernels)),
+        regions=_both(a.regions.frames, b.regions.frames),
+        fusion=fusion,
+        run_info=run_info,
+    )
+    return replace(comparison, findings=diagnose(comparison))
+
+
+def _as_trace(value: Trace | str | Path) -> Trace:
+    if isinstance(value, Trace):
+        return value
+    from traceviz.parse import load_trace
+
+    return load_trace(value)
+
+
+def analyze(trace: Trace, *, name: str, dynamo: dict[str, Any] | None = None) -> Side:
+    """Everything the comparison needs from one trace; ``dynamo`` is run.json's Dynamo facts."""
+    return Side(
+        name=name,
+        trace=trace,
+        summary=summarize(trace),
+        kernels=kernel_analysis.classify(trace),
+        launch=launch_overhead(trace),
+        regions=region_stats(trace, dynamo=dynamo),
+        traffic=memory_traffic(trace),
+    )
+
+
+def _both(table_a: pd.DataFrame, table_b: pd.DataFrame) -> pd.DataFrame:
+    """Stack two per-trace tables with a leading ``side`` column."""
+    parts = [t.assign(side=s) for t, s in ((table_a, "a"), (table_b, "b"))]
+    stacked = pd.concat(parts, ignore_index=True)
+    return stacked.loc[:, ["side", *[c for c in stacked.columns if c != "side"]]]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """How one metric row is computed from each side."""
+
+    name: str
+    unit: str
+    basis: str
+    description: str
+    get: Callable[[Side], Any]
+
+
+METRICS: list[MetricSpec] = [
+    MetricSpec(
+        "kernel_count",
+        "count",
+        "measured",
+        "device kernels (CPU ops that compute on CPU traces)",
+        lambda s: s.summary.kernel_count,
+    ),
+    MetricSpec(
+        "kernel_time_us",
+        "us",
+        "measured",
+        "summed kernel device time",
+        lambda s: s.summary.kernel_time_us,
+    ),
+    MetricSpec(
+        "step_count",
+        "count",
+        "measured",
+        "ProfilerStep spans",
+        lambda s: s.summary.step_count,
+    ),
+    MetricSpec(
+        "step_time_us",
+        "us",
+        "measured",
+        "mean ProfilerStep wall time",
+        lambda s: s.summary.step_mean_us,
+    ),
+    MetricSpec(
+        "kernels_per_step",
+        "count",
+        "measured",
+        "kernels per step",
+        lambda s: _per_step(s, s.summary.kernel_count),
+    ),
+    MetricSpec(
+        "kernel_time_per_step_us",
+        "us",
+        "measured",
+        "kernel device time per step",
+        lambda s: _per_step(s, s.summary.kernel_time_us),
+    ),
+    MetricSpec(
+        "memcpy_count",
+        "count",
+        "measured",
+        "device memcpy activities",
+        lambda s: s.summary.memcpy_count,
+    ),
+    MetricSpec(
+        "memcpy_bytes",
+        "bytes",
+        "measured",
+        "bytes moved by memcpy",
+        lambda s: s.summary.memcpy_bytes,
+    ),
+    MetricSpec(
+        "memset_count",
+        "count",
+        "measured",
+        "device memset activities",
+        lambda s: s.summary.memset_count,
+    ),
+    MetricSpec(
+        "launch_count",
+        "count",
+        "measured",
+        "kernel and graph launch API calls",
+        lambda s: s.launch.launch_calls,
+    ),
+    MetricSpec(
+        "launch_api_time_us",
+        "us",
+        "measured",
+        "CPU time inside launch API calls",
+        lambda s: s.launch.launch_api_us,
+    ),
+    MetricSpec(
+        "launch_delay_p50_us",
+        "us",
+        "measured",
+        "median kernel launch delay (device start − launch end)",
+        lambda s: s.launch.delay_p50_us,
+    ),
+    MetricSpec(
+        "short_kernels",
+        "count",
+        "measured",
+        "kernels shorter than their own launch call",
+        lambda s: s.launch.short_kernels,
+    ),
+    MetricSpec(
+        "device_idle_us",
+        "us",
+        "measured",
+        "step wall time with no device activity (CPU: framework overhead)",
+        lambda s: s.launch.idle_us,
+    ),
+    MetricSpec(
+        "cpu_wait_us",
+        "us",
+        "measured",
+        "device idle time spent waiting for a launch",
+        lambda s: s.launch.cpu_wait_us,
+    ),
+    MetricSpec(
+        "est_bytes",
+        "bytes",
+        "estimated",
+        "bytes read + written by kernels (memcpy/memset exact)",
+        lambda s: s.traffic.total_bytes,
+    ),
+    MetricSpec(
+        "unestimated_time_share",
+        "ratio",
+        "measured",
+        "share of kernel time with no traffic estimate",
+        lambda s: s.traffic.unestimated_time_share,
+    ),
+    MetricSpec(
+        "peak_allocated_bytes",
+        "bytes",
+        "measured",
+        "peak allocated memory ([memory] events)",
+        lambda s: s.traffic.peak_allocated_bytes,
+    ),
+    MetricSpec(
+        "compiled_regions",
+        "count",
+        "measured",
+        "Torch-Compiled Region calls",
+        lambda s: s.regions.region_calls,
+    ),
+    MetricSpec(
+        "compiled_frames",
+        "count",
+        "measured",
+        "distinct compiled frames",
+        lambda s: s.regions.distinct_frames,
+    ),
+    MetricSpec(
+        "graph_breaks",
+        "count",
+        "measured",
+        "graph breaks visible in the trace (frames per step − 1)",
+        lambda s: s.regions.graph_breaks,
+    ),
+    MetricSpec(
+        "recompiles",
+        "count",
+        "measured",
+        "frames recompiled (Torch-Compiled Region X/Y with Y > 0)",
+        lambda s: s.regions.recompiles,
+    ),
+    MetricSpec(
+        "kernels_outside_regions",
+        "count",
+        "measured",
+        "kernels issued outside every compiled region",
+        lambda s: s.regions.outside_kernels,
+    ),
+]
+
+
+def _per_step(side: Side, value: float) -> float | None:
+    steps = side.summary.step_count
+    return value / steps if steps else None
+
+
+def _metrics(side_a: Side, side_b: Side, fusion: FusionMap) -> pd.DataFrame:
+    rows = [
+        _row(m.name, m.unit, m.basis, m.description, m.get(side_a), m.get(side_b)) for m in METRICS
+    ]
+    rows.append(
+        _row(
+            "eager_kernels_per_compiled_kernel",
+            "ratio",
+            "measured",
+            "kernels in a per kernel in b (the fusion headline)",
+            None,
+            fusion.eager_kernels_per_compiled_kernel,
+        )
+    )
+    rows.append(
+        _row(
+            "est_bytes_saved",
+            "bytes",
+            "estimated",
+            "estimated traffic of a minus that of b",
+            None,
+            fusion.est_bytes_saved,
+        )
+    )
+    return pd.DataFrame(rows, columns=[
+        Metric.name, Metric.unit, Metric.a, Metric.b, Metric.delta, Metric.ratio,
+        Metric.basis, Metric.description,
+    ])  # fmt: skip
+
+
+def _row(name: str, unit: str, basis: str, text: str, a: Any, b: Any) -> list[Any]:
+    va, vb = _number(a), _number(b)
+    delta = vb - va if not (math.isnan(va) or math.isnan(vb)) else math.nan
+    ratio = vb / va if not (math.isnan(va) or math.isnan(vb)) and va != 0 else math.nan
+    return [name, unit, va, vb, delta, ratio, basis, text]
+
+
+def _number(value: Any) -> float:
+    if value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan

@@ -1,0 +1,123 @@
+"""Compare two traces side by side: kernels, launch overhead, memory traffic, compiled regions,
+and which eager ops were fused into which compiled kernel.
+
+A and B are two trace files (.json / .json.gz, or trace cache directories), or A alone is a
+run directory made by `traceviz run` (eager vs compiled, with run.json's timings and Dynamo
+facts). Findings (the diagnosis: what slows the compiled model, with evidence and next steps)
+come last, most severe first. The JSON form is documented in docs/compare-json.md.
+
+Exit status: 0; 1 with --fail-on when a finding of that severity or worse exists (the report is
+printed first); 2 for bad input.
+
+examples:
+  traceviz compare runs/pointwise
+  traceviz compare eager.json.gz compiled.json.gz --names eager compiled
+  traceviz compare before.json.gz after.json.gz --format html -o report.html
+  traceviz compare runs/mlp --format json --top 50 > mlp.json
+  traceviz compare runs/mlp --fail-on error     # exit 1 when a finding is an error
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+import traceviz
+from traceviz.analysis.compare import Comparison, compare
+from traceviz.rundir import is_run_dir, read_run_dir
+
+FORMATS = ("text", "json", "markdown", "html")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="trace file, or a run directory")
+    parser.add_argument("b", metavar="B", nargs="?", help="second trace file")
+    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (text)")
+    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    parser.add_argument("--top", type=int, default=10, metavar="N", help="rows in long tables (10)")
+    parser.add_argument(
+        "--fail-on",
+        choices=("warning", "error"),
+        help="exit 1 (after printing the report) when a finding of this severity or worse "
+        "exists, to guard CI",
+    )
+    parser.add_argument(
+        "--names", nargs=2, metavar=("A_NAME", "B_NAME"), help="labels (default: eager compiled "
+        "for a run directory, else the file names)"
+    )  # fmt: skip
+
+
+def build(args: argparse.Namespace) -> Comparison:
+    """The comparison the arguments ask for."""
+    if args.top < 0:
+        raise traceviz.UsageError("--top must be 0 or more")
+    if args.b is None:
+        if not is_run_dir(Path(args.a)):
+            raise traceviz.UsageError(
+                f"{args.a}: give two traces, or a run directory made by `traceviz run`"
+            )
+        run = read_run_dir(Path(args.a))
+        names = tuple(args.names or ("eager", "compiled"))
+        return compare(run.eager, run.compiled, names=names, run_info=run.info)
+    names = tuple(args.names or _default_names(args.a, args.b))
+    return compare(args.a, args.b, names=names)
+
+
+def _default_names(a: str, b: str) -> tuple[str, str]:
+    name_a, name_b = _stem(a), _stem(b)
+    return (name_a, name_b) if name_a != name_b else ("a", "b")
+
+
+def _stem(path: str) -> str:
+    name = Path(path).name
+    for suffix in (".gz", ".json", ".pt.trace"):
+        name = name.removesuffix(suffix)
+    return name or path
+
+
+def render(comparison: Comparison, fmt: str, top: int) -> str | None:
+    """The comparison in ``fmt``; None for text, which is printed straight to the console."""
+    if fmt == "json":
+        from traceviz.report.json_report import comparison_json
+
+        return json.dumps(comparison_json(comparison, top=top), indent=2) + "\n"
+    if fmt == "markdown":
+        from traceviz.report.markdown import comparison_markdown
+
+        return comparison_markdown(comparison, top=top)
+    if fmt == "html":
+        from traceviz.report.html import comparison_html
+
+        return comparison_html(comparison, top=top)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    comparison = build(args)
+    text = render(comparison, args.format, args.top)
+    if text is None:
+        from traceviz.report.text import render_comparison
+
+        if args.output:
+            with open(args.output, "w") as handle:
+                render_comparison(comparison, Console(file=handle, width=140), top=args.top)
+        else:
+            render_comparison(comparison, Console(), top=args.top)
+    elif args.output:
+        Path(args.output).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return fail_status(comparison, args.fail_on)
+
+
+def fail_status(comparison: Comparison, fail_on: str | None) -> int:
+    """1 when ``--fail-on`` is given and a finding of that severity or worse exists, else 0."""
+    if fail_on is None:
+        return 0
+    from traceviz.diagnose import at_least
+
+    return 1 if at_least(comparison.findings, fail_on) else 0

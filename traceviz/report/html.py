@@ -1,0 +1,106 @@
+"""The HTML report (``traceviz compare --format html``): one self-contained, offline file.
+
+plotly.js is embedded once; every figure comes from :mod:`traceviz.report.figures` and every
+table from :mod:`traceviz.report.views` (the same ones the text and Markdown reports print),
+so the report shows exactly what the dashboard and the CLI show.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from traceviz.analysis.compare import Comparison
+from traceviz.report.figures import VIEW_FIGURES
+from traceviz.report.markdown import view_html
+from traceviz.report.views import comparison_views, headline
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
+       max-width: 1280px; padding: 0 24px 48px; color: #222; }
+h1 { font-size: 1.5em; margin-top: 24px; }
+h2 { border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+th, td { border: 1px solid #ddd; padding: 3px 8px; text-align: left; }
+th { background: #f5f5f5; } td { font-variant-numeric: tabular-nums; }
+nav a { margin-right: 12px; }
+.finding { margin: 6px 0; padding: 6px 10px; border-left: 4px solid #888; }
+.sev-critical, .sev-error, .sev-high { border-color: #d62728; }
+.sev-warning, .sev-medium { border-color: #ff7f0e; } .sev-info, .sev-low { border-color: #1f77b4; }
+.muted { color: #666; font-size: 12px; }
+"""
+
+
+def comparison_html(comparison: Comparison, *, top: int = 10) -> str:
+    """The comparison as a complete HTML document that needs no network to display."""
+    a, b = comparison.names
+    title = f"traceviz: {a} vs {b}"
+    sections = [("summary", "Summary", _summary(comparison))]
+    sections.append(("findings", "Findings", _findings(comparison)))
+    for number, (view, builders) in enumerate(VIEW_FIGURES.items()):
+        figures = "".join(
+            pio.to_html(
+                build(comparison),
+                full_html=False,
+                include_plotlyjs=False,
+                config={"displaylogo": False, "responsive": True},
+                div_id=f"fig-{number}-{i}",
+            )
+            for i, build in enumerate(builders)
+        )
+        sections.append((f"view-{number}", view, figures))
+    tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
+    sections.append(("tables", "Tables", tables))
+    nav = "".join(f'<a href="#{key}">{html.escape(name)}</a>' for key, name, _ in sections)
+    body = "".join(
+        f'<section id="{key}"><h2>{html.escape(name)}</h2>{content}</section>'
+        for key, name, content in sections
+    )
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
+        f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
+        f"<h1>{html.escape(title)}</h1><nav>{nav}</nav>{body}"
+        "<p class='muted'>Made by traceviz. Every figure says whether it is measured (read from "
+        "the traces) or estimated (modelled from shapes).</p></body></html>\n"
+    )
+
+
+def _summary(comparison: Comparison) -> str:
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in headline(comparison))
+    return f"<ul>{items}</ul>"
+
+
+def _findings(comparison: Comparison) -> str:
+    if not comparison.findings:
+        return "<p class='muted'>No findings: no diagnosis rule applied to this pair.</p>"
+    return "".join(finding_html(f) for f in comparison.findings)
+
+
+def finding_html(finding: Any) -> str:
+    """One diagnosis finding (a :class:`traceviz.diagnose.finding.Finding` or anything with
+    ``severity`` and ``title``): severity, title, evidence, estimated gain and next step."""
+    severity = getattr(finding, "severity", "info")
+    severity = str(getattr(severity, "value", severity))
+    title = str(getattr(finding, "title", finding))
+    lines_of = getattr(finding, "evidence_lines", None)
+    lines = [str(line) for line in lines_of()] if callable(lines_of) else []
+    gain_of = getattr(finding, "gain_text", None)
+    gain = str(gain_of()) if callable(gain_of) else ""
+    if gain:
+        lines.append(f"estimated gain: {gain}")
+    next_step = str(getattr(finding, "next_step", "") or "")
+    docs = str(getattr(finding, "docs_url", "") or "")
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    step = f"<div>next step: {html.escape(next_step)}" if next_step else ""
+    if step and docs.startswith(("https://", "http://")):
+        step += f' (<a href="{html.escape(docs)}">docs</a>)'
+    step += "</div>" if step else ""
+    return (
+        f"<div class='finding sev-{html.escape(severity.lower())}'>"
+        f"<b>[{html.escape(severity)}]</b> {html.escape(title)}"
+        f"<ul>{items}</ul>{step}</div>"
+    )

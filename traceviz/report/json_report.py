@@ -1,0 +1,77 @@
+"""The JSON form of a comparison (``traceviz compare --format json``), documented in
+``docs/compare-json.md`` and versioned by :data:`COMPARE_SCHEMA_VERSION`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from traceviz.analysis.compare import Comparison, Side
+from traceviz.records import plain, records
+
+COMPARE_SCHEMA_VERSION = 1
+
+
+def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
+    """A JSON-ready dict; ``top`` bounds the long lists (fusion kernels, eager-only ops)."""
+    fusion = comparison.fusion
+    return {
+        "schema_version": COMPARE_SCHEMA_VERSION,
+        "names": {"a": comparison.names[0], "b": comparison.names[1]},
+        "traces": {"a": _trace(comparison.a), "b": _trace(comparison.b)},
+        "metrics": records(comparison.metrics),
+        "kinds": records(comparison.kinds),
+        "regions": records(comparison.regions),
+        "launch": {side: _launch(comparison.side(side)) for side in ("a", "b")},
+        "memory": {side: _memory(comparison.side(side)) for side in ("a", "b")},
+        "fusion": {
+            "eager_kernels_per_compiled_kernel": plain(fusion.eager_kernels_per_compiled_kernel),
+            "est_bytes_saved": plain(fusion.est_bytes_saved),
+            "kernels": records(fusion.kernels, limit=top),
+            "eager_only": records(fusion.eager_only, limit=top),
+            "not_fusions": records(fusion.not_fusions, limit=top),
+        },
+        "run": comparison.run_info,
+        "findings": [_finding(f) for f in comparison.findings],
+    }
+
+
+def _trace(side: Side) -> dict[str, Any]:
+    meta = side.trace.meta
+    return {
+        "name": side.name,
+        "source": meta.source,
+        "device": meta.device_kind.value,
+        "device_names": sorted(set(meta.device_names)),
+        "steps": side.summary.step_count,
+        "events_in": side.trace.stats.events_in,
+    }
+
+
+def _launch(side: Side) -> dict[str, Any]:
+    launch = side.launch
+    return {
+        "launch_calls": launch.launch_calls,
+        "launch_api_us": plain(launch.launch_api_us),
+        "mean_launch_us": plain(launch.mean_launch_us),
+        "delay_p50_us": plain(launch.delay_p50_us),
+        "delay_p90_us": plain(launch.delay_p90_us),
+        "short_kernels": launch.short_kernels,
+        "idle_us": plain(launch.idle_us),
+        "cpu_wait_us": plain(launch.cpu_wait_us),
+        "per_step": records(launch.per_step),
+    }
+
+
+def _memory(side: Side) -> dict[str, Any]:
+    traffic = side.traffic
+    return {
+        "total_bytes": plain(traffic.total_bytes),
+        "unestimated_time_share": plain(traffic.unestimated_time_share),
+        "peak_allocated_bytes": plain(traffic.peak_allocated_bytes),
+        "by_kind": records(traffic.by_kind),
+    }
+
+
+def _finding(finding: Any) -> Any:
+    to_json = getattr(finding, "to_json", None)
+    return to_json() if callable(to_json) else finding

@@ -1,0 +1,188 @@
+"""The comparison as titled tables of display strings, shared by the text, Markdown and HTML
+renderers (so each only decides how to draw a table, not what is in it)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from traceviz.analysis.compare import Comparison, Metric
+from traceviz.records import records
+from traceviz.report.units import fmt_bytes, fmt_count, fmt_name, fmt_us
+
+
+@dataclass(frozen=True)
+class View:
+    """One titled table: ``columns`` names and ``rows`` of display strings."""
+
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    note: str = ""
+
+
+def fmt_value(value: float, unit: str) -> str:
+    """A metric value in its unit."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if unit == "us":
+        return fmt_us(value)
+    if unit == "bytes":
+        return fmt_bytes(value)
+    if unit == "ratio":
+        return f"{value:.3g}"
+    return fmt_count(value) if float(value).is_integer() else f"{value:,.1f}"
+
+
+def fmt_delta(value: float, unit: str) -> str:
+    if value is None or math.isnan(value):
+        return "–"
+    sign = "+" if value > 0 else ""
+    return sign + fmt_value(value, unit)
+
+
+def fmt_ratio(value: float) -> str:
+    return "–" if value is None or math.isnan(value) else f"{value:.2f}×"
+
+
+def headline(comparison: Comparison) -> list[str]:
+    """A few sentences that answer "what did it do?"."""
+    a, b = comparison.names
+    lines = [
+        f"{a}: {comparison.a.trace.meta.source} ({comparison.a.trace.device_kind.value})",
+        f"{b}: {comparison.b.trace.meta.source} ({comparison.b.trace.device_kind.value})",
+    ]
+    kernels = comparison.metric("kernel_count")
+    lines.append(
+        f"kernels {fmt_value(kernels[Metric.a], 'count')} → {fmt_value(kernels[Metric.b], 'count')}"
+        f" ({fmt_ratio(kernels[Metric.ratio])}), device time "
+        + " → ".join(fmt_value(comparison.metric("kernel_time_us")[s], "us") for s in ("a", "b"))
+        + " (measured)"
+    )
+    per = comparison.fusion.eager_kernels_per_compiled_kernel
+    if per is not None and not math.isnan(per):
+        lines.append(f"{per:.2f} {a} kernels per {b} kernel")
+    timing = (comparison.run_info or {}).get("timing") or {}
+    speedup = timing.get("speedup")
+    if isinstance(speedup, (int, float)):
+        lines.append(
+            f"speedup {speedup:.2f}× ({b} vs {a} median step time, measured outside the profiler)"
+        )
+    return lines
+
+
+def metrics_view(comparison: Comparison) -> View:
+    a, b = comparison.names
+    rows = [
+        [
+            str(r[Metric.name]),
+            fmt_value(r[Metric.a], r[Metric.unit]),
+            fmt_value(r[Metric.b], r[Metric.unit]),
+            fmt_delta(r[Metric.delta], r[Metric.unit]),
+            fmt_ratio(r[Metric.ratio]),
+            str(r[Metric.basis]),
+        ]
+        for r in records(comparison.metrics)
+    ]
+    return View("Metrics", ["metric", a, b, "Δ", "ratio", "basis"], rows)
+
+
+def kinds_view(comparison: Comparison) -> View:
+    a, b = comparison.names
+    kinds = comparison.kinds
+    totals: dict[tuple[str, str], dict[str, float]] = {}
+    for r in records(kinds):
+        cell = totals.setdefault((str(r["kind"]), str(r["source"])), {})
+        cell[f"count_{r['side']}"] = float(r["count"] or 0)
+        cell[f"time_{r['side']}"] = float(r["time_us"] or 0)
+    rows = [
+        [kind, source, fmt_count(c.get("count_a", 0)), fmt_count(c.get("count_b", 0)),
+         fmt_us(c.get("time_a", 0)), fmt_us(c.get("time_b", 0))]
+        for (kind, source), c in totals.items()
+    ]  # fmt: skip
+    return View(
+        "Kernels by kind and source (device time, measured)",
+        ["kind", "source", f"{a} count", f"{b} count", f"{a} time", f"{b} time"],
+        rows,
+    )
+
+
+def fusion_view(comparison: Comparison, *, top: int) -> View:
+    a, b = comparison.names
+    table = comparison.fusion.kernels.sort_values("time_us", ascending=False).head(top)
+    rows = [
+        [
+            fmt_name(str(r["kernel"]), 50),
+            str(r["fused_ops"] or "–"),
+            str(r["eager_ops"] or "–"),
+            fmt_count(r["calls"]),
+            fmt_us(r["time_us"]),
+            fmt_count(r["eager_kernels"]),
+            fmt_us(r["eager_time_us"]),
+        ]
+        for r in records(table)
+    ]
+    return View(
+        f"Fusion map: {b} kernels and the {a} ops they replaced (top {top} by time)",
+        [
+            f"{b} kernel",
+            "fused ops (from its name)",
+            f"{a} ops matched",
+            "calls",
+            "time",
+            f"{a} kernels",
+            f"{a} time",
+        ],
+        rows,
+    )
+
+
+def eager_only_view(comparison: Comparison, *, top: int) -> View:
+    a, b = comparison.names
+    table = comparison.fusion.eager_only.sort_values("time_us", ascending=False).head(top)
+    rows = [[str(r["op"]), fmt_count(r["kernels"]), fmt_us(r["time_us"])] for r in records(table)]
+    return View(f"{a} ops with no counterpart in {b}", ["op", "kernels", "time"], rows)
+
+
+def regions_view(comparison: Comparison) -> View:
+    rows = [
+        [
+            comparison.names[0 if r["side"] == "a" else 1],
+            f"{_int_text(r['frame_id'])}/{_int_text(r['recompile_id'])}",
+            fmt_count(r["calls"]),
+            fmt_us(r["wall_us"]),
+            fmt_count(r["kernel_count"]),
+            fmt_us(r["kernel_time_us"]),
+        ]
+        for r in records(comparison.regions)
+    ]
+    notes = []
+    for side in (comparison.a, comparison.b):
+        stats = side.regions
+        if stats.compiled:
+            notes.append(
+                f"{side.name}: {stats.graph_breaks} graph break(s) visible, {stats.recompiles} "
+                f"recompile(s), {stats.outside_kernels} kernel(s) outside compiled regions"
+            )
+    return View(
+        "Compiled regions (Torch-Compiled Region X/Y)",
+        ["trace", "frame/recompile", "calls", "wall time", "kernels inside", "device time"],
+        rows,
+        note="; ".join(notes),
+    )
+
+
+def _int_text(value: object) -> str:
+    return "?" if value is None else str(int(float(str(value))))
+
+
+def comparison_views(comparison: Comparison, *, top: int = 10) -> list[View]:
+    """Every table of the comparison, in reading order (empty tables left out)."""
+    views = [
+        metrics_view(comparison),
+        kinds_view(comparison),
+        fusion_view(comparison, top=top),
+        eager_only_view(comparison, top=top),
+        regions_view(comparison),
+    ]
+    return [v for v in views if v.rows or v.note]

@@ -1,0 +1,41 @@
+"""A run directory (``traceviz run``'s output) as plain paths and a plain run.json dict, for
+the front ends that compare its two traces. Reading and validating run.json is the runner's
+job (:func:`traceviz.runner.load_run`, no torch needed); this only adapts its result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from traceviz.errors import TraceFormatError
+from traceviz.runner.run import load_run
+from traceviz.runner.runinfo import RUN_JSON
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """Paths of a run directory's traces and its run.json as a plain dict."""
+
+    path: Path
+    eager: Path
+    compiled: Path
+    info: dict[str, Any]
+
+
+def is_run_dir(path: Path) -> bool:
+    return path.is_dir() and (path / RUN_JSON).is_file()
+
+
+def read_run_dir(path: Path) -> RunDir:
+    """Read ``path``; raises :class:`TraceFormatError` when it has no pair of traces to compare
+    (a run whose compilation failed has only the eager trace: the error says why)."""
+    run = load_run(path)
+    eager, compiled = run.eager_trace, run.compiled_trace
+    if eager is None or compiled is None or not eager.is_file() or not compiled.is_file():
+        why = "; ".join(run.problems()) or "a trace file is missing"
+        raise TraceFormatError(path, f"run directory has no eager/compiled pair to compare ({why})")
+    return RunDir(path=path, eager=eager, compiled=compiled, info=msgspec.to_builtins(run.info))
