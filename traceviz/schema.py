@@ -313,6 +313,7 @@ def conform(df: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
     missing = [c for c in dtypes if c not in df.columns]
     if missing:
         raise KeyError(f"table is missing declared columns {missing}")
-    out = df.loc[:, list(dtypes)]
+    columns = list(dtypes)
+    out = df if list(df.columns) == columns else df.loc[:, columns]
     casts = {c: dt for c, dt in dtypes.items() if str(out[c].dtype) != dt}
     return out.astype(casts) if casts else out

@@ -50,8 +50,26 @@ def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
         codes = np.fromiter(map(numbering.__getitem__, values), dtype=np.int64, count=len(values))
     except TypeError:
         return factorize([_hashable(v) for v in values])
-    uniques = list(numbering)
-    if None not in numbering:
+    return _without_none(codes, list(numbering))
+
+
+def factorize_pairs(
+    events: Sequence[Event], first: str, second: str
+) -> tuple[np.ndarray, list[Any]]:
+    """:func:`factorize` of the (``first``, ``second``) field pairs of ``events``, streamed:
+    no list of a million tuples is ever built (zip reuses its tuple between lookups)."""
+    numbering = _Numbering()
+    pairs = zip(map(attrgetter(first), events), map(attrgetter(second), events), strict=True)
+    try:
+        codes = np.fromiter(map(numbering.__getitem__, pairs), dtype=np.int64, count=len(events))
+    except TypeError:
+        return factorize(list(map(attrgetter(first, second), events)))
+    return codes, list(numbering)
+
+
+def _without_none(codes: np.ndarray, uniques: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Renumber so that ``None`` becomes code −1 and leaves the distinct values."""
+    if None not in uniques:
         return codes, uniques
     lookup = np.empty(len(uniques), dtype=np.int64)
     kept: list[Any] = []

@@ -7,12 +7,11 @@ checked: see ``Trace.stats``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
-from traceviz.parse.columns import factorize
+from traceviz.parse.columns import factorize_pairs
 from traceviz.parse.events import Event
 from traceviz.schema import ActivityKind, OpCategory
 
@@ -65,7 +64,8 @@ def destination(ph: Any, cat: Any) -> str:
     return f"ignored:phase_{ph}"
 
 
-def route(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
-    """Destination code per event, and the destination label of each code."""
-    codes, pairs = factorize(list(map(attrgetter("ph", "cat"), events)))
-    return codes, [destination(ph, cat) for ph, cat in pairs]
+def route(events: Sequence[Event]) -> tuple[np.ndarray, list[str], list[tuple[Any, Any]]]:
+    """Destination code per event, the destination label of each code, and each code's
+    (phase, category) pair."""
+    codes, pairs = factorize_pairs(events, "ph", "cat")
+    return codes, [destination(ph, cat) for ph, cat in pairs], pairs
