@@ -59,14 +59,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def show_result(result: Run, console: Console) -> None:
-    """The eager-vs-compiled comparison (or, before it exists or without a compiled trace,
-    the trace summaries side by side)."""
-    try:
-        from traceviz.analysis.compare import compare
-        from traceviz.report.text import render_comparison
-    except ImportError:  # a build without the comparison yet
-        show_summaries(result, console)
-        return
+    """The eager-vs-compiled comparison (the trace summaries when there is no compiled trace)."""
+    from traceviz.analysis.compare import compare
+    from traceviz.report.text import render_comparison
+
     if result.eager_trace is None or result.compiled_trace is None:
         show_summaries(result, console)
         return
@@ -118,9 +114,5 @@ def next_steps(result: Run) -> Text:
     lines = [f"run directory: {directory}"]
     if "dashboard" in COMMANDS:
         lines.append(f"open the dashboard:  traceviz dashboard {directory}")
-    else:
-        lines.append("the dashboard is not in this version yet; meanwhile:")
-    for path in (result.eager_trace, result.compiled_trace):
-        if path is not None:
-            lines.append(f"  traceviz summary {path}")
+    lines.append(f"the report as HTML:  traceviz compare {directory} --format html -o report.html")
     return Text("\n".join(lines), style="bold")
