@@ -59,8 +59,10 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
 
 def test_nan_and_infinity_literals_are_accepted(tmp_path: Path) -> None:
     path = tmp_path / "nan.json"
-    path.write_text('{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, '
-                    '"tid": 7, "ts": 1, "dur": NaN, "args": {"est. achieved occupancy %": Infinity}}]}')  # fmt: skip
+    path.write_text(
+        '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, '
+        '"ts": 1, "dur": NaN, "args": {"est. achieved occupancy %": Infinity}}]}'
+    )
     trace = traceviz.load(path)
     assert trace.kernels.occupancy_pct[0] == float("inf")
 
@@ -121,7 +123,8 @@ def test_mutated_real_traces_load_or_raise_trace_format_error(
     field=st.sampled_from(["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id"]),
     value=st.one_of(
         st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
-        st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+        st.lists(st.integers(), max_size=3),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
     ),
     index=st.integers(min_value=0, max_value=10**6),
 )  # fmt: skip
