@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[runner,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[runner,dashboard,dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)

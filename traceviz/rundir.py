@@ -39,3 +39,17 @@ def read_run_dir(path: Path) -> RunDir:
         why = "; ".join(run.problems()) or "a trace file is missing"
         raise TraceFormatError(path, f"run directory has no eager/compiled pair to compare ({why})")
     return RunDir(path=path, eager=eager, compiled=compiled, info=msgspec.to_builtins(run.info))
+
+
+def default_names(a: str, b: str) -> tuple[str, str]:
+    """Labels for two trace files from their names (``a``/``b`` when the names are the same)."""
+    name_a, name_b = file_stem(a), file_stem(b)
+    return (name_a, name_b) if name_a != name_b else ("a", "b")
+
+
+def file_stem(path: str) -> str:
+    """``runs/x/eager.pt.trace.json.gz`` → ``eager``."""
+    name = Path(path).name
+    for suffix in (".gz", ".json", ".pt.trace"):
+        name = name.removesuffix(suffix)
+    return name or path

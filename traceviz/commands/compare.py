@@ -28,7 +28,7 @@ from rich.console import Console
 
 import traceviz
 from traceviz.analysis.compare import Comparison, compare
-from traceviz.rundir import is_run_dir, read_run_dir
+from traceviz.rundir import default_names, is_run_dir, read_run_dir
 
 FORMATS = ("text", "json", "markdown", "html")
 
@@ -63,20 +63,8 @@ def build(args: argparse.Namespace) -> Comparison:
         run = read_run_dir(Path(args.a))
         names = tuple(args.names or ("eager", "compiled"))
         return compare(run.eager, run.compiled, names=names, run_info=run.info)
-    names = tuple(args.names or _default_names(args.a, args.b))
+    names = tuple(args.names or default_names(args.a, args.b))
     return compare(args.a, args.b, names=names)
-
-
-def _default_names(a: str, b: str) -> tuple[str, str]:
-    name_a, name_b = _stem(a), _stem(b)
-    return (name_a, name_b) if name_a != name_b else ("a", "b")
-
-
-def _stem(path: str) -> str:
-    name = Path(path).name
-    for suffix in (".gz", ".json", ".pt.trace"):
-        name = name.removesuffix(suffix)
-    return name or path
 
 
 def render(comparison: Comparison, fmt: str, top: int) -> str | None:

@@ -54,6 +54,7 @@ KIND_COLORS: dict[str, str] = {
     "other": "#888888",
     "launch call": "#2F2F2F",
     "compiled region": "#7F3C8D",
+    "compiled graph": "#CF9FD6",
 }
 MAX_MARKS = 20_000  # timeline marks, both traces together
 TIMELINE_LAUNCH_CLASSES = (
@@ -207,9 +208,9 @@ def _window(side: Side, step: int | None) -> tuple[float, float, str]:
 
 
 def _timeline_events(side: Side, start: float, end: float) -> pd.DataFrame:
-    """Device activities, launch calls and compiled regions (CPU spans: a gap between two is
-    a graph break) starting in [start, end): lane, x0/x1 in ms from ``start``, kind, name,
-    dur, op."""
+    """Device activities, launch calls, compiled regions (one lane per Dynamo frame X/Y) and
+    compiled-graph calls (a gap between two graph calls of a step is a graph break) starting
+    in [start, end): lane, x0/x1 in ms from ``start``, kind, name, dur, op."""
     k = side.kernels
     ts = k[Kernels.ts_us].to_numpy(dtype=float)
     pick = (ts >= start) & (ts < end)
@@ -247,15 +248,19 @@ def _timeline_events(side: Side, start: float, end: float) -> pd.DataFrame:
     )
     regions = side.trace.regions
     rts = regions[Regions.ts_us].to_numpy(dtype=float)
-    pick = (rts >= start) & (rts < end)
-    pick &= (regions[Regions.kind] == RegionKind.COMPILED_REGION.value).to_numpy(dtype=bool)
-    reg = regions[pick]
+    kind = regions[Regions.kind].astype(str).to_numpy()
+    shown = (kind == RegionKind.COMPILED_REGION.value) | (kind == RegionKind.FX_GRAPH_CALL.value)
+    reg = regions[(rts >= start) & (rts < end) & shown]
+    is_graph = (reg[Regions.kind].astype(str) == RegionKind.FX_GRAPH_CALL.value).to_numpy()
+    frame = (
+        "region " + reg[Regions.frame_id].astype(str) + "/" + reg[Regions.recompile_id].astype(str)
+    ).to_numpy()
     spans = pd.DataFrame(
         {
-            "lane": "compiled regions",
+            "lane": np.where(is_graph, "compiled graph calls", frame),
             "ts": reg[Regions.ts_us].to_numpy(dtype=float),
             "dur": reg[Regions.dur_us].to_numpy(dtype=float, na_value=0.0),
-            "kind": "compiled region",
+            "kind": np.where(is_graph, "compiled graph", "compiled region"),
             "name": reg[Regions.name].astype(str).to_numpy(),
             "op": "–",
         }

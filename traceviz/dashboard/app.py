@@ -1,0 +1,202 @@
+"""The dashboard: one :class:`Dashboard` viewer, the same in ``traceviz dashboard``,
+``panel serve`` and a notebook.
+
+It shows a :class:`~traceviz.analysis.compare.Comparison` in tabs (:data:`views.VIEWS`) and
+loads new traces uploaded in the page: a bad file gives a message in the page (never a
+traceback), parsing runs in a worker thread behind a progress indicator, and parsed traces are
+cached (:mod:`traceviz.dashboard.loading`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import partial
+from typing import Any
+
+import panel as pn
+import param
+
+from traceviz.analysis.compare import Comparison, Side
+from traceviz.dashboard.loading import (
+    DEFAULT_MAX_UPLOAD_MB,
+    compare_traces,
+    load_upload,
+)
+from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane
+from traceviz.errors import TraceVizError
+from traceviz.report.units import fmt_bytes
+from traceviz.trace import Trace
+
+#: Panel extensions the dashboard needs (``pn.extension(*EXTENSIONS)``).
+EXTENSIONS = ("plotly", "tabulator", "filedropper")
+SIDES = ("a", "b")
+log = logging.getLogger(__name__)
+
+
+def build_views(comparison: Comparison) -> list[tuple[str, Component]]:
+    """Every view of the comparison as (tab title, component): all server-side objects built."""
+    return [(title, build(comparison)) for title, build in VIEWS.items()]
+
+
+class Dashboard(pn.viewable.Viewer):
+    """Eager vs compiled (or any two traces), in tabs; upload traces to replace either side."""
+
+    comparison = param.ClassSelector(
+        class_=Comparison,
+        default=None,
+        allow_None=True,
+        doc="""
+        What is shown; None until two traces are loaded.""",
+    )
+    names = param.Tuple(default=("eager", "compiled"), length=2, doc="labels for uploads")
+    max_upload_mb = param.Integer(default=DEFAULT_MAX_UPLOAD_MB, bounds=(1, None))
+    busy = param.Boolean(default=False, doc="parsing or comparing right now")
+    error = param.String(default="", doc="the last problem, shown in the page")
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._pending: dict[str, Trace | Side] = {}
+        self._seen: dict[str, tuple[str, int]] = {}
+        self._uploads = {
+            side: pn.widgets.FileDropper(
+                accepted_filetypes=[".json", ".gz", "application/json", "application/gzip"],
+                max_file_size=f"{self.max_upload_mb}MB",
+                multiple=False,
+                width=320,
+            )
+            for side in SIDES
+        }
+        for side, widget in self._uploads.items():
+            widget.param.watch(partial(self._on_upload, side), "value")
+        self._alert = pn.pane.Alert(
+            self.error,
+            alert_type="danger",
+            visible=bool(self.error),
+            sizing_mode=STRETCH,
+            name="error",
+        )
+        self._spinner = pn.indicators.LoadingSpinner(value=True, size=22, visible=False)
+        self._status = pn.pane.HTML("", name="status")
+        self._tabs = pn.Tabs(dynamic=True, sizing_mode=STRETCH)
+        self._show(self.comparison, build_views(self.comparison) if self.comparison else None)
+        self._layout = pn.Column(
+            pn.Row(
+                pn.pane.HTML("<h2 style='margin:4px 0'>traceviz</h2>"),
+                self._spinner,
+                self._status,
+                sizing_mode=STRETCH,
+            ),
+            self._alert,
+            pn.Card(
+                self._upload_row(),
+                title="Load traces (.json / .json.gz)",
+                collapsed=self.comparison is not None,
+                sizing_mode=STRETCH,
+            ),
+            self._tabs,
+            sizing_mode=STRETCH,
+        )
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self._layout
+
+    # --- showing -------------------------------------------------------------------------
+
+    def _upload_row(self) -> pn.viewable.Viewable:
+        a, b = self._labels()
+        limit = f"up to {self.max_upload_mb} MB each"
+        return pn.Row(
+            pn.Column(pn.pane.HTML(f"<b>A</b> ({a})"), self._uploads["a"]),
+            pn.Column(pn.pane.HTML(f"<b>B</b> ({b})"), self._uploads["b"]),
+            html_pane(
+                f"<p class='tv-tag'>Upload either side to replace it ({limit}); "
+                "parsed traces are cached.</p>"
+            ),
+        )
+
+    def _labels(self) -> tuple[str, str]:
+        return self.comparison.names if self.comparison is not None else self.names
+
+    def _show(
+        self, comparison: Comparison | None, views: list[tuple[str, Component]] | None
+    ) -> None:
+        if comparison is None or views is None:
+            self._tabs[:] = [
+                (
+                    "Start",
+                    html_pane(
+                        "<p>Upload two traces above — <b>A</b> (e.g. eager) and <b>B</b> "
+                        "(e.g. compiled) — or start with <code>traceviz dashboard RUN_DIR</code> / "
+                        "<code>traceviz dashboard A.json.gz B.json.gz</code>.</p>"
+                    ),
+                )
+            ]
+            return
+        active = self._tabs.active
+        self._tabs[:] = views
+        self._tabs.active = min(active, len(views) - 1)
+        self.comparison = comparison
+
+    def _set_error(self, message: str) -> None:
+        self.error = message
+        self._alert.object = message
+        self._alert.visible = bool(message)
+
+    def _set_busy(self, busy: bool, message: str = "") -> None:
+        self.busy = busy
+        self._spinner.visible = busy
+        self._status.object = message
+        self._tabs.loading = busy
+
+    # --- loading -------------------------------------------------------------------------
+
+    async def _on_upload(self, side: str, event: param.parameterized.Event) -> None:
+        files = event.new or {}
+        if not files:
+            return
+        filename, data = list(files.items())[-1]
+        if self._seen.get(side) == (filename, len(data)):
+            return
+        self._seen[side] = (filename, len(data))
+        await self.load_upload(side, filename, data)
+
+    async def load_upload(self, side: str, filename: str, data: bytes | str) -> None:
+        """Parse an uploaded trace for ``side`` ("a" or "b") and compare it with the other
+        side; problems end up in :attr:`error`, shown in the page."""
+        self._set_error("")
+        self._set_busy(True, f"Parsing {filename} ({fmt_bytes(len(data))})…")
+        try:
+            trace = await asyncio.to_thread(
+                load_upload, filename, data, max_bytes=self.max_upload_mb * 2**20
+            )
+            self._pending[side] = trace
+            other = "b" if side == "a" else "a"
+            other_side = self._pending.get(other)
+            if other_side is None and self.comparison is not None:
+                other_side = self.comparison.side(other)
+            if other_side is None:
+                self._set_busy(False, f"Loaded {filename}; now upload the {other.upper()} trace.")
+                return
+            self._set_busy(True, f"Comparing with {filename}…")
+            pair = (trace, other_side) if side == "a" else (other_side, trace)
+            comparison, views = await asyncio.to_thread(self._compare_and_build, *pair)
+            self._show(comparison, views)
+            self._pending.clear()
+            self._set_busy(False, f"Loaded {filename}.")
+        except TraceVizError as err:
+            self._set_busy(False)
+            text = str(err)
+            self._set_error(
+                "Could not load " + (text if text.startswith(filename) else f"{filename}: {text}")
+            )
+        except Exception as err:  # never a traceback in the page; the server log has it
+            log.exception("traceviz dashboard: loading %s failed", filename)
+            self._set_busy(False)
+            self._set_error(f"Could not analyse {filename}: {type(err).__name__}: {err}")
+
+    def _compare_and_build(
+        self, a: Trace | Side, b: Trace | Side
+    ) -> tuple[Comparison, list[tuple[str, Component]]]:
+        comparison = compare_traces(a, b, names=self._labels(), run_info=None)
+        return comparison, build_views(comparison)

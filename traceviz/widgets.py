@@ -1,0 +1,87 @@
+"""Jupyter widgets: the dashboard's components inline in a notebook (needs the ``dashboard``
+extra: panel, plotly).
+
+::
+
+    import traceviz.widgets as tw
+    tw.compare("runs/pointwise")                        # the whole dashboard, from a run dir
+    tw.compare("eager.json.gz", "compiled.json.gz")     # or two traces (paths or Trace objects)
+    tw.compare(comparison)                               # or a Comparison you already made
+    tw.view(comparison, "Timeline")                      # one view: Overview, Kernels, ...
+
+A :class:`~traceviz.analysis.compare.Comparison` displayed by itself still shows its tables
+(``_repr_html_``); these functions add the figures and the interactive parts. Nothing here
+shows a figure by itself: the returned objects display when they are a cell's value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import panel as pn
+
+from traceviz.analysis.compare import Comparison
+from traceviz.dashboard.app import EXTENSIONS, Dashboard
+from traceviz.dashboard.loading import compare_traces, comparison_from_args, default_names
+from traceviz.dashboard.views import VIEWS, Component
+from traceviz.errors import UsageError
+from traceviz.trace import Trace
+
+__all__ = ["VIEW_NAMES", "compare", "extension", "view"]
+
+VIEW_NAMES = tuple(VIEWS)
+_loaded = False
+
+
+def extension() -> None:
+    """Load Panel's notebook support with the extensions the widgets need (once)."""
+    global _loaded
+    if not _loaded:
+        pn.extension(*EXTENSIONS)
+        _loaded = True
+
+
+def _comparison(
+    a: Any, b: Any, names: tuple[str, str] | None, run_info: dict[str, Any] | None
+) -> Comparison:
+    if isinstance(a, Comparison) and b is None:
+        return a
+    if b is None:
+        directory = getattr(a, "directory", a)  # a traceviz.Run, or a run directory path
+        found = comparison_from_args([str(directory)], names=names)
+        if found is None:  # pragma: no cover - one path always gives a comparison or raises
+            raise UsageError("nothing to compare")
+        return found
+    from traceviz import load
+
+    trace_a = a if isinstance(a, Trace) else load(a)
+    trace_b = b if isinstance(b, Trace) else load(b)
+    labels = names or (
+        ("a", "b")
+        if isinstance(a, Trace) or isinstance(b, Trace)
+        else default_names(str(Path(a)), str(Path(b)))
+    )
+    return compare_traces(trace_a, trace_b, names=labels, run_info=run_info)
+
+
+def compare(
+    a: Comparison | Trace | str | Path | Any,
+    b: Trace | str | Path | None = None,
+    *,
+    names: tuple[str, str] | None = None,
+    run_info: dict[str, Any] | None = None,
+) -> Dashboard:
+    """The dashboard for ``a`` vs ``b`` (traces or paths), a run directory or ``traceviz.Run``
+    (``a`` alone), or a ready :class:`Comparison` (``a`` alone)."""
+    extension()
+    return Dashboard(comparison=_comparison(a, b, names, run_info))
+
+
+def view(comparison: Comparison, name: str) -> Component:
+    """One view of the dashboard (:data:`VIEW_NAMES`: Overview, Kernels, Timeline, Fusion,
+    Launch overhead, Memory, Regions) for ``comparison``."""
+    if name not in VIEWS:
+        raise UsageError(f"unknown view {name!r}; views are {', '.join(VIEW_NAMES)}")
+    extension()
+    return VIEWS[name](comparison)
