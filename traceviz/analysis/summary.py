@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceviz.records import records
 from traceviz.schema import (
     ActivityKind,
     Kernels,
@@ -21,7 +22,6 @@ from traceviz.schema import (
     RegionKind,
     Regions,
 )
-from traceviz.records import records
 from traceviz.trace import Trace
 
 SUMMARY_SCHEMA_VERSION = 1

@@ -18,7 +18,8 @@ from rich.console import Console
 
 import traceviz
 from traceviz.analysis.summary import summarize
-from traceviz.report.text import render_summary
+from traceviz.diagnose import diagnose_trace
+from traceviz.report.text import render_findings, render_summary
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,10 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
-    summary = summarize(traceviz.load(args.trace), top=args.top)
+    trace = traceviz.load(args.trace)
+    summary = summarize(trace, top=args.top)
+    findings = diagnose_trace(trace)
     if args.format == "json":
-        json.dump(summary.to_json(), sys.stdout, indent=2)
+        data = {**summary.to_json(), "findings": [f.to_json() for f in findings]}
+        json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        render_summary(summary, Console())
+        console = Console()
+        render_summary(summary, console)
+        render_findings(findings, console)
     return 0

@@ -1,0 +1,579 @@
+"""Diagnosis rules on tiny hand-made traces: each rule fires on one and stays quiet on another.
+
+GIVEN a trace (or a pair) built event by event, WHEN the rules run, THEN the finding's id,
+severity and evidence say what the trace shows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import traceviz
+from tests.conftest import kernel, launch, op
+from traceviz.analysis.compare import compare
+from traceviz.cli import main
+from traceviz.diagnose import (
+    Evidence,
+    Finding,
+    Severity,
+    Unit,
+    at_least,
+    diagnose_trace,
+    sort_findings,
+)
+
+Make = Callable[..., Path]
+F4 = "float"
+
+
+def dims(*shapes: list[int]) -> dict[str, Any]:
+    """Input Dims / Input type args (``[]`` shapes are Scalars)."""
+    return {"Input Dims": list(shapes), "Input type": [F4 if s else "Scalar" for s in shapes]}
+
+
+def step(n: int, ts: float, dur: float) -> dict:
+    return op(f"ProfilerStep#{n}", ts, dur, cat="user_annotation")
+
+
+def memory_event(ts: float, nbytes: int, total: int) -> dict:
+    return {
+        "ph": "i",
+        "s": "t",
+        "name": "[memory]",
+        "pid": 1,
+        "tid": 1,
+        "ts": ts,
+        "args": {"Bytes": nbytes, "Total Allocated": total, "Device Type": 0, "Device Id": -1},
+    }
+
+
+def findings(
+    make: Make, events: list[dict], *, name: str = "t", run: dict | None = None, **kw: Any
+) -> list[Finding]:
+    return diagnose_trace(traceviz.load(make(events)), name=name, run_info=run, **kw)
+
+
+def by_id(found: list[Finding], rule: str) -> list[Finding]:
+    return [f for f in found if f.id == rule]
+
+
+def text(finding: Finding) -> str:
+    return finding.title + "\n" + "\n".join(finding.evidence_lines())
+
+
+def steps(n: int, dur: float, *, every: float | None = None) -> list[dict]:
+    return [step(i, i * (every or dur), dur) for i in range(n)]
+
+
+POINTWISE = [64, 1024]
+
+
+def cpu_chain(t0: float, *, shape: list[int] = POINTWISE, dur: float = 100) -> list[dict]:
+    """cos → mul → add → sigmoid on one tensor, one CPU op each (a CPU trace's kernels)."""
+    return [
+        op("aten::cos", t0, dur, **dims(shape)),
+        op("aten::mul", t0 + dur + 5, dur, **dims(shape, [])),
+        op("aten::add", t0 + 2 * (dur + 5), dur, **dims(shape, [], [])),
+        op("aten::sigmoid", t0 + 3 * (dur + 5), dur, **dims(shape)),
+    ]
+
+
+# --- Finding ----------------------------------------------------------------------------
+
+
+def test_severity_orders_and_findings_sort_by_severity_then_gain() -> None:
+    assert Severity.INFO < Severity.WARNING < Severity.ERROR
+    assert max(Severity) is Severity.ERROR and Severity("warning") >= Severity.WARNING
+    small = Finding("a", Severity.WARNING, "small", est_gain_us=1.0)
+    large = Finding("b", Severity.WARNING, "large", est_gain_us=50.0)
+    unknown = Finding("c", Severity.WARNING, "unknown")
+    error = Finding("d", Severity.ERROR, "error")
+    info = Finding("e", Severity.INFO, "info", est_gain_us=1e9)
+    assert sort_findings([info, small, unknown, large, error]) == [
+        error,
+        large,
+        small,
+        unknown,
+        info,
+    ]
+    assert at_least([info, small, error], "warning") == [small, error]
+    assert at_least([info, small, error], Severity.ERROR) == [error]
+
+
+def test_finding_renders_as_json_markdown_and_text() -> None:
+    finding = Finding(
+        id="x",
+        severity=Severity.WARNING,
+        title="t | with a pipe",
+        evidence=(
+            Evidence("time", 1500.0, Unit.US, 0.25),
+            Evidence("bytes", 2**20, Unit.BYTES),
+            "a kernel [64, 64]",
+        ),
+        est_gain_us=12.5,
+        gain_basis="upper bound",
+        next_step="do this",
+        docs_url="https://pytorch.org/docs/stable/profiler.html",
+        trace="compiled",
+    )
+    data = json.loads(json.dumps(finding.to_json()))
+    assert data["severity"] == "warning" and data["est_gain_us"] == 12.5
+    assert data["evidence"][0] == {"label": "time", "value": 1500.0, "unit": "us", "share": 0.25}
+    assert data["evidence"][2] == "a kernel [64, 64]"
+    assert finding.evidence_lines()[:2] == ["time: 1.5 ms (25.0% of step)", "bytes: 1 MiB"]
+    md = finding.to_markdown()
+    assert md.startswith("- **WARNING** t \\| with a pipe (`x`)")
+    assert "[docs](https://pytorch.org/docs/stable/profiler.html)" in md
+    assert "Estimated gain: ≈ 12.5 µs per step (upper bound)" in md
+    assert "next step: do this" in str(finding) and "[warning]" in str(finding)
+
+
+# --- unfused chains ---------------------------------------------------------------------
+
+
+def test_eager_chain_on_one_tensor_is_a_fusion_opportunity(tmp_trace: Make) -> None:
+    found = findings(tmp_trace, [step(0, 0, 1000), *cpu_chain(10)])
+    (chain,) = by_id(found, "unfused-chain")
+    assert chain.severity is Severity.INFO
+    assert "aten::cos → aten::mul → aten::add → aten::sigmoid" in text(chain)
+    assert chain.est_gain_us == pytest.approx(300)  # 400 µs of kernels, the longest is 100
+    saved = next(e for e in chain.evidence if isinstance(e, Evidence) and "bytes" in e.label)
+    assert saved.value == 3 * 2 * 64 * 1024 * 4  # three intermediates, written and read back
+
+
+def test_helper_nested_in_an_op_does_not_break_the_chain(tmp_trace: Make) -> None:
+    events = [step(0, 0, 1000), *cpu_chain(10)]
+    events.append(op("aten::copy_", 120, 3, **dims([], [])))  # inside aten::mul (115–215)
+    assert by_id(findings(tmp_trace, events), "unfused-chain")
+
+
+def test_short_runs_and_different_tensors_are_not_chains(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 1000),
+        op("aten::cos", 10, 100, **dims([64, 1024])),
+        op("aten::mul", 120, 100, **dims([64, 1024], [])),
+        op("aten::add", 230, 100, **dims([8, 8], [8, 8])),  # other data: the run stops
+        op("aten::relu", 340, 100, **dims([8, 8])),
+    ]
+    assert not by_id(findings(tmp_trace, events), "unfused-chain")
+
+
+def test_eager_chain_left_in_a_compiled_trace_is_a_warning(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 2000),
+        op("Torch-Compiled Region: 0/0", 10, 200),
+        op("graph_0_cpp_fused_relu_0", 20, 100),
+        *cpu_chain(300),
+    ]
+    (chain,) = by_id(findings(tmp_trace, events), "unfused-chain")
+    assert chain.severity is Severity.WARNING and "left unfused" in chain.title
+
+
+# --- graph breaks and recompiles --------------------------------------------------------
+
+
+def _two_frames(*extra: dict) -> list[dict]:
+    return [
+        step(0, 0, 1000),
+        op("Torch-Compiled Region: 0/0", 10, 100),
+        launch("cudaLaunchKernel", 20, 5, 1),
+        kernel("triton_poi_fused_cos_0", 30, 5, 1),
+        op("aten::nonzero", 150, 50),
+        launch("cudaLaunchKernel", 160, 5, 2),
+        kernel("nonzero_kernel", 170, 5, 2),
+        op("Torch-Compiled Region: 1/0", 300, 100),
+        launch("cudaLaunchKernel", 310, 5, 3),
+        kernel("triton_poi_fused_relu_0", 320, 5, 3),
+        *extra,
+    ]
+
+
+DYNAMO = {
+    "graphs": 2,
+    "graph_break_count": 1,
+    "graph_breaks": [
+        {
+            "reason": "Data-dependent branching",
+            "file": "model.py",
+            "line": 12,
+            "function": "forward",
+            "detail": "Data-dependent branching\n  Hint: use torch.cond",
+        }
+    ],
+    "recompiles": 1,
+    "compiles": [{"compile_id": "1/1", "recompile_reason": "tensor 'x' size mismatch"}],
+}
+
+
+def test_graph_break_names_the_eager_op_between_and_dynamo_reason(tmp_trace: Make) -> None:
+    found = findings(tmp_trace, _two_frames(), run={"dynamo": DYNAMO}, variant="compiled")
+    (brk,) = by_id(found, "graph-break")
+    assert brk.severity is Severity.WARNING
+    body = text(brk)
+    assert "Dynamo: Data-dependent branching at model.py:12 in forward() — Hint: use" in body
+    assert "aten::nonzero" in body and "frame 0/0 at 10–110 µs; frame 1/0 at 300–400" in body
+    assert brk.est_gain_us == pytest.approx(190)  # wall time 110 → 300 between the regions
+
+
+def test_graph_break_seen_in_the_trace_alone(tmp_trace: Make) -> None:
+    (brk,) = by_id(findings(tmp_trace, _two_frames()), "graph-break")
+    assert "1 graph break" in brk.title and "Dynamo" not in text(brk)
+
+
+def test_one_frame_per_step_is_no_graph_break(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 500),
+        op("Torch-Compiled Region: 0/0", 10, 100),
+        step(1, 500, 500),
+        op("Torch-Compiled Region: 0/0", 510, 100),
+    ]
+    found = findings(tmp_trace, events)
+    assert not by_id(found, "graph-break") and not by_id(found, "recompile")
+
+
+def test_recompile_with_dynamo_reason(tmp_trace: Make) -> None:
+    events = _two_frames(op("Torch-Compiled Region: 1/1", 500, 100))
+    (again,) = by_id(
+        findings(tmp_trace, events, run={"dynamo": DYNAMO}, variant="compiled"), "recompile"
+    )
+    assert "Torch-Compiled Region 1/1: 1 calls" in text(again)
+    assert "Dynamo recompiled 1/1: tensor 'x' size mismatch" in text(again)
+
+
+# --- launch-bound -----------------------------------------------------------------------
+
+
+def _launched(n: int, *, kernel_us: float, launch_us: float, gap: float) -> list[dict]:
+    """``n`` kernels, each launched by a call of ``launch_us`` and run right after it."""
+    events = []
+    for i in range(n):
+        t = 10 + i * gap
+        events += [
+            launch("cudaLaunchKernel", t, launch_us, i + 1),
+            kernel(f"k{i}", t + launch_us + 1, kernel_us, i + 1),
+        ]
+    return events
+
+
+def test_tiny_kernels_slower_to_launch_than_to_run_are_launch_bound(tmp_trace: Make) -> None:
+    events = [step(0, 0, 1000), *_launched(40, kernel_us=2, launch_us=20, gap=24)]
+    (bound,) = by_id(findings(tmp_trace, events), "launch-bound")
+    assert bound.severity is Severity.WARNING and 'mode="reduce-overhead"' in bound.next_step
+    assert bound.est_gain_us is not None and bound.est_gain_us > 500
+
+
+def test_long_kernels_queued_ahead_are_not_launch_bound(tmp_trace: Make) -> None:
+    events = [step(0, 0, 1000)]
+    for i in range(9):
+        events += [
+            launch("cudaLaunchKernel", 5 + i, 1, i + 1),
+            kernel(f"k{i}", 10 + i * 100, 100, i + 1),
+        ]
+    found = findings(tmp_trace, events)
+    assert not by_id(found, "launch-bound") and not by_id(found, "cuda-graphs-in-use")
+
+
+def test_graph_replays_are_recognised(tmp_trace: Make) -> None:
+    events = [step(0, 0, 1000), launch("cudaGraphLaunch", 5, 10, 1)]
+    events += [kernel(f"k{i}", 20 + i * 100, 95, 1) for i in range(9)]
+    (graphs,) = by_id(findings(tmp_trace, events), "cuda-graphs-in-use")
+    assert graphs.severity is Severity.INFO
+    assert "kernels replayed by graphs: 100.0%" in text(graphs)
+
+
+def test_cpu_step_mostly_outside_compute_ops_is_framework_overhead(tmp_trace: Make) -> None:
+    busy = findings(tmp_trace, [step(0, 0, 1000), op("aten::mm", 10, 900, **dims([8, 8], [8, 8]))])
+    assert not by_id(busy, "framework-overhead")
+    idle = findings(tmp_trace, [step(0, 0, 1000), op("aten::mm", 10, 100, **dims([8, 8], [8, 8]))])
+    (overhead,) = by_id(idle, "framework-overhead")
+    assert "90% of the step" in overhead.title
+
+
+# --- GEMMs ------------------------------------------------------------------------------
+
+
+def _compiled_gemm(share_us: float) -> list[dict]:
+    return [
+        step(0, 0, 1000),
+        op("Torch-Compiled Region: 0/0", 5, 990),
+        op("aten::mm", 10, share_us, **dims([64, 256], [256, 256])),
+        op("graph_0_cpp_fused_relu_0", 20 + share_us, 10),
+    ]
+
+
+def test_extern_gemm_in_compiled_trace_suggests_max_autotune(tmp_trace: Make) -> None:
+    (gemm,) = by_id(findings(tmp_trace, _compiled_gemm(500)), "extern-gemm")
+    assert 'mode="max-autotune"' in gemm.next_step and "freezing" in gemm.next_step  # CPU
+    assert "50% of the step" in gemm.title
+
+
+def test_extern_gemm_quiet_when_small_or_already_autotuned(tmp_trace: Make) -> None:
+    assert not by_id(findings(tmp_trace, _compiled_gemm(20)), "extern-gemm")
+    run = {"compile": {"mode": "max-autotune", "inductor_config": {"max_autotune": True}}}
+    assert not by_id(findings(tmp_trace, _compiled_gemm(500), run=run), "extern-gemm")
+
+
+def test_matmul_then_add_on_its_output_is_flagged(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 1000),
+        op("aten::mm", 10, 300, **dims([64, 256], [256, 256])),
+        op("aten::add", 320, 60, **dims([64, 256], [256], [])),
+    ]
+    (pair,) = by_id(findings(tmp_trace, events), "unfused-matmul-add")
+    assert "torch.addmm" in pair.next_step and pair.est_gain_us == pytest.approx(60)
+
+
+def test_addmm_or_an_add_on_other_data_is_not_flagged(tmp_trace: Make) -> None:
+    addmm = [step(0, 0, 1000), op("aten::addmm", 10, 300, **dims([256], [64, 256], [256, 256]))]
+    assert not by_id(findings(tmp_trace, addmm), "unfused-matmul-add")
+    other = [
+        step(0, 0, 1000),
+        op("aten::mm", 10, 300, **dims([64, 256], [256, 256])),
+        op("aten::add", 320, 60, **dims([8, 8], [8, 8], [])),
+    ]
+    assert not by_id(findings(tmp_trace, other), "unfused-matmul-add")
+
+
+# --- copies and syncs -------------------------------------------------------------------
+
+
+def _copy(ts: float, dur: float, corr: int, kind: str = "HtoD") -> list[dict]:
+    name = f"Memcpy {kind} (Pageable -> Device)"
+    return [
+        launch("cudaMemcpyAsync", ts, 2, corr),
+        kernel(name, ts + 5, dur, corr, cat="gpu_memcpy", bytes=2**20),
+    ]
+
+
+def test_large_host_to_device_copy_in_the_step(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 1000),
+        *_copy(10, 200, 1),
+        *_launched(3, kernel_us=200, launch_us=2, gap=5),
+    ]
+    (copies,) = by_id(findings(tmp_trace, events), "host-device-copy")
+    assert copies.severity is Severity.WARNING and "pin_memory=True" in copies.next_step
+    assert "pageable (unpinned) copies per step: 1" in text(copies)
+
+
+def test_copies_outside_the_steps_are_ignored(tmp_trace: Make) -> None:
+    events = [
+        *_copy(2000, 200, 1),
+        step(0, 0, 1000),
+        *_launched(3, kernel_us=200, launch_us=2, gap=5),
+    ]
+    assert not by_id(findings(tmp_trace, events), "host-device-copy")
+
+
+def test_sync_inside_the_step_names_the_calling_op(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 1000),
+        *_launched(2, kernel_us=50, launch_us=5, gap=10),
+        op("aten::_local_scalar_dense", 400, 60, **{"External id": 77}),
+        launch("cudaStreamSynchronize", 410, 50, 99, **{"External id": 77}),
+    ]
+    (sync,) = by_id(findings(tmp_trace, events), "sync-in-step")
+    assert "cudaStreamSynchronize ×1" in text(sync) and "aten::_local_scalar_dense" in text(sync)
+    assert sync.severity is Severity.WARNING  # the device idles most of the step
+
+
+def test_sync_after_the_step_is_ignored(tmp_trace: Make) -> None:
+    events = [
+        step(0, 0, 300),
+        *_launched(2, kernel_us=50, launch_us=5, gap=10),
+        launch("cudaDeviceSynchronize", 900, 50, 99),
+    ]
+    assert not by_id(findings(tmp_trace, events), "sync-in-step")
+
+
+# --- memory -----------------------------------------------------------------------------
+
+
+def test_large_intermediates_of_an_eager_chain(tmp_trace: Make) -> None:
+    big = [4096, 4096]  # 64 MiB of float
+    (inter,) = by_id(
+        findings(tmp_trace, [step(0, 0, 1000), *cpu_chain(10, shape=big)]), "large-intermediates"
+    )
+    assert "up to 64 MiB" in inter.title and "aten::cos" in text(inter)
+    small = findings(tmp_trace, [step(0, 0, 1000), *cpu_chain(10, shape=[8, 8])])
+    assert not by_id(small, "large-intermediates")
+
+
+def test_intermediates_compared_with_the_measured_peak(tmp_trace: Make) -> None:
+    events = [step(0, 0, 1000), memory_event(5, 2**20, 2**20), *cpu_chain(10)]  # 256 KiB each
+    (inter,) = by_id(findings(tmp_trace, events), "large-intermediates")
+    assert "largest intermediate / peak: 25.0%" in text(inter)
+
+
+def _pair(make: Make, *, eager_step: float, compiled_step: float) -> tuple[Path, Path]:
+    eager = make(
+        [step(i, i * 2000, eager_step) for i in range(3)]
+        + [op("aten::relu", i * 2000 + 5, 10, **dims([8, 8])) for i in range(3)]
+    )
+    compiled = make(
+        [step(i, i * 2000, compiled_step) for i in range(3)]
+        + [op("Torch-Compiled Region: 0/0", i * 2000 + 2, 20) for i in range(3)]
+        + [op("graph_0_cpp_fused_relu_0", i * 2000 + 5, 10) for i in range(3)]
+    )
+    return eager, compiled
+
+
+def test_peak_memory_up_from_run_json(tmp_trace: Make) -> None:
+    eager, compiled = _pair(tmp_trace, eager_step=100, compiled_step=100)
+    memory = {
+        "eager": {"profiled_peak_bytes": 2**20},
+        "compiled": {"profiled_peak_bytes": 4 * 2**20},
+    }
+    up = compare(eager, compiled, names=("eager", "compiled"), run_info={"memory": memory})
+    (peak,) = by_id(up.findings, "peak-memory-up")
+    assert "+3 MiB" in peak.title and peak.severity is Severity.WARNING
+    memory["compiled"]["profiled_peak_bytes"] = 2**20 + 1000
+    same = compare(eager, compiled, names=("eager", "compiled"), run_info={"memory": memory})
+    assert not by_id(same.findings, "peak-memory-up")
+
+
+# --- compiled slower --------------------------------------------------------------------
+
+
+def test_compiled_slower_than_eager_is_attributed(tmp_trace: Make) -> None:
+    eager, compiled = _pair(tmp_trace, eager_step=100, compiled_step=200)
+    slow = compare(eager, compiled, names=("eager", "compiled"))
+    (finding,) = by_id(slow.findings, "compiled-slower")
+    assert finding.severity is Severity.ERROR and finding.est_gain_us == pytest.approx(100)
+    assert "compiled is 2.00× slower than eager" in finding.title
+    assert "more device idle time (framework overhead)" in text(finding)
+    assert slow.findings[0] is finding  # errors come first
+
+
+def test_compiled_faster_or_noisy(tmp_trace: Make) -> None:
+    eager, compiled = _pair(tmp_trace, eager_step=200, compiled_step=100)
+    assert not by_id(
+        compare(eager, compiled, names=("eager", "compiled")).findings, "compiled-slower"
+    )
+    timing = {
+        "eager": {"median_us": 100, "q1_us": 50, "q3_us": 400, "iters": 30},
+        "compiled": {"median_us": 200, "q1_us": 150, "q3_us": 300},
+    }
+    noisy = compare(eager, compiled, names=("eager", "compiled"), run_info={"timing": timing})
+    (finding,) = by_id(noisy.findings, "compiled-slower")
+    assert finding.severity is Severity.WARNING and "overlap" in text(finding)
+
+
+# --- profiling mistakes -----------------------------------------------------------------
+
+
+def test_trace_labelled_compiled_without_compiled_code(tmp_trace: Make) -> None:
+    events = [*steps(3, 100), op("aten::relu", 5, 10, **dims([8, 8]))]
+    (none,) = by_id(findings(tmp_trace, events, name="compiled"), "no-compiled-region")
+    assert none.severity is Severity.ERROR
+    assert not by_id(findings(tmp_trace, events, name="eager"), "no-compiled-region")
+    events.append(op("Torch-Compiled Region: 0/0", 2, 30))
+    assert not by_id(findings(tmp_trace, events, name="compiled"), "no-compiled-region")
+
+
+def test_compilation_inside_a_profiled_step(tmp_trace: Make) -> None:
+    events = [
+        *steps(3, 1000),
+        op("_compile.compile_inner (dynamo_timed)", 10, 500),
+        op("backend_compile", 20, 400),
+        op("aten::relu", 600, 10, **dims([8, 8])),
+    ]
+    (compiling,) = by_id(findings(tmp_trace, events), "compile-in-window")
+    assert compiling.severity is Severity.ERROR and "ProfilerStep #0" in text(compiling)
+    assert "compile spans (outermost): 1" in text(compiling)
+    outside = [
+        *steps(3, 1000, every=1000),
+        op("entire_frame_compile", 5000, 500),
+        op("aten::relu", 600, 10, **dims([8, 8])),
+    ]
+    (later,) = by_id(findings(tmp_trace, outside), "compile-in-window")
+    assert later.severity is Severity.WARNING
+    clean = [*steps(3, 1000), op("aten::relu", 600, 10, **dims([8, 8]))]
+    assert not by_id(findings(tmp_trace, clean), "compile-in-window")
+
+
+def test_record_shapes_off(tmp_trace: Make) -> None:
+    bare = [*steps(3, 100), op("aten::relu", 5, 10)]
+    (shapes,) = by_id(findings(tmp_trace, bare), "no-record-shapes")
+    assert "record_shapes=True" in shapes.next_step
+    flagged_off = tmp_trace([*steps(3, 100), op("aten::relu", 5, 10, **dims([8]))], record_shapes=0)
+    assert by_id(diagnose_trace(traceviz.load(flagged_off)), "no-record-shapes")
+    shaped = [*steps(3, 100), op("aten::relu", 5, 10, **dims([8, 8]))]
+    assert not by_id(findings(tmp_trace, shaped), "no-record-shapes")
+
+
+def test_too_few_and_noisy_steps(tmp_trace: Make) -> None:
+    relu = op("aten::relu", 5, 10, **dims([8, 8]))
+    (few,) = by_id(findings(tmp_trace, [step(0, 0, 100), relu]), "few-steps")
+    assert few.severity is Severity.WARNING and "only 1 ProfilerStep" in text(few)
+    (none,) = by_id(findings(tmp_trace, [relu]), "few-steps")
+    assert "no ProfilerStep spans" in text(none)
+    steady = findings(tmp_trace, [*steps(3, 100), relu])
+    assert not by_id(steady, "few-steps") and not by_id(steady, "noisy-steps")
+    noisy = [step(0, 0, 100), step(1, 200, 300), step(2, 600, 100), relu]
+    (spread,) = by_id(findings(tmp_trace, noisy), "noisy-steps")
+    assert spread.severity is Severity.INFO and "slowest / fastest step: 3.00×" in text(spread)
+
+
+# --- front ends -------------------------------------------------------------------------
+
+
+def test_compare_fail_on_exit_codes(tmp_trace: Make, capsys: pytest.CaptureFixture[str]) -> None:
+    eager, compiled = _pair(tmp_trace, eager_step=100, compiled_step=115)  # 1.15×: a warning
+    args = ["compare", str(eager), str(compiled), "--names", "eager", "compiled"]
+    assert main(args) == 0
+    assert main([*args, "--fail-on", "error"]) == 0
+    assert main([*args, "--fail-on", "warning"]) == 1
+    assert "compiled-slower" in capsys.readouterr().out  # the report is printed first
+    faster, _ = _pair(tmp_trace, eager_step=100, compiled_step=100)
+    assert main(["compare", str(faster), str(compiled), "--fail-on", "error"]) == 0
+    _, slow = _pair(tmp_trace, eager_step=100, compiled_step=300)
+    assert (
+        main(
+            [
+                "compare",
+                str(eager),
+                str(slow),
+                "--names",
+                "eager",
+                "compiled",
+                "--fail-on",
+                "error",
+                "--format",
+                "json",
+            ]
+        )
+        == 1
+    )
+
+
+def test_compare_formats_carry_the_findings(
+    tmp_trace: Make, capsys: pytest.CaptureFixture[str]
+) -> None:
+    eager, compiled = _pair(tmp_trace, eager_step=100, compiled_step=300)
+    args = ["compare", str(eager), str(compiled), "--names", "eager", "compiled"]
+    assert main([*args, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["findings"][0]["id"] == "compiled-slower"
+    assert data["findings"][0]["severity"] == "error"
+    assert main([*args, "--format", "markdown"]) == 0
+    assert "## Findings" in capsys.readouterr().out
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Findings (" in out and "ERROR" in out and "compiled-slower" in out
+
+
+def test_summary_shows_single_trace_findings(
+    tmp_trace: Make, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_trace([step(0, 0, 1000), *cpu_chain(10)])
+    assert main(["summary", str(path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {f["id"] for f in data["findings"]} >= {"unfused-chain", "few-steps"}
+    assert main(["summary", str(path)]) == 0
+    assert "unfused-chain" in capsys.readouterr().out

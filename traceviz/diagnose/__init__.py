@@ -1,0 +1,105 @@
+"""Diagnosis: rules that explain why the compiled model is (not) faster.
+
+``diagnose(comparison)`` runs every rule over a :class:`~traceviz.analysis.compare.Comparison`
+(the single-trace rules on both sides, then the pair rules); ``diagnose_trace(trace)`` runs the
+single-trace rules on one trace. Both return :class:`Finding` values sorted most severe first,
+then by estimated gain. Rules are pure functions registered in
+:data:`traceviz.diagnose.rules.TRACE_RULES` and :data:`~traceviz.diagnose.rules.COMPARISON_RULES`.
+
+Rule ids (thresholds are named constants in each rule module):
+
+==========================  ========================================================  ========
+id                          trigger                                                   severity
+==========================  ========================================================  ========
+unfused-chain               ≥3 consecutive pointwise/reduction kernels on the same    info /
+                            data, ≥2% of the step (eager: opportunity; compiled:      warning
+                            eager leftovers warn)
+graph-break                 several compiled frames per step, or Dynamo's count       warning
+recompile                   Torch-Compiled Region X/Y with Y > 0, or Dynamo's count   warning
+launch-bound                GPU waits for launches ≥25% of the step, or ≥50% of       warning
+                            kernels shorter than their launch with ≥25% idle
+cuda-graphs-in-use          graph launches/replayed kernels, not launch-bound         info
+framework-overhead          CPU trace: ≥50% of the step outside compute ops           info
+compiled-slower             compiled step ≥5% slower than eager (≥25% beyond noise:   warning /
+                            error)                                                    error
+extern-gemm                 library GEMMs ≥10% of a compiled step, no max-autotune    info
+unfused-matmul-add          mm/bmm/matmul then an add on its output, ≥1% of step      info
+host-device-copy            HtoD/DtoH copies in the step, ≥1% of it or any DtoH       info /
+                            (≥5% of the step: warning)                                warning
+sync-in-step                device synchronisations inside the step (device idle      info /
+                            ≥10% of the step: warning)                                warning
+peak-memory-up              compiled peak ≥10% and ≥1 MiB above eager                 warning
+large-intermediates         eager chain intermediate ≥10% of peak (or ≥64 MiB)        info
+no-compiled-region          labelled compiled, no compiled code in the trace          error
+compile-in-window           compile spans in the trace (inside a step: error)         warning /
+                                                                                      error
+no-record-shapes            ops without Input Dims                                    info
+few-steps / noisy-steps     <3 steps / step std ≥20% of mean or timed IQR ≥50%        warning /
+                                                                                      info
+==========================  ========================================================  ========
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from traceviz.diagnose.facts import TraceFacts, facts_of_side, facts_of_trace
+from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
+
+if TYPE_CHECKING:
+    from traceviz.analysis.compare import Comparison
+    from traceviz.trace import Trace
+
+__all__ = [
+    "Evidence",
+    "Finding",
+    "Severity",
+    "TraceFacts",
+    "Unit",
+    "at_least",
+    "diagnose",
+    "diagnose_facts",
+    "diagnose_trace",
+    "sort_findings",
+]
+
+
+def diagnose(comparison: Comparison) -> list[Finding]:
+    """Every finding for a comparison: single-trace rules on a and b, then pair rules."""
+    findings: list[Finding] = []
+    for which in ("a", "b"):
+        findings += diagnose_facts(facts_of_side(comparison, which), sort=False)
+    for rule in COMPARISON_RULES:
+        findings += rule(comparison)
+    return sort_findings(findings)
+
+
+def diagnose_trace(
+    trace: Trace,
+    *,
+    name: str | None = None,
+    run_info: dict[str, Any] | None = None,
+    variant: str | None = None,
+) -> list[Finding]:
+    """The single-trace findings of ``trace``. ``run_info`` is a run.json and ``variant``
+    (``"eager"``/``"compiled"``) says which of its traces this is, when known."""
+    return diagnose_facts(facts_of_trace(trace, name=name, run_info=run_info, variant=variant))
+
+
+def diagnose_facts(facts: TraceFacts, *, sort: bool = True) -> list[Finding]:
+    """Run every trace rule over already-built facts (once per facts object)."""
+    findings = facts.memo("findings", lambda: [f for rule in TRACE_RULES for f in rule(facts)])
+    return sort_findings(findings) if sort else list(findings)
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Most severe first, then largest estimated gain (unknown last), then id."""
+    return sorted(findings, key=Finding.sort_key)
+
+
+def at_least(findings: Iterable[Finding], severity: Severity | str) -> list[Finding]:
+    """The findings of ``severity`` or worse (``"warning"`` → warnings and errors)."""
+    level = Severity(severity)
+    return [f for f in findings if f.severity >= level]

@@ -1,0 +1,272 @@
+"""What the rules read about one trace: :class:`TraceFacts`, built once per trace.
+
+A :class:`~traceviz.analysis.compare.Side` already holds every analysis a rule needs; a lone
+trace (``traceviz summary``) gets the same analyses here, so single-trace rules run the same
+way in both places. Helpers turn totals into per-step figures and shares of the step.
+
+Per step means per ``ProfilerStep#N`` window; a trace without steps is one window covering the
+whole trace. Kernels belong to the step in which they were *issued* (their launch call, or
+their own start for CPU kernels), since a GPU kernel may run after its step's CPU span ends.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.analysis import kernels as kernel_analysis
+from traceviz.analysis.kernel_kinds import KernelSource
+from traceviz.analysis.kernels import Classified
+from traceviz.analysis.launch import LaunchOverhead, launch_overhead, step_windows
+from traceviz.analysis.regions import RegionStats, region_stats
+from traceviz.analysis.summary import TraceSummary, summarize
+from traceviz.diagnose.finding import Unit, format_value
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
+from traceviz.trace import Trace
+
+if TYPE_CHECKING:
+    from traceviz.analysis.compare import Comparison, Side
+
+EAGER = "eager"
+COMPILED = "compiled"
+INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class TraceFacts:
+    """One trace and its analyses, plus what the rules need to know about its role.
+
+    ``expect_compiled`` is True when the trace is labelled compiled (its name or file name says
+    so, or run.json says it is the compiled trace); ``variant`` says which part of ``run_info``
+    (run.json) describes this trace (``"eager"``/``"compiled"``, None without run.json).
+    """
+
+    name: str
+    trace: Trace
+    summary: TraceSummary
+    kernels: pd.DataFrame  # Trace.kernels + kind/source/in_region (analysis.kernels.classify)
+    launch: LaunchOverhead
+    regions: RegionStats
+    expect_compiled: bool = False
+    variant: str | None = None
+    run_info: dict[str, Any] | None = None
+    _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """``compute()`` once per facts object: tables several rules derive (the timeline,
+        the chains) are built once. The facts themselves never change."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]
+
+    @property
+    def is_gpu(self) -> bool:
+        """Device kernels exist (CUDA or ROCm), as opposed to a CPU-only trace."""
+        return self.trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+
+    @property
+    def compiled(self) -> bool:
+        """Compiled-region markers or Inductor kernels are present."""
+        if self.regions.compiled:
+            return True
+        source = self.kernels[Classified.source].astype(object)
+        return bool(source.isin(INDUCTOR_SOURCES).any())
+
+    @property
+    def uses_graphs(self) -> bool:
+        """CUDA/HIP graphs replay kernels (graph launches, or kernels marked in_graph)."""
+        launches = self.trace.launches[Launches.launch_class].astype(object)
+        graph_launch = bool((launches == LaunchClass.GRAPH_LAUNCH.value).any())
+        return graph_launch or bool(self.kernels[Kernels.in_graph].any())
+
+    @property
+    def n_steps(self) -> int:
+        """Step windows (at least 1: a trace without steps is one window)."""
+        return max(len(self.launch.per_step), 1)
+
+    @property
+    def step_us(self) -> float:
+        """Mean step wall time, µs (the whole trace's span without steps; 0 if unknown)."""
+        if self.summary.step_mean_us:
+            return float(self.summary.step_mean_us)
+        return self.launch.wall_us / self.n_steps if self.launch.wall_us > 0 else 0.0
+
+    def per_step(self, total: float) -> float:
+        """A trace total (over all steps) per step."""
+        return total / self.n_steps
+
+    def share(self, per_step_us: float) -> float | None:
+        """A per-step time as a fraction of the mean step time (None without a step time)."""
+        return per_step_us / self.step_us if self.step_us > 0 else None
+
+    def dynamo(self) -> dict[str, Any]:
+        """Dynamo's own facts about this trace's compilation (run.json), or {}."""
+        if self.regions.dynamo:
+            return dict(self.regions.dynamo)
+        if self.variant == COMPILED and self.run_info:
+            return dict(self.run_info.get("dynamo") or {})
+        return {}
+
+    def run_section(self, key: str) -> dict[str, Any]:
+        """run.json's ``key`` section for this variant (``timing``/``memory``: eager or
+        compiled), or {}."""
+        if not self.run_info or self.variant is None:
+            return {}
+        section = self.run_info.get(key) or {}
+        value = section.get(self.variant) if isinstance(section, dict) else None
+        return value if isinstance(value, dict) else {}
+
+
+def facts_of_trace(
+    trace: Trace,
+    *,
+    name: str | None = None,
+    run_info: dict[str, Any] | None = None,
+    variant: str | None = None,
+) -> TraceFacts:
+    """Analyse ``trace`` for the single-trace rules (``variant`` as in :class:`TraceFacts`)."""
+    label = name or Path(trace.meta.source).name
+    dynamo = (run_info or {}).get("dynamo") if variant == COMPILED else None
+    return TraceFacts(
+        name=label,
+        trace=trace,
+        summary=summarize(trace),
+        kernels=kernel_analysis.classify(trace),
+        launch=launch_overhead(trace),
+        regions=region_stats(trace, dynamo=dynamo or None),
+        expect_compiled=variant == COMPILED or labelled_compiled(label, trace.meta.source),
+        variant=variant,
+        run_info=run_info,
+    )
+
+
+def facts_of_side(comparison: Comparison, which: str) -> TraceFacts:
+    """The facts of side ``"a"`` or ``"b"`` of a comparison (no analysis is repeated).
+
+    With run.json, a is the eager trace and b the compiled one (as ``traceviz compare RUN_DIR``
+    builds them). The facts of one analysed side in one role are built once and shared by every
+    comparison that holds it (``compare_sides`` over many pairs), so the tables rules derive
+    from a trace are derived once; the cache entry goes when the side does.
+    """
+    side = comparison.side(which)
+    run_info = comparison.run_info
+    variant = (EAGER if which == "a" else COMPILED) if run_info else None
+    key = (variant, side.name, json.dumps(run_info, sort_keys=True, default=str))
+    cached = _SIDE_FACTS.get(id(side))
+    if cached is not None and cached[0]() is side and cached[1] == key:
+        return cached[2]
+    facts = _side_facts(side, run_info, variant)
+    _SIDE_FACTS[id(side)] = (weakref.ref(side, _forget(id(side))), key, facts)
+    return facts
+
+
+#: id(side) -> (weak reference to the side, its role key, its facts)
+_SIDE_FACTS: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], TraceFacts]] = {}
+
+
+def _forget(key: int) -> Callable[[Any], None]:
+    def drop(_: Any) -> None:
+        _SIDE_FACTS.pop(key, None)
+
+    return drop
+
+
+def _side_facts(side: Side, run_info: dict[str, Any] | None, variant: str | None) -> TraceFacts:
+    compiled_by_run = variant == COMPILED and bool((run_info or {}).get("traces", {}).get(COMPILED))
+    return TraceFacts(
+        name=side.name,
+        trace=side.trace,
+        summary=side.summary,
+        kernels=side.kernels,
+        launch=side.launch,
+        regions=side.regions,
+        expect_compiled=compiled_by_run
+        or (variant != EAGER and labelled_compiled(side.name, side.trace.meta.source)),
+        variant=variant,
+        run_info=run_info,
+    )
+
+
+def labelled_compiled(name: str, source: str) -> bool:
+    """The label or the file name says the trace is of a compiled model."""
+    return "compiled" in name.lower() or "compiled" in Path(source).name.lower()
+
+
+def issue_us(kernels: pd.DataFrame) -> npt.NDArray[np.float64]:
+    """When each kernel was issued, µs: its launch call's start, else its own start."""
+    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us])
+    return issue.to_numpy(dtype=float, na_value=np.nan)
+
+
+def window_bounds(facts: TraceFacts) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """(start, end) µs of each step window, in ``launch.per_step`` order (at least one)."""
+    windows = step_windows(facts.trace)
+    return windows.start_us, windows.end_us
+
+
+def kernel_steps(facts: TraceFacts) -> npt.NDArray[np.int64]:
+    """Per kernel row, the index of the step window it was issued in (−1: outside all)."""
+    return points_in_windows(facts, issue_us(facts.kernels))
+
+
+def points_in_windows(facts: TraceFacts, points: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """Per time point (µs), the index of the step window holding it (−1: outside all)."""
+    starts, ends = window_bounds(facts)
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    pos = np.searchsorted(starts, points, side="right") - 1
+    safe = np.clip(pos, 0, max(len(starts) - 1, 0))
+    inside = (pos >= 0) & np.isfinite(points) & (points <= ends[safe])
+    return np.where(inside, order[safe], -1).astype(np.int64)
+
+
+def is_kernel(kernels: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Rows that are kernels (not memcpy/memset)."""
+    return (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
+
+
+def durations(kernels: pd.DataFrame) -> npt.NDArray[np.float64]:
+    """Kernel durations, µs (0 where the trace has none)."""
+    return np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan))
+
+
+def top_names(
+    names: pd.Series, durs: npt.NDArray[np.float64], n_steps: int, *, top: int = 3
+) -> list[tuple[str, float, float]]:
+    """The ``top`` names by summed time: (name, calls per step, µs per step)."""
+    if len(names) == 0:
+        return []
+    frame = pd.DataFrame({"name": names.astype(object).astype(str).to_numpy(), "dur": durs})
+    grouped = frame.groupby("name", sort=False)["dur"].agg(["size", "sum"])
+    grouped = grouped.sort_values("sum", ascending=False, kind="stable").head(top)
+    return [
+        (str(name), float(row["size"]) / n_steps, float(row["sum"]) / n_steps)
+        for name, row in grouped.iterrows()
+    ]
+
+
+def us(value: float) -> str:
+    """A duration in µs for evidence text (``"12.3 µs"``, ``"4.56 ms"``)."""
+    return format_value(value, Unit.US)
+
+
+def short_name(name: str, width: int = 70) -> str:
+    """A long kernel name cut to ``width`` characters, keeping its start."""
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def middle_name(name: str, width: int = 90) -> str:
+    """A long kernel name cut in the middle (library GEMM names differ at their end)."""
+    if len(name) <= width:
+        return name
+    half = (width - 1) // 2
+    return name[:half] + "…" + name[-half:]

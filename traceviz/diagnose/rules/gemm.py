@@ -1,0 +1,235 @@
+"""GEMMs: library GEMMs that autotuning could replace, and a matmul's add left unfused.
+
+- **Extern GEMMs** (compiled traces): GEMM kernels inside compiled regions that Inductor did
+  not generate (cuBLAS, hipBLASLt, oneDNN/MKL, or an ATen fallback) taking a sizeable share of
+  the step, when the compile did not already use ``max-autotune`` (known from run.json).
+  ``max-autotune`` benchmarks Triton/C++ GEMM templates against the library call and can fuse
+  the following pointwise ops into the GEMM as an epilogue. No gain is estimated: only the
+  benchmark can tell.
+- **Matmul + add left unfused** (any trace): a matmul kernel (``mm``/``bmm``/``matmul``, or an
+  extern GEMM in a compiled trace) immediately followed on its stream/thread by a pointwise
+  kernel that adds, on the matmul's output shape (when shapes are recorded). ``addmm`` (or
+  ``F.linear``, or an epilogue-fused template) does the add inside the GEMM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
+from traceviz.analysis.kernels import Classified
+from traceviz.diagnose import docs
+from traceviz.diagnose.facts import TraceFacts, durations, middle_name, short_name, top_names
+from traceviz.diagnose.facts import us as _us
+from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.timeline import same_context, tensor_shapes, timeline
+from traceviz.schema import Kernels, Ops
+
+EXTERN_GEMM_ID = "extern-gemm"
+MATMUL_ADD_ID = "unfused-matmul-add"
+#: Extern GEMMs below a tenth of the step are not worth a longer compile.
+EXTERN_GEMM_SHARE = 0.10
+#: Matmul + add pairs whose adds take under 1% of the step are not worth a code change.
+MATMUL_ADD_SHARE = 0.01
+#: GEMM ops whose result still needs a separate add (addmm/linear/baddbmm add in the GEMM).
+PLAIN_MATMULS = frozenset({"mm", "bmm", "matmul"})
+ADD_OPS = frozenset({"add"})
+MATMUL_ADD_BASIS = (
+    "upper bound: the separate add kernels' time (measured); fused into the GEMM the add "
+    "costs little more than writing the GEMM's output"
+)
+
+
+def extern_gemms(facts: TraceFacts) -> list[Finding]:
+    """Extern GEMMs in a compiled trace that ``max-autotune`` could template."""
+    if not facts.compiled or _autotuned(facts.run_info):
+        return []
+    kernels = facts.kernels
+    mask = (kernels[Classified.kind].astype(object) == KernelKind.GEMM.value) & (
+        kernels[Classified.source].astype(object) == KernelSource.EXTERN.value
+    )
+    if not mask.any():
+        return []
+    rows = kernels[mask.to_numpy()]
+    durs = durations(rows)
+    time_us = facts.per_step(float(durs.sum()))
+    share = facts.share(time_us)
+    if share is None or share < EXTERN_GEMM_SHARE:
+        return []
+    names = rows[Kernels.op_name].astype(object).fillna(rows[Kernels.name].astype(object))
+    if facts.is_gpu:  # the library kernel, after the op that called it
+        kernel_names = rows[Kernels.name].astype(object).astype(str).map(middle_name)
+        names = names.astype(str).where(
+            names.astype(str) == kernel_names, names.astype(str) + ": " + kernel_names
+        )
+    evidence: list[Evidence | str] = [
+        Evidence("extern GEMM kernels per step", facts.per_step(len(rows)), Unit.COUNT),
+        Evidence("their time per step", time_us, Unit.US, share),
+    ]
+    evidence += [
+        f"{name}: {calls:.3g} per step, {_us(t)} per step"
+        for name, calls, t in top_names(names, durs, facts.n_steps)
+    ]
+    mode = ((facts.run_info or {}).get("compile") or {}).get("mode")
+    if mode:
+        evidence.append(f"compile mode: {mode}")
+    cpu = "" if facts.is_gpu else " On CPU, also set `torch._inductor.config.freezing = True` "
+    cpu += "(inference): the C++ GEMM template needs constant weights." if cpu else ""
+    return [
+        Finding(
+            id=EXTERN_GEMM_ID,
+            severity=Severity.INFO,
+            title=f"{facts.name}: {100 * share:.0f}% of the step is in library (extern) GEMMs "
+            "that Inductor did not generate",
+            evidence=tuple(evidence),
+            next_step='Try `torch.compile(model, mode="max-autotune")` (or '
+            '"max-autotune-no-cudagraphs"): Inductor benchmarks its GEMM templates against the '
+            "library call and can fuse the following pointwise ops into the GEMM. Compilation "
+            f"takes longer; keep it only if the step gets faster.{cpu}",
+            docs_url=docs.TORCH_COMPILE,
+            trace=facts.name,
+        )
+    ]
+
+
+def matmul_add(facts: TraceFacts) -> list[Finding]:
+    """A matmul followed directly by an add on its output, as two kernels."""
+    seq = timeline(facts)
+    if len(seq) < 2:
+        return []
+    pairs = _pairs(facts, seq)
+    if not pairs:
+        return []
+    adds = seq.loc[[j for _, j in pairs]]
+    time_us = facts.per_step(float(adds["dur"].sum()))
+    share = facts.share(time_us)
+    if share is None or share < MATMUL_ADD_SHARE:
+        return []
+    gemms = seq.loc[[i for i, _ in pairs]]
+    evidence: list[Evidence | str] = [
+        Evidence("matmul → add pairs per step", facts.per_step(len(pairs)), Unit.COUNT),
+        Evidence("the adds' time per step", time_us, Unit.US, share),
+        "GEMM kernels: " + ", ".join(sorted({short_name(str(x), 50) for x in gemms["label"]})[:3]),
+        "add kernels: " + ", ".join(sorted({short_name(str(x), 50) for x in adds["label"]})[:3]),
+    ]
+    if facts.compiled:
+        step = (
+            "Inductor called a library GEMM and added afterwards. Write the op as "
+            "`torch.addmm(bias, x, w)` / `F.linear`, or compile with "
+            '`mode="max-autotune"` so a GEMM template can fuse the add as an epilogue.'
+        )
+    else:
+        step = (
+            "Write `x @ w + b` as `torch.addmm(b, x, w)` or `F.linear(x, w.T, b)` (one GEMM "
+            "that adds the bias), or compile the model."
+        )
+    return [
+        Finding(
+            id=MATMUL_ADD_ID,
+            severity=Severity.INFO,
+            title=f"{facts.name}: a matmul and the add after it run as separate kernels",
+            evidence=tuple(evidence),
+            est_gain_us=time_us,
+            gain_basis=MATMUL_ADD_BASIS,
+            next_step=step,
+            docs_url=docs.ADDMM,
+            trace=facts.name,
+        )
+    ]
+
+
+def _autotuned(run_info: dict[str, Any] | None) -> bool:
+    """run.json says the compile already used max-autotune."""
+    compile_info = (run_info or {}).get("compile") or {}
+    config = compile_info.get("inductor_config") or {}
+    mode = str(compile_info.get("mode") or "")
+    return "max-autotune" in mode or bool(
+        config.get("max_autotune") or config.get("max_autotune_gemm")
+    )
+
+
+def _pairs(facts: TraceFacts, seq: pd.DataFrame) -> list[tuple[int, int]]:
+    """(gemm row, add row) index pairs of consecutive kernels in ``seq``."""
+    kind = seq["kind"].to_numpy(dtype=object)
+    labels = seq["label"].astype(object).astype(str)
+    op_names = _op_names(facts, seq["op"])
+    plain = _per_name(labels, _is_plain_matmul) | _per_name(op_names, _is_plain_matmul)
+    adds = _per_name(labels, _is_add)
+    candidate = np.zeros(len(seq), dtype=bool)
+    candidate[1:] = (
+        (kind[:-1] == KernelKind.GEMM.value)
+        & (kind[1:] == KernelKind.POINTWISE.value)
+        & plain[:-1]
+        & adds[1:]
+    )
+    candidate &= same_context(seq)
+    dims = facts.trace.ops[Ops.input_dims].astype(object).to_numpy()
+    ops = seq["op"].to_numpy(dtype=float)
+    return [
+        (int(seq.index[j - 1]), int(seq.index[j]))
+        for j in (int(x) for x in np.flatnonzero(candidate))
+        if _same_output(_dims(ops[j - 1], dims), _dims(ops[j], dims))
+    ]
+
+
+def _op_names(facts: TraceFacts, op_rows: pd.Series) -> pd.Series:
+    """The launching op's name per row ("" when none)."""
+    rows = op_rows.to_numpy(dtype=float)
+    names = facts.trace.ops[Ops.name].astype(object).to_numpy()
+    known = np.isfinite(rows) & (rows >= 0) & (rows < len(names))
+    out = np.full(len(rows), "", dtype=object)
+    out[known] = names[rows[known].astype(np.int64)]
+    return pd.Series(out, index=op_rows.index).astype(str)
+
+
+def _per_name(names: pd.Series, test: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+    """``test`` per row, evaluated once per distinct name."""
+    codes, uniques = pd.factorize(names)
+    hits = np.array([test(str(u)) for u in uniques], dtype=bool)
+    out = np.zeros(len(names), dtype=bool)
+    out[codes >= 0] = hits[codes[codes >= 0]]
+    return out
+
+
+def _is_plain_matmul(name: str) -> bool:
+    return eager_op_base(name, strip_inplace=True) in PLAIN_MATMULS
+
+
+def _is_add(name: str) -> bool:
+    fused = fused_kernel_ops(name)
+    if fused is not None:
+        return bool(ADD_OPS & set(fused.ops))
+    # in-place add_ is left out: autograd's gradient accumulation, not a bias add
+    return eager_op_base(name) in ADD_OPS
+
+
+def _same_output(gemm_dims: str | None, add_dims: str | None) -> bool:
+    """The add reads a tensor of the matmul's output shape (True when shapes are unknown)."""
+    out = _matmul_output(gemm_dims)
+    if out is None or add_dims is None:
+        return True
+    return out in tensor_shapes(add_dims)
+
+
+def _dims(op: float, dims: npt.NDArray[np.object_]) -> str | None:
+    if not np.isfinite(op) or not 0 <= op < len(dims):
+        return None
+    value = dims[int(op)]
+    return value if isinstance(value, str) else None
+
+
+def _matmul_output(dims: str | None) -> list[int] | None:
+    """[..., m, n] from the first two tensor inputs [..., m, k] and [..., k, n]."""
+    if dims is None:
+        return None
+    shapes = [s for s in tensor_shapes(dims) if len(s) >= 2]
+    if len(shapes) < 2:
+        return None
+    a, b = shapes[0], shapes[1]
+    return [*a[:-1], b[-1]]

@@ -1,0 +1,166 @@
+"""Launch-bound steps: the device waits for the CPU to issue kernels.
+
+GPU traces (measured, :mod:`traceviz.analysis.launch`): the share of the step the device sits
+idle waiting for the next launch, and the kernels shorter than their own launch call. When the
+step is launch-bound the cure is fewer launches: CUDA graphs (``mode="reduce-overhead"``)
+replay the whole step with one. When graphs are already in use (graph launches, replayed
+kernels) the finding says so, and counts the kernels still launched one by one.
+
+CPU-only traces have no launches; there the step time outside compute ops is framework
+overhead (Python, dispatcher, allocator), reported when it dominates.
+"""
+
+from __future__ import annotations
+
+from traceviz.diagnose import docs
+from traceviz.diagnose.facts import TraceFacts, is_kernel
+from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.schema import DeviceKind, Kernels, LaunchClass, Launches
+
+LAUNCH_BOUND_ID = "launch-bound"
+GRAPHS_ID = "cuda-graphs-in-use"
+OVERHEAD_ID = "framework-overhead"
+#: The device waits for the CPU a quarter of the step: launches, not kernels, set the pace.
+LAUNCH_BOUND_WAIT_SHARE = 0.25
+#: Half of all kernels finish faster than the CPU call that launched them ...
+SHORT_KERNEL_SHARE = 0.5
+#: ... while the device idles a quarter of the step: launch-bound even when the wait
+#: attribution (which needs both launch and kernel times) misses some gaps.
+SHORT_KERNEL_IDLE_SHARE = 0.25
+#: CPU-only traces: half the step outside compute ops is overhead worth naming.
+CPU_OVERHEAD_SHARE = 0.5
+GAIN_BASIS = (
+    "upper bound: the device time spent waiting for the CPU to launch the next kernel "
+    "(measured); CUDA graphs remove most of it, not all"
+)
+
+
+def launch_bound(facts: TraceFacts) -> list[Finding]:
+    """Launch-bound steps on a GPU trace; otherwise an info finding when graphs are in use."""
+    if not facts.is_gpu or facts.summary.kernel_count == 0:
+        return []
+    launch = facts.launch
+    wait_share = launch.cpu_wait_share or 0.0
+    idle_share = launch.idle_share or 0.0
+    # over all kernels: graph replays have no launch of their own, so they are never "short"
+    short_share = launch.short_kernels / facts.summary.kernel_count
+    bound = wait_share >= LAUNCH_BOUND_WAIT_SHARE or (
+        short_share >= SHORT_KERNEL_SHARE and idle_share >= SHORT_KERNEL_IDLE_SHARE
+    )
+    if not bound:
+        return [_graphs_info(facts)] if facts.uses_graphs else []
+    return [_launch_bound(facts, short_share)]
+
+
+def framework_overhead(facts: TraceFacts) -> list[Finding]:
+    """CPU-only traces: most of the step is spent outside compute ops."""
+    if facts.trace.device_kind is not DeviceKind.CPU or facts.summary.kernel_count == 0:
+        return []
+    share = facts.launch.idle_share
+    if share is None or share < CPU_OVERHEAD_SHARE:
+        return []
+    idle = facts.per_step(facts.launch.idle_us)
+    compute = facts.per_step(facts.summary.kernel_time_us)
+    step = "Compile the model: Inductor's generated code skips the eager dispatcher per op."
+    if facts.compiled:
+        step = (
+            "The compiled code is fast; what is left is Python and framework time around it. "
+            "Give each call more work (a larger batch), or compile more of the step "
+            "(the loop body, not only the model)."
+        )
+    return [
+        Finding(
+            id=OVERHEAD_ID,
+            severity=Severity.INFO,
+            title=f"{facts.name}: {100 * share:.0f}% of the step is outside compute ops "
+            "(Python, dispatcher, allocator)",
+            evidence=(
+                Evidence("time outside compute ops per step", idle, Unit.US, share),
+                Evidence("compute ops' time per step", compute, Unit.US, facts.share(compute)),
+                Evidence(
+                    "compute ops per step", facts.per_step(facts.summary.kernel_count), Unit.COUNT
+                ),
+            ),
+            next_step=step,
+            docs_url=docs.TORCH_COMPILE,
+            trace=facts.name,
+        )
+    ]
+
+
+def _direct_kernels(facts: TraceFacts) -> int:
+    """Kernels launched one by one (not replayed by a graph)."""
+    kernels = facts.kernels
+    return int((is_kernel(kernels) & ~kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
+
+
+def _graph_evidence(facts: TraceFacts) -> list[Evidence | str]:
+    launches = facts.trace.launches[Launches.launch_class].astype(object)
+    graph_launches = int((launches == LaunchClass.GRAPH_LAUNCH.value).sum())
+    kernels = facts.kernels
+    replayed = int((is_kernel(kernels) & kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
+    total = max(facts.summary.kernel_count, 1)
+    return [
+        Evidence("graph launches per step", facts.per_step(graph_launches), Unit.COUNT),
+        Evidence("kernels replayed by graphs", replayed / total, Unit.RATIO),
+        Evidence(
+            "kernels launched one by one per step",
+            facts.per_step(_direct_kernels(facts)),
+            Unit.COUNT,
+        ),
+    ]
+
+
+def _graphs_info(facts: TraceFacts) -> Finding:
+    return Finding(
+        id=GRAPHS_ID,
+        severity=Severity.INFO,
+        title=f"{facts.name}: CUDA graphs are in use (kernels replayed by graph launches)",
+        evidence=tuple(_graph_evidence(facts)),
+        next_step="Nothing to change for launch overhead. Graph replays keep their own memory "
+        "pool, and the profiler shows replayed kernels without their own launch calls.",
+        docs_url=docs.CUDAGRAPH_TREES,
+        trace=facts.name,
+    )
+
+
+def _launch_bound(facts: TraceFacts, short_share: float) -> Finding:
+    launch = facts.launch
+    wait = facts.per_step(launch.cpu_wait_us)
+    idle = facts.per_step(launch.idle_us)
+    evidence: list[Evidence | str] = [
+        Evidence("device waiting for the CPU per step", wait, Unit.US, facts.share(wait)),
+        Evidence("device idle per step", idle, Unit.US, facts.share(idle)),
+        Evidence("kernels per step", facts.per_step(facts.summary.kernel_count), Unit.COUNT),
+        Evidence("kernels shorter than their launch call", short_share, Unit.RATIO),
+    ]
+    if launch.mean_launch_us is not None:
+        evidence.append(Evidence("mean launch call", launch.mean_launch_us, Unit.US))
+    if launch.delay_p50_us is not None:
+        evidence.append(Evidence("median launch delay", launch.delay_p50_us, Unit.US))
+    if facts.uses_graphs:
+        evidence += _graph_evidence(facts)
+        step = (
+            "CUDA graphs are in use, but kernels are still launched one by one outside them. "
+            "CUDA graph trees skip graphs with CPU ops, dynamic shapes, graph breaks or "
+            'mutated inputs: `TORCH_LOGS="perf_hints"` prints why a graph was skipped.'
+        )
+        title = f"{facts.name}: launch-bound despite CUDA graphs"
+    else:
+        step = (
+            'Compile with `torch.compile(model, mode="reduce-overhead")`: CUDA graphs replay the '
+            "step's kernels with one launch. Otherwise give each kernel more work (a larger "
+            "batch) or fuse kernels (torch.compile's default mode)."
+        )
+        title = f"{facts.name}: launch-bound: the device waits for the CPU to launch kernels"
+    return Finding(
+        id=LAUNCH_BOUND_ID,
+        severity=Severity.WARNING,
+        title=title,
+        evidence=tuple(evidence),
+        est_gain_us=wait if wait > 0 else None,
+        gain_basis=GAIN_BASIS if wait > 0 else "",
+        next_step=step,
+        docs_url=docs.CUDAGRAPH_TREES,
+        trace=facts.name,
+    )

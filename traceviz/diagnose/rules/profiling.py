@@ -1,0 +1,229 @@
+"""Profiling mistakes: traces whose numbers cannot be trusted, or that hide what matters.
+
+- **No compiled region** in a trace labelled compiled (by its name, file name or run.json):
+  no ``Torch-Compiled Region``/``CompiledFxGraph``/``CompiledFunction`` marker, no Inductor
+  kernel, no graph replay. The "compiled" numbers are eager numbers.
+- **Compile events in the profiled window**: Dynamo/Inductor compilation spans
+  (``… (dynamo_timed)``, ``entire_frame_compile``, ``backend_compile``, …) inside the trace, so
+  the profiled steps include compile time (no warm-up before profiling).
+- **record_shapes off**: ops carry no ``Input Dims``, so memory traffic and fusion savings
+  cannot be estimated.
+- **Too few steps** (fewer than :data:`MIN_STEPS` ``ProfilerStep`` spans), or **noisy steps**
+  (step times, or run.json's timed iterations, spread widely).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.diagnose import docs
+from traceviz.diagnose.facts import TraceFacts, points_in_windows, short_name
+from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.schema import Ops, Steps
+
+NO_REGION_ID = "no-compiled-region"
+COMPILE_IN_WINDOW_ID = "compile-in-window"
+NO_SHAPES_ID = "no-record-shapes"
+FEW_STEPS_ID = "few-steps"
+NOISY_STEPS_ID = "noisy-steps"
+#: Fewer than three steps cannot show whether the first one was special (warm-up, allocation).
+MIN_STEPS = 3
+#: Step times whose standard deviation is a fifth of their mean do not support small deltas.
+STEP_CV_MAX = 0.20
+#: run.json timing: an interquartile range half the median means the machine was busy.
+TIMING_IQR_MAX = 0.50
+#: Names of Dynamo/Inductor compile-time spans (torch 2.1 … 2.13 record_function names).
+COMPILE_EVENT = re.compile(
+    r"\(dynamo_timed\)$|^(entire_frame_compile|backend_compile|_compile\.compile_inner|"
+    r"OutputGraph\.call_user_compiler|create_aot_dispatcher_function|compile_fx_inner|"
+    r"fx_codegen_and_compile|GraphLowering\.compile_to_module|async_compile\.wait|"
+    r"TorchDynamo Compile|compile_attempt_\d+|bytecode_tracing)$"
+)
+
+
+def no_compiled_region(facts: TraceFacts) -> list[Finding]:
+    """A trace labelled compiled that shows no sign of compiled code."""
+    if not facts.expect_compiled or facts.compiled or facts.uses_graphs:
+        return []
+    why = (
+        "run.json names it the compiled trace"
+        if facts.variant == "compiled"
+        else ("its label or file name says compiled")
+    )
+    return [
+        Finding(
+            id=NO_REGION_ID,
+            severity=Severity.ERROR,
+            title=f"{facts.name}: labelled compiled, but the trace shows no compiled code",
+            evidence=(
+                why,
+                Evidence("compiled-region markers", len(facts.trace.regions), Unit.COUNT),
+                "no Inductor-generated kernels (triton_… / cpp_fused_…) and no graph replays",
+                Evidence("kernels", facts.summary.kernel_count, Unit.COUNT),
+            ),
+            next_step="Profile the object `torch.compile` returned (or call `model.compile()` "
+            "first), after warm-up calls; check that compilation did not fail and fall back "
+            'to eager (run.json `compile.ok`, `TORCH_LOGS="graph_breaks"`).',
+            docs_url=docs.TROUBLESHOOTING,
+            trace=facts.name,
+        )
+    ]
+
+
+def compile_in_window(facts: TraceFacts) -> list[Finding]:
+    """Compilation spans recorded inside the trace."""
+    ops = facts.trace.ops
+    names = ops[Ops.name].astype(object).astype(str)
+    mask = compile_name_mask(ops[Ops.name])
+    if not mask.any():
+        return []
+    rows = ops[mask]
+    outer = _outermost(rows)
+    starts = rows[Ops.ts_us].to_numpy(dtype=float)[outer]
+    wall = float(np.nansum(rows[Ops.dur_us].to_numpy(dtype=float)[outer]))
+    steps = points_in_windows(facts, starts) if len(facts.trace.steps) else np.full(len(starts), -1)
+    in_steps = sorted({int(facts.trace.steps[Steps.step].iloc[s]) for s in steps if s >= 0})
+    evidence: list[Evidence | str] = [
+        Evidence("compile spans (outermost)", int(outer.sum()), Unit.COUNT),
+        Evidence("compile wall time in the trace", wall, Unit.US),
+        "e.g. " + ", ".join(short_name(n, 50) for n in names[mask].unique()[:3]),
+    ]
+    if in_steps:
+        evidence.append("inside ProfilerStep " + ", ".join(f"#{s}" for s in in_steps))
+    if facts.trace.meta.span_us > 0:
+        evidence.append(
+            Evidence("share of the trace's span", wall / facts.trace.meta.span_us, Unit.RATIO)
+        )
+    return [
+        Finding(
+            id=COMPILE_IN_WINDOW_ID,
+            severity=Severity.ERROR if in_steps else Severity.WARNING,
+            title=f"{facts.name}: torch.compile compiled inside the profiled window "
+            "(no warm-up before profiling)",
+            evidence=tuple(evidence),
+            next_step="Call the compiled model a few times before profiling, or use "
+            "`torch.profiler.schedule(wait=1, warmup=1, active=3)` with `prof.step()` each "
+            "iteration, so compilation and recompiles happen before the recorded steps.",
+            docs_url=docs.PROFILER,
+            trace=facts.name,
+        )
+    ]
+
+
+def no_record_shapes(facts: TraceFacts) -> list[Finding]:
+    """Ops recorded without their input shapes."""
+    if facts.summary.kernel_count == 0:
+        return []
+    flag = facts.trace.meta.profiler_flags.get("record_shapes")
+    has_dims = bool(facts.trace.ops[Ops.input_dims].notna().any())
+    if flag is not False and (flag is not None or has_dims):
+        return []
+    reason = (
+        "the trace's header says record_shapes = false"
+        if flag is False
+        else ("no op carries Input Dims")
+    )
+    return [
+        Finding(
+            id=NO_SHAPES_ID,
+            severity=Severity.INFO,
+            title=f"{facts.name}: recorded without shapes: memory traffic and fusion savings "
+            "cannot be estimated",
+            evidence=(reason,),
+            next_step="Profile with `torch.profiler.profile(record_shapes=True, "
+            "profile_memory=True, ...)`.",
+            docs_url=docs.PROFILER,
+            trace=facts.name,
+        )
+    ]
+
+
+def few_steps(facts: TraceFacts) -> list[Finding]:
+    """Too few ProfilerStep spans, or steps (and run.json timings) that vary too much."""
+    count = facts.summary.step_count
+    if count < MIN_STEPS:
+        what = (
+            "no ProfilerStep spans: per-step figures cover the whole trace"
+            if count == 0
+            else (f"only {count} ProfilerStep span(s)")
+        )
+        return [
+            Finding(
+                id=FEW_STEPS_ID,
+                severity=Severity.WARNING,
+                title=f"{facts.name}: too few profiled steps to trust ({count})",
+                evidence=(what, Evidence("steps", count, Unit.COUNT)),
+                next_step="Profile at least 3 steps after warm-up: `torch.profiler.profile("
+                "schedule=torch.profiler.schedule(wait=1, warmup=1, active=3))` and call "
+                "`prof.step()` at the end of each iteration.",
+                docs_url=docs.PROFILER,
+                trace=facts.name,
+            )
+        ]
+    return _noisy(facts)
+
+
+def _noisy(facts: TraceFacts) -> list[Finding]:
+    durs = facts.trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    mean = float(np.mean(durs))
+    cv = float(np.std(durs)) / mean if mean > 0 else 0.0
+    timing = facts.run_section("timing")
+    median, iqr = timing.get("median_us"), timing.get("iqr_us")
+    spread = float(iqr) / float(median) if median and iqr is not None else 0.0
+    if cv <= STEP_CV_MAX and spread <= TIMING_IQR_MAX:
+        return []
+    evidence: list[Evidence | str] = [
+        Evidence("step time, mean", mean, Unit.US),
+        Evidence("step time, std / mean", cv, Unit.RATIO),
+        Evidence(
+            "slowest / fastest step",
+            float(durs.max() / durs.min()) if durs.min() > 0 else float("nan"),
+            Unit.FACTOR,
+        ),
+    ]
+    if median:
+        evidence += [
+            Evidence("timed median (run.json)", float(median), Unit.US),
+            Evidence("timed IQR / median (run.json)", spread, Unit.RATIO),
+        ]
+    return [
+        Finding(
+            id=NOISY_STEPS_ID,
+            severity=Severity.WARNING if spread > TIMING_IQR_MAX else Severity.INFO,
+            title=f"{facts.name}: step times vary widely: small differences are noise",
+            evidence=tuple(evidence),
+            next_step="Measure on an idle machine with more warm-up and more steps; pin CPU "
+            "threads (`torch.set_num_threads`) and compare medians, not single steps.",
+            docs_url=docs.PROFILER,
+            trace=facts.name,
+        )
+    ]
+
+
+def compile_name_mask(names: pd.Series) -> npt.NDArray[np.bool_]:
+    """Per op, its name is a compile-time span (each distinct name matched once)."""
+    codes, uniques = pd.factorize(names)
+    hits = np.array([bool(COMPILE_EVENT.search(str(u))) for u in uniques], dtype=bool)
+    out = np.zeros(len(names), dtype=bool)
+    known = codes >= 0
+    out[known] = hits[codes[known]]
+    return out
+
+
+def _outermost(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
+    """Rows (compile spans) not inside another of them on the same thread."""
+    ts = frame[Ops.ts_us].to_numpy(dtype=float)
+    end = ts + np.nan_to_num(frame[Ops.dur_us].to_numpy(dtype=float))
+    thread = frame[Ops.thread].astype(object).astype(str).to_numpy()
+    order = np.lexsort((-end, ts, thread))
+    out = np.zeros(len(frame), dtype=bool)
+    reach: dict[str, float] = {}
+    for i in order:
+        if ts[i] >= reach.get(thread[i], -np.inf):
+            out[i] = True
+        reach[thread[i]] = max(reach.get(thread[i], -np.inf), end[i])
+    return out
