@@ -82,3 +82,35 @@ def test_corpus_compiled_regions() -> None:
     stats = region_stats(traceviz.load(path))
     assert stats.region_calls == 1 and stats.fx_graph_calls == 1
     assert stats.inside_kernels == 12 and stats.outside_kernels == 0
+
+
+def test_break_inside_nested_regions_is_seen_between_graph_calls(tmp_trace) -> None:
+    # torch nests the resumed frame's region (1/0) inside the region of the frame that broke.
+    path = tmp_trace(
+        [
+            op("ProfilerStep#0", 0, 1000, cat="user_annotation"),
+            op("Torch-Compiled Region: 0/0", 10, 900),
+            op("## Call CompiledFxGraph abc ##", 20, 100, cat="user_annotation"),
+            launch("cudaLaunchKernel", 30, 5, 1),
+            kernel("triton_poi_fused_cos_0", 40, 5, 1),
+            op("aten::item", 150, 50),
+            launch("cudaMemcpyAsync", 160, 5, 2),
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": "copy_kernel",
+                "pid": 0,
+                "tid": 7,
+                "ts": 170,
+                "dur": 5,
+                "args": {"correlation": 2, "device": 0, "stream": 7},
+            },  # fmt: skip
+            op("Torch-Compiled Region: 1/0", 300, 500),
+            op("## Call CompiledFxGraph def ##", 310, 100, cat="user_annotation"),
+            launch("cudaLaunchKernel", 320, 5, 3),
+            kernel("triton_poi_fused_relu_0", 330, 5, 3),
+        ]
+    )
+    stats = region_stats(traceviz.load(path))
+    assert stats.graph_breaks == 1
+    assert stats.between_kernels == 1 and stats.between_time_us == 5

@@ -65,6 +65,7 @@ __all__ = [
     "kernel_traffic",
     "memory_traffic",
     "op_estimates",
+    "peak_allocated",
     "split_bytes",
 ]
 
@@ -432,6 +433,12 @@ def _per_step(
     ts, cum = ts[order], np.concatenate([[0], np.cumsum(nbytes[order])])
     inside = cum[np.searchsorted(ts, ends, side="right")] - cum[np.searchsorted(ts, starts)]
     return float(inside.sum()) / starts.size
+
+
+def peak_allocated(trace: Trace) -> int | None:
+    """Peak allocated bytes on the devices the kernels ran on (None without memory events)."""
+    own = _own_devices(allocator_use(trace), trace.device_kind)
+    return _max_or_none(own[AllocatorUse.peak_allocated_bytes])
 
 
 def _own_devices(allocator: pd.DataFrame, device_kind: DeviceKind) -> pd.DataFrame:

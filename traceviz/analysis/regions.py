@@ -72,7 +72,10 @@ def region_stats(trace: Trace, *, dynamo: dict[str, Any] | None = None) -> Regio
     kind = regions[Regions.kind].astype(str)
     compiled = regions[kind == RegionKind.COMPILED_REGION.value]
     inside_mask = issued_inside(trace, regions[kind != RegionKind.FX_GRAPH_CALL.value])
-    between_mask = _issued_between(trace, compiled)
+    # A resumed frame's region nests inside the region of the frame that broke, so the break
+    # shows between the FX-graph calls, not between the regions.
+    calls = regions[kind == RegionKind.FX_GRAPH_CALL.value]
+    between_mask = _issued_between(trace, calls if len(calls) else compiled)
     kernels = trace.kernels
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
     durs = np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
@@ -141,8 +144,8 @@ def _graph_keys_inside(
 
 
 def _issued_between(trace: Trace, compiled: pd.DataFrame) -> np.ndarray:
-    """Kernels issued after the first and before the last compiled region of their step,
-    outside every region: the device cost of graph breaks."""
+    """Kernels issued after the first and before the last compiled-code span of their step,
+    outside every such span: the device cost of graph breaks."""
     kernels = trace.kernels
     issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us]).to_numpy(dtype=float)
     between = np.zeros(len(issue), dtype=bool)

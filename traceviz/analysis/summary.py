@@ -12,13 +12,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceviz.analysis.memory import peak_allocated
 from traceviz.records import records
 from traceviz.schema import (
     ActivityKind,
     Kernels,
     LaunchClass,
     Launches,
-    Memory,
     RegionKind,
     Regions,
 )
@@ -125,7 +125,7 @@ def summarize(trace: Trace, *, top: int = 10) -> TraceSummary:
         compiled_region_calls=int(
             (trace.regions[Regions.kind] == RegionKind.COMPILED_REGION.value).sum()
         ),
-        peak_allocated_bytes=_peak(trace.memory),
+        peak_allocated_bytes=peak_allocated(trace),
         memory_events=len(trace.memory),
         events_in=trace.stats.events_in,
         events_ignored=trace.stats.events_ignored,
@@ -139,11 +139,6 @@ def summarize(trace: Trace, *, top: int = 10) -> TraceSummary:
 
 def _sum(values: pd.Series) -> float:
     return float(np.nansum(values.to_numpy(dtype=float)))
-
-
-def _peak(memory: pd.DataFrame) -> int | None:
-    totals = memory[Memory.total_allocated_bytes].dropna()
-    return int(totals.max()) if len(totals) else None
 
 
 def _activities(kernels: pd.DataFrame) -> pd.DataFrame:

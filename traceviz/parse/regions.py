@@ -45,7 +45,8 @@ def _region_marker(name: str) -> tuple[RegionKind, int | None, int | None, str |
     if match := COMPILED_REGION.match(name):
         return RegionKind.COMPILED_REGION, int(match.group(1)), int(match.group(2)), None
     if match := FX_GRAPH_CALL.match(name):
-        return RegionKind.FX_GRAPH_CALL, None, None, match.group(1)
+        key = match.group(1)  # torch 2.13 on CPU writes the literal "None" when it has no key
+        return RegionKind.FX_GRAPH_CALL, None, None, None if key == "None" else key
     if name in COMPILED_FUNCTION_NAMES:
         return COMPILED_FUNCTION_NAMES[name], None, None, None
     return None
