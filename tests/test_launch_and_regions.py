@@ -104,7 +104,7 @@ def test_break_inside_nested_regions_is_seen_between_graph_calls(tmp_trace) -> N
                 "ts": 170,
                 "dur": 5,
                 "args": {"correlation": 2, "device": 0, "stream": 7},
-            },  # fmt: skip
+            },
             op("Torch-Compiled Region: 1/0", 300, 500),
             op("## Call CompiledFxGraph def ##", 310, 100, cat="user_annotation"),
             launch("cudaLaunchKernel", 320, 5, 3),

@@ -22,7 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 import traceviz
-from traceviz.commands.run import add_run_options, command_line
+from traceviz.commands.run import add_run_options, profile_from_args
 from traceviz.runner import DEFAULT_MODEL, Run
 from traceviz.runner.display import print_run
 
@@ -37,21 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from traceviz.runner import profile_model
-    from traceviz.runner.progress import RichProgress
-
     console = Console()
     console.rule(f"traceviz demo: {args.model}, eager vs torch.compile")
-    result = profile_model(
-        args.model,
-        device=args.device,
-        mode=args.mode,
-        backend=args.backend,
-        dtype=args.dtype,
-        out=args.out,
-        progress=RichProgress(Console(stderr=True)),
-        command=command_line(),
-    )
+    result = profile_from_args(args)
     show_result(result, console)
     print_run(result, console)
     console.print(next_steps(result))

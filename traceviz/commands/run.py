@@ -21,6 +21,7 @@ import sys
 
 from rich.console import Console
 
+from traceviz.runner import Run
 from traceviz.runner.display import print_run
 from traceviz.runner.options import (
     DEFAULT_ITERS,
@@ -96,11 +97,17 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    result = profile_from_args(args)
+    print_run(result, Console())
+    return 0 if result.ok else 1
+
+
+def profile_from_args(args: argparse.Namespace) -> Run:
+    """Run ``args.model`` with the options of :func:`add_run_options`, showing progress."""
     from traceviz.runner import profile_model
     from traceviz.runner.progress import RichProgress
 
-    console = Console()
-    result = profile_model(
+    return profile_model(
         args.model,
         device=args.device,
         mode=args.mode,
@@ -115,8 +122,6 @@ def run(args: argparse.Namespace) -> int:
         progress=RichProgress(Console(stderr=True)),
         command=command_line(),
     )
-    print_run(result, console)
-    return 0 if result.ok else 1
 
 
 def command_line() -> str:

@@ -25,8 +25,8 @@ from traceviz.dashboard.loading import (
 )
 from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane
 from traceviz.errors import TraceVizError
-from traceviz.report.units import fmt_bytes
 from traceviz.trace import Trace
+from traceviz.units import fmt_bytes
 
 #: Panel extensions the dashboard needs (``pn.extension(*EXTENSIONS)``).
 EXTENSIONS = ("plotly", "tabulator", "filedropper")

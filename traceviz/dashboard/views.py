@@ -22,7 +22,6 @@ from traceviz.analysis.kernels import Classified
 from traceviz.report import figures
 from traceviz.report.html import finding_html
 from traceviz.report.markdown import view_html
-from traceviz.report.units import fmt_count, fmt_us
 from traceviz.report.views import (
     eager_only_view,
     fmt_delta,
@@ -34,6 +33,7 @@ from traceviz.report.views import (
     regions_view,
 )
 from traceviz.schema import Kernels
+from traceviz.units import fmt_count, fmt_us
 
 STRETCH = "stretch_width"
 CARD_METRICS = (

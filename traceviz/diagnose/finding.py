@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from traceviz.units import fmt_bytes, fmt_us
+
 __all__ = ["Evidence", "Finding", "Severity", "Unit", "format_value"]
 
 _SEVERITY_ORDER = ("info", "warning", "error")
@@ -181,9 +183,9 @@ def format_value(value: float | int | str | None, unit: str) -> str:
     if not math.isfinite(number):
         return "–"
     if unit == Unit.US:
-        return _fmt_us(number)
+        return fmt_us(number)
     if unit == Unit.BYTES:
-        return _fmt_bytes(number)
+        return fmt_bytes(number)
     if unit == Unit.RATIO:
         return f"{100.0 * number:.1f}%"
     if unit == Unit.FACTOR:
@@ -191,23 +193,6 @@ def format_value(value: float | int | str | None, unit: str) -> str:
     if unit == Unit.COUNT:
         return f"{number:,.0f}" if number == round(number) else f"{number:,.1f}"
     return f"{number:.4g}"
-
-
-def _fmt_us(value: float) -> str:
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{value / 1e6:.3g} s"
-    if magnitude >= 1e3:
-        return f"{value / 1e3:.3g} ms"
-    return f"{value:.3g} µs"
-
-
-def _fmt_bytes(value: float) -> str:
-    magnitude = abs(value)
-    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if magnitude >= scale:
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} B"
 
 
 def _plain(value: Any) -> Any:

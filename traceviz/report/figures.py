@@ -26,7 +26,6 @@ from plotly.subplots import make_subplots
 from traceviz.analysis.compare import Comparison, Metric, Side
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.launch import StepOverhead
-from traceviz.report.units import fmt_bytes, fmt_count, fmt_name, fmt_us
 from traceviz.report.views import fmt_value
 from traceviz.schema import (
     DeviceKind,
@@ -38,6 +37,7 @@ from traceviz.schema import (
     Regions,
     Steps,
 )
+from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_us
 
 SIDE_COLORS = ("#4C78A8", "#F58518")  # a, b
 KIND_COLORS: dict[str, str] = {

@@ -13,9 +13,9 @@ from traceviz.analysis.compare import Comparison
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.diagnose.finding import Finding
 from traceviz.records import records
-from traceviz.report.units import fmt_bytes, fmt_count, fmt_name, fmt_pct, fmt_us
 from traceviz.report.views import View, comparison_views, headline
 from traceviz.trace import Trace
+from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_pct, fmt_us
 
 
 def print_summary(trace: Trace, console: Console, *, top: int = 10) -> None:

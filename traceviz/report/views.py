@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.records import records
-from traceviz.report.units import fmt_bytes, fmt_count, fmt_name, fmt_us
+from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_us
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from traceviz.report.units import fmt_bytes, fmt_us
 from traceviz.runner.run import Run
 from traceviz.runner.runinfo import RunInfo, TimingStats
+from traceviz.units import fmt_bytes, fmt_us
 
 
 def print_run(run: Run, console: Console) -> None:
