@@ -72,6 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+RUN_ONLY = ("batch_size", "train", "steps", "warmup", "iters")
+
+
 def add_run_options(parser: argparse.ArgumentParser) -> None:
     """The options `run` shares with `demo`: device, compile settings, dtype, output."""
     parser.add_argument(
@@ -107,18 +110,16 @@ def profile_from_args(args: argparse.Namespace) -> Run:
     from traceviz.runner import profile_model
     from traceviz.runner.progress import RichProgress
 
+    # `demo` has only the shared options; `run` adds these.
+    extras = {name: getattr(args, name) for name in RUN_ONLY if hasattr(args, name)}
     return profile_model(
         args.model,
         device=args.device,
         mode=args.mode,
         backend=args.backend,
         dtype=args.dtype,
-        batch_size=args.batch_size,
-        train=args.train,
-        steps=args.steps,
-        warmup=args.warmup,
-        iters=args.iters,
         out=args.out,
+        **extras,
         progress=RichProgress(Console(stderr=True)),
         command=command_line(),
     )
