@@ -1,0 +1,85 @@
+"""Snapshots of every output format of `traceviz compare` and `traceviz summary` on a real
+sample run. A change in any output shows up here as a diff to review.
+
+Regenerate after an intended change with ``TRACEVIZ_UPDATE_SNAPSHOTS=1 pytest tests/test_snapshots.py``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from tests.conftest import REPO, SAMPLES
+from traceviz.analysis.compare import compare
+from traceviz.analysis.summary import summarize
+from traceviz.report.json_report import comparison_json
+from traceviz.report.markdown import comparison_markdown
+from traceviz.report.text import render_comparison, render_summary
+from traceviz.rundir import read_run_dir
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+UPDATE = os.environ.get("TRACEVIZ_UPDATE_SNAPSHOTS") == "1"
+RUN = "graph-break"
+
+
+def _normalise(text: str) -> str:
+    """Machine-specific parts: the checkout's path; plotly's random element ids."""
+    text = text.replace(str(REPO), "<repo>")
+    return re.sub(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", "<uuid>", text)
+
+
+def _check(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    text = _normalise(text)
+    if UPDATE or not path.exists():
+        if not UPDATE and os.environ.get("CI"):
+            pytest.fail(f"snapshot {path} is missing; make it with TRACEVIZ_UPDATE_SNAPSHOTS=1")
+        path.write_text(text)
+    assert text == path.read_text(), f"{name} changed; review and regenerate if intended"
+
+
+@pytest.fixture(scope="module")
+def comparison():  # type: ignore[no-untyped-def]
+    run_dir = SAMPLES / RUN
+    if not (run_dir / "run.json").is_file():
+        pytest.skip(f"sample run {run_dir} not found")
+    cwd = Path.cwd()
+    os.chdir(REPO)  # sources print relative to the checkout
+    try:
+        run = read_run_dir(Path("sample_traces") / RUN)
+        return compare(run.eager, run.compiled, names=("eager", "compiled"), run_info=run.info)
+    finally:
+        os.chdir(cwd)
+
+
+def _rich(draw) -> str:  # type: ignore[no-untyped-def]
+    buffer = io.StringIO()
+    draw(Console(file=buffer, width=140, color_system=None, force_terminal=False))
+    return buffer.getvalue()
+
+
+def test_compare_text(comparison) -> None:  # type: ignore[no-untyped-def]
+    _check(f"compare-{RUN}.txt", _rich(lambda c: render_comparison(comparison, c, top=5)))
+
+
+def test_compare_markdown(comparison) -> None:  # type: ignore[no-untyped-def]
+    _check(f"compare-{RUN}.md", comparison_markdown(comparison, top=5))
+
+
+def test_compare_json(comparison) -> None:  # type: ignore[no-untyped-def]
+    doc = comparison_json(comparison, top=5)
+    doc["run"] = {"model": doc["run"]["model"]}  # run.json itself is checked by the runner tests
+    _check(f"compare-{RUN}.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+
+
+def test_summary_text_and_json(comparison) -> None:  # type: ignore[no-untyped-def]
+    summary = summarize(comparison.b.trace, top=5)
+    _check(f"summary-{RUN}-compiled.txt", _rich(lambda c: render_summary(summary, c)))
+    doc = json.dumps(summary.to_json(), indent=1, sort_keys=True) + "\n"
+    _check(f"summary-{RUN}-compiled.json", doc)
