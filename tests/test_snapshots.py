@@ -1,7 +1,8 @@
 """Snapshots of every output format of `traceviz compare` and `traceviz summary` on a real
 sample run. A change in any output shows up here as a diff to review.
 
-Regenerate after an intended change with ``TRACEVIZ_UPDATE_SNAPSHOTS=1 pytest tests/test_snapshots.py``.
+Regenerate after an intended change:
+``TRACEVIZ_UPDATE_SNAPSHOTS=1 pytest tests/test_snapshots.py``.
 """
 
 from __future__ import annotations
