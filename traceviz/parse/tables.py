@@ -24,7 +24,7 @@ from traceviz.parse.columns import (
     nullable_ints,
     raw_text,
 )
-from traceviz.parse.events import Event
+from traceviz.parse.events import NO_RAW, Event
 from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
 from traceviz.schema import (
     ActivityKind,
@@ -172,6 +172,8 @@ def op_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFrame:
 def _input_dims(args: Sequence[Any]) -> pd.Categorical[Any]:
     dims = arg_field(args, "input_dims")
     legacy = arg_field(args, "input_dims_legacy")
+    if legacy.count(NO_RAW) == len(legacy):  # no oldest-schema "Input dims": nothing to merge
+        return raw_text(dims)
     merged = [d if len(d) else old for d, old in zip(dims, legacy, strict=True)]
     return raw_text(merged)
 
