@@ -58,11 +58,18 @@ def issued_inside_regions(trace: Trace) -> np.ndarray:
     return issued_inside(trace, trace.regions)
 
 
+def issue_us(kernels: pd.DataFrame) -> np.ndarray:
+    """When each kernel was issued, µs: its launch call's start, else its own start (CPU
+    kernels, or device activity whose launch is not in the trace)."""
+    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us])
+    return issue.to_numpy(dtype=float, na_value=np.nan)
+
+
 def issued_inside(trace: Trace, spans: pd.DataFrame) -> np.ndarray:
     """Per kernel: issued (launched, or run for CPU kernels) inside one of ``spans`` (rows of
     a regions table) on that span's thread."""
     kernels = trace.kernels
-    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us]).to_numpy(dtype=float)
+    issue = issue_us(kernels)
     threads = kernels[Kernels.thread].astype(object).to_numpy()
     inside = np.zeros(len(kernels), dtype=bool)
     for thread, group in spans.groupby(Regions.thread, observed=True):

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.kernels import issued_inside
+from traceviz.analysis.kernels import issue_us, issued_inside
 from traceviz.analysis.launch import step_windows
 from traceviz.schema import ActivityKind, Kernels, RegionKind, Regions
 from traceviz.trace import Trace
@@ -146,8 +146,7 @@ def _graph_keys_inside(
 def _issued_between(trace: Trace, compiled: pd.DataFrame) -> np.ndarray:
     """Kernels issued after the first and before the last compiled-code span of their step,
     outside every such span: the device cost of graph breaks."""
-    kernels = trace.kernels
-    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us]).to_numpy(dtype=float)
+    issue = issue_us(trace.kernels)
     between = np.zeros(len(issue), dtype=bool)
     if compiled.empty:
         return between

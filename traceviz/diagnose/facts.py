@@ -24,7 +24,7 @@ import pandas as pd
 
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis.kernel_kinds import KernelSource
-from traceviz.analysis.kernels import Classified
+from traceviz.analysis.kernels import Classified, issue_us
 from traceviz.analysis.launch import LaunchOverhead, launch_overhead, step_windows
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
@@ -199,12 +199,6 @@ def _side_facts(side: Side, run_info: dict[str, Any] | None, variant: str | None
 def labelled_compiled(name: str, source: str) -> bool:
     """The label or the file name says the trace is of a compiled model."""
     return "compiled" in name.lower() or "compiled" in Path(source).name.lower()
-
-
-def issue_us(kernels: pd.DataFrame) -> npt.NDArray[np.float64]:
-    """When each kernel was issued, µs: its launch call's start, else its own start."""
-    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us])
-    return issue.to_numpy(dtype=float, na_value=np.nan)
 
 
 def window_bounds(facts: TraceFacts) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -18,12 +18,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.kernels import issue_us
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
     durations,
     is_kernel,
-    issue_us,
     points_in_windows,
     short_name,
     top_names,
