@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 
 from traceviz.analysis import kernels as kernel_analysis
+from traceviz.analysis.device import NOT_ANALYSED, is_analysed
 from traceviz.analysis.fusion import FusionMap, fusion_map
 from traceviz.analysis.launch import LaunchOverhead, launch_overhead
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
@@ -39,7 +40,8 @@ class Metric:
     b = "b"  # value for trace b
     delta = "delta"  # b − a
     ratio = "ratio"  # b / a (NaN when a is 0 or missing)
-    basis = "basis"  # "measured" (read from the trace) or "estimated" (modelled)
+    basis = "basis"  # "measured" (read from the trace), "estimated" (modelled), or
+    # "not-analysed" (a side's device has no model in traceviz: its value is null)
     description = "description"  # one line for people
 
 
@@ -344,34 +346,59 @@ def _per_step(side: Side, value: float) -> float | None:
     return value / steps if steps else None
 
 
+#: Metrics read from the CPU side of a trace (steps, compiled regions, allocator events): they
+#: stay measured on a device traceviz does not model; every other metric needs the device model.
+HOST_METRICS = frozenset(
+    {"step_count", "step_time_us", "peak_allocated_bytes", "compiled_regions",
+     "compiled_frames", "graph_breaks", "recompiles"}
+)  # fmt: skip
+
+
 def _metrics(side_a: Side, side_b: Side, fusion: FusionMap) -> pd.DataFrame:
+    """One row per :data:`METRICS` entry plus the fusion headline rows. A device metric of a
+    side whose device traceviz does not model is null, and its row's basis ``not-analysed``."""
+    analysed = (is_analysed(side_a.trace), is_analysed(side_b.trace))
+    pair = (all(analysed), all(analysed))  # the fusion rows need both sides
     rows = [
-        _row(m.name, m.unit, m.basis, m.description, m.get(side_a), m.get(side_b)) for m in METRICS
+        _side_row(m.name, m.unit, m.basis, m.description, m.get(side_a), m.get(side_b), analysed)
+        for m in METRICS
     ]
     rows.append(
-        _row(
+        _side_row(
             "eager_kernels_per_compiled_kernel",
             "ratio",
             "measured",
             "kernels in a per kernel in b (the fusion headline)",
             None,
             fusion.eager_kernels_per_compiled_kernel,
+            pair,
         )
     )
     rows.append(
-        _row(
+        _side_row(
             "est_bytes_saved",
             "bytes",
             "estimated",
             "estimated traffic of a minus that of b",
             None,
             fusion.est_bytes_saved,
+            pair,
         )
     )
     return pd.DataFrame(rows, columns=[
         Metric.name, Metric.unit, Metric.a, Metric.b, Metric.delta, Metric.ratio,
         Metric.basis, Metric.description,
     ])  # fmt: skip
+
+
+def _side_row(
+    name: str, unit: str, basis: str, text: str, a: Any, b: Any, analysed: tuple[bool, bool]
+) -> list[Any]:
+    """:func:`_row`, with the values of unanalysed sides nulled for device metrics."""
+    if name in HOST_METRICS or all(analysed):
+        return _row(name, unit, basis, text, a, b)
+    a, b = (value if ok else None for value, ok in zip((a, b), analysed, strict=True))
+    return _row(name, unit, NOT_ANALYSED, text, a, b)
 
 
 def _row(name: str, unit: str, basis: str, text: str, a: Any, b: Any) -> list[Any]:

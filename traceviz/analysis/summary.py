@@ -1,7 +1,9 @@
 """One trace at a glance: the numbers behind ``traceviz summary``.
 
 Every figure is measured (read from the trace), never estimated; the JSON form is documented
-in ``docs/summary-json.md`` and versioned by :data:`SUMMARY_SCHEMA_VERSION`.
+in ``docs/summary-json.md`` and versioned by :data:`SUMMARY_SCHEMA_VERSION`. On a device
+traceviz does not model (``device == "other"``) the device figures are not analysed: null in
+JSON (:data:`DEVICE_FIGURES`), "n/a" in text, and ``device_activity`` says what the trace holds.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from traceviz.analysis.device import NOT_ANALYSED, DeviceActivity, device_activity, is_analysed
 from traceviz.analysis.memory import peak_allocated
 from traceviz.records import records
 from traceviz.schema import (
@@ -26,6 +29,11 @@ from traceviz.trace import Trace
 
 SUMMARY_SCHEMA_VERSION = 1
 LAUNCH_CLASSES_COUNTED = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
+#: Keys of the JSON form that need a device model (null when ``basis`` is ``not-analysed``).
+DEVICE_FIGURES = (
+    "kernel_count", "kernel_time_us", "memcpy_count", "memcpy_bytes", "memset_count",
+    "launch_count", "launch_api_time_us",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -35,7 +43,8 @@ class TraceSummary:
     Tables (DataFrames):
 
     - ``activities``: ``activity`` (kernel/memcpy/memset), ``count``, ``time_us`` (summed
-      device time, µs), ``bytes`` (memcpy/memset only).
+      device time, µs: ``excl_dur_us``, so a nested CPU kernel counts once), ``bytes``
+      (memcpy/memset only). Kernel times below are exclusive the same way.
     - ``top_kernels``: ``name``, ``count``, ``time_us`` (total, µs), ``mean_us``,
       ``share_pct`` (of all kernel time), the ``top`` largest by total time.
     - ``launch_classes``: ``launch_class``, ``count``, ``time_us`` (CPU time inside the calls).
@@ -66,9 +75,23 @@ class TraceSummary:
     top_kernels: pd.DataFrame
     launch_classes: pd.DataFrame
     region_kinds: pd.DataFrame
+    basis: str = "measured"  # "not-analysed": the device has no model, device figures n/a
+    device_activity: DeviceActivity | None = None  # what an unmodelled device's trace holds
+
+    @property
+    def analysed(self) -> bool:
+        """The device figures mean something (traceviz models this trace's device)."""
+        return self.basis != NOT_ANALYSED
 
     def to_json(self) -> dict[str, Any]:
         """The documented JSON form (``docs/summary-json.md``)."""
+        out = self._json()
+        if not self.analysed:
+            out.update(dict.fromkeys(DEVICE_FIGURES))
+        return out
+
+    def _json(self) -> dict[str, Any]:
+        activity = self.device_activity
         return {
             "schema_version": SUMMARY_SCHEMA_VERSION,
             "source": self.source,
@@ -94,6 +117,8 @@ class TraceSummary:
             "top_kernels": records(self.top_kernels),
             "launch_classes": records(self.launch_classes),
             "region_kinds": records(self.region_kinds),
+            "basis": self.basis,
+            "device_activity": activity.to_json() if activity is not None else None,
         }
 
 
@@ -116,7 +141,7 @@ def summarize(trace: Trace, *, top: int = 10) -> TraceSummary:
         step_count=len(steps),
         step_mean_us=float(steps["dur_us"].mean()) if len(steps) else None,
         kernel_count=int(is_kernel.sum()),
-        kernel_time_us=_sum(kernels[Kernels.dur_us][is_kernel]),
+        kernel_time_us=_sum(kernels[Kernels.excl_dur_us][is_kernel]),
         memcpy_count=int(is_memcpy.sum()),
         memcpy_bytes=int(kernels[Kernels.bytes][is_memcpy].sum()),
         memset_count=int((activity == ActivityKind.MEMSET.value).sum()),
@@ -134,6 +159,8 @@ def summarize(trace: Trace, *, top: int = 10) -> TraceSummary:
         top_kernels=_top_kernels(kernels[is_kernel], top),
         launch_classes=_grouped(launches, Launches.launch_class, Launches.dur_us),
         region_kinds=_region_kinds(trace.regions),
+        basis="measured" if is_analysed(trace) else NOT_ANALYSED,
+        device_activity=device_activity(trace),
     )
 
 
@@ -146,7 +173,7 @@ def _activities(kernels: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(
         {
             "count": grouped.size(),
-            "time_us": grouped[Kernels.dur_us].sum(),
+            "time_us": grouped[Kernels.excl_dur_us].sum(),
             "bytes": grouped[Kernels.bytes].sum(),
         }
     )
@@ -154,8 +181,8 @@ def _activities(kernels: pd.DataFrame) -> pd.DataFrame:
 
 
 def _top_kernels(kernels: pd.DataFrame, top: int) -> pd.DataFrame:
-    total = _sum(kernels[Kernels.dur_us])
-    grouped = kernels.groupby(Kernels.name, observed=True)[Kernels.dur_us]
+    total = _sum(kernels[Kernels.excl_dur_us])
+    grouped = kernels.groupby(Kernels.name, observed=True)[Kernels.excl_dur_us]
     table = pd.DataFrame({"count": grouped.size(), "time_us": grouped.sum()})
     table["mean_us"] = table["time_us"] / table["count"]
     table["share_pct"] = 100.0 * table["time_us"] / total if total > 0 else 0.0

@@ -7,6 +7,10 @@ Markdown, HTML) formats the same object.
 
 Units of :attr:`Evidence.unit` (see :class:`Unit`): ``us`` (microseconds), ``bytes``,
 ``count``, ``ratio`` (a fraction, 1.0 = 100%), ``x`` (a speed or size factor), ``""`` (text).
+
+Evidence text is short by construction, for every rule: a string (or an :class:`Evidence`
+label or text value) longer than :data:`MAX_EVIDENCE_CHARS` is cut at the last list separator
+that fits and ends in ``"… N more"`` (N list items, or characters when it is no list).
 """
 
 from __future__ import annotations
@@ -18,7 +22,20 @@ from typing import Any
 
 from traceviz.units import fmt_bytes, fmt_us
 
-__all__ = ["Evidence", "Finding", "Severity", "Unit", "format_value"]
+__all__ = [
+    "MAX_EVIDENCE_CHARS",
+    "Evidence",
+    "Finding",
+    "Severity",
+    "Unit",
+    "format_value",
+    "shorten",
+]
+
+#: The longest evidence string (before its "… N more" tail), characters.
+MAX_EVIDENCE_CHARS = 200
+#: List separators an over-long evidence string is cut at, most specific first.
+_SEPARATORS = (" → ", "; ", ", ")
 
 _SEVERITY_ORDER = ("info", "warning", "error")
 
@@ -80,6 +97,11 @@ class Evidence:
     unit: str = Unit.TEXT
     share: float | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "label", shorten(self.label))
+        if isinstance(self.value, str):
+            object.__setattr__(self, "value", shorten(self.value))
+
     def text(self) -> str:
         """``"label: value (share of step)"`` for people."""
         out = f"{self.label}: {format_value(self.value, self.unit)}"
@@ -117,6 +139,10 @@ class Finding:
     next_step: str = ""
     docs_url: str = ""
     trace: str = ""
+
+    def __post_init__(self) -> None:
+        short = tuple(e if isinstance(e, Evidence) else shorten(str(e)) for e in self.evidence)
+        object.__setattr__(self, "evidence", short)
 
     def sort_key(self) -> tuple[int, float, str, str]:
         """Most severe first, then largest estimated gain (unknown last), then id and trace."""
@@ -193,6 +219,21 @@ def format_value(value: float | int | str | None, unit: str) -> str:
     if unit == Unit.COUNT:
         return f"{number:,.0f}" if number == round(number) else f"{number:,.1f}"
     return f"{number:.4g}"
+
+
+def shorten(text: str, limit: int = MAX_EVIDENCE_CHARS) -> str:
+    """``text`` when it fits in ``limit`` characters; else its start, cut after the last list
+    separator (``" → "``, ``"; "``, ``", "``) that fits, then ``"… N more"`` (N items left
+    out), or cut at ``limit`` with ``"… N more characters"`` when it is no list."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    for sep in _SEPARATORS:
+        cut = head.rfind(sep)
+        if cut > 0:
+            rest = text[cut + len(sep) :]
+            return f"{text[:cut]}{sep.rstrip()} … {rest.count(sep) + 1} more"
+    return f"{head} … {len(text) - limit} more characters"
 
 
 def _plain(value: Any) -> Any:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from traceviz.analysis.compare import Comparison, Side
@@ -21,8 +22,8 @@ def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
         "metrics": records(comparison.metrics),
         "kinds": records(comparison.kinds),
         "regions": records(comparison.regions),
-        "launch": {side: _launch(comparison.side(side)) for side in ("a", "b")},
-        "memory": {side: _memory(comparison.side(side)) for side in ("a", "b")},
+        "launch": {side: _analysed(comparison.side(side), _launch) for side in ("a", "b")},
+        "memory": {side: _analysed(comparison.side(side), _memory) for side in ("a", "b")},
         "fusion": {
             "eager_kernels_per_compiled_kernel": plain(fusion.eager_kernels_per_compiled_kernel),
             "est_bytes_saved": plain(fusion.est_bytes_saved),
@@ -37,6 +38,7 @@ def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
 
 def _trace(side: Side) -> dict[str, Any]:
     meta = side.trace.meta
+    activity = side.summary.device_activity
     return {
         "name": side.name,
         "source": meta.source,
@@ -44,7 +46,14 @@ def _trace(side: Side) -> dict[str, Any]:
         "device_names": sorted(set(meta.device_names)),
         "steps": side.summary.step_count,
         "events_in": side.trace.stats.events_in,
+        "basis": side.summary.basis,
+        "device_activity": activity.to_json() if activity is not None else None,
     }
+
+
+def _analysed(side: Side, section: Callable[[Side], dict[str, Any]]) -> dict[str, Any] | None:
+    """A per-side section of device figures; null where the side's device is not analysed."""
+    return section(side) if side.summary.analysed else None
 
 
 def _launch(side: Side) -> dict[str, Any]:

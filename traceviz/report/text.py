@@ -38,7 +38,8 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
 
 def _headline(s: TraceSummary) -> Table:
     table = Table(
-        title=f"Trace summary: {s.source} (all figures measured)",
+        title=f"Trace summary: {s.source} "
+        + ("(all figures measured)" if s.analysed else "(device not analysed)"),
         show_header=False,
         title_justify="left",
     )
@@ -65,9 +66,27 @@ def _headline(s: TraceSummary) -> Table:
             + _ignored_text(s.ignored),
         ),
     ]
+    if not s.analysed:
+        rows = [(what, _NA if what in _DEVICE_ROWS else value) for what, value in rows]
+        rows.insert(3, ("device activity", _device_activity_text(s)))
     for what, value in rows:
         table.add_row(what, value)
     return table
+
+
+_NA = "n/a (device not analysed)"
+_DEVICE_ROWS = ("kernels", "memcpy", "memset", "launch API calls")
+
+
+def _device_activity_text(s: TraceSummary) -> str:
+    held = s.device_activity
+    if held is None:
+        return "–"
+    return (
+        f"{fmt_count(held.runtime_calls)} runtime calls ({fmt_us(held.runtime_time_us)}), "
+        f"{fmt_count(held.device_events)} device events ({fmt_us(held.device_event_time_us)} "
+        f"summed): {', '.join(held.categories) or 'no categories'}"
+    )
 
 
 def _ignored_text(ignored: dict[str, int]) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from traceviz.analysis.compare import Comparison, Metric
+from traceviz.analysis.device import NOT_ANALYSED
 from traceviz.records import records
 from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_us
 
@@ -52,14 +54,13 @@ def headline(comparison: Comparison) -> list[str]:
         f"{a}: {comparison.a.trace.meta.source} ({comparison.a.trace.device_kind.value})",
         f"{b}: {comparison.b.trace.meta.source} ({comparison.b.trace.device_kind.value})",
     ]
-    kernels = comparison.metric("kernel_count")
+    kernels, time = comparison.metric("kernel_count"), comparison.metric("kernel_time_us")
     lines.append(
-        f"kernels {fmt_value(kernels[Metric.a], 'count')} → {fmt_value(kernels[Metric.b], 'count')}"
+        f"kernels {_metric_value(kernels, Metric.a)} → {_metric_value(kernels, Metric.b)}"
         f" ({fmt_ratio(kernels[Metric.ratio])}), device time "
-        + " → ".join(fmt_value(comparison.metric("kernel_time_us")[s], "us") for s in ("a", "b"))
-        + " (measured)"
+        f"{_metric_value(time, Metric.a)} → {_metric_value(time, Metric.b)} ({time[Metric.basis]})"
     )
-    per = comparison.fusion.eager_kernels_per_compiled_kernel
+    per = comparison.metric("eager_kernels_per_compiled_kernel")[Metric.b]
     if per is not None and not math.isnan(per):
         lines.append(f"{per:.2f} {a} kernels per {b} kernel")
     timing = (comparison.run_info or {}).get("timing") or {}
@@ -76,8 +77,8 @@ def metrics_view(comparison: Comparison) -> View:
     rows = [
         [
             str(r[Metric.name]),
-            fmt_value(r[Metric.a], r[Metric.unit]),
-            fmt_value(r[Metric.b], r[Metric.unit]),
+            _metric_value(r, Metric.a),
+            _metric_value(r, Metric.b),
             fmt_delta(r[Metric.delta], r[Metric.unit]),
             fmt_ratio(r[Metric.ratio]),
             str(r[Metric.basis]),
@@ -85,6 +86,14 @@ def metrics_view(comparison: Comparison) -> View:
         for r in records(comparison.metrics)
     ]
     return View("Metrics", ["metric", a, b, "Δ", "ratio", "basis"], rows)
+
+
+def _metric_value(row: Any, side: str) -> str:
+    """A metric row's value for one side; ``n/a`` where the side's device is not analysed."""
+    value = row[side]
+    if row[Metric.basis] == NOT_ANALYSED and (value is None or math.isnan(value)):
+        return "n/a"
+    return fmt_value(value, row[Metric.unit])
 
 
 def kinds_view(comparison: Comparison) -> View:
@@ -178,11 +187,12 @@ def _int_text(value: object) -> str:
 
 def comparison_views(comparison: Comparison, *, top: int = 10) -> list[View]:
     """Every table of the comparison, in reading order (empty tables left out)."""
+    analysed = comparison.a.summary.analysed and comparison.b.summary.analysed
     views = [
         metrics_view(comparison),
-        kinds_view(comparison),
-        fusion_view(comparison, top=top),
-        eager_only_view(comparison, top=top),
+        *([kinds_view(comparison)] if analysed else []),  # n/a: a device without a model
+        *([fusion_view(comparison, top=top), eager_only_view(comparison, top=top)]
+          if analysed else []),
         regions_view(comparison),
-    ]
+    ]  # fmt: skip
     return [v for v in views if v.rows or v.note]

@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING
 
 from traceviz.diagnose.facts import TraceFacts
 from traceviz.diagnose.finding import Finding
-from traceviz.diagnose.rules import breaks, chains, copies, gemm, launch, memory, profiling, slower
+from traceviz.diagnose.rules import (
+    breaks,
+    chains,
+    copies,
+    device,
+    gemm,
+    launch,
+    memory,
+    profiling,
+    slower,
+)
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
@@ -22,6 +32,7 @@ TraceRule = Callable[[TraceFacts], list[Finding]]
 ComparisonRule = Callable[["Comparison"], list[Finding]]
 
 TRACE_RULES: list[TraceRule] = [
+    device.device_not_analysed,
     chains.unfused_chains,
     breaks.graph_breaks,
     breaks.recompiles,
