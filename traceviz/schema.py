@@ -82,6 +82,10 @@ class Kernels:
     stream = "stream"  # stream id (Int64); CPU kernels: <NA>
     ts_us = "ts_us"  # start, µs (float64)
     dur_us = "dur_us"  # duration, µs (float64; NaN when the trace has none)
+    # dur_us less the time of other kernels nested inside this one on its thread (CPU kernels:
+    # aten::addmm less the aten::copy_ it calls); = dur_us for device activity. Sum this, not
+    # dur_us, for kernel time: it counts each µs once. µs (float64; NaN when dur_us is).
+    excl_dur_us = "excl_dur_us"
     correlation = "correlation"  # runtime correlation id linking to the launch (Int64)
     external_id = "external_id"  # External id linking to the CPU op (Int64)
     grid = "grid"  # grid dims as JSON text, e.g. "[108, 1, 1]" (category) or <NA>
@@ -196,6 +200,7 @@ KERNELS_DTYPES: dict[str, str] = {
     Kernels.stream: I64,
     Kernels.ts_us: F64,
     Kernels.dur_us: F64,
+    Kernels.excl_dur_us: F64,
     Kernels.correlation: I64,
     Kernels.external_id: I64,
     Kernels.grid: CAT,

@@ -21,7 +21,7 @@ from traceviz.errors import TraceFormatError
 from traceviz.schema import DeviceKind
 
 CACHE_MARKER = "traceviz-trace.json"
-CACHE_FORMAT_VERSION = 1
+CACHE_FORMAT_VERSION = 2  # 2: kernels.excl_dur_us
 
 
 @dataclass(frozen=True)

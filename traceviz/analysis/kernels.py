@@ -44,10 +44,10 @@ def classify(trace: Trace) -> pd.DataFrame:
 
 
 def kind_table(classified: pd.DataFrame) -> pd.DataFrame:
-    """Count and device time (µs) per (kind, source)."""
+    """Count and device time (µs, exclusive: ``excl_dur_us``) per (kind, source)."""
     grouped = classified.groupby([Classified.kind, Classified.source], observed=True)
     table = pd.DataFrame(
-        {"count": grouped.size(), "time_us": grouped[Kernels.dur_us].sum(min_count=0)}
+        {"count": grouped.size(), "time_us": grouped[Kernels.excl_dur_us].sum(min_count=0)}
     )
     return table.reset_index()
 

@@ -143,7 +143,7 @@ def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.Da
     ].to_numpy(dtype=float)
     launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
     launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
-    kernel_durs = kernels[Kernels.dur_us].to_numpy(dtype=float)
+    kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested CPU kernels once
     rows = []
     for step, lo, hi in windows:
         inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)

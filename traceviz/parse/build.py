@@ -169,6 +169,10 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
     n = len(rows)
     na_int = pd.array([pd.NA] * n, dtype="Int64")
     frame = pd.DataFrame(
+    durs = chosen[Ops.dur_us].to_numpy()
+    exclusive = cpu_kernels.exclusive_durations(
+        np.asarray(chosen[Ops.thread].cat.codes), chosen[Ops.ts_us].to_numpy(), durs
+    )
         {
             Kernels.name: chosen[Ops.name].array.remove_unused_categories(),
             Kernels.activity: pd.Categorical(
@@ -177,7 +181,8 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
             Kernels.device: pd.array([pd.NA] * n, dtype="Int32"),
             Kernels.stream: na_int,
             Kernels.ts_us: chosen[Ops.ts_us].to_numpy(),
-            Kernels.dur_us: chosen[Ops.dur_us].to_numpy(),
+            Kernels.dur_us: durs,
+            Kernels.excl_dur_us: exclusive,
             Kernels.correlation: na_int,
             Kernels.external_id: chosen[Ops.external_id].array,
             Kernels.grid: pd.Categorical([None] * n),

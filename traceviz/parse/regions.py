@@ -8,7 +8,16 @@ Markers (see :class:`traceviz.schema.RegionKind`):
 
 Each region gets the number and device time of the kernels issued inside it: kernels (not
 memcpy/memset) whose launch call — or, for CPU kernels, the op itself — starts within the
-region's span on the region's thread.
+region's span on the region's thread. Regions nest (after a graph break the resumed frame's
+region ``1/0`` runs inside ``0/0``; an FX-graph call runs inside its region), so a kernel is
+credited to the **innermost** region of each kind that holds it: the rows of one kind
+partition the kernels issued inside that kind's regions, and device time is the kernels'
+exclusive time (``excl_dur_us``), so a nested CPU kernel counts once.
+
+Numbers that do not fit the schema's integers are not guessed at: a ``Torch-Compiled Region:
+X/Y`` with X or Y beyond 32 bits is still a region (its code ran) with ``frame_id`` /
+``recompile_id`` <NA> and the full text in ``name``; a ``ProfilerStep#N`` with N beyond 64 bits
+is not a step marker (the span stays an ordinary annotation in ``Trace.ops``).
 """
 
 from __future__ import annotations
@@ -40,10 +49,21 @@ COMPILED_FUNCTION_NAMES = {
 }
 
 
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _bounded(digits: str, most: int) -> int | None:
+    """``digits`` as an int, or None when it is above ``most`` (no OverflowError later)."""
+    value = int(digits)
+    return value if value <= most else None
+
+
 def _region_marker(name: str) -> tuple[RegionKind, int | None, int | None, str | None] | None:
     """(kind, frame, recompile, graph key) when ``name`` is a compiled-region marker."""
     if match := COMPILED_REGION.match(name):
-        return RegionKind.COMPILED_REGION, int(match.group(1)), int(match.group(2)), None
+        frame, recompile = (_bounded(match.group(i), INT32_MAX) for i in (1, 2))
+        return RegionKind.COMPILED_REGION, frame, recompile, None
     if match := FX_GRAPH_CALL.match(name):
         key = match.group(1)  # torch 2.13 on CPU writes the literal "None" when it has no key
         return RegionKind.FX_GRAPH_CALL, None, None, None if key == "None" else key
@@ -82,28 +102,55 @@ def region_table(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
 def _kernels_inside(
     regions: pd.DataFrame, kernels: pd.DataFrame, thread_labels: pd.Index
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Count and summed device time of kernels issued inside each region (same thread)."""
+    """Count and summed exclusive device time (µs) of the kernels credited to each region:
+    per region kind, each kernel goes to the innermost region of that kind, on its thread,
+    whose span holds its issue time."""
+    counts = np.zeros(len(regions), dtype=np.int64)
+    times = np.zeros(len(regions))
     if regions.empty or kernels.empty:
-        return np.zeros(len(regions), dtype=np.int64), np.zeros(len(regions))
+        return counts, times
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
     issue_ts = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us]).to_numpy()
     thread_of = {label: code for code, label in enumerate(thread_labels)}
     k_threads = _codes_in(kernels[Kernels.thread], thread_of)
     usable = is_kernel & (k_threads >= 0) & np.isfinite(issue_ts)
+    excl = np.nan_to_num(kernels[Kernels.excl_dur_us].to_numpy(dtype=float)[usable])
     r_threads = _codes_in(regions[Regions.thread].astype("category"), thread_of)
-    r_start = regions[Regions.ts_us].to_numpy()
-    r_end = r_start + np.nan_to_num(regions[Regions.dur_us].to_numpy())
-    timeline = nesting.Timeline.covering(
-        np.concatenate([issue_ts[usable], r_start]), np.concatenate([issue_ts[usable], r_end])
+    r_start = regions[Regions.ts_us].to_numpy(dtype=float)
+    r_dur = np.nan_to_num(regions[Regions.dur_us].to_numpy(dtype=float))
+    kinds = regions[Regions.kind].to_numpy()
+    for kind in pd.unique(kinds):
+        rows = np.flatnonzero((kinds == kind) & (r_threads >= 0) & np.isfinite(r_start))
+        owner = _innermost(
+            r_threads[rows], r_start[rows], r_dur[rows], k_threads[usable], issue_ts[usable]
+        )
+        held = owner >= 0
+        counts[rows] = np.bincount(owner[held], minlength=len(rows))
+        times[rows] = np.bincount(owner[held], weights=excl[held], minlength=len(rows))
+    return counts, times
+
+
+def _innermost(
+    threads: np.ndarray,
+    starts: np.ndarray,
+    durs: np.ndarray,
+    k_threads: np.ndarray,
+    k_ts: np.ndarray,
+) -> np.ndarray:
+    """Per kernel (thread code, issue time), the position in ``starts`` of the innermost span
+    on its thread holding that time (ends included), or −1."""
+    if len(starts) == 0:
+        return np.full(len(k_ts), -1, dtype=np.int64)
+    order = nesting.sort_order(threads, starts, durs)
+    s, d, t = starts[order], durs[order], threads[order]
+    timeline = nesting.Timeline.covering(np.concatenate([s, k_ts]), np.concatenate([s + d, k_ts]))
+    start_keys, end_keys = timeline.keys(t, s), timeline.keys(t, s + d)
+    parent = nesting.parents(nesting.depths(start_keys, end_keys, d), t)
+    k_keys = timeline.keys(k_threads, k_ts)
+    found = nesting.innermost_enclosing(
+        start_keys, end_keys, parent, np.ones(len(s), dtype=bool), k_keys, k_keys
     )
-    keys = timeline.keys(k_threads[usable], issue_ts[usable])
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    durs = np.nan_to_num(kernels[Kernels.dur_us].to_numpy()[usable][order])
-    cumulative = np.concatenate([[0.0], np.cumsum(durs)])
-    lo = np.searchsorted(keys, timeline.keys(r_threads, r_start), side="left")
-    hi = np.searchsorted(keys, timeline.keys(r_threads, r_end), side="right")
-    return (hi - lo).astype(np.int64), cumulative[hi] - cumulative[lo]
+    return np.where(found >= 0, order[np.maximum(found, 0)], -1)
 
 
 def _codes_in(column: pd.Series, thread_of: dict[str, int]) -> np.ndarray:
@@ -113,12 +160,15 @@ def _codes_in(column: pd.Series, thread_of: dict[str, int]) -> np.ndarray:
 
 
 def step_table(ops: pd.DataFrame) -> pd.DataFrame:
-    """``ProfilerStep#N`` spans, ordered by start (columns: :class:`traceviz.schema.Steps`)."""
+    """``ProfilerStep#N`` spans, ordered by start (columns: :class:`traceviz.schema.Steps`).
+
+    A marker whose N does not fit in 64 bits is not a step (see the module docstring)."""
     names = ops[Ops.name].cat.categories
     step_of = {
-        code: int(match.group(1))
+        code: step
         for code, name in enumerate(names)
         if (match := PROFILER_STEP.match(str(name)))
+        and (step := _bounded(match.group(1), INT64_MAX)) is not None
     }
     codes = np.asarray(ops[Ops.name].cat.codes)
     rows = np.flatnonzero(np.isin(codes, list(step_of)))

@@ -79,6 +79,7 @@ def kernel_table(events: Sequence[Event]) -> pd.DataFrame:
     n = len(events)
     copy_kind = _copy_kinds(activity, names, arg_field(args, "kind"))
     none_i64 = pd.array([pd.NA] * n, dtype="Int64")
+    durs = floats(field(events, "dur"))
     return pd.DataFrame(
         {
             Kernels.name: names,
@@ -90,7 +91,8 @@ def kernel_table(events: Sequence[Event]) -> pd.DataFrame:
                 nullable_ints(arg_field(args, "stream")), nullable_ints(field(events, "tid"))
             ),
             Kernels.ts_us: floats(field(events, "ts")),
-            Kernels.dur_us: floats(field(events, "dur")),
+            Kernels.dur_us: durs,
+            Kernels.excl_dur_us: durs.copy(),  # device activities do not nest in each other
             Kernels.correlation: nullable_ints(arg_field(args, "correlation")),
             Kernels.external_id: external_ids(args),
             Kernels.grid: raw_text(arg_field(args, "grid")),
