@@ -38,11 +38,15 @@ __all__ = [
 ]
 
 
-def load(path: str | Any) -> Trace:
-    """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``) or a saved cache directory."""
+def load(path: str | Any, *, max_bytes: int | None = None) -> Trace:
+    """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``) or a saved cache directory.
+
+    ``max_bytes`` caps the trace's JSON size after gzip (default: the ``TRACEVIZ_MAX_BYTES``
+    environment variable, else 4 GiB); a larger trace raises :class:`TraceFormatError`.
+    """
     from traceviz.parse import load_trace
 
-    return load_trace(path)
+    return load_trace(path, max_bytes=max_bytes)
 
 
 _LAZY = {

@@ -7,7 +7,8 @@ facts). Findings (the diagnosis: what slows the compiled model, with evidence an
 come last, most severe first. The JSON form is documented in docs/compare-json.md.
 
 Exit status: 0; 1 with --fail-on when a finding of that severity or worse exists (the report is
-printed first); 2 for bad input.
+printed first); 2 for bad input (an unwritable -o included); 141, quietly, when the reader of
+the output closes the pipe early (`| head`).
 
 examples:
   traceviz compare runs/pointwise
@@ -24,10 +25,9 @@ import json
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
 import traceviz
 from traceviz.analysis.compare import Comparison, compare
+from traceviz.commands.output import check_output, console, open_output, write_output
 from traceviz.rundir import default_names, is_run_dir, read_run_dir
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -85,18 +85,19 @@ def render(comparison: Comparison, fmt: str, top: int) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_output(args.output)
     comparison = build(args)
     text = render(comparison, args.format, args.top)
     if text is None:
         from traceviz.report.text import render_comparison
 
         if args.output:
-            with open(args.output, "w") as handle:
-                render_comparison(comparison, Console(file=handle, width=140), top=args.top)
+            with open_output(args.output) as handle:
+                render_comparison(comparison, console(file=handle, width=140), top=args.top)
         else:
-            render_comparison(comparison, Console(), top=args.top)
+            render_comparison(comparison, console(), top=args.top)
     elif args.output:
-        Path(args.output).write_text(text)
+        write_output(args.output, text)
     else:
         sys.stdout.write(text)
     return fail_status(comparison, args.fail_on)

@@ -14,11 +14,11 @@ import argparse
 import json
 import sys
 
-from rich.console import Console
-
 import traceviz
 from traceviz.analysis.summary import summarize
+from traceviz.commands.output import console as make_console
 from traceviz.diagnose import diagnose_trace
+from traceviz.report.json_numbers import whole_counts
 from traceviz.report.text import render_findings, render_summary
 
 
@@ -35,11 +35,11 @@ def run(args: argparse.Namespace) -> int:
     summary = summarize(trace, top=args.top)
     findings = diagnose_trace(trace)
     if args.format == "json":
-        data = {**summary.to_json(), "findings": [f.to_json() for f in findings]}
+        data = whole_counts({**summary.to_json(), "findings": [f.to_json() for f in findings]})
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        console = Console()
+        console = make_console()
         render_summary(summary, console)
         render_findings(findings, console)
     return 0

@@ -19,10 +19,12 @@ from traceviz.trace import Trace, is_cache_dir, load_cache
 __all__ = ["load_trace"]
 
 
-def load_trace(path: str | Path) -> Trace:
+def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
     """Parse a trace file (``.json``, ``.json.gz``, bare array) or a saved cache directory.
 
-    Raises :class:`~traceviz.errors.TraceFormatError` naming the file and the problem.
+    ``max_bytes`` caps the JSON bytes read (after gzip; see :func:`traceviz.parse.read.max_bytes`
+    for the default). Raises :class:`~traceviz.errors.TraceFormatError` naming the file and the
+    problem.
     """
     source = Path(path)
     if is_cache_dir(source):
@@ -32,7 +34,7 @@ def load_trace(path: str | Path) -> Trace:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        data = read_bytes(source)
+        data = read_bytes(source, limit=max_bytes)
         events, doc = decode_events(source, data)
         del data
         return build_trace(source, events, doc)

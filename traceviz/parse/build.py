@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.parse import cpu_kernels, link, meta, regions, routing, tables
+from traceviz.parse import cpu_kernels, durations, link, meta, regions, routing, tables
 from traceviz.parse.columns import factorize_pairs
 from traceviz.parse.events import Event, TraceDocument
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
@@ -33,6 +33,8 @@ def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> T
     processes, thread_names = meta.names_from_metadata(events, _rows(rows_of, "ignored:metadata"))
     on_cpu = (routing.OPS, routing.LAUNCHES, routing.SPANS, routing.MEMORY)
     parts = {label: _take(events, _rows(rows_of, label)) for label in (routing.KERNELS, *on_cpu)}
+    # Negative or infinite durations are not measurements: counted as ignored, no row.
+    durations.drop_impossible(parts, durations.TIMED_TABLES, ignored)
     # The events that carry no row (flow arrows are ~40% of a GPU trace) are freed here; each
     # table's events are freed as soon as its table is built.
     events.clear()

@@ -8,14 +8,16 @@ from typing import Any
 
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.records import plain, records
+from traceviz.report.json_numbers import whole_counts
 
 COMPARE_SCHEMA_VERSION = 1
 
 
 def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
-    """A JSON-ready dict; ``top`` bounds the long lists (fusion kernels, eager-only ops)."""
+    """A JSON-ready dict; ``top`` bounds the long lists (fusion kernels, eager-only ops).
+    Counts, ids and byte sizes are ints (:func:`~traceviz.report.json_numbers.whole_counts`)."""
     fusion = comparison.fusion
-    return {
+    data = {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "names": {"a": comparison.names[0], "b": comparison.names[1]},
         "traces": {"a": _trace(comparison.a), "b": _trace(comparison.b)},
@@ -34,6 +36,7 @@ def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
         "run": comparison.run_info,
         "findings": [_finding(f) for f in comparison.findings],
     }
+    return whole_counts(data)  # counts as integers, whatever the column dtype
 
 
 def _trace(side: Side) -> dict[str, Any]:

@@ -1,0 +1,439 @@
+"""Hostile input (issue #10 §6): one line and exit 2, or a counted-and-ignored event; bounded
+memory for gzip bombs; a closed pipe exits quietly; JSON counts are integers."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, read_json, write_trace
+from traceviz import TraceFormatError, UsageError
+from traceviz.cli import EXIT_PIPE_CLOSED, main
+from traceviz.parse.read import MAX_BYTES_ENV, parse_size, read_bytes
+from traceviz.report.json_numbers import whole_counts
+from traceviz.schema import Kernels, Ops
+
+SMALL = CORPUS / "nvidia" / "v100_small_plain.json"
+TINY_GZ = CORPUS / "amd" / "mi300x_compiled_llama_block_tiny.json.gz"
+RUN = SAMPLES / "mlp"
+needs_corpus = pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _one_line_error(err: str, *needles: str) -> None:
+    assert err.count("\n") == 1, err
+    assert "Traceback" not in err
+    for needle in needles:
+        assert needle in err, (needle, err)
+
+
+def _conserved(trace: Any) -> None:
+    assert trace.stats.accounted == trace.stats.events_in
+
+
+# -- nesting --------------------------------------------------------------------------------
+
+
+def _deep_doc(depth: int, *, nan: bool = False) -> str:
+    dur = "NaN" if nan else "1"
+    value = "[" * depth + "]" * depth
+    return (
+        '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, '
+        f'"ts": 0, "dur": {dur}, "args": {{"deep": {value}}}}}]}}'
+    )
+
+
+@pytest.mark.parametrize("nan", [False, True], ids=["plain", "with-NaN"])
+def test_args_nested_5000_deep_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], nan: bool
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text(_deep_doc(5000, nan=nan))
+    with pytest.raises(TraceFormatError, match="nested more than") as info:
+        traceviz.load(path)
+    assert str(path) in str(info.value)
+    code, out, err = _cli(capsys, "summary", str(path))
+    assert code == 2 and out == ""
+    _one_line_error(err, str(path), "nested")
+
+
+def test_moderate_nesting_in_unread_args_still_loads(tmp_path: Path) -> None:
+    path = tmp_path / "nested.json"
+    path.write_text(_deep_doc(200))
+    trace = traceviz.load(path)
+    assert len(trace.ops) == 1
+    _conserved(trace)
+
+
+# -- NaN / Infinity -------------------------------------------------------------------------
+
+
+def test_nan_and_infinity_with_raw_text_fields(tmp_path: Path) -> None:
+    """grid/block and Input Dims are kept as raw JSON text; NaN/Infinity anywhere used to make
+    the lenient decoder fail with "expected `raw`, got `array`"."""
+    events = [
+        op("aten::add", 0, 10, **{"Input Dims": [[2, 3], [2, 3]], "External id": 5}),
+        launch("cudaLaunchKernel", 1, 2, 9),
+        kernel("k", 4, 3, 9, grid=[4, 1, 1], block=[128, 1, 1], **{"External id": 5}),
+        kernel("k2", 8, 1, 10, grid=[1, 1, 1], block=[32, 1, 1]),
+    ]
+    text = json.dumps({"traceEvents": events})
+    text = text.replace('"dur": 1, "args": {"device"', '"dur": NaN, "args": {"device"', 1)
+    text = text.replace('"grid": [1, 1, 1]', '"grid": [Infinity, 1, 1]', 1)
+    assert "NaN" in text and "Infinity" in text
+    path = tmp_path / "nan.json"
+    path.write_text(text)
+    trace = traceviz.load(path)
+    _conserved(trace)
+    kernels = trace.kernels.set_index(Kernels.name)
+    assert kernels.loc["k", Kernels.grid] == "[4,1,1]"
+    assert kernels.loc["k", Kernels.block] == "[128,1,1]"
+    assert np.isnan(kernels.loc["k2", Kernels.dur_us])  # NaN duration: row kept, unknown
+    assert "Infinity" in kernels.loc["k2", Kernels.grid]
+    assert trace.ops[Ops.input_dims].iloc[0] == "[[2,3],[2,3]]"
+
+
+def test_infinity_literal_keeps_its_value(tmp_path: Path) -> None:
+    path = tmp_path / "inf.json"
+    event = kernel("k", 1, 2, 1, **{"est. achieved occupancy %": 50})
+    path.write_text(json.dumps({"traceEvents": [event]}).replace("50", "-Infinity"))
+    assert traceviz.load(path).kernels[Kernels.occupancy_pct][0] == float("-inf")
+
+
+# -- byte-order mark ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compress", [False, True], ids=["json", "gzip"])
+@pytest.mark.parametrize("bare", [False, True], ids=["document", "bare-array"])
+def test_utf8_bom_is_accepted(tmp_path: Path, compress: bool, bare: bool) -> None:
+    events = [op("aten::mm", 0, 10), kernel("k", 2, 3, 1), launch("cudaLaunchKernel", 1, 1, 1)]
+    body = json.dumps(events if bare else {"traceEvents": events}).encode()
+    plain = tmp_path / "plain.json"
+    plain.write_bytes(body)
+    data = b"\xef\xbb\xbf" + b"\n " + body
+    path = tmp_path / ("bom.json.gz" if compress else "bom.json")
+    path.write_bytes(gzip.compress(data) if compress else data)
+    trace, reference = traceviz.load(path), traceviz.load(plain)
+    _conserved(trace)
+    assert trace.stats.rows == reference.stats.rows
+    assert trace.kernels[Kernels.launch_row].notna().all()
+
+
+def test_bom_with_nan_literal(tmp_path: Path) -> None:
+    path = tmp_path / "bomnan.json"
+    text = json.dumps({"traceEvents": [kernel("k", 1, 2, 1, grid=[1, 1, 1])]})
+    path.write_bytes(b"\xef\xbb\xbf" + text.replace('"dur": 2', '"dur": NaN').encode())
+    assert len(traceviz.load(path).kernels) == 1
+
+
+# -- negative and infinite durations --------------------------------------------------------
+
+
+def test_negative_and_infinite_durations_are_counted_and_ignored(tmp_path: Path) -> None:
+    good = [op("aten::mm", 0, 100), launch("cudaLaunchKernel", 10, 5, 1), kernel("k", 20, 50, 1)]
+    bad = [
+        kernel("neg", 30, -500, 2),
+        op("aten::neg", 5, -10),
+        launch("cudaLaunchKernel", 40, -1, 3),
+        {**kernel("inf", 60, 1, 4), "dur": 1e308 * 10},
+    ]
+    path = write_trace(tmp_path / "neg.json", good + bad)
+    trace = traceviz.load(path)
+    assert trace.stats.ignored["bad_duration"] == len(bad)
+    _conserved(trace)
+    assert list(trace.kernels[Kernels.name]) == ["k"]
+    for table in (trace.kernels, trace.ops, trace.launches, trace.spans):
+        durs = table["dur_us"].to_numpy(dtype=float)
+        assert not (durs < 0).any() and np.isfinite(durs[~np.isnan(durs)]).all()
+
+
+def test_negative_duration_never_makes_a_figure_negative_or_over_100_percent(
+    tmp_path: Path,
+) -> None:
+    events = [
+        op("ProfilerStep#1", 0, 1000, cat="user_annotation"),
+        op("aten::mm", 10, 900),
+        launch("cudaLaunchKernel", 20, 5, 1),
+        kernel("k", 30, 100, 1),
+        kernel("bogus", 200, -500, 2),
+    ]
+    a = write_trace(tmp_path / "a.json", events)
+    b = write_trace(tmp_path / "b.json", events[:-1])
+    data = traceviz.compare(a, b).metrics
+    rows = data.set_index("name")
+    assert rows.loc["kernel_time_us", "a"] == rows.loc["kernel_time_us", "b"] == 100
+    for name in ("kernel_time_us", "device_idle_us", "kernel_time_per_step_us"):
+        assert rows.loc[name, "a"] >= 0
+    idle_share = rows.loc["device_idle_us", "a"] / rows.loc["step_time_us", "a"]
+    assert 0 <= idle_share <= 1
+
+
+@needs_corpus
+def test_negated_kernel_duration_in_a_real_trace(tmp_path: Path) -> None:
+    doc = read_json(SMALL)
+    original = traceviz.load(SMALL)
+    kernels = [e for e in doc["traceEvents"] if e.get("cat") in ("kernel", "Kernel")]
+    kernels[3]["dur"] = -abs(kernels[3]["dur"]) - 500
+    path = tmp_path / "negated.json"
+    path.write_text(json.dumps(doc))
+    trace = traceviz.load(path)
+    _conserved(trace)
+    assert trace.stats.ignored["bad_duration"] == 1
+    assert len(trace.kernels) == len(original.kernels) - 1
+    assert 0 <= trace.kernels[Kernels.dur_us].sum() <= original.kernels[Kernels.dur_us].sum()
+
+
+# -- decompressed-size cap ------------------------------------------------------------------
+
+
+def _gzip_bomb(path: Path, inflated: int) -> Path:
+    """A valid trace document padded with whitespace to ``inflated`` bytes, written in chunks."""
+    head, tail = b'{"traceEvents": [', b"]}"
+    chunk = b" " * 2**20
+    with gzip.open(path, "wb", compresslevel=1) as out:
+        out.write(head)
+        left = inflated - len(head) - len(tail)
+        while left > 0:
+            out.write(chunk[: min(left, len(chunk))])
+            left -= len(chunk)
+        out.write(tail)
+    return path
+
+
+def test_gzip_bomb_stops_at_the_cap_with_bounded_memory(tmp_path: Path) -> None:
+    bomb = _gzip_bomb(tmp_path / "bomb.json.gz", 64 * 2**20)
+    assert bomb.stat().st_size < 2**20  # a small file that inflates 64 MiB
+    cap = 2**20
+    tracemalloc.start()
+    try:
+        with pytest.raises(TraceFormatError) as info:
+            traceviz.load(bomb, max_bytes=cap)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert str(bomb) in str(info.value) and f"{cap:,} bytes" in str(info.value)
+    assert peak < 24 * 2**20  # the cap plus one read chunk, never the 64 MiB
+
+
+def test_cap_from_environment_and_cli(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bomb = _gzip_bomb(tmp_path / "bomb.json.gz", 3 * 2**20)
+    monkeypatch.setenv(MAX_BYTES_ENV, "1M")
+    with pytest.raises(TraceFormatError, match="1,048,576 bytes"):
+        traceviz.load(bomb)
+    monkeypatch.delenv(MAX_BYTES_ENV)
+    assert traceviz.load(bomb).stats.events_in == 0  # under the default cap: an empty trace
+    code, out, err = _cli(capsys, "summary", str(bomb), "--max-bytes", "2MiB")
+    assert code == 2
+    _one_line_error(err, str(bomb), "2,097,152 bytes", "--max-bytes")
+    code, _, err = _cli(capsys, "summary", str(bomb), "--max-bytes", "lots")
+    assert code == 2
+    _one_line_error(err, "--max-bytes", "not a size")
+
+
+def test_plain_file_over_the_cap(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "t.json", [op("a", 0, 1)] * 50)
+    size = path.stat().st_size
+    with pytest.raises(TraceFormatError, match=f"is {size:,} bytes"):
+        traceviz.load(path, max_bytes=size - 1)
+    assert len(traceviz.load(path, max_bytes=size).ops) == 50
+
+
+@needs_corpus
+def test_real_gzip_trace_at_its_exact_size(tmp_path: Path) -> None:
+    inflated = len(gzip.decompress(TINY_GZ.read_bytes()))
+    assert len(read_bytes(TINY_GZ, limit=inflated)) == inflated
+    with pytest.raises(TraceFormatError, match="inflates to more"):
+        read_bytes(TINY_GZ, limit=inflated - 1)
+
+
+def test_concatenated_gzip_members_are_one_file(tmp_path: Path) -> None:
+    body = json.dumps({"traceEvents": [op("a", 0, 1), op("b", 2, 1)]}).encode()
+    path = tmp_path / "multi.json.gz"
+    path.write_bytes(gzip.compress(body[:20]) + gzip.compress(body[20:]))
+    assert len(traceviz.load(path).ops) == 2
+
+
+@pytest.mark.parametrize(
+    "text,size",
+    [("100", 100), ("1k", 1024), ("512M", 512 * 2**20), ("4GiB", 4 * 2**30), ("1.5G", 3 * 2**29)],
+)
+def test_parse_size(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["", "0", "-1", "1X", "G"])
+def test_parse_size_rejects(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("bad", [0, -5, 1.5, True])
+def test_load_rejects_a_bad_max_bytes(tmp_path: Path, bad: Any) -> None:
+    path = write_trace(tmp_path / "t.json", [op("a", 0, 1)])
+    with pytest.raises(UsageError, match="max_bytes"):
+        traceviz.load(path, max_bytes=bad)
+
+
+# -- error messages -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("content", [b"{", b'{"traceEvents": [}', b"nope"])
+def test_decoder_messages_keep_their_capitals(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(TraceFormatError) as info:
+        traceviz.load(path)
+    assert "jSON" not in str(info.value)
+    assert "JSON" in str(info.value)
+
+
+# -- -o and closed pipes --------------------------------------------------------------------
+
+needs_run = pytest.mark.skipif(not RUN.is_dir(), reason=f"sample run missing: {RUN}")
+
+
+@needs_run
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_output_into_missing_directory_or_onto_a_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    missing = tmp_path / "missing" / "dir" / "report.txt"
+    code, out, err = _cli(capsys, "compare", str(RUN), "--format", fmt, "-o", str(missing))
+    assert code == 2 and out == ""
+    _one_line_error(err, str(missing), "no such directory")
+    assert not missing.parent.exists()
+    code, out, err = _cli(capsys, "compare", str(RUN), "--format", fmt, "-o", str(tmp_path))
+    assert code == 2
+    _one_line_error(err, str(tmp_path), "is a directory")
+    target = tmp_path / "ok.out"
+    code, _, err = _cli(capsys, "compare", str(RUN), "--format", fmt, "-o", str(target))
+    assert code == 0 and err == "" and target.stat().st_size > 0
+
+
+def test_output_error_comes_before_reading_the_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "missing" / "x.json"
+    code, _, err = _cli(capsys, "compare", "nope-a.json", "nope-b.json", "-o", str(bad))
+    assert code == 2
+    _one_line_error(err, "no such directory")
+
+
+@needs_run
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", str(RUN)],
+        ["compare", str(RUN), "--format", "json", "--fail-on", "warning"],
+        ["summary", str(RUN / "eager.pt.trace.json.gz")],
+        ["summary", str(RUN / "eager.pt.trace.json.gz"), "--format", "json"],
+    ],
+    ids=["compare-text", "compare-json-fail-on", "summary-text", "summary-json"],
+)
+def test_closed_pipe_exits_quietly_with_141(argv: list[str]) -> None:
+    """The reader is gone before the first write (``| head -0``), so the result does not
+    depend on how much fits in the pipe."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "traceviz.cli", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "COLUMNS": "120"},
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == EXIT_PIPE_CLOSED
+    assert err == ""
+
+
+def test_broken_pipe_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    class Closed:
+        def write(self, text: str) -> int:
+            raise BrokenPipeError
+
+        def flush(self) -> None:
+            raise BrokenPipeError
+
+    path = write_trace(tmp_path / "t.json", [op("a", 0, 1)])
+    monkeypatch.setattr(sys, "stdout", Closed())
+    assert main(["summary", str(path), "--format", "json"]) == EXIT_PIPE_CLOSED
+
+
+# -- integers in JSON -----------------------------------------------------------------------
+
+
+def _whole_floats(data: Any, key: str = "") -> list[str]:
+    """Paths of whole floats under count keys (or count/bytes unit rows)."""
+    found: list[str] = []
+    if isinstance(data, list):
+        for item in data:
+            found += _whole_floats(item, key)
+    elif isinstance(data, dict):
+        unit_counts = data.get("unit") in ("count", "bytes")
+        for k, v in data.items():
+            counted = unit_counts and k in ("a", "b", "delta", "value")
+            if isinstance(v, float) and v.is_integer() and (counted or _count_key(k)):
+                found.append(f"{key}.{k}")
+            found += _whole_floats(v, f"{key}.{k}")
+    return found
+
+
+def _count_key(key: str) -> bool:
+    return key in ("calls", "count", "bytes", "frame_id", "recompile_id", "steps") or key.endswith(
+        ("_count", "_calls", "_bytes")
+    )
+
+
+@needs_run
+def test_compare_and_summary_json_write_counts_as_integers(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, out, _ = _cli(capsys, "compare", str(RUN), "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    assert _whole_floats(data) == []
+    metrics = {m["name"]: m for m in data["metrics"]}
+    assert isinstance(metrics["kernel_count"]["a"], int)
+    assert isinstance(metrics["kernel_time_us"]["a"], float)
+    assert all(isinstance(r["calls"], int) for r in data["regions"])
+    code, out, _ = _cli(capsys, "summary", str(RUN / "compiled.pt.trace.json.gz"), "--format", "json")
+    assert code == 0
+    summary = json.loads(out)
+    assert _whole_floats(summary) == []
+    assert isinstance(summary["kernel_count"], int)
+
+
+def test_whole_counts_changes_only_counts() -> None:
+    data = {
+        "metrics": [
+            {"unit": "count", "a": 3.0, "b": 2.5, "delta": -0.5, "ratio": 1.0},
+            {"unit": "us", "a": 3.0, "b": 4.0, "delta": 1.0, "ratio": 2.0},
+        ],
+        "regions": [{"calls": 3.0, "wall_us": 9.0, "kernel_count": 15.0, "frame_id": None}],
+        "share": 1.0,
+        "total_bytes": 1024.0,
+    }
+    assert whole_counts(data) == data  # equal as numbers ...
+    out = whole_counts(data)
+    assert type(out["metrics"][0]["a"]) is int and type(out["metrics"][0]["b"]) is float
+    assert type(out["metrics"][0]["ratio"]) is float
+    assert all(type(v) is float for k, v in out["metrics"][1].items() if k != "unit")
+    assert type(out["regions"][0]["calls"]) is int and type(out["regions"][0]["wall_us"]) is float
+    assert type(out["share"]) is float and type(out["total_bytes"]) is int

@@ -1,0 +1,56 @@
+"""Where a command's report goes: stdout or ``-o FILE``, with one-line errors for bad paths.
+
+:func:`console` is a rich console that lets a closed pipe (``traceviz compare … | head``) reach
+:func:`traceviz.cli.main` as :class:`BrokenPipeError` (rich would exit 1 itself, the
+``--fail-on`` code); the CLI then exits quietly with code 141.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+
+from traceviz.errors import UsageError
+
+
+class _PipeConsole(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+def console(**kwargs: Any) -> Console:
+    """A rich console (``Console(**kwargs)``) whose closed pipe raises :class:`BrokenPipeError`."""
+    return _PipeConsole(**kwargs)
+
+
+def check_output(path: str | None) -> None:
+    """Fail before any work when ``-o path`` cannot be written: its folder is missing or not a
+    folder, or ``path`` is a directory. ``None`` (stdout) is always fine."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"-o {path}: is a directory; give a file name")
+    parent = target.parent
+    if not parent.exists():
+        raise UsageError(f"-o {path}: no such directory {str(parent)!r}; create it first")
+    if not parent.is_dir():
+        raise UsageError(f"-o {path}: {str(parent)!r} is not a directory")
+
+
+def open_output(path: str) -> IO[str]:
+    """``path`` opened for writing text; an unwritable path is one :class:`UsageError`."""
+    check_output(path)
+    try:
+        return open(path, "w", encoding="utf-8")  # the caller closes it
+    except OSError as err:
+        raise UsageError(f"-o {path}: cannot write: {err.strerror or err}") from err
+
+
+def write_output(path: str, text: str) -> None:
+    """Write ``text`` to ``path``; an unwritable path is one :class:`UsageError`."""
+    with open_output(path) as handle:
+        handle.write(text)
