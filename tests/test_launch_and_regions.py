@@ -25,7 +25,8 @@ def test_idle_time_waiting_for_the_cpu(tmp_trace) -> None:
     lo = launch_overhead(traceviz.load(path))
     step = lo.per_step.iloc[0]
     assert step.wall_us == 50 and step.busy_us == 15 and step.idle_us == 35
-    assert step.cpu_wait_us == pytest.approx(15)  # 20 → 35
+    # 20 → 35, plus the step's edges: 0 → 5 (k1's launch returns at 5) and 45 → 50
+    assert step.cpu_wait_us == pytest.approx(15 + 5 + 5)
     assert lo.launch_calls == 2 and lo.launch_api_us == 9
     assert lo.short_kernels == 0
     assert lo.delay_p50_us == pytest.approx((5 + 5) / 2)

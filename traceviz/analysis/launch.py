@@ -6,9 +6,10 @@ Per step (``ProfilerStep#N``; the whole trace as one window when there are none)
 - **launch API time**: CPU time inside kernel/graph launch calls;
 - **launch delay**: device start − launch call end, per kernel;
 - **device idle**: step wall time minus the union of device activity inside the step;
-- **waiting for the CPU**: the part of each idle gap that ends at a kernel whose launch call
-  ended after the device went idle — the device had nothing to do because the CPU had not
-  issued the next kernel yet;
+- **waiting for the CPU**: on GPU traces, the idle time in which the CPU had not yet issued
+  the device's next work — before the first kernel of the step, between kernels, and after the
+  last one — less the time the CPU was blocked in a sync (:mod:`traceviz.analysis.idle` splits
+  the whole idle time; :mod:`traceviz.analysis.blocking` lists the blocking calls);
 - **kernels shorter than their launch**: kernels whose duration is below their launch call's;
 - on CPU-only traces, **framework overhead**: step wall time − CPU kernel time.
 
@@ -17,14 +18,18 @@ All figures are measured from the trace.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches, Steps
+from traceviz.analysis.blocking import BlockingCalls, blocking_calls
+from traceviz.analysis.idle import IdleParts, IdleSplit, idle_split
+from traceviz.analysis.windows import StepWindows, step_windows
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
+
+__all__ = ["LaunchOverhead", "StepOverhead", "StepWindows", "launch_overhead", "step_windows"]
 
 LAUNCH_CLASSES = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
 
@@ -38,7 +43,7 @@ class StepOverhead:
     kernel_time_us = "kernel_time_us"  # their summed duration, µs
     busy_us = "busy_us"  # union of device activity inside the step, µs
     idle_us = "idle_us"  # wall_us − busy_us, µs (on CPU traces: framework overhead)
-    cpu_wait_us = "cpu_wait_us"  # idle time spent waiting for a launch, µs
+    cpu_wait_us = "cpu_wait_us"  # idle time waiting for the CPU (IdleParts.cpu_wait_us), µs
     launch_calls = "launch_calls"  # kernel/graph launch API calls in the step
     launch_api_us = "launch_api_us"  # CPU time inside them, µs
 
@@ -61,6 +66,8 @@ class LaunchOverhead:
     idle_us: float
     cpu_wait_us: float
     wall_us: float
+    blocking: BlockingCalls  # the calls that block the CPU, per step
+    idle: IdleSplit  # each step's idle time split (GPU traces; CPU traces: all idle is overhead)
 
     @property
     def idle_share(self) -> float | None:
@@ -82,7 +89,9 @@ def launch_overhead(trace: Trace) -> LaunchOverhead:
     delays = delays[np.isfinite(delays)]
     durs = kernels[Kernels.dur_us].to_numpy(dtype=float)
     launch_durs = kernels[Kernels.launch_dur_us].to_numpy(dtype=float)
-    per_step = _per_step(trace, is_kernel, counted)
+    blocking = blocking_calls(trace)
+    idle = idle_split(trace, step_windows(trace), blocking)
+    per_step = _per_step(trace, is_kernel, counted, idle)
     api = launches[Launches.dur_us].to_numpy(dtype=float)[counted]
     return LaunchOverhead(
         device_kind=trace.device_kind,
@@ -99,41 +108,14 @@ def launch_overhead(trace: Trace) -> LaunchOverhead:
         idle_us=float(per_step[StepOverhead.idle_us].sum()),
         cpu_wait_us=float(per_step[StepOverhead.cpu_wait_us].sum()),
         wall_us=float(per_step[StepOverhead.wall_us].sum()),
+        blocking=blocking,
+        idle=idle,
     )
 
 
-@dataclass(frozen=True)
-class StepWindows:
-    """Step windows: ``steps`` (ProfilerStep numbers; <NA> for a whole-trace window) and
-    their ``start_us`` / ``end_us`` (µs, trace clock)."""
-
-    steps: list[int | None]
-    start_us: np.ndarray
-    end_us: np.ndarray
-
-    def __iter__(self) -> Iterator[tuple[int | None, float, float]]:
-        return zip(self.steps, self.start_us.tolist(), self.end_us.tolist(), strict=True)
-
-
-def step_windows(trace: Trace) -> StepWindows:
-    """One window per ProfilerStep, or one whole-trace window when there are none."""
-    steps = trace.steps
-    if len(steps):
-        starts = steps[Steps.ts_us].to_numpy(dtype=float)
-        return StepWindows(
-            steps=[int(s) for s in steps[Steps.step].to_numpy(dtype=np.int64)],
-            start_us=starts,
-            end_us=starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float)),
-        )
-    first, last = trace.meta.time_origin_us, trace.meta.time_end_us
-    return StepWindows(
-        steps=[None],
-        start_us=np.array([first if first is not None else 0.0]),
-        end_us=np.array([last if last is not None else 0.0]),
-    )
-
-
-def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.DataFrame:
+def _per_step(
+    trace: Trace, is_kernel: np.ndarray, counted: np.ndarray, idle: IdleSplit
+) -> pd.DataFrame:
     windows = step_windows(trace)
     kernels = trace.kernels
     starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
@@ -144,8 +126,10 @@ def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.Da
     launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
     launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
     kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested CPU kernels once
+    gpu = trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+    waits = idle.per_step[IdleParts.cpu_wait_us].to_numpy(dtype=float)
     rows = []
-    for step, lo, hi in windows:
+    for i, (step, lo, hi) in enumerate(windows):
         inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
         busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
         in_step = counted & (launch_ts >= lo) & (launch_ts < hi)
@@ -153,6 +137,8 @@ def _per_step(trace: Trace, is_kernel: np.ndarray, counted: np.ndarray) -> pd.Da
         kernel_time = float(np.nansum(kernel_durs[inside & is_kernel]))
         if trace.device_kind is DeviceKind.CPU:
             busy = min(kernel_time, wall)
+        if gpu:
+            wait = float(waits[i])
         rows.append(
             {
                 StepOverhead.step: step,

@@ -3,21 +3,40 @@
 - **Host↔device copies**: ``memcpy`` activities HtoD/DtoH issued inside a step: their count,
   bytes and device time per step, pageable ones (not pinned: the CPU waits while they are
   staged), and the ops that issued them.
-- **Synchronizations**: ``cudaDeviceSynchronize``/``cudaStreamSynchronize``/… calls inside a
-  step: the CPU stops until the device has drained its queue, so the next kernels are not
-  queued in time. Their CPU time is shown, with the ops that made them (``aten::item``,
-  ``aten::_local_scalar_dense`` are ``.item()``).
+  The copies' cost is their device time or the CPU time blocked in their calls
+  (synchronous or pageable copies), whichever union is larger: a 45 µs copy whose call waits
+  114 ms for the device is 114 ms of the step.
+- **Blocking calls** (:mod:`traceviz.analysis.blocking`): syncs (``*Synchronize``),
+  synchronous or pageable copies and stalled launches inside a step: the CPU stops until the
+  device has drained its queue, so the next kernels are not queued in time. Severity follows
+  the measured blocked share of the step; the evidence names the longest calls, the op and
+  Python frame that issued each (``aten::item``/``aten::_local_scalar_dense`` are ``.item()``,
+  ``<built-in method cpu …>`` is ``.cpu()``), and the blocked time.
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
+from traceviz.analysis.blocking import BlockingColumns as B
+from traceviz.analysis.blocking import BlockReason
+from traceviz.analysis.idle import IdleParts
+from traceviz.analysis.windows import union
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, durations, kernel_steps, points_in_windows
+from traceviz.diagnose.facts import (
+    TraceFacts,
+    durations,
+    kernel_steps,
+    short_name,
+    us,
+    window_bounds,
+)
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.schema import ActivityKind, Kernels, LaunchClass, Launches, Ops
+from traceviz.schema import ActivityKind, Kernels
+from traceviz.units import fmt_bytes
 
 COPIES_ID = "host-device-copy"
 SYNC_ID = "sync-in-step"
@@ -26,12 +45,23 @@ HOST_DEVICE = ("HtoD", "DtoH")
 COPY_WARNING_SHARE = 0.05
 #: Below 1% of the step, and with no device-to-host copy, copies are routine (the input batch).
 COPY_MIN_SHARE = 0.01
-#: A sync costs throughput when it leaves the device without queued work: a warning when the
-#: device idles a tenth of the step, information otherwise.
-SYNC_WARNING_IDLE_SHARE = 0.10
+#: The CPU blocked in syncs, blocking copies or stalled launches for 5% of the step: a warning
+#: (a few µs of a routine sync stay information).
+SYNC_WARNING_SHARE = 0.05
+#: The longest blocking calls named in the evidence.
+SYNC_CALLS_SHOWN = 3
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+COPY_REASONS = (BlockReason.SYNC_COPY.value, BlockReason.PAGEABLE_COPY.value)
+REASON_TEXT = {
+    BlockReason.SYNC.value: "sync",
+    BlockReason.SYNC_COPY.value: "synchronous copy",
+    BlockReason.PAGEABLE_COPY.value: "copy to/from pageable memory",
+    BlockReason.STALLED_LAUNCH.value: "stalled launch",
+}
 COPY_GAIN_BASIS = (
-    "upper bound: the copies' device time (measured), if they overlapped with compute "
-    "(pinned memory, non_blocking=True) or were not needed"
+    "upper bound: the copies' device time, or the CPU time blocked in their calls where "
+    "longer (measured), if they overlapped with compute (pinned memory, non_blocking=True) "
+    "or were not needed"
 )
 
 
@@ -50,11 +80,21 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     rows = kernels[copies]
     durs = durations(rows)
     time_us = facts.per_step(float(durs.sum()))
-    share = facts.share(time_us) or 0.0
+    cost_us = max(time_us, facts.per_step(_copy_cost(facts, rows)))
+    share = facts.share(cost_us) or 0.0
     to_host = int((rows[Kernels.copy_kind].astype(object) == "DtoH").sum())
     if share < COPY_MIN_SHARE and to_host == 0:
         return []
     evidence = [*_direction_evidence(facts, rows), *_copy_sources(rows)]
+    if cost_us > time_us:
+        evidence.append(
+            Evidence(
+                "copy time incl. CPU blocked in the copy calls per step",
+                cost_us,
+                Unit.US,
+                facts.share(cost_us),
+            )
+        )
     pageable = int(rows[Kernels.name].astype(str).str.contains("Pageable").sum())
     if pageable:
         evidence.append(
@@ -67,7 +107,7 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
             title=f"{facts.name}: host↔device copies inside the step "
             f"({facts.per_step(len(rows)):.3g} per step, {100 * share:.1f}% of the step)",
             evidence=tuple(evidence),
-            est_gain_us=time_us,
+            est_gain_us=cost_us,
             gain_basis=COPY_GAIN_BASIS,
             next_step="Keep tensors on the device across steps; load batches with "
             "`DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`; read results "
@@ -79,43 +119,95 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
 
 
 def syncs(facts: TraceFacts) -> list[Finding]:
-    """Device synchronisations made inside the steps."""
+    """Calls that block the CPU inside the steps, sized by their measured duration."""
     if not facts.is_gpu:
         return []
-    launches = facts.trace.launches
-    ts = launches[Launches.ts_us].to_numpy(dtype=float)
-    is_sync = (launches[Launches.launch_class] == LaunchClass.SYNC.value).to_numpy(dtype=bool)
-    mask = is_sync & (points_in_windows(facts, ts) >= 0)
-    if not mask.any():
+    calls = facts.launch.blocking.calls
+    calls = calls[calls[B.step] >= 0]
+    if calls.empty:
         return []
-    rows = launches[mask]
-    cpu_us = facts.per_step(float(np.nansum(rows[Launches.dur_us].to_numpy(dtype=float))))
-    names = rows[Launches.name].astype(object).value_counts()
+    blocked = facts.per_step(facts.launch.blocking.blocked_us)
+    share = facts.share(blocked) or 0.0
+    per_step = facts.per_step(len(calls))
+    idle_blocked = facts.per_step(facts.launch.idle.total(IdleParts.blocked_us))
+    names = calls[B.name].value_counts()
     evidence: list[Evidence | str] = [
-        Evidence("synchronizations per step", facts.per_step(len(rows)), Unit.COUNT),
-        Evidence("CPU time blocked in them per step", cpu_us, Unit.US, facts.share(cpu_us)),
-        "calls: " + ", ".join(f"{n} ×{c}" for n, c in names.items() if c),
+        Evidence("CPU time blocked per step", blocked, Unit.US, facts.share(blocked)),
+        Evidence("blocking calls per step", per_step, Unit.COUNT),
+        *_longest_calls(calls),
+        "calls: " + ", ".join(f"{n} ×{c}" for n, c in names.head(4).items() if c),
+        Evidence(
+            "device idle while the CPU was blocked, per step",
+            idle_blocked,
+            Unit.US,
+            facts.share(idle_blocked),
+        ),
     ]
-    callers = _callers(facts, rows)
+    callers = _callers(calls)
     if callers:
         evidence.append("made by: " + callers)
-    idle_share = facts.launch.idle_share or 0.0
-    idle = facts.per_step(facts.launch.idle_us)
-    evidence.append(Evidence("device idle per step", idle, Unit.US, facts.share(idle)))
     return [
         Finding(
             id=SYNC_ID,
-            severity=Severity.WARNING if idle_share >= SYNC_WARNING_IDLE_SHARE else Severity.INFO,
-            title=f"{facts.name}: the CPU waits for the device "
-            f"{facts.per_step(len(rows)):.3g} time(s) per step",
+            severity=Severity.WARNING if share >= SYNC_WARNING_SHARE else Severity.INFO,
+            title=f"{facts.name}: the CPU blocks on the device {per_step:.3g} time(s) per step, "
+            f"{us(blocked)} ({100 * share:.1f}% of the step)",
             evidence=tuple(evidence),
             next_step='Find each sync with `torch.cuda.set_sync_debug_mode("warn")`. Avoid '
-            "`.item()`, `.cpu()`, printing tensors and data-dependent shapes (`nonzero`, boolean "
-            "masks) inside the step; keep metrics on the device and read them every N steps.",
+            "`.item()`, `.cpu()`, `.tolist()`, printing tensors and data-dependent shapes "
+            "(`nonzero`, boolean masks) inside the step; keep metrics on the device and read "
+            "them every N steps; copy into pinned memory with `non_blocking=True`.",
             docs_url=docs.SYNC_DEBUG,
             trace=facts.name,
         )
     ]
+
+
+def _longest_calls(calls: pd.DataFrame) -> list[Evidence | str]:
+    """One line per longest blocking call: name, why, size, issuer, frame, blocked time."""
+    top = calls.sort_values(B.dur_us, ascending=False, kind="stable").head(SYNC_CALLS_SHOWN)
+    out: list[Evidence | str] = []
+    for row in top.to_dict("records"):
+        what = REASON_TEXT.get(str(row[B.reason]), str(row[B.reason]))
+        if isinstance(row[B.copy_kind], str):
+            size = row[B.bytes]
+            what += f", {row[B.copy_kind]}" + (
+                f" {fmt_bytes(float(size))}" if np.isfinite(size) else ""
+            )
+        by = [
+            short_name(_ADDRESS.sub("", v), 60)
+            for v in (row[B.op], row[B.frame])
+            if isinstance(v, str)
+        ]
+        source = f" from {' in '.join(by)}" if by else ""
+        out.append(
+            f"{row[B.name]} ({what}){source}: {us(float(row[B.dur_us]))} blocked, "
+            f"{_percent(float(row[B.step_share]))} of its step"
+        )
+    return out
+
+
+def _percent(share: float) -> str:
+    return "<0.1%" if share < 0.001 else f"{100 * share:.1f}%"
+
+
+def _copy_cost(facts: TraceFacts, rows: pd.DataFrame) -> float:
+    """Union of the copies' device spans and the CPU spans of their blocking calls, µs,
+    inside the steps (total over the steps)."""
+    starts = rows[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + durations(rows)
+    calls = facts.launch.blocking.calls
+    calls = calls[calls[B.reason].isin(COPY_REASONS) & (calls[B.step] >= 0)]
+    c_start = calls[B.ts_us].to_numpy(dtype=float)
+    c_end = c_start + calls[B.dur_us].to_numpy(dtype=float)
+    total = 0.0
+    for lo, hi in zip(*window_bounds(facts), strict=True):
+        s, e = union(
+            np.clip(np.concatenate([starts, c_start]), lo, hi),
+            np.clip(np.concatenate([ends, c_end]), lo, hi),
+        )
+        total += float((e - s).sum())
+    return total
 
 
 def _direction_evidence(facts: TraceFacts, rows: pd.DataFrame) -> list[Evidence | str]:
@@ -146,14 +238,7 @@ def _copy_sources(rows: pd.DataFrame) -> list[Evidence | str]:
     return ["issued by: " + ", ".join(f"{name} ×{count}" for name, count in ops.head(3).items())]
 
 
-def _callers(facts: TraceFacts, rows: pd.DataFrame) -> str:
-    """The ops (by External id) that made the sync calls, most frequent first."""
-    ids = rows[Launches.external_id].dropna()
-    if ids.empty:
-        return ""
-    ops = facts.trace.ops
-    matched = ops[ops[Ops.external_id].isin(set(ids.astype("int64")))]
-    if matched.empty:
-        return ""
-    counts = matched[Ops.name].astype(object).value_counts()
+def _callers(calls: pd.DataFrame) -> str:
+    """The innermost ops that made the blocking calls, most frequent first."""
+    counts = calls[B.op].dropna().astype(str).value_counts()
     return ", ".join(f"{name} ×{count}" for name, count in counts.head(3).items() if count)

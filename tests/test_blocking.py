@@ -1,0 +1,187 @@
+"""Blocking host calls (analysis.blocking) and the findings built on them (sync-in-step,
+host-device-copy), on hand-made traces and the real corpus."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, corpus_params, kernel, launch, op
+from traceviz.analysis.blocking import (
+    STALL_FACTOR,
+    STALL_MIN_US,
+    BlockedStep,
+    BlockingColumns,
+    BlockReason,
+    blocking_calls,
+)
+from traceviz.diagnose import Severity, diagnose_trace
+from traceviz.diagnose.rules.copies import COPIES_ID, SYNC_ID, SYNC_WARNING_SHARE
+
+B = BlockingColumns
+
+
+def _step(events: list[dict], dur: float = 10_000) -> list[dict]:
+    return [op("ProfilerStep#1", 0, dur, cat="user_annotation"), *events]
+
+
+def _item_via_pageable_copy(start: float, blocked: float) -> list[dict]:
+    """``tensor.item()``: a Python frame, aten::item → aten::_local_scalar_dense → an async
+    memcpy into pageable memory that blocks ``blocked`` µs."""
+    return [
+        op("<built-in method item of Tensor object>", start - 10, blocked + 40,
+           cat="python_function"),
+        op("aten::item", start - 5, blocked + 30),
+        op("aten::_local_scalar_dense", start - 2, blocked + 20),
+        launch("cudaMemcpyAsync", start, blocked, 90),
+        kernel("Memcpy DtoH (Device -> Pageable)", start + blocked - 20, 5, 90,
+               cat="gpu_memcpy", bytes=8),
+    ]  # fmt: skip
+
+
+def _kernels(n: int, start: float, *, launch_us: float = 5.0) -> list[dict]:
+    out: list[dict] = []
+    for i in range(n):
+        t = start + 20 * i
+        out += [launch("cudaLaunchKernel", t, launch_us, 1 + i), kernel(f"k{i}", t + 8, 5, 1 + i)]
+    return out
+
+
+def test_pageable_copy_blocks_with_its_issuer_and_frame(tmp_trace) -> None:
+    path = tmp_trace(_step([*_kernels(3, 10), *_item_via_pageable_copy(1000, 4000)]))
+    calls = blocking_calls(traceviz.load(path)).calls
+    assert len(calls) == 1
+    row = calls.iloc[0]
+    assert row[B.name] == "cudaMemcpyAsync" and row[B.reason] == BlockReason.PAGEABLE_COPY.value
+    assert row[B.dur_us] == 4000 and row[B.step] == 0
+    assert row[B.step_share] == pytest.approx(4000 / 10_000)
+    assert row[B.op] == "aten::_local_scalar_dense"  # innermost op, not the ProfilerStep
+    assert row[B.frame] == "<built-in method item of Tensor object>"
+    assert row[B.copy_kind] == "DtoH" and row[B.bytes] == 8
+
+
+def test_pinned_async_copy_does_not_block(tmp_trace) -> None:
+    events = [
+        launch("cudaMemcpyAsync", 100, 5, 90),
+        kernel("Memcpy HtoD (Pinned -> Device)", 110, 5, 90, cat="gpu_memcpy", bytes=8),
+    ]
+    assert blocking_calls(traceviz.load(tmp_trace(_step(events)))).calls.empty
+
+
+def test_every_kind_of_blocking_call(tmp_trace) -> None:
+    stalled = STALL_MIN_US * 2
+    events = [
+        *_kernels(5, 10),
+        launch("cudaLaunchKernel", 200, stalled, 50),  # 5 µs median → stalled
+        kernel("k_late", 200 + stalled + 5, 5, 50),
+        launch("cudaMemcpy", 1000, 300, 60),  # no Async: synchronous
+        kernel("Memcpy HtoD (Pageable -> Device)", 1200, 50, 60, cat="gpu_memcpy", bytes=64),
+        launch("hipMemcpyWithStream", 2000, 100, 61),
+        launch("cudaStreamSynchronize", 3000, 6, 62),
+        launch("cudaDeviceSynchronize", 3100, 7, 63),
+        launch("cudaEventSynchronize", 3200, 8, 64),
+        launch("cudaStreamWaitEvent", 3300, 500, 65),  # device-side wait: the CPU goes on
+    ]
+    calls = blocking_calls(traceviz.load(tmp_trace(_step(events)))).calls
+    reasons = dict(zip(calls[B.name], calls[B.reason], strict=True))
+    assert reasons == {
+        "cudaLaunchKernel": BlockReason.STALLED_LAUNCH.value,
+        "cudaMemcpy": BlockReason.SYNC_COPY.value,
+        "hipMemcpyWithStream": BlockReason.SYNC_COPY.value,
+        "cudaStreamSynchronize": BlockReason.SYNC.value,
+        "cudaDeviceSynchronize": BlockReason.SYNC.value,
+        "cudaEventSynchronize": BlockReason.SYNC.value,
+    }
+    assert stalled >= STALL_FACTOR * 5
+
+
+def test_blocked_time_per_step_is_a_union_clipped_to_the_step(tmp_trace) -> None:
+    # two threads block at once, and one call runs past the step's end
+    events = [
+        launch("cudaStreamSynchronize", 100, 400, 1),
+        launch("cudaStreamSynchronize", 300, 400, 2, tid=2),
+        launch("cudaDeviceSynchronize", 9_900, 500, 3),
+    ]
+    blocking = blocking_calls(traceviz.load(tmp_trace(_step(events))))
+    step = blocking.per_step.iloc[0]
+    assert step[BlockedStep.calls] == 3
+    assert step[BlockedStep.blocked_us] == pytest.approx(600 + 100)
+    assert blocking.blocked_us <= blocking.wall_us
+
+
+@pytest.mark.parametrize("blocked_us", [6.0, 14_000.0])
+def test_sync_severity_follows_the_blocked_share(tmp_trace, blocked_us: float) -> None:
+    events = [*_kernels(3, 10), op("aten::item", 495, blocked_us + 10)]
+    events += [launch("cudaStreamSynchronize", 500, blocked_us, 99)]
+    findings = diagnose_trace(traceviz.load(tmp_trace(_step(events, dur=100_000))))
+    sync = next(f for f in findings if f.id == SYNC_ID)
+    share = blocked_us / 100_000
+    expected = Severity.WARNING if share >= SYNC_WARNING_SHARE else Severity.INFO
+    assert sync.severity is expected
+    text = " ".join(str(e) for e in sync.evidence)
+    assert "cudaStreamSynchronize" in text and "aten::item" in text
+    blocked = next(e for e in sync.evidence if not isinstance(e, str) and "blocked" in e.label)
+    assert blocked.value == pytest.approx(blocked_us) and blocked.share == pytest.approx(share)
+
+
+def test_copy_that_blocks_the_step_is_not_zero_percent(tmp_trace) -> None:
+    events = [*_kernels(3, 10), *_item_via_pageable_copy(1000, 8000)]
+    findings = diagnose_trace(traceviz.load(tmp_trace(_step(events))))
+    copy = next(f for f in findings if f.id == COPIES_ID)
+    assert "80.0% of the step" in copy.title
+    assert copy.severity is Severity.WARNING
+    sync = next(f for f in findings if f.id == SYNC_ID)
+    assert sync.severity is Severity.WARNING
+    assert any("aten::_local_scalar_dense" in str(e) for e in sync.evidence)
+
+
+FLUX = CORPUS / "amd" / "mi300x_compiled_flux_hipgraph.json.gz"
+CUDAGRAPH_TRAIN = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
+
+
+def _needs(path) -> None:  # type: ignore[no-untyped-def]
+    if not path.exists():
+        pytest.skip(f"corpus trace not found: {path}")
+
+
+def test_flux_blocking_device_to_host_copy() -> None:
+    """The real case of issue #10 §1: one hipMemcpyWithStream (.cpu(), DtoH) blocks the CPU
+    for 114 ms of a 250 ms step; it was reported as 0.0% of the step."""
+    _needs(FLUX)
+    trace = traceviz.load(FLUX)
+    calls = blocking_calls(trace).calls
+    top = calls.loc[calls[B.dur_us].idxmax()]
+    assert top[B.name] == "hipMemcpyWithStream" and top[B.reason] == BlockReason.SYNC_COPY.value
+    assert top[B.dur_us] == pytest.approx(113_918.926)
+    assert top[B.step_share] == pytest.approx(0.456, abs=0.001)
+    assert top[B.copy_kind] == "DtoH" and top[B.bytes] == 393_216
+    assert top[B.op] == "aten::copy_" and "method cpu of Tensor" in top[B.frame]
+    findings = diagnose_trace(trace)
+    sync = next(f for f in findings if f.id == SYNC_ID)
+    assert sync.severity is Severity.WARNING
+    assert "hipMemcpyWithStream" in sync.title or any(
+        "hipMemcpyWithStream" in str(e) for e in sync.evidence
+    )
+    copy = next(f for f in findings if f.id == COPIES_ID)
+    assert "45.7% of the step" in copy.title and copy.severity is Severity.WARNING
+
+
+def test_cudagraph_training_pageable_loss_read() -> None:
+    """Each step reads 704 B back into pageable memory; the call blocks ~68% of the step."""
+    _needs(CUDAGRAPH_TRAIN)
+    calls = blocking_calls(traceviz.load(CUDAGRAPH_TRAIN)).calls
+    pageable = calls[(calls[B.reason] == BlockReason.PAGEABLE_COPY.value) & (calls[B.step] >= 0)]
+    worst = pageable.groupby(B.step)[B.step_share].max()
+    assert len(worst) == 5 and (worst > 0.6).all() and (worst < 0.7).all()
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_corpus_blocked_time_fits_in_the_steps(path) -> None:  # type: ignore[no-untyped-def]
+    blocking = blocking_calls(traceviz.load(path))
+    per = blocking.per_step
+    assert (per[BlockedStep.blocked_us] <= per[BlockedStep.wall_us] + 1e-6).all()
+    shares = blocking.calls[B.step_share].to_numpy(dtype=float)
+    assert (shares[np.isfinite(shares)] <= 1 + 1e-9).all()
+    durs = blocking.calls[B.dur_us].to_numpy(dtype=float)
+    assert (durs >= 0).all()

@@ -1,0 +1,258 @@
+"""Blocking host calls: runtime/driver calls during which the CPU waits (measured).
+
+A call blocks the CPU when it returns only after the device (or a copy) is done:
+
+- ``sync``: ``*Synchronize`` calls (``cudaStreamSynchronize``, ``hipDeviceSynchronize``,
+  ``cudaEventSynchronize``, ``cuCtxSynchronize``, …);
+- ``sync_copy``: memcpy calls without ``Async`` (``cudaMemcpy``, ``hipMemcpyWithStream``,
+  ``cuMemcpyDtoH``): they wait for the queue to drain, then copy;
+- ``pageable_copy``: async memcpy calls whose copy goes to or from pageable (unpinned) host
+  memory (the device activity is named ``… Pageable …``): the CPU stages the data itself;
+- ``stalled_launch``: a kernel/graph launch call lasting at least
+  :data:`STALL_FACTOR` × the median of its API name and at least :data:`STALL_MIN_US`
+  (a full launch queue, lazy module loading, …).
+
+Why an analysis and not a parse-time :class:`~traceviz.schema.LaunchClass`: whether a call
+blocks depends on more than its name — the pageable host buffer is only known once the call is
+linked to its copy, and a stalled launch only against the trace's other launches — and the
+launch class keeps saying what the API *is* (a ``hipMemcpyWithStream`` is still a memcpy for
+the summary and the traffic figures).
+
+Every figure is the call's measured CPU duration. Per step, the blocked time is the union of
+the calls' spans clipped to the step, so it never exceeds the step's wall time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.analysis.windows import StepWindows, step_windows, union
+from traceviz.schema import ActivityKind, Kernels, LaunchClass, Launches, OpCategory, Ops
+from traceviz.trace import Trace
+
+#: A launch call this many times its API's median duration is stalled ...
+STALL_FACTOR = 20.0
+#: ... when it also lasts at least this long, µs.
+STALL_MIN_US = 200.0
+_STEP_PREFIX = "ProfilerStep#"
+_LAUNCHES = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
+
+
+class BlockReason(str, Enum):
+    """Why a runtime/driver call blocks the CPU (see the module docstring)."""
+
+    SYNC = "sync"
+    SYNC_COPY = "sync_copy"
+    PAGEABLE_COPY = "pageable_copy"
+    STALLED_LAUNCH = "stalled_launch"
+
+
+class BlockingColumns:
+    """Columns of :attr:`BlockingCalls.calls` (one row per blocking call, in time order)."""
+
+    launch_row = "launch_row"  # row in Trace.launches (int64)
+    name = "name"  # API name, e.g. cudaStreamSynchronize (str)
+    reason = "reason"  # BlockReason value (str)
+    thread = "thread"  # "pid/tid" (str)
+    ts_us = "ts_us"  # call start, µs (float64)
+    dur_us = "dur_us"  # measured call duration = CPU time blocked, µs (float64)
+    step = "step"  # index of the step window holding the call's start (−1: none) (int64)
+    step_share = "step_share"  # call time inside that step / the step's wall time (float64)
+    op = "op"  # innermost enclosing CPU op or annotation, e.g. aten::item (str or None)
+    frame = "frame"  # innermost enclosing Python frame (str or None)
+    copy_kind = "copy_kind"  # linked copy's direction "DtoH"/"HtoD"/… (str or None)
+    bytes = "bytes"  # linked copies' bytes (float64, NaN when none)
+
+
+class BlockedStep:
+    """Columns of :attr:`BlockingCalls.per_step` (one row per step window)."""
+
+    step = "step"  # ProfilerStep number (Int64; <NA> for the whole-trace window)
+    wall_us = "wall_us"  # step wall time, µs
+    calls = "calls"  # blocking calls starting in the step
+    blocked_us = "blocked_us"  # union of their spans inside the step, µs (≤ wall_us)
+
+
+@dataclass(frozen=True)
+class BlockingCalls:
+    """The blocking calls of one trace (see the module docstring)."""
+
+    calls: pd.DataFrame  # columns: BlockingColumns
+    per_step: pd.DataFrame  # columns: BlockedStep
+
+    @property
+    def blocked_us(self) -> float:
+        """CPU time blocked inside the steps, µs (union per step, summed)."""
+        return float(self.per_step[BlockedStep.blocked_us].sum())
+
+    @property
+    def wall_us(self) -> float:
+        return float(self.per_step[BlockedStep.wall_us].sum())
+
+
+def blocking_calls(trace: Trace) -> BlockingCalls:
+    """Every call of ``trace.launches`` that blocks the CPU, with its issuer and step."""
+    launches = trace.launches
+    reasons = blocking_reasons(trace)
+    rows = np.flatnonzero(reasons != "")
+    ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
+    dur = np.nan_to_num(launches[Launches.dur_us].to_numpy(dtype=float)[rows])
+    windows = step_windows(trace)
+    step = windows.index_of(ts)
+    op, frame = issuers(trace, rows)
+    kinds, sizes = _copies(trace, rows)
+    lo = np.where(step >= 0, windows.start_us[np.clip(step, 0, None)], np.nan)
+    hi = np.where(step >= 0, windows.end_us[np.clip(step, 0, None)], np.nan)
+    inside = np.clip(np.minimum(ts + dur, hi) - np.maximum(ts, lo), 0.0, None)
+    wall = hi - lo
+    share = np.where(wall > 0, inside / np.where(wall > 0, wall, 1.0), np.nan)
+    calls = pd.DataFrame(
+        {
+            BlockingColumns.launch_row: rows.astype(np.int64),
+            BlockingColumns.name: launches[Launches.name].astype(str).to_numpy()[rows],
+            BlockingColumns.reason: reasons[rows],
+            BlockingColumns.thread: launches[Launches.thread].astype(str).to_numpy()[rows],
+            BlockingColumns.ts_us: ts,
+            BlockingColumns.dur_us: dur,
+            BlockingColumns.step: step,
+            BlockingColumns.step_share: share,
+            BlockingColumns.op: op,
+            BlockingColumns.frame: frame,
+            BlockingColumns.copy_kind: kinds,
+            BlockingColumns.bytes: sizes,
+        }
+    )
+    calls = calls.sort_values(BlockingColumns.ts_us, kind="stable").reset_index(drop=True)
+    return BlockingCalls(calls=calls, per_step=_per_step(windows, calls))
+
+
+def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
+    """Per row of ``trace.launches``, its :class:`BlockReason` value, or "" (not blocking)."""
+    launches = trace.launches
+    names = launches[Launches.name].astype(str).to_numpy()
+    classes = launches[Launches.launch_class].astype(str).to_numpy()
+    out = np.full(len(launches), "", dtype=object)
+    is_copy = classes == LaunchClass.MEMCPY.value
+    is_async = np.char.find(names.astype(str), "Async") >= 0
+    out[classes == LaunchClass.SYNC.value] = BlockReason.SYNC.value
+    out[is_copy & ~is_async] = BlockReason.SYNC_COPY.value
+    pageable = np.zeros(len(launches), dtype=bool)
+    pageable[_pageable_launch_rows(trace)] = True
+    out[is_copy & is_async & pageable] = BlockReason.PAGEABLE_COPY.value
+    out[_stalled_launches(launches, classes)] = BlockReason.STALLED_LAUNCH.value
+    return out.astype(str)
+
+
+def _pageable_launch_rows(trace: Trace) -> npt.NDArray[np.int64]:
+    kernels = trace.kernels
+    is_copy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
+    pageable = kernels[Kernels.name].astype(str).str.contains("Pageable").to_numpy(dtype=bool)
+    rows = kernels[Kernels.launch_row].to_numpy(dtype=float, na_value=np.nan)[is_copy & pageable]
+    rows = rows[np.isfinite(rows)].astype(np.int64)
+    return rows[(rows >= 0) & (rows < len(trace.launches))]
+
+
+def _stalled_launches(launches: pd.DataFrame, classes: np.ndarray) -> npt.NDArray[np.bool_]:
+    is_launch = np.isin(classes, _LAUNCHES)
+    durs = launches[Launches.dur_us].to_numpy(dtype=float)
+    if not is_launch.any():
+        return np.zeros(len(launches), dtype=bool)
+    names = launches[Launches.name].astype(str)
+    median = pd.Series(durs).where(is_launch).groupby(names.to_numpy()).transform("median")
+    median_us = median.to_numpy(dtype=float)
+    return is_launch & (durs >= STALL_MIN_US) & (durs >= STALL_FACTOR * median_us)
+
+
+def issuers(
+    trace: Trace, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.object_]]:
+    """For the launch rows ``rows``: the innermost enclosing CPU op or annotation (not a
+    ``ProfilerStep#``) and the innermost enclosing Python frame on the same thread, or None."""
+    ops = trace.ops
+    n = len(rows)
+    op_out = np.full(n, None, dtype=object)
+    frame_out = np.full(n, None, dtype=object)
+    if n == 0 or ops.empty:
+        return op_out, frame_out
+    launches = trace.launches
+    call_ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
+    call_thread = launches[Launches.thread].astype(str).to_numpy()[rows]
+    o_thread = ops[Ops.thread].astype(str).to_numpy()
+    o_ts = ops[Ops.ts_us].to_numpy(dtype=float)
+    o_end = o_ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
+    parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1).astype(np.int64)
+    names = ops[Ops.name].astype(str).to_numpy()
+    category = ops[Ops.category].astype(str).to_numpy()
+    for thread in np.unique(call_thread):
+        mine = np.flatnonzero(o_thread == thread)
+        if mine.size == 0:
+            continue
+        mine = mine[np.argsort(o_ts[mine], kind="stable")]
+        for i in np.flatnonzero(call_thread == thread):
+            pos = int(np.searchsorted(o_ts[mine], call_ts[i], side="right")) - 1
+            row = int(mine[pos]) if pos >= 0 else -1
+            while row >= 0 and (op_out[i] is None or frame_out[i] is None):
+                if o_end[row] > call_ts[i]:
+                    if category[row] == OpCategory.PYTHON_FUNCTION.value:
+                        frame_out[i] = frame_out[i] or names[row]
+                    elif not names[row].startswith(_STEP_PREFIX):
+                        op_out[i] = op_out[i] or names[row]
+                row = int(parent[row])
+    return op_out, frame_out
+
+
+def _copies(
+    trace: Trace, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.float64]]:
+    """Direction and bytes of the copies each call in ``rows`` issued (None / NaN if none)."""
+    kernels = trace.kernels
+    kinds = np.full(len(rows), None, dtype=object)
+    sizes = np.full(len(rows), np.nan)
+    if len(rows) == 0 or kernels.empty:
+        return kinds, sizes
+    link = kernels[Kernels.launch_row].to_numpy(dtype=float, na_value=np.nan)
+    is_copy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
+    frame = pd.DataFrame(
+        {
+            "row": link[is_copy],
+            "kind": kernels[Kernels.copy_kind].astype(object).to_numpy()[is_copy],
+            "bytes": kernels[Kernels.bytes].to_numpy(dtype=float, na_value=np.nan)[is_copy],
+        }
+    ).dropna(subset=["row"])
+    if frame.empty:
+        return kinds, sizes
+    grouped = frame.groupby("row").agg(
+        kind=("kind", "first"), bytes=("bytes", lambda b: b.sum(min_count=1))
+    )
+    found = grouped.reindex(rows.astype(float))
+    return found["kind"].to_numpy(dtype=object), found["bytes"].to_numpy(dtype=float)
+
+
+def _per_step(windows: StepWindows, calls: pd.DataFrame) -> pd.DataFrame:
+    ts = calls[BlockingColumns.ts_us].to_numpy(dtype=float)
+    end = ts + calls[BlockingColumns.dur_us].to_numpy(dtype=float)
+    rows = []
+    for i, (step, lo, hi) in enumerate(windows):
+        starts, ends = union(np.clip(ts, lo, hi), np.clip(end, lo, hi))
+        rows.append(
+            {
+                BlockedStep.step: step,
+                BlockedStep.wall_us: hi - lo,
+                BlockedStep.calls: int((calls[BlockingColumns.step] == i).sum()),
+                BlockedStep.blocked_us: float((ends - starts).sum()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table[BlockedStep.step] = table[BlockedStep.step].astype("Int64")
+    return table
+
+
+def blocked_intervals(calls: pd.DataFrame) -> tuple[npt.NDArray[np.float64], ...]:
+    """The union of the blocking calls' spans, as a sorted disjoint interval set (µs)."""
+    ts = calls[BlockingColumns.ts_us].to_numpy(dtype=float)
+    return union(ts, ts + calls[BlockingColumns.dur_us].to_numpy(dtype=float))

@@ -1,0 +1,266 @@
+"""Device idle time explained over the whole step (GPU traces; measured).
+
+Each step window's device idle time (wall time minus the union of device activity that starts
+in the step, clipped to it) is a set of gaps: the **leading** gap (step start → first device
+activity), gaps **between** activities, and the **trailing** gap (last activity → step end).
+Each gap is split, in this order of precedence, into:
+
+- ``blocked_us`` — **blocked by a sync**: the CPU was inside a blocking call
+  (:mod:`traceviz.analysis.blocking`) while the device had nothing to run;
+- ``cpu_wait_us`` — **waiting for the CPU**: the next activity's launch call had not yet
+  returned (leading and trailing gaps: the CPU had not issued anything yet / anything more);
+- ``launch_latency_us`` — **launch latency**: the next activity's launch call had returned,
+  but the activity had not started yet;
+- ``between_us`` — **between kernels**: the next activity was issued before the gap began
+  (queued behind a dependency, another stream, or a replayed graph's own gaps); also mid-step
+  gaps before an activity with no known launch.
+
+The four parts add up to ``idle_us`` per step. :attr:`IdleSplit.cpu_work` names the CPU ops and
+annotations (the outermost ones on the launching thread, not ``ProfilerStep#``) that ran while
+the device waited for the CPU, and how long each overlapped the wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.analysis.blocking import BlockingCalls, blocked_intervals
+from traceviz.analysis.windows import FloatArray, StepWindows, overlap, subtract, union
+from traceviz.schema import Kernels, Launches, OpCategory, Ops
+from traceviz.trace import Trace
+
+_STEP_PREFIX = "ProfilerStep#"
+#: A gap this long (µs) is CPU work, not launch overhead: launching one kernel costs µs.
+LONG_GAP_US = 1000.0
+#: Where in the step a wait happened (:attr:`CpuWork.where`).
+LEADING, BETWEEN, TRAILING = "before the first kernel", "between kernels", "after the last kernel"
+
+
+class IdleParts:
+    """Columns of :attr:`IdleSplit.per_step` (one row per step window), µs."""
+
+    step = "step"  # ProfilerStep number (Int64; <NA> for the whole-trace window)
+    wall_us = "wall_us"  # step wall time
+    busy_us = "busy_us"  # union of device activity starting in the step, clipped to it
+    idle_us = "idle_us"  # wall_us − busy_us = blocked + cpu_wait + launch_latency + between
+    blocked_us = "blocked_us"  # idle while the CPU was inside a blocking call
+    cpu_wait_us = "cpu_wait_us"  # idle waiting for the CPU to issue work
+    launch_latency_us = "launch_latency_us"  # idle between a launch's return and its start
+    between_us = "between_us"  # idle with the next work already issued
+    lead_us = "lead_us"  # the leading gap (step start → first activity; whole step if none)
+    lead_cpu_wait_us = "lead_cpu_wait_us"  # cpu_wait_us inside the leading gap
+    trail_us = "trail_us"  # the trailing gap (last activity → step end)
+    trail_cpu_wait_us = "trail_cpu_wait_us"  # cpu_wait_us inside the trailing gap
+    long_cpu_wait_us = "long_cpu_wait_us"  # cpu_wait_us inside gaps ≥ LONG_GAP_US long
+
+
+PARTS = (
+    IdleParts.blocked_us,
+    IdleParts.cpu_wait_us,
+    IdleParts.launch_latency_us,
+    IdleParts.between_us,
+)
+
+
+class CpuWork:
+    """Columns of :attr:`IdleSplit.cpu_work`: per step, gap position and op name, the time the
+    op overlapped the device's wait for the CPU (largest first within a step)."""
+
+    step = "step"  # step window index (int64)
+    where = "where"  # LEADING / BETWEEN / TRAILING
+    name = "name"  # the CPU op or annotation
+    category = "category"  # OpCategory value
+    overlap_us = "overlap_us"  # its time inside the wait, µs (summed over calls)
+
+
+@dataclass(frozen=True)
+class IdleSplit:
+    """The idle split of one trace (see the module docstring)."""
+
+    per_step: pd.DataFrame  # columns: IdleParts
+    cpu_work: pd.DataFrame  # columns: CpuWork
+    main_thread: str | None  # the thread whose ops are named (most launch calls)
+
+    def total(self, column: str) -> float:
+        """A column of :attr:`per_step` summed over the steps, µs."""
+        return float(self.per_step[column].sum()) if len(self.per_step) else 0.0
+
+    @property
+    def largest(self) -> str | None:
+        """The part (an :class:`IdleParts` column in :data:`PARTS`) with the most time, or
+        None when there is no idle time."""
+        totals = {part: self.total(part) for part in PARTS}
+        best = max(totals, key=lambda k: totals[k])
+        return best if totals[best] > 0 else None
+
+
+@dataclass(frozen=True)
+class _Gaps:
+    """Idle gaps of one step: [lo, hi), the next activity's launch end, and the position."""
+
+    lo: FloatArray
+    hi: FloatArray
+    issued: FloatArray
+    where: npt.NDArray[np.object_]
+
+
+def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> IdleSplit:
+    """Split each step's device idle time (see the module docstring)."""
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    b_lo, b_hi = blocked_intervals(blocking.calls)
+    thread = _main_thread(trace)
+    ops = _outer_ops(trace, thread)
+    rows, work = [], []
+    for i, (step, lo, hi) in enumerate(windows):
+        inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
+        gaps = _gaps(starts[inside], ends[inside], issued[inside], lo, hi)
+        row, wait = _split(gaps, b_lo, b_hi)
+        row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
+        rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
+        work.append(_cpu_work(ops, wait, i))
+    per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
+    per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
+    return IdleSplit(
+        per_step=per_step, cpu_work=pd.concat(work, ignore_index=True), main_thread=thread
+    )
+
+
+_ROW_COLUMNS = [
+    IdleParts.busy_us,
+    IdleParts.idle_us,
+    *PARTS,
+    IdleParts.lead_us,
+    IdleParts.lead_cpu_wait_us,
+    IdleParts.trail_us,
+    IdleParts.trail_cpu_wait_us,
+    IdleParts.long_cpu_wait_us,
+]
+
+
+def _gaps(s: FloatArray, e: FloatArray, issued: FloatArray, lo: float, hi: float) -> _Gaps:
+    """The idle gaps of [lo, hi) around the activities [s, e) (clipped to the window)."""
+    if s.size == 0:
+        where = np.array([LEADING], dtype=object)
+        return _Gaps(np.array([lo]), np.array([hi]), np.array([np.nan]), where)
+    order = np.argsort(s, kind="stable")
+    s, e, issued = np.clip(s[order], lo, hi), np.clip(e[order], lo, hi), issued[order]
+    reach = np.maximum.accumulate(e)
+    gap_lo = np.concatenate([[lo], reach[:-1], [reach[-1]]])
+    gap_hi = np.concatenate([s, [hi]])
+    where = np.full(s.size + 1, BETWEEN, dtype=object)
+    where[0], where[-1] = LEADING, TRAILING
+    next_issue = np.concatenate([issued, [np.nan]])
+    keep = gap_hi > gap_lo
+    return _Gaps(gap_lo[keep], gap_hi[keep], next_issue[keep], where[keep])
+
+
+def _split(
+    gaps: _Gaps, b_lo: FloatArray, b_hi: FloatArray
+) -> tuple[dict[str, float], tuple[FloatArray, FloatArray, npt.NDArray[np.object_]]]:
+    """One step's parts (a row of :class:`IdleParts` columns) and its cpu-wait intervals
+    (start, end, position), blocked time removed."""
+    lo, hi, issued, where = gaps.lo, gaps.hi, gaps.issued, gaps.where
+    known = np.isfinite(issued)
+    edge = where != BETWEEN
+    # waiting for the CPU until the next launch returned; edges without a launch: all of it
+    wait_end = np.where(known, np.clip(issued, lo, hi), np.where(edge, hi, lo))
+    latency = np.where(known & (issued > lo), hi - wait_end, 0.0)
+    between = (hi - lo) - (wait_end - lo) - latency
+    wait_lo, wait_hi = lo, wait_end
+    blocked = overlap(b_lo, b_hi, wait_lo, wait_hi)
+    cpu = (wait_hi - wait_lo) - blocked
+    lead, trail = where == LEADING, where == TRAILING
+    row = {
+        IdleParts.idle_us: float((hi - lo).sum()),
+        IdleParts.blocked_us: float(blocked.sum()),
+        IdleParts.cpu_wait_us: float(cpu.sum()),
+        IdleParts.launch_latency_us: float(latency.sum()),
+        IdleParts.between_us: float(between.sum()),
+        IdleParts.lead_us: float((hi - lo)[lead].sum()),
+        IdleParts.lead_cpu_wait_us: float(cpu[lead].sum()),
+        IdleParts.trail_us: float((hi - lo)[trail].sum()),
+        IdleParts.trail_cpu_wait_us: float(cpu[trail].sum()),
+        IdleParts.long_cpu_wait_us: float(cpu[(hi - lo) >= LONG_GAP_US].sum()),
+    }
+    w_lo, w_hi = subtract(*union(wait_lo, wait_hi), b_lo, b_hi)
+    pos = np.searchsorted(lo, w_lo, side="right") - 1
+    return row, (w_lo, w_hi, where[np.clip(pos, 0, None)] if w_lo.size else where[:0])
+
+
+def _main_thread(trace: Trace) -> str | None:
+    """The thread with the most launch calls (the one that feeds the device)."""
+    threads = trace.launches[Launches.thread].astype(str)
+    if threads.empty:
+        return None
+    return str(threads.value_counts().index[0])
+
+
+def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
+    """The outermost CPU ops and annotations of ``thread`` (not ``ProfilerStep#``): those with
+    no such op above them, so they do not overlap each other."""
+    ops = trace.ops
+    if thread is None or ops.empty:
+        return ops.iloc[:0]
+    names = ops[Ops.name].astype(str).to_numpy()
+    category = ops[Ops.category].astype(str).to_numpy()
+    candidate = (category != OpCategory.PYTHON_FUNCTION.value) & ~np.char.startswith(
+        names.astype(str), _STEP_PREFIX
+    )
+    parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1).astype(np.int64)
+    covered = np.zeros(len(ops), dtype=bool)  # a candidate sits above this row
+    depth = ops[Ops.depth].to_numpy(dtype=float, na_value=0).astype(np.int64)
+    for level in np.unique(depth):
+        rows = np.flatnonzero((depth == level) & (parent >= 0))
+        up = parent[rows]
+        covered[rows] = candidate[up] | covered[up]
+    mine = (ops[Ops.thread].astype(str).to_numpy() == thread) & candidate & ~covered
+    return ops[mine]
+
+
+def _cpu_work(
+    ops: pd.DataFrame,
+    wait: tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
+    step: int,
+) -> pd.DataFrame:
+    w_lo, w_hi, where = wait
+    columns = [CpuWork.step, CpuWork.where, CpuWork.name, CpuWork.category, CpuWork.overlap_us]
+    if ops.empty or w_lo.size == 0:
+        return pd.DataFrame(columns=columns)
+    o_lo = ops[Ops.ts_us].to_numpy(dtype=float)
+    o_hi = o_lo + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
+    near = (o_hi > w_lo[0]) & (o_lo < w_hi[-1])
+    if not near.any():
+        return pd.DataFrame(columns=columns)
+    o_lo, o_hi = o_lo[near], o_hi[near]
+    frames = []
+    for label in (LEADING, BETWEEN, TRAILING):
+        mine = where == label
+        if not mine.any():
+            continue
+        got = overlap(w_lo[mine], w_hi[mine], o_lo, o_hi)
+        hit = got > 0
+        frames.append(
+            pd.DataFrame(
+                {
+                    CpuWork.step: step,
+                    CpuWork.where: label,
+                    CpuWork.name: ops[Ops.name].astype(str).to_numpy()[near][hit],
+                    CpuWork.category: ops[Ops.category].astype(str).to_numpy()[near][hit],
+                    CpuWork.overlap_us: got[hit],
+                }
+            )
+        )
+    if not frames:
+        return pd.DataFrame(columns=columns)
+    table = pd.concat(frames, ignore_index=True)
+    table = table.groupby(columns[:4], sort=False, as_index=False)[CpuWork.overlap_us].sum()
+    return table.sort_values(CpuWork.overlap_us, ascending=False, kind="stable")

@@ -1,0 +1,116 @@
+"""Step windows and interval arithmetic shared by the launch, blocking and idle analyses.
+
+A step window is one ``ProfilerStep#N`` span, or the whole trace as one window when the trace
+has no steps. Intervals are half-open ``[start, end)`` in µs on the trace's clock; an interval
+*set* is a pair of sorted arrays of disjoint intervals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from traceviz.schema import Steps
+from traceviz.trace import Trace
+
+FloatArray = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class StepWindows:
+    """Step windows: ``steps`` (ProfilerStep numbers; <NA> for a whole-trace window) and
+    their ``start_us`` / ``end_us`` (µs, trace clock)."""
+
+    steps: list[int | None]
+    start_us: np.ndarray
+    end_us: np.ndarray
+
+    def __iter__(self) -> Iterator[tuple[int | None, float, float]]:
+        return zip(self.steps, self.start_us.tolist(), self.end_us.tolist(), strict=True)
+
+    def index_of(self, points: FloatArray) -> npt.NDArray[np.int64]:
+        """Per time point (µs), the index of the window holding it (−1: outside all)."""
+        order = np.argsort(self.start_us, kind="stable")
+        starts, ends = self.start_us[order], self.end_us[order]
+        pos = np.searchsorted(starts, points, side="right") - 1
+        safe = np.clip(pos, 0, max(len(starts) - 1, 0))
+        inside = (pos >= 0) & np.isfinite(points) & (points < ends[safe])
+        return np.where(inside, order[safe], -1).astype(np.int64)
+
+
+def step_windows(trace: Trace) -> StepWindows:
+    """One window per ProfilerStep, or one whole-trace window when there are none."""
+    steps = trace.steps
+    if len(steps):
+        starts = steps[Steps.ts_us].to_numpy(dtype=float)
+        return StepWindows(
+            steps=[int(s) for s in steps[Steps.step].to_numpy(dtype=np.int64)],
+            start_us=starts,
+            end_us=starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float)),
+        )
+    first, last = trace.meta.time_origin_us, trace.meta.time_end_us
+    return StepWindows(
+        steps=[None],
+        start_us=np.array([first if first is not None else 0.0]),
+        end_us=np.array([last if last is not None else 0.0]),
+    )
+
+
+def union(starts: FloatArray, ends: FloatArray) -> tuple[FloatArray, FloatArray]:
+    """The union of intervals as a sorted set of disjoint intervals (empty ones dropped)."""
+    keep = np.isfinite(starts) & np.isfinite(ends) & (ends > starts)
+    s, e = starts[keep], ends[keep]
+    if s.size == 0:
+        return np.empty(0), np.empty(0)
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    group = np.cumsum(new) - 1
+    out_e = np.zeros(int(group[-1]) + 1)
+    np.maximum.at(out_e, group, e)
+    return s[new], out_e
+
+
+def covered(set_starts: FloatArray, set_ends: FloatArray, x: FloatArray) -> FloatArray:
+    """Length of the interval set inside (−∞, x], per x (the set's cumulative measure)."""
+    if set_starts.size == 0:
+        return np.zeros(np.shape(x))
+    prefix = np.concatenate([[0.0], np.cumsum(set_ends - set_starts)])
+    idx = np.searchsorted(set_starts, x, side="right") - 1
+    safe = np.clip(idx, 0, None)
+    part = np.clip(np.minimum(x, set_ends[safe]) - set_starts[safe], 0.0, None)
+    return np.where(idx >= 0, prefix[safe] + part, 0.0)
+
+
+def overlap(
+    set_starts: FloatArray, set_ends: FloatArray, lo: FloatArray, hi: FloatArray
+) -> FloatArray:
+    """Per interval [lo, hi), its overlap with the interval set, µs."""
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    return np.clip(covered(set_starts, set_ends, hi) - covered(set_starts, set_ends, lo), 0.0, None)
+
+
+def subtract(
+    a_starts: FloatArray, a_ends: FloatArray, b_starts: FloatArray, b_ends: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """Set A minus set B (both sorted disjoint interval sets), as a sorted disjoint set."""
+    if a_starts.size == 0 or b_starts.size == 0:
+        return a_starts, a_ends
+    points = np.unique(np.concatenate([a_starts, a_ends, b_starts, b_ends]))
+    lo, hi = points[:-1], points[1:]
+    mid = (lo + hi) / 2
+    in_a = _inside(a_starts, a_ends, mid)
+    in_b = _inside(b_starts, b_ends, mid)
+    keep = in_a & ~in_b
+    return union(lo[keep], hi[keep])
+
+
+def _inside(starts: FloatArray, ends: FloatArray, x: FloatArray) -> npt.NDArray[np.bool_]:
+    idx = np.searchsorted(starts, x, side="right") - 1
+    safe = np.clip(idx, 0, None)
+    return (idx >= 0) & (x < ends[safe])
