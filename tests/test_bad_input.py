@@ -142,3 +142,75 @@ def test_events_with_odd_field_values(
         assert str(path) in str(err)
     else:
         assert trace.stats.accounted == trace.stats.events_in
+
+
+HOSTILE = ("nesting", "huge_int", "nan_literal", "bom", "negative_dur")
+FIELDS = ("ts", "dur", "pid", "tid", "correlation", "External id", "stream", "grid", "Input Dims")
+TOP_LEVEL = frozenset({"ts", "dur", "pid", "tid"})
+NUMERIC_FIELDS = frozenset({"ts", "dur", "correlation", "External id", "stream"})
+
+
+def _hostile_text(how: str, event_index: int, field: str, depth: int, exponent: int) -> str:
+    """The small real trace with one hostile change to one event."""
+    doc = json.loads(SMALL.read_text())
+    event = doc["traceEvents"][event_index % len(doc["traceEvents"])]
+    target = event if field in TOP_LEVEL else event.setdefault("args", {})
+    value: object = {
+        "nesting": "__DEEP__",
+        "huge_int": (-1) ** exponent * 10**exponent,
+        "nan_literal": [float("nan"), float("inf"), float("-inf")][exponent % 3],
+        "bom": target.get(field, 0),
+        "negative_dur": -(10**exponent % 10**6) - 1,
+    }[how]
+    target["dur" if how == "negative_dur" else field] = value
+    text = json.dumps(doc)  # writes NaN / Infinity / -Infinity literals
+    if how == "nesting":
+        text = text.replace('"__DEEP__"', "[" * depth + "]" * depth)
+    if how == "bom":
+        text = "\ufeff" + text
+    return text
+
+
+@pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,  # the same examples on every run
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    how=st.sampled_from(HOSTILE),
+    event_index=st.integers(min_value=0, max_value=10**6),
+    field=st.sampled_from(FIELDS),
+    depth=st.integers(min_value=1, max_value=3000),
+    exponent=st.integers(min_value=15, max_value=40),
+    gz=st.booleans(),
+)
+def test_hostile_changes_to_a_real_trace(
+    tmp_path: Path, how: str, event_index: int, field: str, depth: int, exponent: int, gz: bool
+) -> None:
+    """Nesting, huge integers, NaN/Infinity, a BOM, negative durations: the trace loads with
+    every event accounted for and no negative duration, or one error names the file."""
+    from traceviz.analysis.summary import summarize
+
+    data = _hostile_text(how, event_index, field, depth, exponent).encode()
+    path = tmp_path / ("hostile.json.gz" if gz else "hostile.json")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    try:
+        trace = traceviz.load(path)
+    except TraceFormatError as err:
+        assert str(path) in str(err) and "\n" not in str(err)
+        # Only two hostile changes are errors: nesting past the decoder's limit, and an array
+        # where a number belongs (a numeric field); any other error is a bug.
+        assert how == "nesting", err
+        assert ("nested more than" in err.reason and depth > 900) or (
+            "not a profiler trace" in err.reason and field in NUMERIC_FIELDS
+        ), err
+        return
+    assert trace.stats.accounted == trace.stats.events_in
+    for table in (trace.kernels, trace.ops, trace.launches, trace.spans):
+        durs = table["dur_us"].to_numpy(dtype=float)
+        assert not (durs < 0).any()
+    if how == "negative_dur":
+        assert trace.stats.ignored.get("bad_duration", 0) <= 1
+    assert summarize(trace).kernel_time_us >= 0
