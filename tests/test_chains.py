@@ -1,0 +1,241 @@
+"""§4 of issue 10: ``unfused-chain`` fires only on true chains, and evidence stays short.
+
+GIVEN ops that follow each other (hand-made CPU traces, whose ops are the kernels, and the real
+corpus and sample traces), WHEN chains are derived (:mod:`traceviz.analysis.chains`) and the
+rule words them, THEN a chain is ops under one parent, each reading the previous op's output as
+far as shapes show, outside optimizer steps; it never points to a finding that does not exist;
+every evidence string of every finding is at most 200 characters plus a "… N more" tail; and
+the time credited to chains is at most the kernels' measured time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, corpus_files, op
+from traceviz.analysis.chains import ChainMember, chain_members
+from traceviz.analysis.compare import analyze, compare_sides
+from traceviz.diagnose import Evidence, Finding, Severity, diagnose_trace
+from traceviz.diagnose.facts import facts_of_trace, kernel_steps
+from traceviz.diagnose.finding import MAX_EVIDENCE_CHARS, shorten
+from traceviz.diagnose.rules.chains import chain_groups
+from traceviz.rundir import read_run_dir
+
+Make = Callable[..., Path]
+RULE = "unfused-chain"
+SHAPE = [64, 1024]
+#: What may follow a cut evidence string: " … 12 more" or " … 40 more characters".
+TAIL = re.compile(r" … \d+ more( characters)?$")
+
+
+def dims(*shapes: list[int]) -> dict[str, Any]:
+    return {"Input Dims": list(shapes), "Input type": ["float" if s else "Scalar" for s in shapes]}
+
+
+def step(ts: float, dur: float, n: int = 0) -> dict:
+    return op(f"ProfilerStep#{n}", ts, dur, cat="user_annotation")
+
+
+def annotation(name: str, ts: float, dur: float) -> dict:
+    return op(name, ts, dur, cat="user_annotation")
+
+
+def softmax_like(t0: float, shape: list[int] = SHAPE) -> list[dict]:
+    """amax → sub(x, max) → exp → sum: each reads the previous op's output."""
+    reduced = [*shape[:-1], 1]
+    return [
+        op("aten::amax", t0, 100, **dims(shape, [], [])),
+        op("aten::sub", t0 + 105, 100, **dims(shape, reduced, [])),
+        op("aten::exp", t0 + 210, 100, **dims(shape)),
+        op("aten::sum", t0 + 315, 100, **dims(shape, [], [], [])),
+    ]
+
+
+def found(make: Make, events: list[dict]) -> list[Finding]:
+    return [f for f in diagnose_trace(traceviz.load(make(events)), name="t") if f.id == RULE]
+
+
+def members(make: Make, events: list[dict]) -> Any:
+    trace = traceviz.load(make(events))
+    facts = facts_of_trace(trace)
+    return chain_members(trace, facts.kernels, kernel_steps(facts))
+
+
+# --- what a chain is ------------------------------------------------------------------------
+
+
+def test_reduction_then_its_consumers_is_a_chain(tmp_trace: Make) -> None:
+    table = members(tmp_trace, [step(0, 1000), *softmax_like(10)])
+    assert len(table) == 4 and table[ChainMember.chain].nunique() == 1
+    assert list(table[ChainMember.link]) == ["first", "shapes", "shapes", "shapes"]
+    (finding,) = found(tmp_trace, [step(0, 1000), *softmax_like(10)])
+    assert "aten::amax → aten::sub → aten::exp → aten::sum" in "\n".join(finding.evidence_lines())
+
+
+def test_optimizer_updates_of_same_shaped_tensors_are_not_a_chain(tmp_trace: Make) -> None:
+    """The issue's 808 ``aten::add_``: per-parameter updates (same shapes, unrelated tensors)
+    inside ``Optimizer.step#SGD.step`` and under ``aten::_foreach_add_``."""
+    n = 808
+    updates = [op("aten::add_", 20 + 3 * i, 2, **dims(SHAPE, SHAPE, [])) for i in range(n)]
+    foreach = [op("aten::add_", 3000 + 3 * i, 2, **dims(SHAPE, SHAPE, [])) for i in range(10)]
+    events = [
+        step(0, 4000),
+        annotation("Optimizer.step#SGD.step", 10, 2500),
+        *updates,
+        op("aten::_foreach_add_", 2990, 40),
+        *foreach,
+    ]
+    assert members(tmp_trace, events).empty
+    assert not found(tmp_trace, events)
+    # The same ops outside any optimizer span would be linked by their shapes: the span is
+    # what stops them.
+    outside = [step(0, 4000), *updates]
+    assert len(members(tmp_trace, outside)) == n
+
+
+def test_ops_under_different_parents_are_not_a_chain(tmp_trace: Make) -> None:
+    """Backward ops of different autograd nodes, each an op on another tensor."""
+    shape = dims(SHAPE, SHAPE, [])
+    events = [step(0, 1000)]
+    for i in range(6):
+        t = 10 + 100 * i
+        events += [
+            annotation(f"autograd::engine::evaluate_function: AddBackward{i}", t, 90),
+            op("aten::add_", t + 5, 80, **shape),
+        ]
+    assert members(tmp_trace, events).empty
+    # one parent for all: a chain (each add_ reads the previous one's output shape)
+    same = [step(0, 1000), annotation("## loss ##", 5, 900)]
+    same += [op("aten::add_", 10 + 100 * i, 80, **shape) for i in range(6)]
+    assert len(members(tmp_trace, same)) == 6
+
+
+def test_counter_increment_does_not_link(tmp_trace: Make) -> None:
+    """``num_batches_tracked.add_(1)``: a 0-d tensor; the next op does not read its output."""
+    events = [
+        step(0, 1000),
+        op("aten::add_", 10, 100, **dims([], [])),
+        op("aten::cos", 120, 100, **dims(SHAPE)),
+        op("aten::sin", 230, 100, **dims(SHAPE)),
+    ]
+    table = members(tmp_trace, events)
+    assert "aten::add_" not in set(table[ChainMember.label])
+
+
+def test_unrecorded_shapes_link_by_order_and_say_so(tmp_trace: Make) -> None:
+    events = [step(0, 1000)] + [op(n, 10 + 110 * i, 100) for i, n in enumerate(
+        ["aten::cos", "aten::mul", "aten::add", "aten::sigmoid"])]  # fmt: skip
+    table = members(tmp_trace, events)
+    assert list(table[ChainMember.link]) == ["first", "order", "order", "order"]
+    (finding,) = found(tmp_trace, events)
+    assert "some links are by order only" in "\n".join(finding.evidence_lines())
+
+
+def test_compiled_leftovers_name_the_graph_break_only_when_there_is_one(tmp_trace: Make) -> None:
+    events = [
+        step(0, 2000),
+        op("Torch-Compiled Region: 0/0", 10, 200),
+        op("graph_0_cpp_fused_relu_0", 20, 100),
+        *softmax_like(300),
+    ]
+    (finding,) = found(tmp_trace, events)
+    assert finding.severity is Severity.WARNING
+    assert "graph-break finding" not in finding.next_step
+    assert "no graph break" in finding.next_step
+
+
+# --- evidence length, central ---------------------------------------------------------------
+
+
+def test_shorten_cuts_lists_and_text() -> None:
+    listed = ", ".join(f"aten::op{i}" for i in range(100))
+    short = shorten(listed)
+    kept = short.rsplit(" … ", 1)[0].rstrip(",")
+    assert len(kept) <= MAX_EVIDENCE_CHARS and listed.startswith(kept)
+    more = int(short.rsplit(" … ", 1)[1].split()[0])
+    assert kept.count(", ") + 1 + more == 100  # every item is shown or counted
+    plain = "x" * 500
+    assert shorten(plain) == "x" * MAX_EVIDENCE_CHARS + " … 300 more characters"
+    assert shorten("short") == "short"
+
+
+def test_findings_cut_long_evidence_for_every_rule() -> None:
+    long = " → ".join(["aten::add_"] * 808)
+    finding = Finding("x", Severity.INFO, "t", evidence=(long, Evidence(long, 1.0)))
+    text, evidence = finding.evidence
+    assert isinstance(text, str) and isinstance(evidence, Evidence)
+    for cut in (text, evidence.label):
+        assert TAIL.search(cut) and len(TAIL.sub("", cut)) <= MAX_EVIDENCE_CHARS
+        shown = TAIL.sub("", cut).count("aten::add_")
+        assert shown + int(cut.rsplit(" ", 2)[1]) == 808  # every item shown or counted
+    assert finding.to_json()["evidence"][0] == text
+
+
+# --- real traces ----------------------------------------------------------------------------
+
+
+def _sample_runs() -> list[Path]:
+    return sorted(p for p in SAMPLES.glob("*") if (p / "run.json").is_file())
+
+
+def _all_traces() -> list[Path]:
+    samples = [p for run in _sample_runs() for p in sorted(run.glob("*.json.gz"))]
+    return corpus_files() + samples
+
+
+@cache
+def _findings_of(path: Path) -> tuple[Finding, ...]:
+    return tuple(diagnose_trace(traceviz.load(path), name=path.name))
+
+
+def _trace_params() -> list[Any]:
+    paths = _all_traces()
+    if not paths:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no traces at {CORPUS}"))]
+    return [pytest.param(p, id=p.name) for p in paths]
+
+
+def _check_evidence(findings: tuple[Finding, ...] | list[Finding]) -> None:
+    for finding in findings:
+        for line in finding.evidence_lines():
+            body = TAIL.sub("", line)
+            # an Evidence line is "label: value (share)": label and value are each capped
+            limit = 2 * MAX_EVIDENCE_CHARS + 40 if " … " not in body else MAX_EVIDENCE_CHARS
+            assert len(body) <= limit, (finding.id, line[:120])
+
+
+@pytest.mark.parametrize("path", _trace_params())
+def test_real_trace_findings_evidence_short_and_chains_honest(path: Path) -> None:
+    findings = _findings_of(path)
+    _check_evidence(findings)
+    ids = {f.id for f in findings}
+    for f in findings:
+        if "graph-break finding" in f.next_step:
+            assert "graph-break" in ids, f.id
+    trace = traceviz.load(path)
+    facts = facts_of_trace(trace)
+    table = chain_members(trace, facts.kernels, kernel_steps(facts))
+    assert not table[ChainMember.row].duplicated().any()  # each kernel in at most one chain
+    measured = float(np.nansum(facts.kernels["dur_us"].to_numpy(dtype=float)))
+    credited = sum(g.time_us for g in chain_groups(facts))
+    assert credited <= measured + 1e-6
+    assert all(g.saving_us <= g.time_us for g in chain_groups(facts))
+
+
+def test_sample_comparisons_evidence_short() -> None:
+    runs = _sample_runs()
+    if not runs:
+        pytest.skip(f"no sample runs in {SAMPLES}")
+    for run in runs:
+        rundir = read_run_dir(run)
+        eager = analyze(traceviz.load(rundir.eager), name="eager")
+        compiled = analyze(traceviz.load(rundir.compiled), name="compiled")
+        _check_evidence(compare_sides(eager, compiled, run_info=rundir.info).findings)

@@ -1,0 +1,460 @@
+"""Unfused chains: consecutive pointwise/reduction kernels that consume each other's outputs.
+
+A **chain** is a run of at least :data:`MIN_CHAIN_KERNELS` kernels from at least
+:data:`MIN_CHAIN_OPS` ops, one after the other on one **lane** (a GPU stream, or the thread of
+a CPU-only trace) within one step and one compiled-region status, where each consecutive pair
+is **linked**:
+
+- both kernels are of a fusible kind (pointwise, reduction, normalization);
+- both launching ops are known, outside optimizer steps (an ancestor span named
+  ``Optimizer.step#…``/``Optimizer.zero_grad#…``/``optimizer_step``/``## optimizer ##``, or
+  an ``aten::_foreach_*`` op: per-parameter updates of unrelated tensors are not a chain);
+- both ops are under the same **parent**: the nearest enclosing span that is not an aten op
+  (the step, a module or ``record_function`` annotation, an autograd node);
+- the second consumes the first's output, as far as the recorded shapes show: the same
+  top-level op (its several kernels), or the second op reads a tensor of the first's output
+  shape (in-place ops: their first input; other pointwise ops: their inputs broadcast; a
+  reduction, whose output shape is not recorded: the second op also reads the reduced
+  tensor). Without recorded shapes the link is by order only (``link`` says so).
+
+Kernels nested inside another kernel's span on the same lane (a CPU op's helper ``copy_``) are
+skipped, not chain breakers.
+
+:func:`chain_members` returns one row per chain member (columns :class:`ChainMember`);
+:func:`chain_groups` sums chains with the same op sequence (:class:`ChainGroup`). Estimates
+(labelled as such): a chain would save its time minus its longest kernel; its intermediates
+(the members' outputs but the last op's) are written and read back once each
+(:func:`traceviz.analysis.traffic.estimate_op`). Kernel time credited to chains is at most the
+kernels' measured time: each kernel is in at most one chain.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
+from traceviz.analysis.kernels import Classified
+from traceviz.analysis.traffic import estimate_op
+from traceviz.schema import DeviceKind, Kernels, Ops
+from traceviz.trace import Trace
+
+FUSIBLE_KINDS = frozenset(
+    {KernelKind.POINTWISE.value, KernelKind.REDUCTION.value, KernelKind.NORMALIZATION.value}
+)
+INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
+_OP_LABEL_SOURCES = (KernelSource.EAGER_ATEN.value, KernelSource.EXTERN.value)
+#: Two adjacent fusible kernels are common and often deliberate (a reduction, then a pointwise
+#: op on its result); three or more on the same data are a clear missed fusion.
+MIN_CHAIN_KERNELS = 3
+#: One op's several kernels are not a chain of ops.
+MIN_CHAIN_OPS = 2
+#: Spans whose ops update unrelated tensors one after another (optimizers, foreach ops).
+OPTIMIZER = re.compile(r"optimizer|^aten::_foreach_", re.IGNORECASE)
+#: Overlap tolerance when deciding that a row is nested in the one before it, µs.
+NESTING_TOLERANCE_US = 1e-3
+SEPARATOR = "\x1f"  # joins op labels into one chain signature
+
+
+class ChainMember:
+    """Columns of :func:`chain_members` (one row per kernel in a chain, in lane order)."""
+
+    row = "row"  # row in the kernels table
+    chain = "chain"  # chain id (int), shared by the chain's members
+    lane = "lane"  # lane code (int): GPU device/stream, or CPU thread
+    ts_us = "ts_us"  # kernel start, µs
+    dur_us = "dur_us"  # kernel duration, µs (measured)
+    step = "step"  # step window index
+    in_region = "in_region"  # issued inside a compiled region (bool)
+    kind = "kind"  # KernelKind value
+    source = "source"  # KernelSource value
+    label = "label"  # the eager op for eager/extern GPU kernels and CPU ops, else kernel name
+    op = "op"  # row in Trace.ops of the launching op (float)
+    link = "link"  # how it links to the member before it: "first", "same op", "shapes", "order"
+    written_bytes = "written_bytes"  # estimated bytes its op writes (NaN: unknown)
+
+
+@dataclass(frozen=True)
+class ChainGroup:
+    """Chains with the same sequence of ops, summed over the trace.
+
+    ``time_us`` is the chains' summed kernel device time (measured); ``saving_us`` their
+    summed time minus each chain's longest kernel, ``bytes_saved`` the intermediates written
+    and read back, ``largest_bytes`` the largest intermediate of one chain (all estimated,
+    None when shapes do not allow it).
+    """
+
+    ops: tuple[str, ...]
+    occurrences: int
+    kernels: int
+    time_us: float
+    saving_us: float
+    bytes_saved: int | None
+    largest_bytes: int | None
+    largest_op: str  # the op that writes the largest intermediate ("" when unknown)
+    eager_kernels: bool  # some kernels are not Inductor's (eager leftovers in a compiled trace)
+    shapes_known: bool  # every link was confirmed by the same op or by shapes
+
+
+def chain_members(trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray) -> pd.DataFrame:
+    """The members of every chain of ``trace`` (see the module docstring).
+
+    ``kernels`` is ``analysis.kernels.classify(trace)``; ``kernel_step`` gives, per kernel
+    row, the step window it was issued in (−1: outside every step). Columns:
+    :class:`ChainMember`.
+    """
+    seq = _lane_order(trace, kernels, kernel_step)
+    if len(seq) < MIN_CHAIN_KERNELS:
+        return _empty()
+    context, top, optimizer = _op_context(trace.ops)
+    link = _links(seq, trace.ops, context, top, optimizer)
+    chain = np.cumsum(link == "")
+    sizes = np.bincount(chain)[chain]
+    op_top = _at(top, seq["op"].to_numpy(dtype=float))
+    distinct = (
+        pd.Series(op_top).groupby(chain).transform("nunique").to_numpy()
+        if len(seq)
+        else np.zeros(0)
+    )
+    keep = (sizes >= MIN_CHAIN_KERNELS) & (distinct >= MIN_CHAIN_OPS)
+    if not keep.any():
+        return _empty()
+    members = seq[keep].assign(chain=chain[keep], link=np.where(link == "", "first", link)[keep])
+    members = members.reset_index(drop=True)
+    return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
+
+
+def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
+    """:func:`chain_members` grouped by op sequence, largest total time first."""
+    if members.empty:
+        return []
+    return _group(_per_chain(members), trace.ops)
+
+
+def _empty() -> pd.DataFrame:
+    columns = [v for k, v in vars(ChainMember).items() if not k.startswith("_")]
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+# --- lanes --------------------------------------------------------------------------------
+
+
+def _lane_order(trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray) -> pd.DataFrame:
+    """Kernels sorted by start within each lane, nested helpers dropped."""
+    lanes = _lanes(trace, kernels)
+    ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
+    dur = np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan))
+    order = np.lexsort((ts, lanes))
+    frame = pd.DataFrame(
+        {
+            ChainMember.row: order,
+            ChainMember.lane: lanes[order],
+            ChainMember.ts_us: ts[order],
+            "end": (ts + dur)[order],
+            ChainMember.dur_us: dur[order],
+            ChainMember.step: np.asarray(kernel_step)[order],
+            ChainMember.in_region: kernels[Classified.in_region].to_numpy(dtype=bool)[order],
+            ChainMember.kind: kernels[Classified.kind].astype(object).to_numpy()[order],
+            ChainMember.source: kernels[Classified.source].astype(object).to_numpy()[order],
+            ChainMember.label: _labels(trace, kernels)[order],
+            ChainMember.op: kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[order],
+        }
+    )
+    frame = frame[np.isfinite(frame[ChainMember.ts_us].to_numpy())]
+    prev_end = frame.groupby(ChainMember.lane)["end"].shift(1)
+    reach = prev_end.groupby(frame[ChainMember.lane]).cummax()
+    nested = (frame[ChainMember.ts_us] < reach - NESTING_TOLERANCE_US).to_numpy(dtype=bool)
+    return frame[~nested].drop(columns="end").reset_index(drop=True)
+
+
+def _is_gpu(trace: Trace) -> bool:
+    return trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+
+
+def _lanes(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
+    thread = kernels[Kernels.thread].astype(object).astype(str)
+    if _is_gpu(trace):
+        stream = kernels[Kernels.stream].astype(object).astype(str)
+        device = kernels[Kernels.device].astype(object).astype(str)
+        key = device + "/" + stream.where(kernels[Kernels.stream].notna(), "t" + thread)
+    else:
+        key = thread
+    codes, _ = pd.factorize(key)
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
+    names = kernels[Kernels.name].astype(object).to_numpy()
+    if not _is_gpu(trace):
+        return names
+    ops = kernels[Kernels.op_name].astype(object)
+    by_op = kernels[Classified.source].astype(object).isin(_OP_LABEL_SOURCES).to_numpy()
+    return np.where(by_op & ops.notna().to_numpy(), ops.to_numpy(), names)
+
+
+# --- op context ---------------------------------------------------------------------------
+
+
+def _op_context(
+    ops: pd.DataFrame,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Per op row: its parent context (row of the nearest enclosing non-aten span, −1 at the
+    root), its top op (the outermost aten op below that context, itself if not aten), and
+    whether it runs inside an optimizer step."""
+    n = len(ops)
+    names = ops[Ops.name].astype(object).astype(str).to_numpy()
+    parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1.0).astype(np.int64)
+    parent = np.where((parent >= 0) & (parent < n), parent, -1)
+    depth = ops[Ops.depth].to_numpy(dtype=float, na_value=0.0).astype(np.int64)
+    aten = np.fromiter((s.startswith("aten::") for s in names), dtype=bool, count=n)
+    optimizer = np.fromiter((bool(OPTIMIZER.search(s)) for s in names), dtype=bool, count=n)
+    rows = np.arange(n, dtype=np.int64)
+    holder = np.where(aten, -1, rows)  # nearest non-aten span at or above each op
+    top = rows.copy()
+    for level in np.unique(depth[parent >= 0]):
+        at = rows[(depth == level) & (parent >= 0)]
+        up = parent[at]
+        optimizer[at] |= optimizer[up]
+        holder[at] = np.where(aten[at], holder[up], at)
+        top[at] = np.where(aten[at] & aten[up], top[up], at)
+    context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
+    return context, top, optimizer
+
+
+def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """``values[rows]`` for float op rows, −1 where the row is unknown."""
+    known = np.isfinite(rows) & (rows >= 0) & (rows < len(values))
+    out = np.full(len(rows), -1, dtype=np.int64)
+    out[known] = values[rows[known].astype(np.int64)]
+    return out
+
+
+# --- links --------------------------------------------------------------------------------
+
+
+def _links(
+    seq: pd.DataFrame,
+    ops: pd.DataFrame,
+    context: npt.NDArray[np.int64],
+    top: npt.NDArray[np.int64],
+    optimizer: npt.NDArray[np.bool_],
+) -> npt.NDArray[np.object_]:
+    """Per row, how it continues the chain of the row before it ("" when it does not)."""
+    op = seq[ChainMember.op].to_numpy(dtype=float)
+    known = np.isfinite(op) & (op >= 0) & (op < len(ops))
+    row = np.where(known, op, 0).astype(np.int64)
+    fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
+    ok = fusible & known & ~np.where(known, optimizer[row], True)
+    ctx, top_op = np.where(known, context[row], -2), np.where(known, top[row], -1)
+    lane, step = seq[ChainMember.lane].to_numpy(), seq[ChainMember.step].to_numpy()
+    region = seq[ChainMember.in_region].to_numpy()
+    candidate = np.zeros(len(seq), dtype=bool)
+    candidate[1:] = (
+        ok[1:] & ok[:-1] & (lane[1:] == lane[:-1]) & (step[1:] == step[:-1]) & (step[1:] >= 0)
+        & (region[1:] == region[:-1]) & (ctx[1:] == ctx[:-1])
+    )  # fmt: skip
+    out = np.full(len(seq), "", dtype=object)
+    dims = ops[Ops.input_dims].astype(object).to_numpy()
+    names = ops[Ops.name].astype(object).to_numpy()
+    reduces = _reducing_ops(seq, top_op)
+    for i in np.flatnonzero(candidate):
+        if top_op[i] == top_op[i - 1]:
+            out[i] = "same op"
+            continue
+        a, b = top_op[i - 1], top_op[i]
+        out[i] = _data_link(_shapes(dims[a]), str(names[a]), a in reduces, _shapes(dims[b]))
+    return out
+
+
+def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> set[int]:
+    """Top ops that launched a reduction kernel: their output is not their inputs' shape."""
+    reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
+    return {int(t) for t in np.unique(top_op[reduction & (top_op >= 0)])}
+
+
+def _data_link(
+    shapes_a: tuple[tuple[int, ...], ...] | None,
+    name_a: str,
+    reduces: bool,
+    shapes_b: tuple[tuple[int, ...], ...] | None,
+) -> str:
+    """ "shapes" when b reads a's output (as far as shapes show), "order" when shapes were not
+    recorded for one of them, "" when the shapes show b does not read a's output (or a only
+    reads 0-d tensors and scalars, such as a counter's ``add_(1)``).
+
+    A reducing op's output shape is not recorded: b reads it when b reads a's largest input
+    and a smaller tensor of that input's shape reduced (dims set to 1 or dropped), as in
+    ``x - x.amax(-1, keepdim=True)``."""
+    if shapes_a is None or shapes_b is None:
+        return "order"
+    if not shapes_a or not shapes_b:
+        return ""
+    if reduces:
+        full = max(shapes_a, key=_numel)
+        reduced = any(_reduced_from(s, full) for s in shapes_b)
+        return "shapes" if _numel(full) > 1 and full in shapes_b and reduced else ""
+    produced = _output_shape(shapes_a, name_a)
+    return "shapes" if _numel(produced) > 1 and produced in shapes_b else ""
+
+
+def _reduced_from(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
+    """``shape`` is ``full`` reduced over some dims (kept as 1, or dropped), and smaller."""
+    if _numel(shape) >= _numel(full):
+        return False
+    if len(shape) == len(full):
+        return all(d in (f, 1) for d, f in zip(shape, full, strict=True))
+    it = iter(full)
+    return all(any(d == f for f in it) for d in shape)
+
+
+def _output_shape(shapes: tuple[tuple[int, ...], ...], name: str) -> tuple[int, ...]:
+    """An op's output shape from its inputs: in-place and normalization ops write their first
+    input's shape; other pointwise ops write their inputs broadcast together."""
+    if name.endswith("_") or "norm" in name:
+        return shapes[0]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        return max(shapes, key=_numel)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    return int(np.prod(shape)) if shape else 1
+
+
+@lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
+def _parse_shapes(dims: str) -> tuple[tuple[int, ...], ...]:
+    try:
+        parsed = json.loads(dims)
+    except ValueError:
+        return ()
+    if not isinstance(parsed, list):
+        return ()
+    return tuple(
+        tuple(entry)
+        for entry in parsed
+        if isinstance(entry, list) and entry and all(type(d) is int for d in entry)
+    )
+
+
+def _shapes(dims: object) -> tuple[tuple[int, ...], ...] | None:
+    """The tensor shapes (at least one dimension) of an ``Input Dims`` JSON text; None when
+    shapes were not recorded."""
+    return _parse_shapes(dims) if isinstance(dims, str) else None
+
+
+# --- bytes and grouping -------------------------------------------------------------------
+
+
+def _written_bytes(ops: pd.DataFrame, op_rows: pd.Series) -> npt.NDArray[np.float64]:
+    """Estimated bytes each member's launching op writes (NaN: unknown)."""
+    rows = op_rows.to_numpy(dtype=float)
+    out = np.full(len(rows), np.nan)
+    known = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
+    if not known.any():
+        return out
+    picked = ops.iloc[rows[known].astype(np.int64)]
+    names, dims, types, concrete = (
+        picked[c].astype(object).to_numpy()
+        for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)
+    )
+    out[known] = [
+        _written(_text(n), _text(d), _text(t), _text(c))
+        for n, d, t, c in zip(names, dims, types, concrete, strict=True)
+    ]
+    return out
+
+
+@lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
+def _written(name: str | None, dims: str | None, types: str | None, concrete: str | None) -> float:
+    estimate = estimate_op(name or "", dims, types, concrete)
+    return float(estimate.bytes_written) if estimate is not None else np.nan
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
+    """One row per chain occurrence: signature, kernels, time, longest kernel, intermediates.
+
+    A member's output counts as an intermediate when it is the first kernel of its op in the
+    chain and that op is not the chain's last (an op's several kernels share one output).
+    """
+    written = members[ChainMember.written_bytes].to_numpy(dtype=float)
+    by_chain = members.groupby(ChainMember.chain, sort=False)
+    last_op = by_chain[ChainMember.op].transform("last").to_numpy(dtype=float)
+    op = members[ChainMember.op].to_numpy(dtype=float)
+    counted = ~members.duplicated([ChainMember.chain, ChainMember.op]).to_numpy() & (op != last_op)
+    frame = members.assign(
+        moved=np.where(counted, 2.0 * np.nan_to_num(written), 0.0),
+        unknown=(counted & np.isnan(written)) | np.isnan(op),
+        out=np.where(counted, written, np.nan),
+        eager=~members[ChainMember.source].isin(INDUCTOR_SOURCES).to_numpy(),
+        confirmed=(members[ChainMember.link] != "order").to_numpy(),
+        label=members[ChainMember.label].astype(str),
+    )
+    table = frame.groupby(ChainMember.chain, sort=False).agg(
+        signature=("label", SEPARATOR.join),
+        kernels=(ChainMember.dur_us, "size"),
+        time_us=(ChainMember.dur_us, "sum"),
+        longest_us=(ChainMember.dur_us, "max"),
+        moved=("moved", "sum"),
+        unknown=("unknown", "any"),
+        largest=("out", "max"),
+        eager=("eager", "any"),
+        shapes_known=("confirmed", "all"),
+    )
+    largest_row = frame["out"].fillna(-1.0).groupby(frame[ChainMember.chain], sort=False).idxmax()
+    table["largest_op"] = op[largest_row.to_numpy()]
+    return table
+
+
+def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:
+    """Sum chains with the same op sequence; largest total time first."""
+    per_chain = per_chain.assign(
+        saving_us=per_chain["time_us"] - per_chain["longest_us"],
+        largest_key=per_chain["largest"].fillna(-1.0),
+    ).reset_index(drop=True)
+    by_signature = per_chain.groupby("signature", sort=False)
+    table = by_signature.agg(
+        occurrences=("kernels", "size"),
+        kernels=("kernels", "sum"),
+        time_us=("time_us", "sum"),
+        saving_us=("saving_us", "sum"),
+        moved=("moved", "sum"),
+        unknown=("unknown", "any"),
+        largest=("largest", "max"),
+        eager=("eager", "any"),
+        shapes_known=("shapes_known", "all"),
+    )
+    table["largest_op"] = per_chain["largest_op"].to_numpy()[
+        by_signature["largest_key"].idxmax().to_numpy()
+    ]
+    table = table.sort_values("time_us", ascending=False, kind="stable")
+    names = ops[Ops.name].astype(object).to_numpy()
+    return [_chain_group(str(signature), row, names) for signature, row in table.iterrows()]
+
+
+def _chain_group(signature: str, row: pd.Series, names: npt.NDArray[np.object_]) -> ChainGroup:
+    unknown = bool(row["unknown"])
+    largest = float(row["largest"])
+    op = float(row["largest_op"])
+    return ChainGroup(
+        ops=tuple(signature.split(SEPARATOR)),
+        occurrences=int(row["occurrences"]),
+        kernels=int(row["kernels"]),
+        time_us=float(row["time_us"]),
+        saving_us=float(row["saving_us"]),
+        bytes_saved=None if unknown else int(row["moved"]),
+        largest_bytes=None if unknown or not np.isfinite(largest) else int(largest),
+        largest_op=str(names[int(op)]) if np.isfinite(op) and 0 <= op < len(names) else "",
+        eager_kernels=bool(row["eager"]),
+        shapes_known=bool(row["shapes_known"]),
+    )
