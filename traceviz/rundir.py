@@ -24,6 +24,7 @@ class RunDir:
     eager: Path
     compiled: Path
     info: dict[str, Any]
+    compile_log: Path | None = None  # structured compile log (Inductor provenance), when kept
 
 
 def is_run_dir(path: Path) -> bool:
@@ -38,7 +39,13 @@ def read_run_dir(path: Path) -> RunDir:
     if eager is None or compiled is None or not eager.is_file() or not compiled.is_file():
         why = "; ".join(run.problems()) or "a trace file is missing"
         raise TraceFormatError(path, f"run directory has no eager/compiled pair to compare ({why})")
-    return RunDir(path=path, eager=eager, compiled=compiled, info=msgspec.to_builtins(run.info))
+    return RunDir(
+        path=path,
+        eager=eager,
+        compiled=compiled,
+        info=msgspec.to_builtins(run.info),
+        compile_log=run.compile_log,
+    )
 
 
 def default_names(a: str, b: str) -> tuple[str, str]:

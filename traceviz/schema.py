@@ -322,3 +322,145 @@ def conform(df: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
     out = df if list(df.columns) == columns else df.loc[:, columns]
     casts = {c: dt for c, dt in dtypes.items() if str(out[c].dtype) != dt}
     return out.astype(casts) if casts else out
+
+
+# --- The compiler's own record (traceviz.parse.compile_log) and what it explains -------------
+
+
+class ProvenanceKernels:
+    """``CompileLog.kernels``: one row per kernel Inductor generated or called, from its
+    provenance record (``inductor_provenance_tracking_node_mappings``).
+
+    ``graph_index`` counts the Inductor graphs of one compile id in log order (0 = forward or
+    inference, 1 = the backward of a training compile). ``prov_kernel`` is unique in a log.
+    """
+
+    prov_kernel = "prov_kernel"  # "0/0:cpp_fused_cos_relu_0:1" ("0/0[1]:…" for graph_index 1)
+    compile_id = "compile_id"  # Dynamo compile id "X/Y" (category)
+    graph_index = "graph_index"  # Inductor graph of this compile id, in log order (Int64)
+    graph = "graph"  # N of the trace's "graph_N_" kernel-name prefix, when known (Int64)
+    kernel = "kernel"  # name as Inductor wrote it: cpp_fused_cos_relu_0, extern_kernels.addmm
+    handle = "handle"  # the ":N" debug handle: call order within the graph (Int64)
+    post_grad_nodes = "post_grad_nodes"  # post-grad FX nodes it computes, comma-joined (str)
+    pre_grad_nodes = "pre_grad_nodes"  # pre-grad (Dynamo graph) nodes, comma-joined (str)
+    est_bytes = "est_bytes"  # Inductor's bytes read + written per call (Int64; NA unknown)
+    extern = "extern"  # a library call (extern_kernels.*, aten fallback), not generated (bool)
+
+
+class ProvenanceLines:
+    """``CompileLog.lines``: one row per (kernel, user source line) from
+    ``inductor_provenance_tracking_kernel_stack_traces``; frames inside torch, transformers
+    and site-packages are folded to the user frame that called them."""
+
+    prov_kernel = "prov_kernel"  # ProvenanceKernels.prov_kernel (str)
+    compile_id = "compile_id"  # (category)
+    kernel = "kernel"  # (str)
+    handle = "handle"  # (Int64)
+    file = "file"  # source file path as Python recorded it (str)
+    line = "line"  # 1-based line number (Int64)
+    function = "function"  # enclosing function name (str)
+    code = "code"  # the source line's text, stripped (str; NA when not recorded)
+
+
+class CompileFrames:
+    """``CompileLog.frames``: one row per Dynamo frame compilation (``compilation_metrics``)."""
+
+    compile_id = "compile_id"  # "X/Y" (category)
+    function = "function"  # compiled function's name (str)
+    file = "file"  # its file (str)
+    line = "line"  # its first line (Int64)
+    compile_time_s = "compile_time_s"  # whole-frame compile time, s (float64)
+    inductor_compile_time_s = "inductor_compile_time_s"  # part spent in Inductor, s (float64)
+    graph_ops = "graph_ops"  # ops in the Dynamo graph (Int64)
+    graph_breaks = "graph_breaks"  # graph breaks Dynamo counted in this frame (Int64)
+    break_reason = "break_reason"  # first graph-break reason logged for this compile (str)
+    recompile_reason = "recompile_reason"  # the failed guard that caused it (str; NA for X/0)
+    fail_reason = "fail_reason"  # why compilation failed (str; NA when it did not)
+    cache_hit = "cache_hit"  # Inductor's FX graph cache served it (no misses, ≥ 1 hit) (bool)
+
+
+class KernelProvenance:
+    """``traceviz.analysis.provenance.compiled_kernel_provenance``: one row per row of a
+    compiled trace's kernels table that the compile log explains."""
+
+    kernel_row = "kernel_row"  # index in Trace.kernels (Int64)
+    compile_id = "compile_id"  # (category)
+    prov_kernel = "prov_kernel"  # ProvenanceKernels.prov_kernel (str)
+    kernel = "kernel"  # Inductor's name, no graph_N_ prefix, no handle (str)
+    pre_grad_nodes = "pre_grad_nodes"  # comma-joined (str)
+    post_grad_nodes = "post_grad_nodes"  # comma-joined (str)
+    est_bytes = "est_bytes"  # Inductor's bytes per call (Int64; NA unknown)
+    primary = "primary"  # the row is the call itself, not work nested inside it (bool)
+
+
+class KernelLines:
+    """``traceviz.analysis.provenance.eager_kernel_lines``: the user source line that launched
+    a kernel, from the trace's Python stacks (``with_stack=True``)."""
+
+    kernel_row = "kernel_row"  # index in Trace.kernels (Int64)
+    file = "file"  # (str)
+    line = "line"  # (Int64)
+    function = "function"  # (str)
+    code = "code"  # the line's text, read with linecache (str; NA when the file is absent)
+    exact = "exact"  # the call site's line (traceviz line marker); False: only the function
+    # is known (Python frames give a function's first line, not the calling line) (bool)
+
+
+PROVENANCE_KERNELS_DTYPES: dict[str, str] = {
+    ProvenanceKernels.prov_kernel: "object",
+    ProvenanceKernels.compile_id: CAT,
+    ProvenanceKernels.graph_index: I64,
+    ProvenanceKernels.graph: I64,
+    ProvenanceKernels.kernel: "object",
+    ProvenanceKernels.handle: I64,
+    ProvenanceKernels.post_grad_nodes: "object",
+    ProvenanceKernels.pre_grad_nodes: "object",
+    ProvenanceKernels.est_bytes: I64,
+    ProvenanceKernels.extern: BOOL,
+}
+
+PROVENANCE_LINES_DTYPES: dict[str, str] = {
+    ProvenanceLines.prov_kernel: "object",
+    ProvenanceLines.compile_id: CAT,
+    ProvenanceLines.kernel: "object",
+    ProvenanceLines.handle: I64,
+    ProvenanceLines.file: "object",
+    ProvenanceLines.line: I64,
+    ProvenanceLines.function: "object",
+    ProvenanceLines.code: "object",
+}
+
+COMPILE_FRAMES_DTYPES: dict[str, str] = {
+    CompileFrames.compile_id: CAT,
+    CompileFrames.function: "object",
+    CompileFrames.file: "object",
+    CompileFrames.line: I64,
+    CompileFrames.compile_time_s: F64,
+    CompileFrames.inductor_compile_time_s: F64,
+    CompileFrames.graph_ops: I64,
+    CompileFrames.graph_breaks: I64,
+    CompileFrames.break_reason: "object",
+    CompileFrames.recompile_reason: "object",
+    CompileFrames.fail_reason: "object",
+    CompileFrames.cache_hit: BOOL,
+}
+
+KERNEL_PROVENANCE_DTYPES: dict[str, str] = {
+    KernelProvenance.kernel_row: I64,
+    KernelProvenance.compile_id: CAT,
+    KernelProvenance.prov_kernel: "object",
+    KernelProvenance.kernel: "object",
+    KernelProvenance.pre_grad_nodes: "object",
+    KernelProvenance.post_grad_nodes: "object",
+    KernelProvenance.est_bytes: I64,
+    KernelProvenance.primary: BOOL,
+}
+
+KERNEL_LINES_DTYPES: dict[str, str] = {
+    KernelLines.kernel_row: I64,
+    KernelLines.file: "object",
+    KernelLines.line: I64,
+    KernelLines.function: "object",
+    KernelLines.code: "object",
+    KernelLines.exact: BOOL,
+}

@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 import torch._dynamo
+import torch._functorch.config as functorch_config
 import torch._inductor
 import torch._inductor.config as inductor_config
 from torch._dynamo import utils as dynamo_utils
@@ -50,12 +51,16 @@ def inductor_settings(device: torch.device) -> Iterator[bool]:
     On CPU, ``cpp.enable_kernel_profile`` makes Inductor wrap each generated C++ kernel in a
     profiler record (``graph_N_cpp_fused_…``); without it fused CPU kernels are invisible in
     the trace. It must be set before the first compile: it changes the generated code.
+
+    The FX-graph and AOTAutograd caches are bypassed: a graph served from the cache skips
+    Inductor's per-kernel byte estimate (the compile log would lack it, see
+    :mod:`traceviz.runner.compile_log`), and ``compile.time_s`` is then always a cold compile.
     """
-    if device.type != "cpu":
-        yield False
-        return
-    with inductor_config.patch({"cpp.enable_kernel_profile": True}):
-        yield True
+    patch: dict[str, Any] = {"fx_graph_cache": False}
+    if device.type == "cpu":
+        patch["cpp.enable_kernel_profile"] = True
+    with inductor_config.patch(patch), functorch_config.patch(enable_autograd_cache=False):
+        yield device.type == "cpu"
 
 
 def inductor_config_in_effect(mode: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -125,7 +125,7 @@ def timing_stats(samples_us: list[float]) -> TimingStats:
 
 
 def profiler_settings(
-    device: torch.device, steps: int, *, cpp_kernel_profile: bool
+    device: torch.device, steps: int, *, cpp_kernel_profile: bool, eager_with_stack: bool = False
 ) -> ProfilerSettings:
     return ProfilerSettings(
         activities=[a.name for a in _activities(device)],
@@ -135,6 +135,7 @@ def profiler_settings(
         record_shapes=True,
         profile_memory=True,
         cpp_kernel_profile=cpp_kernel_profile,
+        eager_with_stack=eager_with_stack,
     )
 
 
@@ -152,12 +153,14 @@ def profile_steps(
     steps: int,
     path: Path,
     reporter: Reporter,
+    with_stack: bool = False,
 ) -> None:
     """Trace ``steps`` steps (``ProfilerStep#N``) after the schedule's wait and warm-up steps,
     and write the Chrome trace to ``path`` (gzip when it ends in ``.gz``).
 
     ``record_shapes`` is on because Inductor attaches its kernel metadata only then;
-    ``profile_memory`` records the allocator events peak memory is read from.
+    ``profile_memory`` records the allocator events peak memory is read from; ``with_stack``
+    adds the Python frames (``python_function`` events) that map ops to source lines.
     """
     path.unlink(missing_ok=True)
     schedule = torch.profiler.schedule(
@@ -169,6 +172,7 @@ def profile_steps(
         on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
         record_shapes=True,
         profile_memory=True,
+        with_stack=with_stack,
     ) as prof:
         for _ in range(PROFILER_WAIT + PROFILER_WARMUP + steps):
             step()

@@ -8,6 +8,7 @@ A compiled-side failure is recorded in run.json, not raised: the eager trace is 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import re
 import time
@@ -20,7 +21,7 @@ import torch
 
 from traceviz import __version__
 from traceviz.errors import UsageError
-from traceviz.runner import dynamo, measure
+from traceviz.runner import compile_log, dynamo, lines, measure
 from traceviz.runner.compare import compare_outputs, move_inputs, snapshot, tensor_specs
 from traceviz.runner.environment import describe, resolve_device
 from traceviz.runner.models import LoadedModel, load_model
@@ -28,6 +29,7 @@ from traceviz.runner.options import DEFAULT_ITERS, DEFAULT_STEPS, DEFAULT_WARMUP
 from traceviz.runner.progress import Reporter, RichProgress, Silent
 from traceviz.runner.run import Run
 from traceviz.runner.runinfo import (
+    COMPILE_LOG,
     COMPILED_TRACE,
     EAGER_TRACE,
     RUN_JSON,
@@ -83,6 +85,7 @@ class CompiledResult:
     memory: MemoryStats | None = None
     outputs: Any = None
     traced: bool = False
+    compile_log: str | None = None  # file name in the run directory
 
 
 def profile_model(
@@ -158,13 +161,18 @@ def _profile(
     work = _place(loaded, device, options)
     directory = Path(out) if out is not None else default_out_dir(loaded.name, device)
     directory.mkdir(parents=True, exist_ok=True)
-    for stale in (EAGER_TRACE, COMPILED_TRACE, RUN_JSON):  # a rerun into the same directory
+    for stale in (
+        EAGER_TRACE,
+        COMPILED_TRACE,
+        COMPILE_LOG,
+        RUN_JSON,
+    ):  # a rerun into the same directory
         (directory / stale).unlink(missing_ok=True)
     dynamo.reset()
     try:
         with measure.grad_mode(options.train):
             eager = _run_eager(work, options, directory / EAGER_TRACE, reporter)
-            compiled = _run_compiled(work, options, backend, directory / COMPILED_TRACE, reporter)
+            compiled = _run_compiled(work, options, backend, directory, reporter)
     finally:
         dynamo.reset()
         if isinstance(was_training, bool):
@@ -221,7 +229,9 @@ def _run_eager(work: Workload, options: Options, trace: Path, reporter: Reporter
         reporter.phase("eager: warm-up", options.warmup + 1)
         outputs = snapshot(step())
         reporter.advance()
-        return _measure(step, sync, work, options, trace, reporter, "eager", outputs)
+        return _measure(
+            step, sync, work, options, trace, reporter, "eager", outputs, with_stack=True
+        )
     except UsageError:
         raise
     except Exception as err:
@@ -238,8 +248,12 @@ def _measure(
     label: str,
     outputs: Any,
     tracker: _PhaseTracker | None = None,
+    *,
+    with_stack: bool = False,
 ) -> Measured:
-    """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors."""
+    """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors.
+    ``with_stack`` records Python frames in the trace and marks each torch call with its
+    source line (:mod:`traceviz.runner.lines`): the eager side, ops → source lines."""
     tracker = tracker or _PhaseTracker()
     tracker.phase = "warmup"
     measure.warm_up(step, sync, options.warmup, reporter)
@@ -250,17 +264,29 @@ def _measure(
     tracker.phase = "profiling"
     profiled = measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps
     reporter.phase(f"{label}: profiling", profiled)
-    measure.profile_steps(
-        step, sync, device=work.device, steps=options.steps, path=trace, reporter=reporter
-    )
+    marks = lines.mark_lines() if with_stack else contextlib.nullcontext()
+    with marks:
+        measure.profile_steps(
+            step,
+            sync,
+            device=work.device,
+            steps=options.steps,
+            path=trace,
+            reporter=reporter,
+            with_stack=with_stack,
+        )
     return Measured(timing, measure.memory_stats(trace, work.device), outputs)
 
 
 def _run_compiled(
-    work: Workload, options: Options, backend: Backend, trace: Path, reporter: Reporter
+    work: Workload, options: Options, backend: Backend, directory: Path, reporter: Reporter
 ) -> CompiledResult:
-    """Explain, compile (timed first call), then warm up, time and profile the compiled model."""
+    """Explain, compile (timed first call), then warm up, time and profile the compiled model.
+
+    With Inductor, the compile log (provenance, compile metrics) of everything after explain
+    is captured into ``COMPILE_LOG`` (see :mod:`traceviz.runner.compile_log`)."""
     inductor = options.backend == "inductor"
+    trace = directory / COMPILED_TRACE
     with dynamo.inductor_settings(work.device) as cpp_kernel_profile:
         config, mode_options = (
             dynamo.inductor_config_in_effect(options.mode) if inductor else ({}, {})
@@ -270,7 +296,11 @@ def _run_compiled(
         dynamo.reset()
         compiled_fn = torch.compile(work.fn, backend=backend, mode=_mode_arg(options.mode))
         attempt = _CompiledAttempt()
-        attempt.run(work.step(compiled_fn), work, options, trace, reporter)
+        if inductor:
+            with compile_log.capture(directory / COMPILE_LOG):
+                attempt.run(work.step(compiled_fn), work, options, trace, reporter)
+        else:
+            attempt.run(work.step(compiled_fn), work, options, trace, reporter)
         breaks = dynamo.graph_breaks(explained) if explained is not None else []
         facts = dynamo.facts(explained, breaks, explain_error)
         caches = dynamo.cache_counts()
@@ -293,6 +323,7 @@ def _run_compiled(
         memory=measured.memory if measured else None,
         outputs=attempt.outputs,
         traced=measured is not None,
+        compile_log=COMPILE_LOG if inductor else None,
     )
 
 
@@ -385,7 +416,10 @@ def _assemble(
         ),
         environment=describe(device),
         profiler=measure.profiler_settings(
-            device, options.steps, cpp_kernel_profile=compiled.cpp_kernel_profile
+            device,
+            options.steps,
+            cpp_kernel_profile=compiled.cpp_kernel_profile,
+            eager_with_stack=True,
         ),
         compile=compiled.info,
         timing=Timing(
@@ -397,7 +431,11 @@ def _assemble(
         correctness=correctness,
         dynamo=compiled.dynamo,
         memory=Memory(eager=eager.memory, compiled=compiled.memory),
-        traces=Traces(eager=EAGER_TRACE, compiled=COMPILED_TRACE if compiled.traced else None),
+        traces=Traces(
+            eager=EAGER_TRACE,
+            compiled=COMPILED_TRACE if compiled.traced else None,
+            compile_log=compiled.compile_log,
+        ),
     )
 
 

@@ -40,6 +40,13 @@ class Run:
         return self.directory / name if name else None
 
     @property
+    def compile_log(self) -> Path | None:
+        """Path of the structured compile log (None when the run has none, e.g. older runs)."""
+        name = self.info.traces.compile_log
+        path = self.directory / name if name else None
+        return path if path is not None and path.is_file() else None
+
+    @property
     def speedup(self) -> float | None:
         """Eager median step time / compiled median step time (None without a compiled run)."""
         return self.info.timing.speedup

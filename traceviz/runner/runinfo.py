@@ -19,6 +19,7 @@ SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
 EAGER_TRACE = "eager.pt.trace.json.gz"
 COMPILED_TRACE = "compiled.pt.trace.json.gz"
+COMPILE_LOG = "compile_log.jsonl.gz"  # = traceviz.parse.compile_log.COMPILE_LOG
 
 
 class TensorSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -217,6 +218,8 @@ class ProfilerSettings(msgspec.Struct, frozen=True, kw_only=True):
     record_shapes: bool
     profile_memory: bool
     cpp_kernel_profile: bool  # torch._inductor.config.cpp.enable_kernel_profile while compiling
+    eager_with_stack: bool = False  # the eager trace has Python frames (with_stack=True)
+    # and "traceviz line <file>(<line>): <function>" spans around each torch call from user code
 
 
 class Traces(msgspec.Struct, frozen=True, kw_only=True):
@@ -224,6 +227,9 @@ class Traces(msgspec.Struct, frozen=True, kw_only=True):
 
     eager: str | None = None
     compiled: str | None = None  # None when compilation failed
+    # Structured compile log of the compiled phase (Inductor provenance, compile metrics);
+    # None for runs made before it existed or with another backend than inductor.
+    compile_log: str | None = None
 
 
 class RunInfo(msgspec.Struct, frozen=True, kw_only=True):

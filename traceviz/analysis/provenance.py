@@ -1,0 +1,357 @@
+"""Which compiled kernel came from which FX nodes, and which eager kernel from which source line.
+
+Two pure functions over a parsed trace, reading what the compiler and the profiler recorded
+rather than inferring it from names:
+
+- :func:`compiled_kernel_provenance` joins a compiled trace's kernels to Inductor's own
+  provenance record (:class:`~traceviz.parse.compile_log.CompileLog`): generated kernels by
+  name within their compiled region, library calls (``extern_kernels.addmm``…) by their order
+  within one call of the compiled graph.
+- :func:`eager_kernel_lines` reads the Python frames of an eager trace recorded with
+  ``with_stack=True``: each kernel's innermost user-code frame (frames in torch, transformers
+  and site-packages are folded to the user frame that called them).
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from traceviz import schema
+from traceviz.parse.compile_log import LINE_MARK_PREFIX, CompileLog, is_library
+from traceviz.schema import KernelLines as KL
+from traceviz.schema import KernelProvenance as KP
+from traceviz.schema import Kernels as K
+from traceviz.schema import OpCategory, RegionKind
+from traceviz.schema import Ops as O
+from traceviz.schema import ProvenanceKernels as P
+from traceviz.schema import Regions as R
+from traceviz.trace import Trace
+
+_GRAPH_PREFIX = re.compile(r"^graph_(\d+)_")
+_PY_FRAME = re.compile(r"^(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
+_CALL_KINDS = (
+    RegionKind.FX_GRAPH_CALL.value,
+    RegionKind.COMPILED_FUNCTION.value,
+    RegionKind.COMPILED_FUNCTION_BACKWARD.value,
+)
+_NONE = -1
+
+
+def compiled_kernel_provenance(trace: Trace, log: CompileLog) -> pd.DataFrame:
+    """One row per row of ``trace.kernels`` that ``log``'s provenance explains.
+
+    Columns (:class:`~traceviz.schema.KernelProvenance`): ``kernel_row`` (index in
+    ``trace.kernels``), ``compile_id``, ``prov_kernel`` (the log's unique kernel id),
+    ``kernel`` (Inductor's name, no ``graph_N_`` prefix), ``pre_grad_nodes`` and
+    ``post_grad_nodes`` (comma-joined FX node names), ``est_bytes`` (Inductor's estimate of
+    the bytes one call reads and writes; NA when not logged) and ``primary`` (True for the
+    row that is the call itself; False for work nested inside a call, e.g. the ``aten::copy_``
+    an ``aten::addmm`` does on CPU: count bytes and calls on primary rows only).
+
+    A generated kernel (``cpp_fused_…``, ``triton_…``) matches by name within its compiled
+    region ("Torch-Compiled Region: X/Y" → compile id X/Y; the backward graph under
+    ``CompiledFunctionBackward``), else by the ``graph_N_`` prefix, else by a name unique in
+    the log. A library call (``extern_kernels.addmm:N``) matches the aten op of that name
+    called directly by one call of the compiled graph, the k-th such op to the k-th such
+    entry in handle order. Rows the log does not explain are left out.
+    """
+    kernels = trace.kernels
+    if kernels.empty or log.kernels.empty:
+        return schema.empty_table(schema.KERNEL_PROVENANCE_DTYPES)
+    ctx = _OpContext(trace)
+    generated = _match_generated(kernels, ctx, log.kernels)
+    extern = _match_extern(kernels, ctx, log.kernels, generated)
+    rows = pd.concat([generated, extern]).drop_duplicates(KP.kernel_row)
+    return _finish(rows, log.kernels)
+
+
+class _OpContext:
+    """Per ops row: its innermost graph call, compiled region and backward marker (-1 none)."""
+
+    def __init__(self, trace: Trace) -> None:
+        ops, regions = trace.ops, trace.regions
+        n = len(ops)
+        self.parent = _ints(ops[O.parent_row], n)
+        self.depth = ops[O.depth].fillna(0).to_numpy(dtype=np.int64)
+        self.names = ops[O.name].astype(str).to_numpy()
+        self.call = self._nearest(regions, _CALL_KINDS)
+        self.region = self._nearest(regions, (RegionKind.COMPILED_REGION.value,))
+        self.backward = self._nearest(regions, (RegionKind.COMPILED_FUNCTION_BACKWARD.value,))
+        self.compile_id = {
+            int(r[R.op_row]): f"{r[R.frame_id]}/{r[R.recompile_id]}"
+            for _, r in regions.iterrows()
+            if r[R.kind] == RegionKind.COMPILED_REGION.value and pd.notna(r[R.op_row])
+        }
+
+    def _nearest(self, regions: pd.DataFrame, kinds: tuple[str, ...]) -> np.ndarray:
+        seed = np.full(len(self.parent), _NONE, dtype=np.int64)
+        marked = regions.loc[regions[R.kind].astype(str).isin(kinds), R.op_row].dropna()
+        rows = marked.astype(np.int64).to_numpy()
+        seed[rows] = rows
+        return propagate_down(self.parent, self.depth, seed)
+
+    def compile_id_of(self, op_row: int) -> str | None:
+        region = self.region[op_row] if op_row >= 0 else _NONE
+        return self.compile_id.get(int(region)) if region != _NONE else None
+
+
+def propagate_down(parent: np.ndarray, depth: np.ndarray, seed: np.ndarray) -> np.ndarray:
+    """``seed`` filled in from each row's nearest ancestor that has a value (-1 = none):
+    one vectorised pass per nesting depth, parents before children."""
+    out = seed.copy()
+    for level in np.unique(depth):
+        rows = np.flatnonzero((depth == level) & (out == _NONE) & (parent != _NONE))
+        if rows.size:
+            out[rows] = out[parent[rows]]
+    return out
+
+
+def _ints(series: pd.Series, n: int) -> np.ndarray:
+    values = series.astype("Int64").fillna(_NONE).to_numpy(dtype=np.int64)
+    return values if len(values) == n else np.full(n, _NONE, dtype=np.int64)
+
+
+def _kernel_ops(kernels: pd.DataFrame) -> np.ndarray:
+    return _ints(kernels[K.op_row], len(kernels))
+
+
+def _match_generated(kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame) -> pd.DataFrame:
+    """Generated (non-extern) kernels, matched by name in their compiled region."""
+    gen = log[~log[P.extern]]
+    by_name = {name: group for name, group in gen.groupby(P.kernel, sort=False)}
+    op_rows = _kernel_ops(kernels)
+    out = []
+    for row, (name, op_row) in enumerate(zip(kernels[K.name].astype(str), op_rows, strict=True)):
+        prefix = _GRAPH_PREFIX.match(name)
+        base = name[prefix.end() :] if prefix else name
+        candidates = by_name.get(base)
+        if candidates is None:
+            continue
+        chosen = _choose(candidates, ctx, int(op_row), int(prefix.group(1)) if prefix else None)
+        if chosen is not None:
+            out.append((row, chosen, True))
+    return _rows(out)
+
+
+def _choose(
+    candidates: pd.DataFrame, ctx: _OpContext, op_row: int, graph: int | None
+) -> str | None:
+    """The one log entry a trace kernel is, narrowed by compile id, graph_N_, direction."""
+    pool = candidates
+    compile_id = ctx.compile_id_of(op_row)
+    if compile_id is not None and (pool[P.compile_id] == compile_id).any():
+        pool = pool[pool[P.compile_id] == compile_id]
+    if graph is not None and (pool[P.graph] == graph).any():
+        pool = pool[pool[P.graph] == graph]
+    if len(pool) > 1:
+        backward = op_row >= 0 and ctx.backward[op_row] != _NONE
+        side = pool[P.graph_index] > 0 if backward else pool[P.graph_index] == 0
+        if side.any():
+            pool = pool[side.fillna(False)]
+    return str(pool[P.prov_kernel].iloc[0]) if len(pool) == 1 else None
+
+
+def extern_op_name(kernel: str) -> str:
+    """The aten op a library call runs: ``extern_kernels.addmm`` → ``aten::addmm``."""
+    name = kernel
+    for prefix in ("extern_kernels.", "torch.ops.aten.", "aten."):
+        name = name.removeprefix(prefix)
+    return "aten::" + name.split(".")[0]
+
+
+def _match_extern(
+    kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame, generated: pd.DataFrame
+) -> pd.DataFrame:
+    """Library calls: the k-th ``aten::X`` op directly inside one graph call ↔ the k-th
+    ``extern_kernels.X`` entry (handle order) of that call's graph; kernels at or below it."""
+    ext = log[log[P.extern]].sort_values([P.compile_id, P.graph_index, P.handle])
+    if ext.empty:
+        return _rows([])
+    graph_of = _graph_of_calls(kernels, ctx, log, generated)
+    matched: dict[int, str] = {}  # ops row of the aten op → prov_kernel
+    parent = ctx.parent
+    direct = (parent != _NONE) & (ctx.call[np.clip(parent, 0, None)] == parent)
+    children = pd.DataFrame({"parent": parent[direct], "name": ctx.names[direct]})
+    children.index = np.flatnonzero(direct)  # ops rows of the direct children of a graph call
+    for call_value, group in children.groupby("parent", sort=False):
+        call = int(str(call_value))
+        graph = graph_of.get(call) or _graph_from_region(ctx, call, log)
+        if graph is None:
+            continue
+        entries = ext[(ext[P.compile_id] == graph[0]) & (ext[P.graph_index] == graph[1])]
+        seen: dict[str, int] = {}
+        wanted: dict[str, list[str]] = {}
+        for prov, kernel in zip(entries[P.prov_kernel], entries[P.kernel], strict=True):
+            wanted.setdefault(extern_op_name(str(kernel)), []).append(str(prov))
+        for op_row, name in zip(group.index, group["name"], strict=True):
+            k = seen.get(name, 0)
+            if name in wanted and k < len(wanted[name]):
+                matched[int(op_row)] = wanted[name][k]
+            seen[name] = k + 1
+    return _kernels_under(kernels, ctx, matched)
+
+
+def _graph_of_calls(
+    kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame, generated: pd.DataFrame
+) -> dict[int, tuple[str, int]]:
+    """Graph call (ops row) → (compile id, graph index) of the generated kernels inside it."""
+    if generated.empty:
+        return {}
+    info = log.set_index(P.prov_kernel)
+    op_rows = _kernel_ops(kernels)
+    out: dict[int, tuple[str, int]] = {}
+    for row, prov in zip(generated[KP.kernel_row], generated[KP.prov_kernel], strict=True):
+        op_row = op_rows[int(row)]
+        call = ctx.call[op_row] if op_row >= 0 else _NONE
+        if call != _NONE and int(call) not in out:
+            entry = info.loc[prov]
+            out[int(call)] = (str(entry[P.compile_id]), int(entry[P.graph_index]))
+    return out
+
+
+def _graph_from_region(ctx: _OpContext, call: int, log: pd.DataFrame) -> tuple[str, int] | None:
+    """A call without generated kernels: its compiled region's compile id, or the only graph."""
+    index = 1 if ctx.backward[call] != _NONE else 0
+    compile_id = ctx.compile_id_of(call)
+    graphs = log[[P.compile_id, P.graph_index]].drop_duplicates()
+    if compile_id is None:
+        only = graphs.to_numpy().tolist()
+        return (str(only[0][0]), int(only[0][1])) if len(only) == 1 else None
+    pick = graphs[(graphs[P.compile_id] == compile_id) & (graphs[P.graph_index] == index)]
+    return (compile_id, index) if len(pick) else None
+
+
+def _kernels_under(kernels: pd.DataFrame, ctx: _OpContext, matched: dict[int, str]) -> pd.DataFrame:
+    """Kernel rows whose op is a matched op or nested in one; the first per op is primary."""
+    if not matched:
+        return _rows([])
+    seed = np.full(len(ctx.parent), _NONE, dtype=np.int64)
+    seed[list(matched)] = list(matched)
+    owner = propagate_down(ctx.parent, ctx.depth, seed)
+    op_rows = _kernel_ops(kernels)
+    owners = np.where(op_rows >= 0, owner[np.clip(op_rows, 0, None)], _NONE)
+    out, seen = [], set()
+    order = np.argsort(kernels[K.ts_us].to_numpy(), kind="stable")
+    for row in order:
+        op = int(owners[row])
+        if op == _NONE:
+            continue
+        primary = op not in seen and (op_rows[row] == op or not _has_self_row(op_rows, op))
+        seen.add(op) if primary else None
+        out.append((int(row), matched[op], primary))
+    return _rows(out)
+
+
+def _has_self_row(op_rows: np.ndarray, op: int) -> bool:
+    return bool((op_rows == op).any())
+
+
+def _rows(items: list[tuple[int, str, bool]]) -> pd.DataFrame:
+    return pd.DataFrame(items, columns=[KP.kernel_row, KP.prov_kernel, KP.primary])
+
+
+def _finish(rows: pd.DataFrame, log: pd.DataFrame) -> pd.DataFrame:
+    if rows.empty:
+        return schema.empty_table(schema.KERNEL_PROVENANCE_DTYPES)
+    info = log.set_index(P.prov_kernel)
+    joined = rows.join(info, on=KP.prov_kernel)
+    joined = joined.sort_values(KP.kernel_row).reset_index(drop=True)
+    return schema.conform(joined, schema.KERNEL_PROVENANCE_DTYPES)
+
+
+def eager_kernel_lines(trace: Trace) -> pd.DataFrame:
+    """One row per row of ``trace.kernels`` with a known user source line.
+
+    Columns (:class:`~traceviz.schema.KernelLines`): ``kernel_row`` (index in
+    ``trace.kernels``), ``file``, ``line`` (1-based), ``function``, ``code`` (the line's text
+    read with linecache, stripped; NA when the file is not on this machine), ``exact``.
+
+    The line is the innermost span around the kernel's op that names a user-code line: the
+    runner's ``traceviz line <file>(<line>): <function>`` marks (``exact``: the calling
+    line), else the Python frames of ``with_stack=True`` (``python_function`` events) that
+    are not in torch, transformers or site-packages (not exact: such a frame names its
+    function's first line). Empty for a trace with neither.
+    """
+    ops, kernels = trace.ops, trace.kernels
+    if kernels.empty or ops.empty:
+        return schema.empty_table(schema.KERNEL_LINES_DTYPES)
+    frames = _user_frames(ops)
+    if not frames:
+        return schema.empty_table(schema.KERNEL_LINES_DTYPES)
+    python = [row for row, frame in frames.items() if not frame[3]]
+    seed = np.full(len(ops), _NONE, dtype=np.int64)
+    seed[python] = python
+    parent = _ints(ops[O.parent_row], len(ops))
+    depth = ops[O.depth].fillna(0).to_numpy(dtype=np.int64)
+    owner = propagate_down(parent, depth, seed)
+    marked = _marks_around(ops, [row for row, frame in frames.items() if frame[3]])
+    op_rows = _kernel_ops(kernels)
+    rows = []
+    for row, op_row in enumerate(op_rows):
+        frame_row = _NONE if op_row < 0 else marked[op_row]
+        frame_row = owner[op_row] if frame_row == _NONE and op_row >= 0 else frame_row
+        if frame_row != _NONE:
+            file, line, function, exact = frames[int(frame_row)]
+            rows.append(
+                {KL.kernel_row: row, KL.file: file, KL.line: line, KL.function: function,
+                 KL.code: source_line(file, line), KL.exact: exact}
+            )  # fmt: skip
+    if not rows:
+        return schema.empty_table(schema.KERNEL_LINES_DTYPES)
+    return schema.conform(pd.DataFrame(rows), schema.KERNEL_LINES_DTYPES)
+
+
+def _marks_around(ops: pd.DataFrame, marks: list[int]) -> np.ndarray:
+    """Per ops row, the line mark whose span holds its start on the same thread (-1 none).
+
+    By time, not by nesting: a ``record_function`` span opened inside a Python frame outlives
+    that frame, so the parser's nesting may put the marked ops beside the mark, not under it.
+    Marks never nest (the marking hook is off while a marked call runs).
+    """
+    out = np.full(len(ops), _NONE, dtype=np.int64)
+    if not marks:
+        return out
+    ts = ops[O.ts_us].to_numpy(dtype=np.float64)
+    end = ts + ops[O.dur_us].fillna(0).to_numpy(dtype=np.float64)
+    threads = ops[O.thread].astype(str).to_numpy()
+    mark_rows = np.asarray(marks, dtype=np.int64)
+    for thread in np.unique(threads[mark_rows]):
+        mine = mark_rows[threads[mark_rows] == thread]
+        mine = mine[np.argsort(ts[mine], kind="stable")]
+        rows = np.flatnonzero(threads == thread)
+        at = np.searchsorted(ts[mine], ts[rows], side="right") - 1
+        inside = at >= 0
+        candidate = mine[np.clip(at, 0, None)]
+        inside &= ts[rows] < end[candidate]
+        out[rows[inside]] = candidate[inside]
+    return out
+
+
+def _user_frames(ops: pd.DataFrame) -> dict[int, tuple[str, int, str, bool]]:
+    """ops row → (file, line, function, exact) of each line mark and each python_function
+    frame in user code."""
+    names = ops[O.name].astype(str)
+    marks = names.str.startswith(LINE_MARK_PREFIX)
+    python = ops[O.category].astype(str) == OpCategory.PYTHON_FUNCTION.value
+    out = {}
+    for row, name, exact in zip(
+        ops.index[marks | python], names[marks | python], marks[marks | python], strict=True
+    ):
+        match = _PY_FRAME.match(name.removeprefix(LINE_MARK_PREFIX) if exact else name)
+        if match is None or match["file"].startswith("<") or is_library(match["file"]):
+            continue
+        out[int(row)] = (match["file"], int(match["line"]), match["function"], bool(exact))
+    return out
+
+
+def source_line(file: str, line: int) -> str | None:
+    """The text of ``file``'s line ``line``, stripped; None when it cannot be read."""
+    if not Path(file).is_file():
+        return None
+    text = linecache.getline(file, line).strip()
+    return text or None
