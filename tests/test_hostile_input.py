@@ -16,16 +16,27 @@ import numpy as np
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, read_json, write_trace
+from tests.conftest import (
+    CORPUS,
+    SAMPLES,
+    corpus_params,
+    kernel,
+    launch,
+    op,
+    read_json,
+    write_trace,
+)
 from traceviz import TraceFormatError, UsageError
 from traceviz.cli import EXIT_PIPE_CLOSED, main
-from traceviz.parse.read import MAX_BYTES_ENV, parse_size, read_bytes
+from traceviz.parse.durations import impossible
+from traceviz.parse.read import MAX_BYTES_ENV, decode_events, parse_size, read_bytes
 from traceviz.report.json_numbers import whole_counts
 from traceviz.schema import Kernels, Ops
 
 SMALL = CORPUS / "nvidia" / "v100_small_plain.json"
 TINY_GZ = CORPUS / "amd" / "mi300x_compiled_llama_block_tiny.json.gz"
 RUN = SAMPLES / "mlp"
+SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.json.gz"))
 needs_corpus = pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
 
 
@@ -196,6 +207,19 @@ def test_negated_kernel_duration_in_a_real_trace(tmp_path: Path) -> None:
     assert trace.stats.ignored["bad_duration"] == 1
     assert len(trace.kernels) == len(original.kernels) - 1
     assert 0 <= trace.kernels[Kernels.dur_us].sum() <= original.kernels[Kernels.dur_us].sum()
+
+
+@pytest.mark.parametrize(
+    "path",
+    corpus_params() + [pytest.param(p, id=p.parent.name + "/" + p.name) for p in SAMPLE_TRACES],
+)
+def test_real_traces_have_no_impossible_durations(path: Path | None) -> None:
+    """The rule drops nothing a real profiler wrote (decoded only: the full load is tested
+    in test_parse_corpus.py)."""
+    assert path is not None
+    events, _ = decode_events(path, read_bytes(path))
+    assert len(events) > 0
+    assert not impossible(events).any()
 
 
 # -- decompressed-size cap ------------------------------------------------------------------
