@@ -7,7 +7,8 @@ Read from the trace (measured):
 - kernels **outside** every compiled region: eager leftovers (their count and device time);
 - **graph breaks visible in the trace**: a step that runs several compiled frames has a break
   between each two; eager kernels issued between two regions of one step are what the break
-  costs on the device;
+  costs on the device. ``gaps`` (:func:`graph_break_gaps`) is the one table of those gaps:
+  the graph-break finding and the regions figure both read it;
 - **recompiles**: frames seen with Y > 0;
 - forward/backward: ``CompiledFunction`` / ``CompiledFunctionBackward`` calls.
 
@@ -41,6 +42,28 @@ class Frame:
     graph_keys = "graph_keys"  # FX graph keys called inside, comma-separated
 
 
+class Gap:
+    """Columns of :attr:`RegionStats.gaps` (:func:`graph_break_gaps`): one row per stretch of a
+    step, on one thread, between two consecutive compiled-code spans (a graph break)."""
+
+    thread = "thread"  # "pid/tid"
+    step = "step"  # index of the step window (position in ``step_windows``)
+    start_us = "start_us"  # end of the compiled code before the gap, µs (trace clock)
+    end_us = "end_us"  # start of the compiled code after it, µs
+    wall_us = "wall_us"  # end_us − start_us, µs
+    kernel_count = "kernel_count"  # kernels (not memcpy/memset) issued inside, on that thread
+    kernel_time_us = "kernel_time_us"  # their exclusive device time (excl_dur_us), µs
+
+
+class CodeSpan:
+    """Columns of :func:`code_spans`: where compiled code runs."""
+
+    thread = "thread"  # "pid/tid"
+    start_us = "start_us"  # µs (trace clock)
+    end_us = "end_us"  # µs
+    frame = "frame"  # the innermost Torch-Compiled Region holding it, "X/Y" ("" if none)
+
+
 @dataclass(frozen=True)
 class RegionStats:
     """Compiled-region facts of one trace (see the module docstring)."""
@@ -58,7 +81,13 @@ class RegionStats:
     outside_kernels: int  # eager leftovers: kernels issued outside every compiled region
     outside_time_us: float
     between_kernels: int  # eager kernels issued between two compiled regions of one step
-    between_time_us: float
+    between_time_us: float  # their exclusive device time, µs (= gaps' kernel_time_us summed)
+    # A partition of all kernel time (µs): the three add up to inside + outside. Gap kernels
+    # can be inside a region (a resumed frame nests in the one that broke), so inside_time_us
+    # and between_time_us overlap; these do not.
+    code_time_us: float  # inside a compiled region, not in a graph-break gap
+    other_time_us: float  # outside every compiled region and every gap
+    gaps: pd.DataFrame  # columns: Gap
     dynamo: dict[str, Any] = field(default_factory=dict)  # from run.json when given
 
     @property
@@ -72,14 +101,12 @@ def region_stats(trace: Trace, *, dynamo: dict[str, Any] | None = None) -> Regio
     kind = regions[Regions.kind].astype(str)
     compiled = regions[kind == RegionKind.COMPILED_REGION.value]
     inside_mask = issued_inside(trace, regions[kind != RegionKind.FX_GRAPH_CALL.value])
-    # A resumed frame's region nests inside the region of the frame that broke, so the break
-    # shows between the FX-graph calls, not between the regions.
-    calls = regions[kind == RegionKind.FX_GRAPH_CALL.value]
-    between_mask = _issued_between(trace, calls if len(calls) else compiled)
+    gaps, gap_of = _gap_table(trace)
     kernels = trace.kernels
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
-    durs = np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    durs = np.nan_to_num(kernels[Kernels.excl_dur_us].to_numpy(dtype=float))
     outside = is_kernel & ~inside_mask
+    in_gap = gap_of >= 0
     return RegionStats(
         frames=_frames(regions, compiled),
         region_calls=len(compiled),
@@ -95,8 +122,11 @@ def region_stats(trace: Trace, *, dynamo: dict[str, Any] | None = None) -> Regio
         inside_time_us=float(durs[is_kernel & inside_mask].sum()),
         outside_kernels=int(outside.sum()),
         outside_time_us=float(durs[outside].sum()),
-        between_kernels=int((is_kernel & between_mask).sum()),
-        between_time_us=float(durs[is_kernel & between_mask].sum()),
+        between_kernels=int(gaps[Gap.kernel_count].sum()),
+        between_time_us=float(gaps[Gap.kernel_time_us].sum()),
+        code_time_us=float(durs[is_kernel & inside_mask & ~in_gap].sum()),
+        other_time_us=float(durs[outside & ~in_gap].sum()),
+        gaps=gaps,
         dynamo=dict(dynamo or {}),
     )
 
@@ -143,23 +173,99 @@ def _graph_keys_inside(
     return sorted(keys)
 
 
-def _issued_between(trace: Trace, compiled: pd.DataFrame) -> np.ndarray:
-    """Kernels issued after the first and before the last compiled-code span of their step,
-    outside every such span: the device cost of graph breaks."""
-    issue = issue_us(trace.kernels)
-    between = np.zeros(len(issue), dtype=bool)
-    if compiled.empty:
-        return between
-    outside = ~issued_inside(trace, compiled)
-    starts = compiled[Regions.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(compiled[Regions.dur_us].to_numpy(dtype=float))
-    for _, lo, hi in step_windows(trace):
-        in_step = (starts >= lo) & (starts < hi)
-        if in_step.sum() < 2:
-            continue
-        first_end, last_start = ends[in_step].min(), starts[in_step].max()
-        between |= outside & (issue > first_end) & (issue < last_start)
-    return between
+def code_spans(trace: Trace) -> pd.DataFrame:
+    """Where compiled code runs (columns: :class:`CodeSpan`): the FX-graph calls made inside
+    Torch-Compiled Regions — a resumed frame's region nests inside the region of the frame
+    that broke, so only the graph calls show where compiled code stops — else the regions."""
+    regions = trace.regions
+    kind = regions[Regions.kind].astype(object).to_numpy()
+    frames = regions[kind == RegionKind.COMPILED_REGION.value]
+    spans = _span_frame(regions[kind == RegionKind.FX_GRAPH_CALL.value], frames)
+    spans = spans[spans[CodeSpan.frame] != ""]
+    return spans if len(spans) else _span_frame(frames, frames)
+
+
+def _span_frame(spans: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
+    """``spans`` with the innermost compiled region (frame X/Y) holding each one."""
+    start = spans[Regions.ts_us].to_numpy(dtype=float)
+    end = start + np.nan_to_num(spans[Regions.dur_us].to_numpy(dtype=float))
+    thread = spans[Regions.thread].astype(object).astype(str).to_numpy()
+    f_start = frames[Regions.ts_us].to_numpy(dtype=float)
+    f_end = f_start + np.nan_to_num(frames[Regions.dur_us].to_numpy(dtype=float))
+    f_thread = frames[Regions.thread].astype(object).astype(str).to_numpy()
+    f_name = frames[Regions.name].astype(object).astype(str).str.removeprefix(
+        "Torch-Compiled Region: ").to_numpy()  # fmt: skip
+    labels = []
+    for s, e, t in zip(start, end, thread, strict=True):
+        holds = np.flatnonzero((f_thread == t) & (f_start <= s) & (f_end >= e))
+        labels.append(str(f_name[holds[np.argmax(f_start[holds])]]) if len(holds) else "")
+    return pd.DataFrame(
+        {CodeSpan.thread: thread, CodeSpan.start_us: start, CodeSpan.end_us: end,
+         CodeSpan.frame: labels}
+    )  # fmt: skip
+
+
+def graph_break_gaps(trace: Trace) -> pd.DataFrame:
+    """The step time between consecutive compiled-code spans (:func:`code_spans`) of one step
+    and thread, and the kernels issued there (columns: :class:`Gap`). A span belongs to the
+    step window its start falls in; spans outside every step are not gaps' ends."""
+    return _gap_table(trace)[0]
+
+
+def _gap_table(trace: Trace) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`graph_break_gaps` and, per kernel row, the gap it was issued in (−1: none)."""
+    spans = code_spans(trace)
+    windows = step_windows(trace)
+    starts = spans[CodeSpan.start_us].to_numpy(dtype=float)
+    step = np.full(len(spans), -1, dtype=np.int64)
+    for i, (_, lo, hi) in enumerate(windows):
+        step[(starts >= lo) & (starts < hi) & (step < 0)] = i
+    spans = spans.assign(step=step)
+    spans = spans[spans["step"] >= 0].sort_values(
+        [CodeSpan.thread, "step", CodeSpan.start_us], kind="stable"
+    )
+    group = spans[CodeSpan.thread] + "/" + spans["step"].astype(str)
+    reach = spans[CodeSpan.end_us].groupby(group).cummax().to_numpy(dtype=float)
+    begin = spans[CodeSpan.start_us].to_numpy(dtype=float)
+    same = (group.to_numpy()[1:] == group.to_numpy()[:-1]) & (begin[1:] > reach[:-1])
+    gaps = pd.DataFrame(
+        {
+            Gap.thread: spans[CodeSpan.thread].to_numpy()[:-1][same],
+            Gap.step: spans["step"].to_numpy()[:-1][same],
+            Gap.start_us: reach[:-1][same],
+            Gap.end_us: begin[1:][same],
+        }
+    )
+    gaps[Gap.wall_us] = gaps[Gap.end_us] - gaps[Gap.start_us]
+    gaps = gaps.reset_index(drop=True)
+    gap_of = _gap_of_kernels(trace, gaps)
+    held = gap_of >= 0
+    excl = np.nan_to_num(trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float))
+    gaps[Gap.kernel_count] = np.bincount(gap_of[held], minlength=len(gaps)).astype(np.int64)
+    gaps[Gap.kernel_time_us] = np.bincount(gap_of[held], weights=excl[held], minlength=len(gaps))
+    return gaps, gap_of
+
+
+def _gap_of_kernels(trace: Trace, gaps: pd.DataFrame) -> np.ndarray:
+    """Per kernel row, the gap (row of ``gaps``) it was issued strictly inside, on the gap's
+    thread, or −1; memcpy/memset are never in a gap. Gaps of one thread do not overlap."""
+    kernels = trace.kernels
+    gap_of = np.full(len(kernels), -1, dtype=np.int64)
+    is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
+    issue = issue_us(kernels)
+    threads = kernels[Kernels.thread].astype(object).astype(str).to_numpy()
+    gap_threads = gaps[Gap.thread].to_numpy()
+    for thread in pd.unique(gap_threads):
+        rows = np.flatnonzero(gap_threads == thread)
+        rows = rows[np.argsort(gaps[Gap.start_us].to_numpy(dtype=float)[rows], kind="stable")]
+        lo = gaps[Gap.start_us].to_numpy(dtype=float)[rows]
+        hi = gaps[Gap.end_us].to_numpy(dtype=float)[rows]
+        mine = np.flatnonzero(is_kernel & (threads == thread) & np.isfinite(issue))
+        pos = np.searchsorted(lo, issue[mine], side="right") - 1
+        safe = np.maximum(pos, 0)
+        hit = (pos >= 0) & (issue[mine] > lo[safe]) & (issue[mine] < hi[safe])
+        gap_of[mine[hit]] = rows[pos[hit]]
+    return gap_of
 
 
 def _graph_breaks(trace: Trace, compiled: pd.DataFrame) -> int:

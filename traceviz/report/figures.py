@@ -758,11 +758,8 @@ def regions_figure(c: Comparison) -> go.Figure:
     )
     for side, _ in _sides(c):
         r = side.regions
-        values = (
-            r.inside_time_us,
-            r.between_time_us,
-            max(r.outside_time_us - r.between_time_us, 0.0),
-        )
+        # a partition of the kernel time: gap kernels may sit inside a (nesting) region
+        values = (r.code_time_us, r.between_time_us, r.other_time_us)
         for (part, color), value in zip(parts, values, strict=True):
             fig.add_bar(
                 x=[side.name],

@@ -5,7 +5,9 @@ Measured from the trace: ``Torch-Compiled Region: X/Y`` spans per step (frames p
 breaks visible in the trace); the compiled code itself, the FX-graph calls inside those regions
 (a resumed frame's region nests inside the region of the frame that broke, so only the graph
 calls show where compiled code stops); the step wall time between consecutive graph calls, and
-the kernels and eager ops (``aten::…``) that run there: the work the break leaves eager.
+the kernels and eager ops (``aten::…``) that run there: the work the break leaves eager. The gaps
+and their kernels come from one table, :attr:`RegionStats.gaps
+<traceviz.analysis.regions.RegionStats>`, which the regions figure reads too.
 From run.json (``dynamo``): Dynamo's break count, reasons, user-code locations and hints, and
 its recompile reasons.
 """
@@ -18,20 +20,17 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.kernels import issue_us
+from traceviz.analysis.regions import CodeSpan, Gap, code_spans
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
-    durations,
-    is_kernel,
-    points_in_windows,
     short_name,
     top_names,
     window_bounds,
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.schema import Kernels, Ops, RegionKind, Regions
+from traceviz.schema import Ops
 
 GRAPH_BREAK_ID = "graph-break"
 RECOMPILE_ID = "recompile"
@@ -62,8 +61,7 @@ def graph_breaks(facts: TraceFacts) -> list[Finding]:
         evidence.append(Evidence("compiled frames per step (trace)", seen + 1, Unit.COUNT))
     if layout:
         evidence.append(layout)
-    gaps = _gaps(facts)
-    gap_us = facts.per_step(float((gaps["end"] - gaps["start"]).sum()))
+    gap_us = facts.per_step(float(facts.regions.gaps[Gap.wall_us].sum()))
     if gap_us > 0:
         evidence.append(
             Evidence(
@@ -190,72 +188,17 @@ def _recompile_reasons(compiles: Any) -> list[str]:
     return [*dict.fromkeys(lines)][:TOP_REASONS]
 
 
-def _code_spans(facts: TraceFacts) -> pd.DataFrame:
-    """Where compiled code runs: the FX-graph calls made inside Torch-Compiled Regions (a
-    resumed frame's region nests inside the frame that broke, so the regions themselves do not
-    show the break), else the regions. Columns: thread, start, end (µs), frame (text)."""
-    regions = facts.trace.regions
-    kind = regions[Regions.kind].astype(object).to_numpy()
-    frames = regions[kind == RegionKind.COMPILED_REGION.value]
-    calls = regions[kind == RegionKind.FX_GRAPH_CALL.value]
-    spans = _span_frame(calls, frames)
-    spans = spans[spans["frame"] != ""]
-    return spans if len(spans) else _span_frame(frames, frames)
-
-
-def _span_frame(spans: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
-    """``spans`` with the innermost compiled region (frame X/Y) holding each one."""
-    start = spans[Regions.ts_us].to_numpy(dtype=float)
-    end = start + np.nan_to_num(spans[Regions.dur_us].to_numpy(dtype=float))
-    thread = spans[Regions.thread].astype(object).astype(str).to_numpy()
-    f_start = frames[Regions.ts_us].to_numpy(dtype=float)
-    f_end = f_start + np.nan_to_num(frames[Regions.dur_us].to_numpy(dtype=float))
-    f_thread = frames[Regions.thread].astype(object).astype(str).to_numpy()
-    f_name = frames[Regions.name].astype(object).astype(str).str.removeprefix(
-        "Torch-Compiled Region: ").to_numpy()  # fmt: skip
-    labels = []
-    for s, e, t in zip(start, end, thread, strict=True):
-        holds = np.flatnonzero((f_thread == t) & (f_start <= s) & (f_end >= e))
-        labels.append(str(f_name[holds[np.argmax(f_start[holds])]]) if len(holds) else "")
-    return pd.DataFrame({"thread": thread, "start": start, "end": end, "frame": labels})
-
-
-def _gaps(facts: TraceFacts) -> pd.DataFrame:
-    """The step time between consecutive compiled-code spans of one step and thread.
-
-    Columns: thread, start, end (µs), step (window index)."""
-    return facts.memo("graph_gaps", lambda: _find_gaps(facts))
-
-
-def _find_gaps(facts: TraceFacts) -> pd.DataFrame:
-    spans = _code_spans(facts)
-    spans = spans.assign(step=points_in_windows(facts, spans["start"].to_numpy(dtype=float)))
-    spans = spans[spans["step"] >= 0].sort_values(["thread", "step", "start"], kind="stable")
-    group = spans["thread"] + "/" + spans["step"].astype(str)
-    reach = spans["end"].groupby(group).cummax().to_numpy(dtype=float)
-    starts = spans["start"].to_numpy(dtype=float)
-    same = (group.to_numpy()[1:] == group.to_numpy()[:-1]) & (starts[1:] > reach[:-1])
-    return pd.DataFrame(
-        {
-            "thread": spans["thread"].to_numpy()[:-1][same],
-            "start": reach[:-1][same],
-            "end": starts[1:][same],
-            "step": spans["step"].to_numpy()[:-1][same],
-        }
-    )
-
-
 def _step_layout(facts: TraceFacts) -> str:
     """Where the compiled code of the first step with several spans sits in that step."""
-    spans = _code_spans(facts)
-    starts = spans["start"].to_numpy(dtype=float)
+    spans = code_spans(facts.trace)
+    starts = spans[CodeSpan.start_us].to_numpy(dtype=float)
     for lo, hi in zip(*window_bounds(facts), strict=True):
         inside = np.flatnonzero((starts >= lo) & (starts < hi))
         if len(inside) < 2:
             continue
         parts = [
-            f"frame {spans['frame'].iloc[i]} at {starts[i] - lo:,.0f}–"
-            f"{spans['end'].iloc[i] - lo:,.0f} µs"
+            f"frame {spans[CodeSpan.frame].iloc[i]} at {starts[i] - lo:,.0f}–"
+            f"{spans[CodeSpan.end_us].iloc[i] - lo:,.0f} µs"
             for i in inside[np.argsort(starts[inside])]
         ]
         return f"compiled code in a {hi - lo:,.0f} µs step: " + "; ".join(parts)
@@ -266,24 +209,22 @@ def _in_gaps(
     facts: TraceFacts, times: npt.NDArray[np.float64], threads: npt.NDArray[np.object_]
 ) -> npt.NDArray[np.bool_]:
     """Which (time, thread) points fall inside a gap between compiled-code spans."""
-    gaps = _gaps(facts)
+    gaps = facts.regions.gaps
     out = np.zeros(len(times), dtype=bool)
-    for thread, start, end in zip(gaps["thread"], gaps["start"], gaps["end"], strict=True):
+    for thread, start, end in zip(
+        gaps[Gap.thread], gaps[Gap.start_us], gaps[Gap.end_us], strict=True
+    ):
         out |= (threads == thread) & (times > start) & (times < end)
     return out
 
 
 def _between_evidence(facts: TraceFacts) -> list[Evidence | str]:
-    """The kernels and eager ops that run in the gaps."""
+    """The kernels (from the gap table) and eager ops that run in the gaps."""
     out: list[Evidence | str] = []
-    kernels = facts.kernels
-    threads = kernels[Kernels.thread].astype(object).astype(str).to_numpy()
-    between = _in_gaps(facts, issue_us(kernels), threads) & is_kernel(kernels)
-    if between.any():
-        rows = kernels[between]
-        durs = durations(rows)
-        time_us = facts.per_step(float(durs.sum()))
-        count = facts.per_step(float(between.sum()))
+    gaps = facts.regions.gaps
+    if gaps[Gap.kernel_count].sum() > 0:
+        time_us = facts.per_step(float(gaps[Gap.kernel_time_us].sum()))
+        count = facts.per_step(float(gaps[Gap.kernel_count].sum()))
         out += [
             Evidence("kernels between the compiled graphs per step", count, Unit.COUNT),
             Evidence("their time per step", time_us, Unit.US, facts.share(time_us)),

@@ -1,0 +1,256 @@
+"""Nested compiled regions (issue 10 §5): after a graph break the resumed frame's region (1/0)
+runs inside the region of the frame that broke (0/0). A kernel belongs to the innermost region
+of each kind, so each kind's rows partition the kernels; region device time ≤ region wall on
+CPU traces; the graph-break gap table is computed once and the finding and the figure both
+show it. Region and step numbers too large for the schema's integers do not crash the parser.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import traceviz
+from tests.conftest import SAMPLES, corpus_params, kernel, launch, op
+from traceviz.analysis.compare import compare
+from traceviz.analysis.launch import launch_overhead
+from traceviz.analysis.regions import Gap, graph_break_gaps, region_stats
+from traceviz.analysis.summary import summarize
+from traceviz.diagnose.facts import facts_of_trace
+from traceviz.diagnose.finding import Finding
+from traceviz.diagnose.rules.breaks import graph_breaks
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, RegionKind, Regions
+from traceviz.trace import Trace
+
+GRAPH_BREAK = SAMPLES / "graph-break" / "compiled.pt.trace.json.gz"
+GAP_WALL = "step wall time between the compiled graphs"
+GAP_KERNEL_TIME = "their time per step"
+BETWEEN_BAR = "between regions of a step (graph-break gaps)"
+
+
+def _kernel_count(trace: Trace) -> int:
+    return int((trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value).sum())
+
+
+def check_regions_partition(trace: Trace) -> None:
+    """Per region kind: the rows' kernel counts and times add up to the kernels issued inside
+    that kind's spans, never more than the trace holds."""
+    regions = trace.regions
+    stats = region_stats(trace)
+    total = _kernel_count(trace)
+    for kind, rows in regions.groupby(Regions.kind, observed=True):
+        counted = int(rows[Regions.kernel_count].sum())
+        assert counted <= total, (kind, counted, total)
+        if kind != RegionKind.FX_GRAPH_CALL.value:
+            assert counted <= stats.inside_kernels
+    assert int(stats.frames["kernel_count"].sum()) <= stats.inside_kernels
+    assert float(stats.frames["kernel_time_us"].sum()) <= stats.inside_time_us + 1e-6
+    assert stats.inside_kernels + stats.outside_kernels == total
+    assert stats.between_kernels <= total
+    parts = stats.code_time_us + stats.between_time_us + stats.other_time_us
+    assert parts == pytest.approx(stats.inside_time_us + stats.outside_time_us, abs=1e-6)
+    assert parts == pytest.approx(summarize(trace).kernel_time_us, abs=1e-6)
+    if trace.device_kind is DeviceKind.CPU:
+        wall = np.nan_to_num(regions[Regions.dur_us].to_numpy(dtype=float))
+        device = regions[Regions.kernel_time_us].to_numpy(dtype=float)
+        assert np.all(device <= wall + 1e-3 * max(total, 1))
+        assert float(stats.frames["kernel_time_us"].sum()) <= float(stats.frames["wall_us"].sum())
+
+
+@pytest.mark.parametrize(
+    "path", [pytest.param(p, id=p.parent.name) for p in sorted(SAMPLES.glob("*/compiled.*"))]
+)
+def test_regions_partition_kernels_on_samples(path: Path) -> None:
+    check_regions_partition(traceviz.load(path))
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_regions_partition_kernels_on_corpus(path: Path) -> None:
+    check_regions_partition(traceviz.load(path))
+
+
+def test_graph_break_sample_region_rows_sum_to_its_kernels() -> None:
+    trace = traceviz.load(GRAPH_BREAK)
+    regions = trace.regions
+    compiled = regions[regions[Regions.kind] == RegionKind.COMPILED_REGION.value]
+    total = _kernel_count(trace)
+    assert total == 21  # the sample's README: 7 kernels per step, 3 steps
+    # 1/0 runs inside 0/0 in every step: a partition, not 21 + 12
+    assert int(compiled[Regions.kernel_count].sum()) == total
+    calls = regions[regions[Regions.kind] == RegionKind.FX_GRAPH_CALL.value]
+    assert int(calls[Regions.kernel_count].sum()) == total
+    frames = region_stats(trace).frames.set_index(["frame_id", "recompile_id"])
+    assert int(frames["kernel_count"].sum()) == total
+    assert frames.loc[(0, 0), "kernel_count"] < frames.loc[(0, 0), "calls"] * 7
+    assert float(compiled[Regions.kernel_time_us].sum()) == pytest.approx(
+        summarize(trace).kernel_time_us
+    )
+
+
+def _finding(facts) -> Finding:  # type: ignore[no-untyped-def]
+    (found,) = graph_breaks(facts)
+    return found
+
+
+def _evidence(finding: Finding, label: str) -> float | None:
+    values = [e.value for e in finding.evidence if not isinstance(e, str) and e.label == label]
+    return float(values[0]) if values else None  # type: ignore[arg-type]
+
+
+def _where_bars_ms(trace_name: str, eager: Trace, compiled: Trace) -> dict[str, float]:
+    """The regions figure's "device time by where it was issued" bars of one side, ms."""
+    from traceviz.report.figures import regions_figure
+
+    figure = regions_figure(compare(eager, compiled, names=("eager", trace_name)))
+    return {
+        str(t.name): float(t.y[0])
+        for t in figure.data
+        if t.type == "bar" and list(t.x) == [trace_name]
+    }
+
+
+def _between_bar_ms(trace_name: str, eager: Trace, compiled: Trace) -> float:
+    return _where_bars_ms(trace_name, eager, compiled)[BETWEEN_BAR]
+
+
+def test_graph_break_sample_gap_series_is_the_findings_figure() -> None:
+    trace = traceviz.load(GRAPH_BREAK)
+    facts = facts_of_trace(trace, name="compiled")
+    gaps = facts.regions.gaps
+    n_steps = len(launch_overhead(trace).per_step)
+    assert len(gaps) == n_steps  # one break per step
+    assert (gaps[Gap.wall_us] > 0).all()
+    assert gaps.equals(graph_break_gaps(trace))
+    finding = _finding(facts)
+    assert _evidence(finding, GAP_WALL) == pytest.approx(gaps[Gap.wall_us].sum() / n_steps)
+    assert finding.est_gain_us == pytest.approx(gaps[Gap.wall_us].sum() / n_steps)
+    # only aten::is_nonzero runs in the sample's gaps: no kernel, and the figure says so too
+    assert facts.regions.between_kernels == int(gaps[Gap.kernel_count].sum()) == 0
+    eager = traceviz.load(SAMPLES / "graph-break" / "eager.pt.trace.json.gz")
+    assert _between_bar_ms("compiled", eager, trace) == 0.0
+
+
+def _nested_break_trace(tmp_trace) -> Trace:  # type: ignore[no-untyped-def]
+    """Two CPU steps; in each, region 0/0 holds graph call A, an eager aten::mul (the break)
+    whose aten::copy_ nests inside it, then region 1/0 (nested in 0/0) with graph call B."""
+    events = []
+    for base in (0, 1000):
+        events += [
+            op(f"ProfilerStep#{base // 1000}", base, 1000, cat="user_annotation"),
+            op("Torch-Compiled Region: 0/0", base + 10, 900),
+            op("## Call CompiledFxGraph a ##", base + 20, 100, cat="user_annotation"),
+            op("graph_0_cpp_fused_sin_0", base + 30, 40),
+            op("aten::mul", base + 150, 60),
+            op("aten::copy_", base + 160, 20),
+            op("Torch-Compiled Region: 1/0", base + 300, 500),
+            op("## Call CompiledFxGraph b ##", base + 310, 300, cat="user_annotation"),
+            op("graph_1_cpp_fused_cos_0", base + 320, 50),
+            op("aten::addmm", base + 400, 100),
+            op("aten::copy_", base + 410, 30),
+            op("graph_0_cpp_fused_relu_1", base + 850, 10),  # back in 0/0, after 1/0
+        ]
+    return traceviz.load(tmp_trace(events))
+
+
+def test_kernels_belong_to_the_innermost_region(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    trace = _nested_break_trace(tmp_trace)
+    assert trace.device_kind is DeviceKind.CPU and _kernel_count(trace) == 14
+    regions = trace.regions
+    by_name = regions.groupby(Regions.name, observed=True)[
+        [Regions.kernel_count, Regions.kernel_time_us]
+    ].sum()
+    # per step: 0/0 holds sin, mul, copy_ (in mul), relu; 1/0 holds cos, addmm, copy_ (in addmm)
+    assert by_name.loc["Torch-Compiled Region: 0/0", Regions.kernel_count] == 8
+    assert by_name.loc["Torch-Compiled Region: 1/0", Regions.kernel_count] == 6
+    assert by_name.loc["Torch-Compiled Region: 0/0", Regions.kernel_time_us] == 2 * (40 + 60 + 10)
+    assert by_name.loc["Torch-Compiled Region: 1/0", Regions.kernel_time_us] == 2 * (50 + 100)
+    assert by_name.loc["## Call CompiledFxGraph a ##", Regions.kernel_count] == 2
+    assert by_name.loc["## Call CompiledFxGraph b ##", Regions.kernel_count] == 6
+    check_regions_partition(trace)
+
+
+def test_nested_break_gap_table_feeds_finding_and_figure(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    trace = _nested_break_trace(tmp_trace)
+    facts = facts_of_trace(trace, name="compiled")
+    gaps = facts.regions.gaps
+    # between graph call a (ends at +120) and graph call b (starts at +310), each step
+    assert list(gaps[Gap.start_us]) == [120, 1120] and list(gaps[Gap.end_us]) == [310, 1310]
+    assert list(gaps[Gap.kernel_count]) == [2, 2]  # aten::mul and its aten::copy_
+    assert list(gaps[Gap.kernel_time_us]) == [60, 60]  # mul's 60 µs hold the copy's 20
+    assert facts.regions.between_kernels == 4 and facts.regions.between_time_us == 120
+    finding = _finding(facts)
+    assert _evidence(finding, GAP_WALL) == pytest.approx(190)
+    assert _evidence(finding, GAP_KERNEL_TIME) == pytest.approx(60)
+    assert _evidence(finding, "kernels between the compiled graphs per step") == 2
+    eager = traceviz.load(
+        tmp_trace([op("ProfilerStep#0", 0, 100, cat="user_annotation"), op("aten::sin", 1, 5)])
+    )
+    bars = _where_bars_ms("compiled", eager, trace)
+    assert bars[BETWEEN_BAR] == pytest.approx(gaps[Gap.kernel_time_us].sum() / 1e3)
+    # the gap kernels run inside region 0/0: shown once, as gap time, not also as "inside"
+    assert sum(bars.values()) == pytest.approx(summarize(trace).kernel_time_us / 1e3)
+
+
+def test_gpu_kernels_in_nested_regions_are_credited_once(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_trace(
+        [
+            op("Torch-Compiled Region: 0/0", 0, 1000),
+            launch("cudaLaunchKernel", 10, 5, 1),
+            kernel("triton_poi_fused_sin_0", 20, 5, 1),
+            op("Torch-Compiled Region: 1/0", 300, 500),
+            launch("cudaLaunchKernel", 310, 5, 2),
+            kernel("triton_poi_fused_cos_0", 320, 5, 2),
+            launch("cudaLaunchKernel", 900, 5, 3),
+            kernel("triton_poi_fused_relu_0", 910, 5, 3),
+        ]
+    )
+    trace = traceviz.load(path)
+    counts = trace.regions.set_index(Regions.name)[Regions.kernel_count]
+    assert counts["Torch-Compiled Region: 0/0"] == 2 and counts["Torch-Compiled Region: 1/0"] == 1
+    check_regions_partition(trace)
+
+
+HUGE = "99999999999999999999"  # > 2**64
+
+
+def test_huge_region_and_step_numbers_do_not_crash(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_trace(
+        [
+            op(f"ProfilerStep#{HUGE}", 0, 1000, cat="user_annotation"),
+            op("ProfilerStep#1", 2000, 1000, cat="user_annotation"),
+            op(f"Torch-Compiled Region: {HUGE}/0", 10, 500),
+            op(f"Torch-Compiled Region: 0/{HUGE}", 2010, 500),
+            op("graph_0_cpp_fused_sin_0", 20, 40),
+            op("graph_0_cpp_fused_sin_0", 2020, 40),
+        ]
+    )
+    trace = traceviz.load(path)
+    # a step number beyond 64 bits is not a step marker; the span stays an annotation op
+    assert list(trace.steps["step"]) == [1]
+    assert f"ProfilerStep#{HUGE}" in set(trace.ops["name"].astype(str))
+    # a region number beyond 32 bits is <NA>; the region and its kernels are kept
+    regions = trace.regions.set_index(Regions.name)
+    assert pd.isna(regions.loc[f"Torch-Compiled Region: {HUGE}/0", Regions.frame_id])
+    assert regions.loc[f"Torch-Compiled Region: {HUGE}/0", Regions.recompile_id] == 0
+    assert pd.isna(regions.loc[f"Torch-Compiled Region: 0/{HUGE}", Regions.recompile_id])
+    assert int(regions[Regions.kernel_count].sum()) == 2
+    stats = region_stats(trace)
+    assert stats.region_calls == 2 and stats.inside_kernels == 2
+    summarize(trace)
+    launch_overhead(trace)
+    graph_breaks(facts_of_trace(trace, name="huge"))
+
+
+def test_largest_numbers_that_fit_are_kept(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_trace(
+        [
+            op(f"ProfilerStep#{2**63 - 1}", 0, 1000, cat="user_annotation"),
+            op(f"Torch-Compiled Region: {2**31 - 1}/{2**31 - 1}", 10, 500),
+        ]
+    )
+    trace = traceviz.load(path)
+    assert list(trace.steps["step"]) == [2**63 - 1]
+    assert trace.regions[Regions.frame_id].iloc[0] == 2**31 - 1
