@@ -126,6 +126,27 @@ def test_infinity_literal_keeps_its_value(tmp_path: Path) -> None:
     assert traceviz.load(path).kernels[Kernels.occupancy_pct][0] == float("-inf")
 
 
+def test_number_beyond_float_range_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "e400.json"
+    path.write_text(
+        json.dumps({"traceEvents": [kernel("k", 1, 2, 1)]}).replace('"ts": 1', '"ts": 1e400')
+    )
+    code, _, err = _cli(capsys, "summary", str(path))
+    assert code == 2
+    _one_line_error(err, str(path), "out of range", "traceEvents[0].ts")
+
+
+def test_integers_beyond_64_bits_load(tmp_path: Path) -> None:
+    big = 10**30
+    events = [launch("cudaLaunchKernel", 1, 1, big), kernel("k", 3, 2, big, stream=-big)]
+    trace = traceviz.load(write_trace(tmp_path / "big.json", events))
+    _conserved(trace)
+    assert trace.kernels[Kernels.correlation].isna().all()  # not representable: missing
+    assert trace.kernels[Kernels.dur_us].tolist() == [2.0]
+
+
 # -- byte-order mark ------------------------------------------------------------------------
 
 
