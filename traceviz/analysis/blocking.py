@@ -9,8 +9,10 @@ A call blocks the CPU when it returns only after the device (or a copy) is done:
 - ``pageable_copy``: async memcpy calls whose copy goes to or from pageable (unpinned) host
   memory (the device activity is named ``… Pageable …``): the CPU stages the data itself;
 - ``stalled_launch``: a kernel/graph launch call lasting at least
-  :data:`STALL_FACTOR` × the median of its API name and at least :data:`STALL_MIN_US`
-  (a full launch queue, lazy module loading, …).
+  :data:`STALL_FACTOR` × the median of its API name and at least :data:`STALL_MIN_US`, during
+  which the device was idle most of the time (lazy module loading, first-call set-up, …). A
+  long launch while the device works is the CPU waiting for room in a full launch queue —
+  the CPU running ahead, not a cost — and is left out.
 
 Why an analysis and not a parse-time :class:`~traceviz.schema.LaunchClass`: whether a call
 blocks depends on more than its name — the pageable host buffer is only known once the call is
@@ -31,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.windows import StepWindows, step_windows, union
+from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
 from traceviz.schema import ActivityKind, Kernels, LaunchClass, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -39,6 +41,8 @@ from traceviz.trace import Trace
 STALL_FACTOR = 20.0
 #: ... when it also lasts at least this long, µs.
 STALL_MIN_US = 200.0
+#: ... and the device was busy for less than this share of it.
+STALL_IDLE_SHARE = 0.5
 _STEP_PREFIX = "ProfilerStep#"
 _LAUNCHES = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
 
@@ -144,7 +148,7 @@ def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
     pageable = np.zeros(len(launches), dtype=bool)
     pageable[_pageable_launch_rows(trace)] = True
     out[is_copy & is_async & pageable] = BlockReason.PAGEABLE_COPY.value
-    out[_stalled_launches(launches, classes)] = BlockReason.STALLED_LAUNCH.value
+    out[_stalled_launches(trace, classes)] = BlockReason.STALLED_LAUNCH.value
     return out.astype(str)
 
 
@@ -157,15 +161,22 @@ def _pageable_launch_rows(trace: Trace) -> npt.NDArray[np.int64]:
     return rows[(rows >= 0) & (rows < len(trace.launches))]
 
 
-def _stalled_launches(launches: pd.DataFrame, classes: np.ndarray) -> npt.NDArray[np.bool_]:
+def _stalled_launches(trace: Trace, classes: np.ndarray) -> npt.NDArray[np.bool_]:
+    launches = trace.launches
     is_launch = np.isin(classes, _LAUNCHES)
     durs = launches[Launches.dur_us].to_numpy(dtype=float)
     if not is_launch.any():
         return np.zeros(len(launches), dtype=bool)
     names = launches[Launches.name].astype(str)
     median = pd.Series(durs).where(is_launch).groupby(names.to_numpy()).transform("median")
-    median_us = median.to_numpy(dtype=float)
-    return is_launch & (durs >= STALL_MIN_US) & (durs >= STALL_FACTOR * median_us)
+    long = is_launch & (durs >= STALL_MIN_US) & (durs >= STALL_FACTOR * median.to_numpy(float))
+    if not long.any():
+        return long
+    starts = trace.kernels[Kernels.ts_us].to_numpy(dtype=float)
+    busy = union(starts, starts + trace.kernels[Kernels.dur_us].to_numpy(dtype=float))
+    ts = launches[Launches.ts_us].to_numpy(dtype=float)
+    device_busy = overlap(*busy, ts, ts + np.nan_to_num(durs))
+    return long & (device_busy < STALL_IDLE_SHARE * np.nan_to_num(durs))
 
 
 def issuers(

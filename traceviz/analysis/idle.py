@@ -205,25 +205,27 @@ def _main_thread(trace: Trace) -> str | None:
 
 
 def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
-    """The outermost CPU ops and annotations of ``thread`` (not ``ProfilerStep#``): those with
-    no such op above them, so they do not overlap each other."""
+    """The outermost CPU ops and annotations of ``thread`` (not ``ProfilerStep#``): each starts
+    after every earlier one has ended, so they never overlap and their credited time never
+    exceeds the wait. Found by time, not by ``parent_row``: Python frames recorded with
+    ``with_stack=True`` do not always nest cleanly around the ops."""
     ops = trace.ops
     if thread is None or ops.empty:
         return ops.iloc[:0]
     names = ops[Ops.name].astype(str).to_numpy()
     category = ops[Ops.category].astype(str).to_numpy()
-    candidate = (category != OpCategory.PYTHON_FUNCTION.value) & ~np.char.startswith(
-        names.astype(str), _STEP_PREFIX
+    mine = (
+        (ops[Ops.thread].astype(str).to_numpy() == thread)
+        & (category != OpCategory.PYTHON_FUNCTION.value)
+        & ~np.char.startswith(names.astype(str), _STEP_PREFIX)
     )
-    parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1).astype(np.int64)
-    covered = np.zeros(len(ops), dtype=bool)  # a candidate sits above this row
-    depth = ops[Ops.depth].to_numpy(dtype=float, na_value=0).astype(np.int64)
-    for level in np.unique(depth):
-        rows = np.flatnonzero((depth == level) & (parent >= 0))
-        up = parent[rows]
-        covered[rows] = candidate[up] | covered[up]
-    mine = (ops[Ops.thread].astype(str).to_numpy() == thread) & candidate & ~covered
-    return ops[mine]
+    rows = np.flatnonzero(mine)
+    ts = ops[Ops.ts_us].to_numpy(dtype=float)[rows]
+    end = ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float)[rows])
+    order = np.lexsort((-end, ts))  # by start; the longer first on equal starts
+    rows, ts, end = rows[order], ts[order], end[order]
+    reach = np.concatenate([[-np.inf], np.maximum.accumulate(end)[:-1]])
+    return ops.iloc[rows[ts >= reach]]
 
 
 def _cpu_work(

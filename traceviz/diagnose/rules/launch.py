@@ -1,10 +1,15 @@
 """Launch-bound steps: the device waits for the CPU to issue kernels.
 
-GPU traces (measured, :mod:`traceviz.analysis.launch`): the share of the step the device sits
-idle waiting for the next launch, and the kernels shorter than their own launch call. When the
-step is launch-bound the cure is fewer launches: CUDA graphs (``mode="reduce-overhead"``)
-replay the whole step with one. When graphs are already in use (graph launches, replayed
-kernels) the finding says so, and counts the kernels still launched one by one.
+GPU traces (measured, :mod:`traceviz.analysis.launch` and :mod:`traceviz.analysis.idle`): the
+share of the step the device sits idle waiting for the CPU, and the kernels shorter than their
+own launch call. One finding, the true one: when most of the wait is in long gaps the CPU was
+busy with other work and the finding is ``cpu-bound`` (:mod:`traceviz.diagnose.rules.idle`),
+naming that work; when it is spread over short gaps between kernels the step is
+``launch-bound`` and the cure is fewer launches: CUDA graphs (``mode="reduce-overhead"``)
+replay the whole step with one. When the CPU's blocked time in syncs is a larger part of the
+idle time than the wait, neither fires: ``sync-in-step`` is the finding. When graphs are
+already in use (graph launches, replayed kernels) the finding says so, and counts the kernels
+still launched one by one.
 
 CPU-only traces have no launches; there the step time outside compute ops is framework
 overhead (Python, dispatcher, allocator), reported when it dominates.
@@ -12,9 +17,11 @@ overhead (Python, dispatcher, allocator), reported when it dominates.
 
 from __future__ import annotations
 
+from traceviz.analysis.idle import IdleParts
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, is_kernel
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.rules import idle as idle_rules
 from traceviz.schema import DeviceKind, Kernels, LaunchClass, Launches
 
 LAUNCH_BOUND_ID = "launch-bound"
@@ -30,13 +37,14 @@ SHORT_KERNEL_IDLE_SHARE = 0.25
 #: CPU-only traces: half the step outside compute ops is overhead worth naming.
 CPU_OVERHEAD_SHARE = 0.5
 GAIN_BASIS = (
-    "upper bound: the device time spent waiting for the CPU to launch the next kernel "
+    "upper bound: the device time spent waiting for the CPU to issue the next kernel "
     "(measured); CUDA graphs remove most of it, not all"
 )
 
 
 def launch_bound(facts: TraceFacts) -> list[Finding]:
-    """Launch-bound steps on a GPU trace; otherwise an info finding when graphs are in use."""
+    """CPU-bound or launch-bound steps on a GPU trace (one of them, see the module
+    docstring); otherwise an info finding when graphs are in use."""
     if not facts.is_gpu or facts.summary.kernel_count == 0:
         return []
     launch = facts.launch
@@ -44,12 +52,19 @@ def launch_bound(facts: TraceFacts) -> list[Finding]:
     idle_share = launch.idle_share or 0.0
     # over all kernels: graph replays have no launch of their own, so they are never "short"
     short_share = launch.short_kernels / facts.summary.kernel_count
-    bound = wait_share >= LAUNCH_BOUND_WAIT_SHARE or (
-        short_share >= SHORT_KERNEL_SHARE and idle_share >= SHORT_KERNEL_IDLE_SHARE
-    )
+    waiting = wait_share >= LAUNCH_BOUND_WAIT_SHARE and not _sync_dominates(facts)
+    if waiting and idle_rules.is_cpu_work(facts):
+        return [idle_rules.cpu_bound(facts)]
+    bound = waiting or (short_share >= SHORT_KERNEL_SHARE and idle_share >= SHORT_KERNEL_IDLE_SHARE)
     if not bound:
         return [_graphs_info(facts)] if facts.uses_graphs else []
     return [_launch_bound(facts, short_share)]
+
+
+def _sync_dominates(facts: TraceFacts) -> bool:
+    """The device idles longer while the CPU is blocked in syncs than while it waits for it."""
+    idle = facts.launch.idle
+    return idle.total(IdleParts.blocked_us) > idle.total(IdleParts.cpu_wait_us)
 
 
 def framework_overhead(facts: TraceFacts) -> list[Finding]:
@@ -131,6 +146,7 @@ def _launch_bound(facts: TraceFacts, short_share: float) -> Finding:
     evidence: list[Evidence | str] = [
         Evidence("device waiting for the CPU per step", wait, Unit.US, facts.share(wait)),
         Evidence("device idle per step", idle, Unit.US, facts.share(idle)),
+        *idle_rules.idle_evidence(facts)[1:],
         Evidence("kernels per step", facts.per_step(facts.summary.kernel_count), Unit.COUNT),
         Evidence("kernels shorter than their launch call", short_share, Unit.RATIO),
     ]

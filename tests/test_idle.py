@@ -1,0 +1,192 @@
+"""Device idle time split over the whole step (analysis.idle) and the cpu-bound /
+launch-bound findings built on it, on hand-made traces and every corpus trace."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, corpus_params, kernel, launch, op
+from traceviz.analysis.idle import LEADING, LONG_GAP_US, PARTS, CpuWork, IdleParts
+from traceviz.analysis.launch import StepOverhead, launch_overhead
+from traceviz.diagnose import diagnose_trace
+from traceviz.diagnose.rules.idle import CPU_BOUND_ID
+from traceviz.diagnose.rules.launch import LAUNCH_BOUND_ID
+from traceviz.schema import DeviceKind
+
+P = IdleParts
+
+
+def _split(path):  # type: ignore[no-untyped-def]
+    return launch_overhead(traceviz.load(path)).idle
+
+
+def test_each_part_of_a_step(tmp_trace) -> None:
+    # step 0-50; k1's launch returns at 5, k1 runs 10-20; the CPU is blocked in a sync 20-28,
+    # k2's launch returns at 35, k2 runs 40-45; nothing more until the step ends at 50.
+    path = tmp_trace(
+        [
+            op("ProfilerStep#1", 0, 50, cat="user_annotation"),
+            launch("cudaLaunchKernel", 1, 4, 1),
+            kernel("k1", 10, 10, 1),
+            launch("cudaStreamSynchronize", 20, 8, 9),
+            launch("cudaLaunchKernel", 30, 5, 2),
+            kernel("k2", 40, 5, 2),
+        ]
+    )
+    row = _split(path).per_step.iloc[0]
+    assert row[P.idle_us] == 35 and row[P.busy_us] == 15
+    assert row[P.blocked_us] == pytest.approx(8)  # 20-28
+    assert row[P.cpu_wait_us] == pytest.approx(5 + 7 + 5)  # 0-5, 28-35, 45-50
+    assert row[P.launch_latency_us] == pytest.approx(5 + 5)  # 5-10, 35-40
+    assert row[P.between_us] == 0
+    assert row[P.lead_us] == 10 and row[P.lead_cpu_wait_us] == 5
+    assert row[P.trail_us] == 5 and row[P.trail_cpu_wait_us] == 5
+
+
+def test_gap_with_work_already_queued_is_between_kernels(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("ProfilerStep#1", 0, 40, cat="user_annotation"),
+            launch("cudaLaunchKernel", 1, 4, 1),
+            launch("cudaLaunchKernel", 6, 3, 2),
+            kernel("k1", 10, 10, 1),
+            kernel("k2", 30, 10, 2),  # issued at 9, before the device went idle at 20
+        ]
+    )
+    row = _split(path).per_step.iloc[0]
+    assert row[P.between_us] == pytest.approx(10)
+    assert row[P.cpu_wait_us] == pytest.approx(5) and row[P.launch_latency_us] == 5
+
+
+def _preprocess_step(preprocess_us: float, kernels: int = 20) -> list[dict]:
+    """A vision step: 218 ms of preprocessing on the CPU, then the model's kernels."""
+    events = [
+        op("ProfilerStep#1", 0, preprocess_us + 400 + 50 * kernels, cat="user_annotation"),
+        op("video_classification.preprocess", 10, preprocess_us, cat="user_annotation"),
+        op("aten::resize_", 20, preprocess_us / 2),
+    ]
+    t = preprocess_us + 100
+    for i in range(kernels):
+        events += [
+            launch("cudaLaunchKernel", t + 50 * i, 5, i + 1),
+            kernel(f"conv{i}", t + 50 * i + 10, 40, i + 1),
+        ]
+    return events
+
+
+def test_leading_preprocess_is_cpu_bound_and_named(tmp_trace) -> None:
+    trace = traceviz.load(tmp_trace(_preprocess_step(218_000)))
+    split = launch_overhead(trace).idle
+    row = split.per_step.iloc[0]
+    assert row[P.lead_cpu_wait_us] == pytest.approx(218_000 + 100 + 5, abs=1)
+    work = split.cpu_work
+    top = work.iloc[0]
+    assert top[CpuWork.name] == "video_classification.preprocess"
+    assert top[CpuWork.where] == LEADING and top[CpuWork.overlap_us] == pytest.approx(218_000)
+    assert "aten::resize_" not in set(work[CpuWork.name])  # nested inside the annotation
+    findings = diagnose_trace(trace)
+    ids = [f.id for f in findings]
+    assert CPU_BOUND_ID in ids and LAUNCH_BOUND_ID not in ids
+    cpu = findings[ids.index(CPU_BOUND_ID)]
+    assert "video_classification.preprocess 218 ms before the first kernel" in cpu.title
+    assert cpu.est_gain_us == pytest.approx(row[P.cpu_wait_us])
+    assert cpu is findings[0]  # the first finding a user reads
+
+
+def test_many_short_waits_are_launch_bound_not_cpu_bound(tmp_trace) -> None:
+    events = [op("ProfilerStep#1", 0, 2_000, cat="user_annotation")]
+    for i in range(100):  # each launch takes 18 µs for a 2 µs kernel
+        events += [
+            launch("cudaLaunchKernel", 20 * i, 18, i + 1),
+            kernel(f"k{i}", 20 * i + 19, 2, i + 1),
+        ]
+    trace = traceviz.load(tmp_trace(events))
+    split = launch_overhead(trace).idle
+    assert split.total(P.long_cpu_wait_us) == 0
+    ids = [f.id for f in diagnose_trace(trace)]
+    assert LAUNCH_BOUND_ID in ids and CPU_BOUND_ID not in ids
+
+
+def test_step_without_device_work_waits_for_the_cpu(tmp_trace) -> None:
+    path = tmp_trace(
+        [
+            op("ProfilerStep#1", 0, 100, cat="user_annotation"),
+            op("ProfilerStep#2", 100, 100, cat="user_annotation"),
+            launch("cudaLaunchKernel", 110, 5, 1),
+            kernel("k", 120, 10, 1),
+        ]
+    )
+    first = _split(path).per_step.iloc[0]
+    assert first[P.cpu_wait_us] == 100 and first[P.lead_us] == 100
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_corpus_idle_parts_add_up(path) -> None:  # type: ignore[no-untyped-def]
+    trace = traceviz.load(path)
+    launch = launch_overhead(trace)
+    split = launch.idle
+    per = split.per_step
+    parts = per[list(PARTS)].to_numpy(dtype=float)
+    assert (parts >= -1e-6).all()
+    np.testing.assert_allclose(parts.sum(axis=1), per[P.idle_us], rtol=1e-9, atol=1e-3)
+    np.testing.assert_allclose(per[P.busy_us] + per[P.idle_us], per[P.wall_us], atol=1e-3)
+    assert (per[P.lead_cpu_wait_us] <= per[P.lead_us] + 1e-6).all()
+    assert (per[P.trail_cpu_wait_us] <= per[P.trail_us] + 1e-6).all()
+    assert (per[P.long_cpu_wait_us] <= per[P.cpu_wait_us] + 1e-6).all()
+    # the CPU work credited to the wait never exceeds the wait, per step
+    credited = split.cpu_work.groupby(CpuWork.step)[CpuWork.overlap_us].sum()
+    for step, value in credited.items():
+        assert value <= per[P.cpu_wait_us].iloc[int(step)] + 1e-3
+    if trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM):
+        np.testing.assert_allclose(per[P.idle_us], launch.per_step[StepOverhead.idle_us], atol=1e-3)
+        np.testing.assert_allclose(
+            per[P.cpu_wait_us], launch.per_step[StepOverhead.cpu_wait_us], atol=1e-9
+        )
+
+
+RESNET = CORPUS / "nvidia" / "v100_resnet50_eager_train_2021.json.gz"
+RESNET_LEGACY = CORPUS / "nvidia" / "resnet50_eager_legacy_bare_array.json.gz"
+DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+
+
+def _needs(path) -> None:  # type: ignore[no-untyped-def]
+    if not path.exists():
+        pytest.skip(f"corpus trace not found: {path}")
+
+
+def test_resnet_is_cpu_bound_on_its_data_loader() -> None:
+    """ResNet50 training (V100): the device waits for the CPU ~43% of the step, mostly while
+    the single-process DataLoader runs; one cpu-bound finding names it, no launch-bound."""
+    _needs(RESNET)
+    trace = traceviz.load(RESNET)
+    launch = launch_overhead(trace)
+    split = launch.idle
+    wait_share = split.total(P.cpu_wait_us) / split.total(P.wall_us)
+    assert 0.38 < wait_share < 0.48
+    assert split.largest == P.cpu_wait_us
+    assert split.total(P.long_cpu_wait_us) >= 0.5 * split.total(P.cpu_wait_us)
+    work = split.cpu_work.groupby(CpuWork.name)[CpuWork.overlap_us].sum()
+    assert work.idxmax() == DATALOADER
+    findings = diagnose_trace(trace)
+    ids = [f.id for f in findings]
+    assert ids[0] == CPU_BOUND_ID and LAUNCH_BOUND_ID not in ids
+    assert DATALOADER in findings[0].title
+
+
+def test_legacy_resnet_leading_idle_is_the_data_loader() -> None:
+    """From the second step on, ~50 ms of each step pass before the first kernel while the
+    DataLoader runs (the old cpu-wait figure left this out)."""
+    _needs(RESNET_LEGACY)
+    split = _split(RESNET_LEGACY)
+    lead = split.per_step[P.lead_cpu_wait_us].to_numpy()[1:]
+    assert ((lead > 45_000) & (lead < 65_000)).all()
+    leading = split.cpu_work[split.cpu_work[CpuWork.where] == LEADING]
+    top = leading.groupby(CpuWork.name)[CpuWork.overlap_us].sum()
+    assert top.idxmax() == DATALOADER
+    assert top.max() == pytest.approx(split.per_step[P.lead_cpu_wait_us].sum(), rel=0.02)
+
+
+def test_long_gap_threshold_is_far_above_a_launch() -> None:
+    assert LONG_GAP_US >= 100 * 10  # a kernel launch costs ~5-20 µs
