@@ -242,6 +242,12 @@ def test_huge_region_and_step_numbers_do_not_crash(tmp_trace) -> None:  # type: 
     summarize(trace)
     launch_overhead(trace)
     graph_breaks(facts_of_trace(trace, name="huge"))
+    from traceviz.report.figures import regions_figure
+
+    comparison = compare(trace, trace)
+    assert comparison.regions.empty  # no frame row without its numbers (documented) ...
+    assert comparison.metric("compiled_regions").a == 2  # ... but the regions are counted
+    regions_figure(comparison)
 
 
 def test_largest_numbers_that_fit_are_kept(tmp_trace) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from traceviz.analysis.compare import Comparison, Side
+from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
 from traceviz.report.json_numbers import whole_counts
 
@@ -34,6 +35,7 @@ def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
             "not_fusions": records(fusion.not_fusions, limit=top),
         },
         "run": comparison.run_info,
+        "speed": comparison_speed(comparison).to_json(),
         "findings": [_finding(f) for f in comparison.findings],
     }
     return whole_counts(data)  # counts as integers, whatever the column dtype

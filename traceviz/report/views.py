@@ -7,9 +7,14 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from traceviz.analysis.compare import Comparison, Metric
+import numpy as np
+
+from traceviz.analysis.compare import Comparison, Metric, Side
 from traceviz.analysis.device import NOT_ANALYSED
+from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
+from traceviz.diagnose.rules.slower import basis_text, comparison_speed
 from traceviz.records import records
+from traceviz.schema import Steps
 from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_us
 
 
@@ -63,13 +68,66 @@ def headline(comparison: Comparison) -> list[str]:
     per = comparison.metric("eager_kernels_per_compiled_kernel")[Metric.b]
     if per is not None and not math.isnan(per):
         lines.append(f"{per:.2f} {a} kernels per {b} kernel")
-    timing = (comparison.run_info or {}).get("timing") or {}
-    speedup = timing.get("speedup")
-    if isinstance(speedup, (int, float)):
-        lines.append(
-            f"speedup {speedup:.2f}× ({b} vs {a} median step time, measured outside the profiler)"
-        )
-    return lines
+    return lines + speed_lines(comparison)
+
+
+def speed_lines(comparison: Comparison) -> list[str]:
+    """The speed verdict with its interval and basis; when run.json's timed medians and the
+    profiled steps disagree, a second line says what the profiled steps show and why the
+    timed medians are the verdict."""
+    a, b = comparison.names
+    verdict = comparison_speed(comparison)
+    if verdict.verdict == UNKNOWN:
+        return ["step time: unknown (no steps and no trace span)"]
+    what = "median" if verdict.tested else "mean"
+    if verdict.verdict == SAME and verdict.tested:
+        said = "no significant difference"
+    elif verdict.verdict == SAME:
+        said = "within 5%"
+    else:
+        said = f"{b} is {verdict.verdict}"
+    lines = [
+        f"step time ({what}) {a} {fmt_us(verdict.a_us)} → {b} {fmt_us(verdict.b_us)}: {said}, "
+        f"{b}/{a} {verdict.ratio:.2f}× ({verdict.interval_text()}; {basis_text(verdict)})"
+    ]
+    profiled = _profiled_disagreement(comparison, verdict)
+    return lines + ([profiled] if profiled else [])
+
+
+def _profiled_disagreement(comparison: Comparison, verdict: SpeedVerdict) -> str:
+    """Empty unless the verdict is timed and the profiled steps' ratio points the other way or
+    differs by more than a quarter."""
+    a, b = comparison.names
+    sa, sb = comparison.a.summary, comparison.b.summary
+    if verdict.basis != TIMED or not sa.step_mean_us or not sb.step_mean_us:
+        return ""
+    ratio = sb.step_mean_us / sa.step_mean_us
+    other_side = (ratio - 1) * (verdict.ratio - 1) < 0 and abs(ratio - 1) >= TOLERANCE
+    if not other_side and abs(math.log(ratio / verdict.ratio)) <= math.log(1.25):
+        return ""
+    ea, eb = _events_per_step(comparison.a), _events_per_step(comparison.b)
+    return (
+        f"the profiled steps say {b}/{a} {ratio:.2f}× (mean {fmt_us(sa.step_mean_us)} → "
+        f"{fmt_us(sb.step_mean_us)}); the timed medians are the verdict: {verdict.n_a} and "
+        f"{verdict.n_b} steps without the profiler against {sa.step_count} and "
+        f"{sb.step_count} profiled, which carry the profiler's cost per recorded event "
+        f"({ea:,.0f} vs {eb:,.0f} events per step) and their own spread (slowest / fastest "
+        f"profiled step {_spread(comparison.a)} and {_spread(comparison.b)})"
+    )
+
+
+def _events_per_step(side: Side) -> float:
+    """Ops, kernels and runtime calls the profiler recorded per step (measured)."""
+    trace = side.trace
+    events = len(trace.ops) + len(trace.kernels) + len(trace.launches)
+    return events / max(side.summary.step_count, 1)
+
+
+def _spread(side: Side) -> str:
+    """Slowest over fastest profiled step, ``"1.80×"`` (``"–"`` without steps)."""
+    durs = side.trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    durs = durs[np.isfinite(durs) & (durs > 0)]
+    return f"{durs.max() / durs.min():.2f}×" if len(durs) else "–"
 
 
 def metrics_view(comparison: Comparison) -> View:
