@@ -349,6 +349,16 @@ def test_decoder_messages_keep_their_capitals(tmp_path: Path, content: bytes) ->
     assert "JSON" in str(info.value)
 
 
+def test_error_stays_on_one_line_when_the_file_name_has_a_newline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "two\nlines.json"
+    path.write_text("{")
+    code, _, err = _cli(capsys, "summary", str(path))
+    assert code == 2
+    _one_line_error(err, "two lines.json", "not valid JSON")
+
+
 # -- -o and closed pipes --------------------------------------------------------------------
 
 needs_run = pytest.mark.skipif(not RUN.is_dir(), reason=f"sample run missing: {RUN}")

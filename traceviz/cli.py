@@ -107,7 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not after main has returned
         return code
     except TraceVizError as err:
-        print(f"traceviz {args.command}: error: {err}", file=sys.stderr)
+        message = " ".join(str(err).split("\n"))  # one line, whatever the file name holds
+        print(f"traceviz {args.command}: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into `head` and closed early
         _silence_stdout()
