@@ -142,11 +142,13 @@ def test_extern_and_eager_kernels_are_not_fusions(cpu_pair: FusionMap) -> None:
     assert kernel_row(cpu_pair, "aten::sum")[FusionKernels.eager_ops] == "aten::sum (1)"
 
 
-def test_an_eager_op_matched_twice_is_listed_under_each(cpu_pair: FusionMap) -> None:
-    # eager addmm: its GEMM is the extern mm, its bias add went into the fused kernel
+def test_an_eager_kernel_is_credited_once(cpu_pair: FusionMap) -> None:
+    # eager addmm: one kernel, so one credit: the extern mm (alias) takes it, and the kernel
+    # that fused the bias add with the sigmoid gets only the sigmoid
     assert kernel_row(cpu_pair, "aten::mm")[FusionKernels.eager_ops] == "aten::addmm (1)"
     fused = kernel_row(cpu_pair, "graph_0_cpp_fused_addmm_sigmoid_1")
-    assert fused[FusionKernels.eager_ops] == "aten::addmm (1), aten::sigmoid (1)"
+    assert fused[FusionKernels.eager_ops] == "aten::sigmoid (1)"
+    assert int(cpu_pair.kernels[FusionKernels.eager_kernels].sum()) == 6  # every eager kernel
 
 
 def test_eager_only_and_headline(tmp_trace: MakeTrace) -> None:
@@ -168,7 +170,8 @@ def test_tables_are_sorted_by_time_and_typed(cpu_pair: FusionMap) -> None:
         FusionKernels.kernel, FusionKernels.source, FusionKernels.is_fusion,
         FusionKernels.fused_ops, FusionKernels.op_names, FusionKernels.calls,
         FusionKernels.time_us, FusionKernels.eager_ops, FusionKernels.eager_kernels,
-        FusionKernels.eager_time_us,
+        FusionKernels.eager_time_us, FusionKernels.is_layout, FusionKernels.confidence,
+        FusionKernels.basis,
     ]  # fmt: skip
     assert str(kernels[FusionKernels.calls].dtype) == "Int64"
     assert kernels[FusionKernels.is_fusion].dtype == bool
@@ -249,9 +252,9 @@ def test_pointwise_sample_fused_kernel_replaced_the_eager_chain() -> None:
     row = fused.iloc[0]
     assert row[FusionKernels.source] == "inductor_cpp"
     replaced = {text.split(" (")[0] for text in row[FusionKernels.eager_ops].split(", ")}
-    assert replaced == {
-        "aten::cos", "aten::clamp_min", "aten::mul", "aten::add", "aten::sin", "aten::sigmoid",
-    }  # fmt: skip
+    chain = {"aten::cos", "aten::clamp_min", "aten::mul", "aten::add", "aten::sin", "aten::sigmoid"}
+    # the chain, plus the copies that wrap Python scalars inside aten::mul/add (ops around them)
+    assert chain <= replaced <= chain | {"aten::copy_", "aten::fill_"}
     assert set(row[FusionKernels.fused_ops].split(", ")) == {
         "add", "cos", "mul", "relu", "sigmoid", "sin",
     }  # fmt: skip
@@ -265,7 +268,8 @@ def test_pointwise_sample_fused_kernel_replaced_the_eager_chain() -> None:
 
 def test_mi300x_llama_block_triton_fusions_and_hipblaslt_gemms() -> None:
     trace = corpus_trace("amd/mi300x_compiled_llama_block_tiny.json.gz")
-    result = fusion_map(trace, trace)
+    assert fusion_map(trace, trace).kernels.empty  # compiled vs compiled: the guard withholds
+    result = fusion_map(trace, trace, force=True)
     fused = result.kernels[result.kernels[FusionKernels.is_fusion]]
     assert set(fused[FusionKernels.kernel]) == {
         "triton_red_fused_add_mean_mul_pow_rsqrt_0",
@@ -287,7 +291,7 @@ def test_mi300x_llama_block_triton_fusions_and_hipblaslt_gemms() -> None:
 
 def test_a100_tiny_triton_kernel() -> None:
     trace = corpus_trace("nvidia/a100_compiled_triton_tiny.json.gz")
-    result = fusion_map(trace, trace)
+    result = fusion_map(trace, trace, force=True)
     row = kernel_row(result, "triton_poi_fused_add_cos_sin_0")
     assert row[FusionKernels.is_fusion] and row[FusionKernels.fused_ops] == "add, cos, sin"
     assert row[FusionKernels.op_names] == "triton_poi_fused_add_cos_sin_0"
@@ -312,7 +316,7 @@ CORPUS_PAIRS = [
 @pytest.mark.parametrize(("eager", "compiled"), CORPUS_PAIRS, ids=lambda p: p.split("/")[-1])
 def test_corpus_pairs(eager: str, compiled: str) -> None:
     a, b = corpus_trace(eager), corpus_trace(compiled)
-    result = fusion_map(a, b)
+    result = fusion_map(a, b, force=True)  # the tables' structure, whatever the guard says
     kernels = result.kernels
     assert kernels[FusionKernels.kernel].is_unique
     assert int(kernels[FusionKernels.calls].sum()) == result.compiled_kernel_count

@@ -103,26 +103,43 @@ def compare(
     *,
     names: Sequence[str] = ("a", "b"),
     run_info: dict[str, Any] | None = None,
+    compile_log: Any = None,
+    force: bool = False,
 ) -> Comparison:
-    """Compare two traces (or trace paths). ``run_info`` is a runner's run.json, if any."""
+    """Compare two traces (or trace paths). ``run_info`` is a runner's run.json, if any;
+    ``compile_log`` the compiled side's compile log (a path to a run directory's log or a
+    TORCH_TRACE directory, or a read log) for a fusion map on the compiler's record;
+    ``force`` computes the fusion figures even when the traces are not the same workload."""
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
     dynamo = (run_info or {}).get("dynamo") or None
     side_a = analyze(_as_trace(a), name=names[0])
     side_b = analyze(_as_trace(b), name=names[1], dynamo=dynamo)
-    return compare_sides(side_a, side_b, run_info=run_info)
+    return compare_sides(side_a, side_b, run_info=run_info, compile_log=compile_log, force=force)
 
 
-def compare_sides(a: Side, b: Side, *, run_info: dict[str, Any] | None = None) -> Comparison:
+def compare_sides(
+    a: Side,
+    b: Side,
+    *,
+    run_info: dict[str, Any] | None = None,
+    compile_log: Any = None,
+    force: bool = False,
+) -> Comparison:
     """Compare two analysed traces (lets callers analyse each trace once for many pairs)."""
+    from traceviz.analysis.fusion_lines import fusion_evidence
     from traceviz.diagnose import diagnose  # diagnose reads Comparison: import here, no cycle
 
+    compiler, lines = fusion_evidence(a.trace, b.trace, compile_log)
     fusion = fusion_map(
         a.trace,
         b.trace,
         eager_traffic=a.traffic,
         compiled_traffic=b.traffic,
         compiled_classified=b.kernels,
+        compiler=compiler,
+        lines=lines,
+        force=force,
     )
     comparison = Comparison(
         names=(a.name, b.name),

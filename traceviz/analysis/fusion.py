@@ -1,43 +1,48 @@
-"""Fusion map: for each compiled kernel, the eager ops it replaced.
+"""Fusion map: for each compiled kernel, the eager kernels it replaced — a partition.
 
-:func:`fusion_map` lines up an eager trace and a compiled trace of the same model by *op
-names*, the one vocabulary both sides share:
+:func:`fusion_map` lines up an eager trace and a compiled trace of the same model. First a
+guard (:func:`~traceviz.analysis.comparable.comparability`) checks that they are the same
+workload; when they are not, every fusion figure is withheld (empty tables, None headlines)
+unless ``force`` is given. Then each eager kernel *instance* is credited to at most one
+compiled kernel (:func:`~traceviz.analysis.fusion_match.credit_eager_kernels`: the compiler's
+record when there is one, else identical calls one-to-one, aliases, then Inductor kernels by
+the ops in their names), so the map's rows add up to at most what the eager trace measured.
 
-- an **eager kernel** stands for its op: ``Kernels.op_name``, the innermost CPU op around its
-  launch (on a CPU-only trace, the kernel's own op; a kernel with no op stands for its name);
-  an op that is itself an Inductor kernel (an "eager" trace that was compiled too) stands for
-  the ops decoded from its name;
-- a **compiled Inductor kernel** (``triton_poi_fused_add_cos_0``, ``graph_0_cpp_fused_…``)
-  stands for the aten ops Inductor wrote into its name
-  (:func:`~traceviz.analysis.fusion_names.fused_kernel_ops`); such a kernel is a fusion
-  (``is_fusion``), even when its name is an old mangled one whose ops are unknown;
-- any **other compiled kernel** (an extern GEMM, a library call, an ``aten::`` op on a CPU
-  trace, an eager kernel outside the compiled regions) stands for its own op(s), as eager ones.
+The vocabulary both sides share is a key per op: the base name (``aten::add_.Tensor`` →
+``add``) mapped through :data:`OP_ALIASES` (names that do the same work: ``_softmax``/
+``softmax``, ``native_layer_norm``/``layer_norm``, ``clamp_min``/``relu``, ``addmm``/``mm``/
+``linear``, ``copy_``/``clone``/``_to_copy``, …). Views and other ops that move no data
+(:data:`NO_WORK_OPS`: ``view``, ``_unsafe_view``, ``transpose``, ``split``, …) have no key.
+An Inductor kernel (``triton_poi_fused_add_cos_0``, ``graph_0_cpp_fused_…``) stands for the
+ops Inductor wrote into its name (:func:`~traceviz.analysis.fusion_names.fused_kernel_ops`) and
+is a fusion (``is_fusion``), even when its name is an old mangled one whose ops are unknown.
 
-Both sides are normalised to one key per op: the base name (``aten::add_.Tensor`` → ``add``),
-mapped through :data:`OP_ALIASES` (names that do the same work: ``_softmax``/``softmax``,
-``native_layer_norm``/``layer_norm``, ``clamp_min``/``relu``, ``addmm``/``mm``/``linear``,
-``copy_``/``clone``/``_to_copy``, …). Views and other ops that move no data
-(:data:`NO_WORK_OPS`: ``view``, ``_unsafe_view``, ``transpose``, ``split``, …) match nothing.
-An eager op matches a compiled kernel when their keys meet. An eager op matched by several
-compiled kernels (``addmm`` by an extern GEMM and by the kernel that fused its bias) is listed
-under each, so ``eager_kernels`` summed over compiled kernels can exceed the eager total.
-
-The headline figures are over whole traces, kernels only (no memcpy/memset): eager kernels
-per compiled kernel, and the estimated bytes fusion saved (from :func:`memory_traffic` of both
-traces). When both traces have ``ProfilerStep`` spans in different numbers, the compiled side is
-scaled to the eager side's step count first. Work is done per distinct name and per distinct
-(kernel, op) pair, never per kernel.
+Times are exclusive device times (``excl_dur_us``, so a CPU kernel nested in another counts
+once). The headline figures are over whole traces, kernels only (no memcpy/memset): eager
+kernels per compiled kernel, and the estimated bytes fusion saved (from :func:`memory_traffic`
+of both traces; None rather than negative). When both traces have ``ProfilerStep`` spans in
+different numbers, the compiled side is scaled to the eager side's step count first.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
 from traceviz import schema
+from traceviz.analysis.comparable import Comparability, comparability
+from traceviz.analysis.fusion_lines import BY_LINE_DTYPES, LineRecord, lines_table
+from traceviz.analysis.fusion_match import (
+    COMPILER_BASIS,
+    CREDITS_DTYPES,
+    NAME_MATCH_BASIS,
+    Credits,
+    Outcome,
+    credit_eager_kernels,
+    is_layout_kernel,
+)
 from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.memory import (
@@ -65,9 +70,6 @@ __all__ = [
     "name_keys",
     "op_key",
 ]
-
-
-_KEY = "key"
 
 
 def _aliases(groups: dict[str, str]) -> dict[str, str]:
@@ -126,16 +128,20 @@ class FusionKernels:
     calls = "calls"  # kernels of that name (Int64)
     time_us = "time_us"  # their device time, µs (float64)
     eager_ops = "eager_ops"  # eager ops it replaced, "op (kernels), ...", by eager time (str)
-    eager_kernels = "eager_kernels"  # those ops' eager kernels (Int64)
-    eager_time_us = "eager_time_us"  # those kernels' device time, µs (float64)
+    eager_kernels = "eager_kernels"  # eager kernel instances credited to it (Int64)
+    eager_time_us = "eager_time_us"  # their device time, µs, exclusive (float64)
+    is_layout = "is_layout"  # prepares a GEMM/conv run as an extern call: no compute credit
+    confidence = "confidence"  # credited-time-weighted confidence, 0–1 (float64; NaN: none)
+    basis = "basis"  # "compiler" (the compile log) or "name-match" (category)
 
 
 class EagerOnly:
     """Columns of :attr:`FusionMap.eager_only`: eager ops no compiled kernel accounts for."""
 
     op = "op"  # eager op name (or kernel name when the kernel has no op) (str)
-    kernels = "kernels"  # its eager kernels (Int64)
-    time_us = "time_us"  # their device time, µs (float64)
+    outcome = "outcome"  # "removed" (moves no data / folded away) or "no counterpart"
+    kernels = "kernels"  # its eager kernels credited to nothing (Int64)
+    time_us = "time_us"  # their device time, µs, exclusive (float64)
 
 
 class NotFusions:
@@ -159,9 +165,13 @@ FUSION_KERNELS_DTYPES: dict[str, str] = {
     FusionKernels.eager_ops: "object",
     FusionKernels.eager_kernels: schema.I64,
     FusionKernels.eager_time_us: schema.F64,
+    FusionKernels.is_layout: schema.BOOL,
+    FusionKernels.confidence: schema.F64,
+    FusionKernels.basis: schema.CAT,
 }
 EAGER_ONLY_DTYPES: dict[str, str] = {
     EagerOnly.op: "object",
+    EagerOnly.outcome: schema.CAT,
     EagerOnly.kernels: schema.I64,
     EagerOnly.time_us: schema.F64,
 }
@@ -178,17 +188,23 @@ NOT_FUSIONS_DTYPES: dict[str, str] = {
 class FusionMap:
     """What fusion did between an eager and a compiled trace (see the module docstring).
 
-    Tables, each sorted by device time, largest first: ``kernels`` (:class:`FusionKernels`),
-    ``eager_only`` (:class:`EagerOnly`), ``not_fusions`` (:class:`NotFusions`, the rows of
-    ``kernels`` that are not fusions).
+    Tables, each sorted by device time, largest first: ``kernels`` (:class:`FusionKernels`,
+    one row per compiled kernel name), ``eager_only`` (:class:`EagerOnly`, eager ops whose
+    instances were credited to nothing), ``not_fusions`` (:class:`NotFusions`, the rows of
+    ``kernels`` that are not fusions); ``credits`` (:class:`~traceviz.analysis.fusion_match.
+    Credits`, one row per eager kernel instance, in eager-row order) is the partition the other
+    tables sum; ``by_line`` (:class:`~traceviz.analysis.fusion_lines.ByLine`) the same per user
+    source line, empty when neither trace maps kernels to lines.
 
+    ``comparability`` is the guard's verdict; when it withholds the figures (not comparable,
+    not forced) every table above is empty and both headline figures are None.
     ``eager_kernel_count``/``compiled_kernel_count`` count kernels (not memcpy/memset) of each
     trace; ``eager_kernels_per_compiled_kernel`` is their ratio (None without compiled
     kernels). ``est_bytes_saved`` is the eager trace's estimated kernel traffic minus the
     compiled one's (**estimated**, see :mod:`traceviz.analysis.memory`), None when either side
-    has no estimate or a compiled fusion kernel has none (the difference would then count the
-    fused kernels' own traffic as saved). ``eager_traffic``/``compiled_traffic`` hold the full
-    traffic results, with the share of kernel time each estimate covers. ``step_scale`` is the
+    has no estimate, a compiled fusion kernel has none (the difference would then count the
+    fused kernels' own traffic as saved) or the difference is negative (no saving).
+    ``eager_traffic``/``compiled_traffic`` hold the full traffic results. ``step_scale`` is the
     factor applied to the compiled side (eager steps / compiled steps, 1.0 when not both traces
     have steps).
     """
@@ -203,6 +219,9 @@ class FusionMap:
     eager_traffic: MemoryTraffic
     compiled_traffic: MemoryTraffic
     step_scale: float
+    credits: pd.DataFrame = field(default_factory=lambda: _empty(CREDITS_DTYPES))
+    by_line: pd.DataFrame = field(default_factory=lambda: _empty(BY_LINE_DTYPES))
+    comparability: Comparability = field(default_factory=lambda: Comparability(True))
 
 
 def fusion_map(
@@ -212,47 +231,71 @@ def fusion_map(
     eager_traffic: MemoryTraffic | None = None,
     compiled_traffic: MemoryTraffic | None = None,
     compiled_classified: pd.DataFrame | None = None,
+    compiler: pd.DataFrame | None = None,
+    lines: LineRecord | None = None,
+    force: bool = False,
 ) -> FusionMap:
-    """Match each compiled kernel to the eager ops it replaced (rules in the module docstring).
+    """Credit each compiled kernel with the eager kernels it replaced (module docstring).
 
     The keyword arguments pass results already computed for these traces (their
     :func:`memory_traffic` and :func:`~traceviz.analysis.kernels.classify`), so comparing many
-    pairs analyses each trace once. Raises ``TypeError`` when either argument is not a Trace.
+    pairs analyses each trace once. ``compiler`` is the compiler's record (``eager_row`` →
+    compiled ``kernel``, see :func:`~traceviz.analysis.fusion_lines.compiler_credits`) and
+    ``lines`` the source lines of both sides (for ``by_line``); ``force`` computes the figures
+    even when the traces are not comparable. Raises ``TypeError`` when either argument is not
+    a Trace.
     """
     for label, trace in (("eager", eager), ("compiled", compiled)):
         if not isinstance(trace, Trace):
             raise TypeError(f"fusion_map needs a Trace for {label}, not {type(trace).__name__}")
-    eager_ops = _eager_ops(eager)
-    eager_keys = _key_pairs(EagerOnly.op, {op: name_keys(op) for op in eager_ops[EagerOnly.op]})
-    if compiled_classified is None:
-        compiled_classified = classify(compiled)
-    compiled_kernels, keys = _compiled_kernels(compiled_classified)
-    pairs = keys.merge(eager_keys, on=_KEY)[[FusionKernels.kernel, EagerOnly.op]]
-    pairs = pairs.drop_duplicates()
-    kernels = _attach_eager(compiled_kernels, pairs, eager_ops)
-    eager_only = eager_ops[~eager_ops[EagerOnly.op].isin(pairs[EagerOnly.op])]
-    eager_only = schema.conform(eager_only.reset_index(drop=True), EAGER_ONLY_DTYPES)
-    not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
+    verdict = comparability(eager, compiled, force=force)
     eager_traffic = eager_traffic if eager_traffic is not None else memory_traffic(eager)
     if compiled_traffic is None:
         compiled_traffic = memory_traffic(compiled)
     scale = _step_scale(eager, compiled)
     eager_count = _kernel_count(eager)
     compiled_count = _kernel_count(compiled)
-    return FusionMap(
-        kernels=kernels,
-        eager_only=eager_only,
-        not_fusions=schema.conform(not_fusions, NOT_FUSIONS_DTYPES),
+    base = FusionMap(
+        kernels=_empty(FUSION_KERNELS_DTYPES),
+        eager_only=_empty(EAGER_ONLY_DTYPES),
+        not_fusions=_empty(NOT_FUSIONS_DTYPES),
         eager_kernel_count=eager_count,
         compiled_kernel_count=compiled_count,
+        eager_kernels_per_compiled_kernel=None,
+        est_bytes_saved=None,
+        eager_traffic=eager_traffic,
+        compiled_traffic=compiled_traffic,
+        step_scale=scale,
+        comparability=verdict,
+    )
+    if verdict.withheld:
+        return base
+    if compiled_classified is None:
+        compiled_classified = classify(compiled)
+    credits = credit_eager_kernels(
+        eager, compiled, compiled_classified=compiled_classified, compiler=compiler
+    )
+    kernels = _kernel_table(compiled_classified, credits, compiler)
+    not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
+    by_line = (
+        lines_table(credits, compiled_classified, lines) if lines is not None else base.by_line
+    )
+    return replace(
+        base,
+        kernels=kernels,
+        eager_only=_eager_only(credits),
+        not_fusions=schema.conform(not_fusions, NOT_FUSIONS_DTYPES),
         eager_kernels_per_compiled_kernel=(
             eager_count / (compiled_count * scale) if compiled_count else None
         ),
         est_bytes_saved=_bytes_saved(compiled, eager_traffic, compiled_traffic, scale),
-        eager_traffic=eager_traffic,
-        compiled_traffic=compiled_traffic,
-        step_scale=scale,
+        credits=credits,
+        by_line=by_line,
     )
+
+
+def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
+    return schema.conform(pd.DataFrame({c: [] for c in dtypes}), dtypes)
 
 
 def op_key(name: str) -> str | None:
@@ -288,16 +331,86 @@ def _kernel_count(trace: Trace) -> int:
     return int(_is_kernel(trace.kernels).sum())
 
 
-def _eager_ops(eager: Trace) -> pd.DataFrame:
-    """Eager kernels grouped by the op they stand for: ``op``, ``kernels``, ``time_us``."""
-    rows = _kernel_rows(eager.kernels, [Kernels.name, Kernels.op_name, Kernels.dur_us])
-    has_op = rows[Kernels.op_name].notna().to_numpy(dtype=bool)
-    parts = [_totals(rows[has_op], Kernels.op_name), _totals(rows[~has_op], Kernels.name)]
-    table = pd.concat(parts).groupby(level=0, sort=False).sum()
-    table = table.rename_axis(EagerOnly.op).reset_index()
-    return table.sort_values(
+def _time(rows: pd.DataFrame) -> pd.Series:
+    """Exclusive device time, µs (``dur_us`` where the exclusive time is missing)."""
+    return rows[Kernels.excl_dur_us].fillna(rows[Kernels.dur_us])
+
+
+def _kernel_table(
+    classified: pd.DataFrame, credits: pd.DataFrame, compiler: pd.DataFrame | None
+) -> pd.DataFrame:
+    """One row per distinct compiled kernel name with what the credits gave it."""
+    columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Kernels.excl_dur_us,
+               Classified.source]  # fmt: skip
+    rows = _kernel_rows(classified, columns)
+    rows = rows.assign(**{Kernels.dur_us: _time(rows)})
+    table = _totals(rows, Kernels.name).rename(columns={EagerOnly.kernels: FusionKernels.calls})
+    table = table.rename_axis(FusionKernels.kernel).reset_index()
+    names = table[FusionKernels.kernel]
+    sources = _most_common(rows, Classified.source)
+    own_ops = _ops_by_kernel(rows)
+    decoded = [fused_kernel_ops(name) for name in names]
+    extern_keys = {
+        key
+        for name, d in zip(names, decoded, strict=True)
+        if d is None
+        for key in _own_keys(own_ops.get(name) or [name])
+    }
+    table[FusionKernels.source] = [sources.get(name) for name in names]
+    table[FusionKernels.is_fusion] = [d is not None for d in decoded]
+    table[FusionKernels.fused_ops] = [", ".join(d.ops) if d else "" for d in decoded]
+    table[FusionKernels.op_names] = [", ".join(own_ops.get(name, [])) for name in names]
+    table[FusionKernels.is_layout] = [is_layout_kernel(name, extern_keys) for name in names]
+    recorded = set(compiler["kernel"]) if compiler is not None and len(compiler) else set()
+    table[FusionKernels.basis] = [
+        COMPILER_BASIS if name in recorded else NAME_MATCH_BASIS for name in names
+    ]
+    out = table.join(_credited(credits), on=FusionKernels.kernel)
+    out[FusionKernels.eager_ops] = out[FusionKernels.eager_ops].fillna("")
+    out[FusionKernels.eager_kernels] = out[FusionKernels.eager_kernels].fillna(0)
+    out[FusionKernels.eager_time_us] = out[FusionKernels.eager_time_us].fillna(0.0)
+    out = out.sort_values(
+        [FusionKernels.time_us, FusionKernels.kernel], ascending=[False, True], kind="stable"
+    )
+    return schema.conform(out.reset_index(drop=True), FUSION_KERNELS_DTYPES)
+
+
+def _credited(credits: pd.DataFrame) -> pd.DataFrame:
+    """Per compiled kernel credited: ``eager_ops`` text, ``eager_kernels``,
+    ``eager_time_us`` and the time-weighted ``confidence``."""
+    matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
+    per_op = matched.groupby([Credits.kernel, Credits.op], sort=False).agg(
+        n=(Credits.time_us, "size"), t=(Credits.time_us, "sum")
+    )
+    per_op = per_op.reset_index().sort_values(
+        ["t", Credits.op], ascending=[False, True], kind="stable"
+    )
+    per_op["text"] = per_op[Credits.op] + " (" + per_op["n"].astype(str) + ")"
+    weight = matched[Credits.time_us].where(matched[Credits.time_us] > 0, 1e-9)
+    weighted = (matched[Credits.confidence] * weight).groupby(matched[Credits.kernel]).sum()
+    grouped = per_op.groupby(Credits.kernel, sort=False)
+    summary = pd.DataFrame(
+        {
+            FusionKernels.eager_ops: grouped["text"].agg(", ".join),
+            FusionKernels.eager_kernels: grouped["n"].sum(),
+            FusionKernels.eager_time_us: grouped["t"].sum(),
+        }
+    )
+    summary[FusionKernels.confidence] = weighted / weight.groupby(matched[Credits.kernel]).sum()
+    return summary
+
+
+def _eager_only(credits: pd.DataFrame) -> pd.DataFrame:
+    """Eager instances credited to nothing, per (op, outcome)."""
+    left = credits[credits[Credits.outcome] != Outcome.MATCHED.value]
+    grouped = left.groupby([Credits.op, Credits.outcome], observed=True, sort=False)
+    table = grouped[Credits.time_us].agg(["size", "sum"]).reset_index()
+    table = table.rename(columns={Credits.op: EagerOnly.op, Credits.outcome: EagerOnly.outcome,
+                                  "size": EagerOnly.kernels, "sum": EagerOnly.time_us})  # fmt: skip
+    table = table.sort_values(
         [EagerOnly.time_us, EagerOnly.op], ascending=[False, True], kind="stable"
-    ).reset_index(drop=True)
+    )
+    return schema.conform(table.reset_index(drop=True), EAGER_ONLY_DTYPES)
 
 
 def _totals(rows: pd.DataFrame, by: str) -> pd.DataFrame:
@@ -311,35 +424,8 @@ def _totals(rows: pd.DataFrame, by: str) -> pd.DataFrame:
     return table
 
 
-def _compiled_kernels(classified: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """One row per distinct compiled kernel name, and its (kernel, key) pairs."""
-    columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Classified.source]
-    rows = _kernel_rows(classified, columns)
-    table = _totals(rows, Kernels.name).rename(columns={EagerOnly.kernels: FusionKernels.calls})
-    table = table.rename_axis(FusionKernels.kernel).reset_index()
-    names = table[FusionKernels.kernel]
-    sources = _most_common(rows, Classified.source)
-    own_ops = _ops_by_kernel(rows)
-    decoded = [fused_kernel_ops(name) for name in names]
-    table[FusionKernels.source] = [sources.get(name) for name in names]
-    table[FusionKernels.is_fusion] = [d is not None for d in decoded]
-    table[FusionKernels.fused_ops] = [", ".join(d.ops) if d else "" for d in decoded]
-    table[FusionKernels.op_names] = [", ".join(own_ops.get(name, [])) for name in names]
-    keys = {
-        name: _keys(d.ops) if d is not None else _own_keys(own_ops.get(name) or [name])
-        for name, d in zip(names, decoded, strict=True)
-    }
-    return table, _key_pairs(FusionKernels.kernel, keys)
-
-
 def _own_keys(ops: list[str]) -> list[str]:
     return list(dict.fromkeys(key for op in ops for key in name_keys(op)))
-
-
-def _key_pairs(column: str, keys: dict[str, list[str]]) -> pd.DataFrame:
-    """A two-column frame (``column``, key) with one row per name and key."""
-    pairs = [(name, key) for name, found in keys.items() for key in found]
-    return pd.DataFrame(pairs, columns=[column, _KEY], dtype=object)
 
 
 def _most_common(rows: pd.DataFrame, column: str) -> dict[str, str]:
@@ -365,37 +451,6 @@ def _keys(ops: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(k for k in keys if k is not None))
 
 
-# --- matching ----------------------------------------------------------------------------
-
-
-def _attach_eager(
-    table: pd.DataFrame, pairs: pd.DataFrame, eager_ops: pd.DataFrame
-) -> pd.DataFrame:
-    """Add the eager ops each compiled kernel replaced (``eager_ops``/``_kernels``/``_time_us``)
-    from the matched (kernel, op) ``pairs``."""
-    matched = pairs.merge(eager_ops, on=EagerOnly.op)
-    matched = matched.sort_values(
-        [EagerOnly.time_us, EagerOnly.op], ascending=[False, True], kind="stable"
-    )
-    matched["text"] = matched[EagerOnly.op] + " (" + matched[EagerOnly.kernels].astype(str) + ")"
-    grouped = matched.groupby(FusionKernels.kernel, sort=False)
-    summary = pd.DataFrame(
-        {
-            FusionKernels.eager_ops: grouped["text"].agg(", ".join),
-            FusionKernels.eager_kernels: grouped[EagerOnly.kernels].sum(),
-            FusionKernels.eager_time_us: grouped[EagerOnly.time_us].sum(),
-        }
-    )
-    out = table.join(summary, on=FusionKernels.kernel)
-    out[FusionKernels.eager_ops] = out[FusionKernels.eager_ops].fillna("")
-    out[FusionKernels.eager_kernels] = out[FusionKernels.eager_kernels].fillna(0)
-    out[FusionKernels.eager_time_us] = out[FusionKernels.eager_time_us].fillna(0.0)
-    out = out.sort_values(
-        [FusionKernels.time_us, FusionKernels.kernel], ascending=[False, True], kind="stable"
-    )
-    return schema.conform(out.reset_index(drop=True), FUSION_KERNELS_DTYPES)
-
-
 # --- headline ----------------------------------------------------------------------------
 
 
@@ -415,4 +470,5 @@ def _bytes_saved(
     unestimated = compiled_traffic.per_kernel[KernelTraffic.basis] == Basis.NONE.value
     if (fused & unestimated.to_numpy(dtype=bool)).any():
         return None
-    return round(eager_traffic.estimated_bytes - compiled_traffic.estimated_bytes * scale)
+    saved = round(eager_traffic.estimated_bytes - compiled_traffic.estimated_bytes * scale)
+    return saved if saved >= 0 else None

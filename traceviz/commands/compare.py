@@ -16,6 +16,8 @@ examples:
   traceviz compare before.json.gz after.json.gz --format html -o report.html
   traceviz compare runs/mlp --format json --top 50 > mlp.json
   traceviz compare runs/mlp --fail-on error     # exit 1 when a finding is an error
+  traceviz compare eager.json.gz compiled.json.gz --compile-log /tmp/torch_trace
+  traceviz compare a100.json.gz mi300x.json.gz --force   # fusion figures for an odd pair
 """
 
 from __future__ import annotations
@@ -49,6 +51,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--names", nargs=2, metavar=("A_NAME", "B_NAME"), help="labels (default: eager compiled "
         "for a run directory, else the file names)"
     )  # fmt: skip
+    parser.add_argument(
+        "--compile-log",
+        metavar="DIR",
+        help="the compiled side's compile log: a TORCH_TRACE / tlparse log directory (or "
+        "file); the fusion map then follows Inductor's provenance (basis `compiler`). A run "
+        "directory's own log is used without it",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="compute the fusion figures even when A and B do not look like one workload "
+        "eager vs compiled (the finding traces-not-comparable still says so)",
+    )
 
 
 def build(args: argparse.Namespace) -> Comparison:
@@ -62,9 +77,11 @@ def build(args: argparse.Namespace) -> Comparison:
             )
         run = read_run_dir(Path(args.a))
         names = tuple(args.names or ("eager", "compiled"))
-        return compare(run.eager, run.compiled, names=names, run_info=run.info)
+        log = args.compile_log or getattr(run, "compile_log", None)
+        return compare(run.eager, run.compiled, names=names, run_info=run.info,
+                       compile_log=log, force=args.force)  # fmt: skip
     names = tuple(args.names or default_names(args.a, args.b))
-    return compare(args.a, args.b, names=names)
+    return compare(args.a, args.b, names=names, compile_log=args.compile_log, force=args.force)
 
 
 def render(comparison: Comparison, fmt: str, top: int) -> str | None:

@@ -433,6 +433,8 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
         f"measured, split over a kernel's ops by their kernel counts; top {top} {b} kernels)"
     )
     fusion = c.fusion
+    if fusion.comparability.withheld:
+        return _empty(title, f"no fusion map: {a} and {b} are not one workload (see findings)")
     kernels = fusion.kernels.sort_values("eager_time_us", ascending=False)
     matched = kernels[kernels["eager_time_us"].fillna(0) > 0].head(top)
     only = fusion.eager_only.sort_values("time_us", ascending=False).head(top)

@@ -33,12 +33,25 @@ def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
             "kernels": records(fusion.kernels, limit=top),
             "eager_only": records(fusion.eager_only, limit=top),
             "not_fusions": records(fusion.not_fusions, limit=top),
+            "by_line": records(fusion.by_line, limit=top),
+            "comparable": _comparable(fusion.comparability),
         },
         "run": comparison.run_info,
         "speed": comparison_speed(comparison).to_json(),
         "findings": [_finding(f) for f in comparison.findings],
     }
     return whole_counts(data)  # counts as integers, whatever the column dtype
+
+
+def _comparable(verdict: Any) -> dict[str, Any]:
+    """The comparability guard's verdict (docs/compare-json.md, "The guard")."""
+    return {
+        "comparable": bool(verdict.comparable),
+        "forced": bool(verdict.forced),
+        "reasons": list(verdict.reasons),
+        "signature_overlap": plain(verdict.signature_overlap),
+        "fused_op_overlap": plain(verdict.fused_op_overlap),
+    }
 
 
 def _trace(side: Side) -> dict[str, Any]:

@@ -174,41 +174,106 @@ def kinds_view(comparison: Comparison) -> View:
     )
 
 
+def withheld_note(comparison: Comparison) -> str:
+    """Why the fusion figures are missing or doubtful ("" when the pair is comparable)."""
+    verdict = comparison.fusion.comparability
+    if verdict.comparable:
+        return ""
+    why = "; ".join(verdict.reasons)
+    if verdict.forced:
+        return f"compared anyway (--force) although the traces are not one workload: {why}"
+    return f"fusion figures left out, the traces are not one workload: {why} (--force compares)"
+
+
 def fusion_view(comparison: Comparison, *, top: int) -> View:
     a, b = comparison.names
     table = comparison.fusion.kernels.sort_values("time_us", ascending=False).head(top)
     rows = [
         [
-            fmt_name(str(r["kernel"]), 50),
+            fmt_name(str(r["kernel"]), 50) + (" (layout)" if r["is_layout"] else ""),
             str(r["fused_ops"] or "–"),
             str(r["eager_ops"] or "–"),
             fmt_count(r["calls"]),
             fmt_us(r["time_us"]),
             fmt_count(r["eager_kernels"]),
             fmt_us(r["eager_time_us"]),
+            _basis(r["basis"], r["confidence"]),
         ]
         for r in records(table)
     ]
+    note = withheld_note(comparison) or (
+        f"each {a} kernel is credited to at most one {b} kernel; confidence < 1: several "
+        f"{b} kernels could hold it (nearest in the step taken); basis compiler: Inductor's "
+        "provenance, name-match: op names"
+    )
     return View(
-        f"Fusion map: {b} kernels and the {a} ops they replaced (top {top} by time)",
+        f"Fusion map: {b} kernels and the {a} kernels they replaced (top {top} by time)",
         [
             f"{b} kernel",
             "fused ops (from its name)",
-            f"{a} ops matched",
+            f"{a} ops credited",
             "calls",
             "time",
             f"{a} kernels",
             f"{a} time",
+            "basis (confidence)",
         ],
         rows,
+        note=note if rows or not comparison.fusion.comparability.comparable else "",
     )
+
+
+def _basis(basis: object, confidence: object) -> str:
+    """``"name-match 0.50"``: the row's basis and its credits' confidence ("–" when none)."""
+    if confidence is None or (isinstance(confidence, float) and math.isnan(confidence)):
+        return f"{basis} –"
+    return f"{basis} {float(confidence):.2f}"  # type: ignore[arg-type]
 
 
 def eager_only_view(comparison: Comparison, *, top: int) -> View:
     a, b = comparison.names
     table = comparison.fusion.eager_only.sort_values("time_us", ascending=False).head(top)
-    rows = [[str(r["op"]), fmt_count(r["kernels"]), fmt_us(r["time_us"])] for r in records(table)]
-    return View(f"{a} ops with no counterpart in {b}", ["op", "kernels", "time"], rows)
+    rows = [
+        [str(r["op"]), str(r["outcome"]), fmt_count(r["kernels"]), fmt_us(r["time_us"])]
+        for r in records(table)
+    ]
+    return View(
+        f"{a} kernels credited to no {b} kernel",
+        ["op", "outcome", "kernels", "time"],
+        rows,
+        note="removed: moves no data, or a copy/fill folded away" if rows else "",
+    )
+
+
+def by_line_view(comparison: Comparison, *, top: int) -> View:
+    """The fusion map per user source line (empty without Python stacks or a compile log)."""
+    a, b = comparison.names
+    table = comparison.fusion.by_line.head(top)
+    rows = [
+        [
+            f"{_short_path(str(r['file']))}:{r['line']}",
+            fmt_name(str(r["code"]), 50),
+            fmt_count(r["eager_kernels"]),
+            fmt_us(r["eager_time_us"]),
+            fmt_name(str(r["compiled_kernels"]), 60) or "–",
+            fmt_us(r["compiled_time_us"]),
+            fmt_name(", ".join(_short_path(x) for x in str(r["fused_with"]).split(", ") if x), 40)
+            or "–",
+        ]
+        for r in records(table)
+    ]
+    return View(
+        f"Fusion by source line (top {top} by {a} time)",
+        ["line", "code", f"{a} kernels", f"{a} time", f"{b} kernels", f"{b} time", "fused with"],
+        rows,
+        note=f"{b} time: each kernel's measured time split over the lines it holds" if rows else "",
+    )
+
+
+def _short_path(path: str) -> str:
+    """The last two parts of a path (``models/block.py:12`` rather than the whole path)."""
+    parts = path.replace("\\", "/").split("/")
+    return "/".join(parts[-2:])
 
 
 def regions_view(comparison: Comparison) -> View:

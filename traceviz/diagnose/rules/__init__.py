@@ -16,6 +16,7 @@ from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules import (
     breaks,
     chains,
+    comparable,
     copies,
     device,
     gemm,
@@ -50,6 +51,7 @@ TRACE_RULES: list[TraceRule] = [
 ]
 
 COMPARISON_RULES: list[ComparisonRule] = [
+    comparable.not_comparable,
     slower.compiled_slower,
     memory.peak_memory_up,
 ]

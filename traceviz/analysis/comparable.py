@@ -1,0 +1,208 @@
+"""Are two traces the same workload? The guard in front of every fusion figure.
+
+A fusion map (which eager ops became which compiled kernel, bytes saved) only means something
+when trace a is an eager run and trace b a compiled run *of the same model and inputs*.
+:func:`comparability` checks what the traces can tell:
+
+1. **device kind** — both ran on the same kind of device (cuda, rocm, cpu);
+2. **a is eager** — a has no Inductor kernels (a compiled trace as "eager" turns the map into
+   compiled-vs-compiled);
+3. **op signatures** — the ops that survive compilation as library calls (GEMMs, convolutions,
+   attention: :data:`~traceviz.analysis.fusion_match.HEAVY_KEYS`) by key and the shapes of
+   their ≥2-D inputs: b's extern calls should be calls a makes too (at least
+   :data:`MIN_OVERLAP` of b's distinct signatures; by key alone when either side has no
+   shapes);
+4. **fused ops** — the ops b's Inductor kernels are named after should be ops a runs (at least
+   :data:`MIN_OVERLAP` of them, after aliasing and counting the ops around each kernel);
+5. **step structure** — per profiler step, b should not run many more library calls than a
+   (more than 2× + 2).
+
+A check that has nothing to look at (no GEMMs in b, no Inductor kernels) passes. The result
+lists the reasons for each failed check; ``forced`` records that the caller compares anyway.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceviz.analysis.fusion_match import HEAVY_KEYS
+from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.schema import ActivityKind, Kernels, Ops
+from traceviz.trace import Trace
+
+__all__ = ["MIN_OVERLAP", "Comparability", "comparability"]
+
+#: Share of b's signatures (or fused ops) that must also be a's.
+MIN_OVERLAP = 0.5
+
+
+@dataclass(frozen=True)
+class Comparability:
+    """The guard's verdict. ``comparable`` is False when any check failed (``reasons``, one
+    line each); ``signature_overlap``/``fused_op_overlap`` are the shares of checks 3 and 4
+    (None when the check had nothing to look at); ``forced`` is True when the caller asked to
+    compare anyway (the fusion figures are then computed although ``comparable`` is False)."""
+
+    comparable: bool
+    reasons: tuple[str, ...] = ()
+    signature_overlap: float | None = None
+    fused_op_overlap: float | None = None
+    forced: bool = False
+
+    @property
+    def withheld(self) -> bool:
+        """The fusion figures are left out (not comparable and not forced)."""
+        return not self.comparable and not self.forced
+
+
+def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comparability:
+    """Check that ``eager`` and ``compiled`` are the same workload (module docstring)."""
+    reasons: list[str] = []
+    kinds = (eager.device_kind.value, compiled.device_kind.value)
+    if kinds[0] != kinds[1]:
+        reasons.append(f"device kinds differ: {kinds[0]} vs {kinds[1]}")
+    a_kernels = _kernel_rows(eager)
+    inductor = _inductor_names(a_kernels)
+    if inductor:
+        reasons.append(
+            f"a is itself compiled: it runs {len(inductor)} distinct Inductor kernel(s) "
+            f"(e.g. {sorted(inductor)[0]}); a fusion map needs an eager trace as a"
+        )
+    a_sigs, a_heavy = _heavy_signatures(eager, a_kernels, inductor=False)
+    b_kernels = _kernel_rows(compiled)
+    b_sigs, b_heavy = _heavy_signatures(compiled, b_kernels, inductor=True)
+    overlap = _signature_overlap(a_sigs, b_sigs)
+    if overlap is not None and overlap < MIN_OVERLAP:
+        reasons.append(
+            f"only {overlap:.0%} of b's library calls (GEMM/conv/attention by op and shape) "
+            f"are calls a makes ({_few(_unmet(b_sigs, a_sigs))} are not)"
+        )
+    fused = _fused_op_overlap(eager, a_kernels, b_kernels)
+    if fused is not None and fused[0] < MIN_OVERLAP:
+        reasons.append(
+            f"only {fused[0]:.0%} of the ops b's Inductor kernels are named after are ops a "
+            f"runs ({_few(fused[1])} are not)"
+        )
+    per_step = _per_step(a_heavy, len(eager.steps)), _per_step(b_heavy, len(compiled.steps))
+    if b_heavy and per_step[1] > 2 * per_step[0] + 2:
+        reasons.append(f"b runs {per_step[1]:.3g} library calls per step, a only {per_step[0]:.3g}")
+    return Comparability(
+        comparable=not reasons,
+        reasons=tuple(reasons),
+        signature_overlap=overlap,
+        fused_op_overlap=fused[0] if fused is not None else None,
+        forced=force,
+    )
+
+
+def _kernel_rows(trace: Trace) -> pd.DataFrame:
+    kernels = trace.kernels
+    is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
+    return kernels.loc[is_kernel, [Kernels.name, Kernels.op_name, Kernels.op_row]]
+
+
+def _inductor_names(kernels: pd.DataFrame) -> set[str]:
+    names = kernels[Kernels.name].astype(object).dropna().unique()
+    return {str(n) for n in names if fused_kernel_ops(str(n)) is not None}
+
+
+Signature = tuple[str, frozenset[str] | None]
+
+
+def _heavy_signatures(
+    trace: Trace, kernels: pd.DataFrame, *, inductor: bool
+) -> tuple[set[Signature], int]:
+    """Distinct (key, shapes) of the kernels whose own op is a heavy op, and how many such
+    kernels there are. Shapes are the set of the ≥2-D inputs' dims (None when the op has
+    none recorded). With ``inductor``, Inductor kernels are left out (b's library calls)."""
+    from traceviz.analysis.fusion import op_key
+
+    frame = kernels
+    if inductor:
+        frame = frame[~frame[Kernels.name].astype(object).isin(_inductor_names(kernels))]
+    label = frame[Kernels.op_name].astype(object).fillna(frame[Kernels.name].astype(object))
+    keys = label.map(lambda s: op_key(str(s)))
+    heavy = keys.isin(HEAVY_KEYS).to_numpy(dtype=bool)
+    op_rows = frame[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[heavy]
+    dims = trace.ops[Ops.input_dims].astype(object).to_numpy() if len(trace.ops) else None
+    shapes = [
+        _matrix_dims(dims[int(r)]) if dims is not None and not np.isnan(r) else None
+        for r in op_rows
+    ]
+    sigs = set(zip(keys[heavy].astype(str), shapes, strict=True))
+    return sigs, int(heavy.sum())
+
+
+def _matrix_dims(text: object) -> frozenset[str] | None:
+    """The distinct dims of the ≥2-D inputs of an ``Input Dims`` text (None when unknown).
+    A set, so ``mm(x, w, out=y)`` and ``addmm(bias, x, w)`` meet."""
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        dims = json.loads(text)
+    except ValueError:
+        return None
+    mats = frozenset(json.dumps(d) for d in dims if isinstance(d, list) and len(d) >= 2)
+    return mats or None
+
+
+def _meets(x: Signature, y: Signature) -> bool:
+    """Same key, and shapes unknown on either side or one set within the other."""
+    if x[0] != y[0]:
+        return False
+    if x[1] is None or y[1] is None:
+        return True
+    return x[1] <= y[1] or y[1] <= x[1]
+
+
+def _signature_overlap(a: set[Signature], b: set[Signature]) -> float | None:
+    """Share of b's signatures that meet one of a's (None when b has none)."""
+    if not b:
+        return None
+    return sum(any(_meets(y, x) for x in a) for y in b) / len(b)
+
+
+def _fused_op_overlap(
+    eager: Trace, a_kernels: pd.DataFrame, b_kernels: pd.DataFrame
+) -> tuple[float, set[str]] | None:
+    """Share of the keys b's Inductor kernels are named after that a's ops have, and the
+    missing ones (None when b has no Inductor kernel naming an op)."""
+    from traceviz.analysis.fusion import name_keys
+    from traceviz.analysis.fusion_match import COMPOSITES
+
+    wanted: set[str] = set()
+    for name in _inductor_names(b_kernels):
+        wanted.update(name_keys(name))
+    if not wanted:
+        return None
+    names = set(eager.ops[Ops.name].astype(object).dropna().unique()) if len(eager.ops) else set()
+    names |= set(a_kernels[Kernels.name].astype(object).dropna().unique())
+    have: set[str] = set()
+    for name in names:
+        have.update(name_keys(str(name)))
+    for key in list(have):
+        have.update(COMPOSITES.get(key, ()))
+    missing = wanted - have
+    return 1 - len(missing) / len(wanted), missing
+
+
+def _per_step(count: int, steps: int) -> float:
+    return count / steps if steps else float(count)
+
+
+def _unmet(b: set[Signature], a: set[Signature]) -> set[str]:
+    return {
+        f"{key} {'x'.join(sorted(shape)) if shape else '(no shapes)'}"
+        for key, shape in b
+        if not any(_meets((key, shape), x) for x in a)
+    }
+
+
+def _few(items: set[str], limit: int = 3) -> str:
+    text = sorted(items)
+    more = f" and {len(text) - limit} more" if len(text) > limit else ""
+    return ", ".join(text[:limit]) + more

@@ -1,0 +1,308 @@
+"""The fusion map per user source line, and the compiler's record as credits.
+
+Two pieces built on :class:`LineRecord` — the source lines of both sides: each eager kernel's
+line (from the eager trace's Python stacks, ``with_stack=True``) and each compiled kernel's
+lines (from Inductor's provenance in the compile log):
+
+- :func:`compiler_credits` credits an eager kernel to the compiled kernel that holds its line;
+  when several compiled kernels hold that line, the one whose ops (decoded name, post-grad
+  nodes) include the eager op wins, then the one nearest in position. One row per eager
+  kernel at most — the ``compiler`` stage of
+  :func:`~traceviz.analysis.fusion_match.credit_eager_kernels`.
+- :func:`lines_table` sums the credits per line (:class:`ByLine`): the line's eager kernels
+  and their time, the compiled kernels they were credited to, and those kernels' time split
+  over the lines that share them in proportion to the eager time credited from each (evenly
+  when none was), so a compiled kernel's time is counted at most once over all lines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.fusion_match import (
+    Credits,
+    Outcome,
+    instances_by_name,
+    kernel_side,
+    nearest_kernel,
+    own_key,
+)
+from traceviz.schema import ActivityKind, Kernels
+from traceviz.trace import Trace
+
+__all__ = [
+    "BY_LINE_DTYPES",
+    "ByLine",
+    "LineRecord",
+    "compiler_credits",
+    "fusion_evidence",
+    "lines_table",
+]
+
+
+class ByLine:
+    """Columns of :attr:`FusionMap.by_line <traceviz.analysis.fusion.FusionMap.by_line>`: one
+    row per user source line, by eager time, largest first."""
+
+    file = "file"  # source file as Python recorded it (str)
+    line = "line"  # 1-based line number (Int64)
+    code = "code"  # the line's text ("" when not recorded) (str)
+    eager_kernels = "eager_kernels"  # eager kernel instances launched from it (Int64)
+    eager_time_us = "eager_time_us"  # their device time, µs, exclusive (float64)
+    eager_ops = "eager_ops"  # their ops, "op (kernels), ...", by time (str)
+    compiled_kernels = "compiled_kernels"  # compiled kernels holding its ops, comma-joined (str)
+    compiled_time_us = "compiled_time_us"  # their time, this line's share, µs (float64)
+    fused_with = "fused_with"  # other lines sharing those kernels, "file:line, ..." (str)
+
+
+BY_LINE_DTYPES: dict[str, str] = {
+    ByLine.file: "object",
+    ByLine.line: schema.I64,
+    ByLine.code: "object",
+    ByLine.eager_kernels: schema.I64,
+    ByLine.eager_time_us: schema.F64,
+    ByLine.eager_ops: "object",
+    ByLine.compiled_kernels: "object",
+    ByLine.compiled_time_us: schema.F64,
+    ByLine.fused_with: "object",
+}
+
+
+def _frame(columns: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: [] for c in columns})
+
+
+@dataclass(frozen=True)
+class LineRecord:
+    """Source lines of both sides.
+
+    ``eager``: ``eager_row`` (row of the eager kernels table), ``file``, ``line``, ``code``;
+    ``compiled``: ``kernel`` (the compiled kernel's name as the trace shows it), ``file``,
+    ``line``, ``code``, one row per (kernel, line); ``compiled_ops``: per compiled kernel name,
+    the op keys its FX nodes hold (from the post-grad node names).
+    """
+
+    eager: pd.DataFrame = field(
+        default_factory=lambda: _frame(["eager_row", "file", "line", "code"])
+    )
+    compiled: pd.DataFrame = field(
+        default_factory=lambda: _frame(["kernel", "file", "line", "code"])
+    )
+    compiled_ops: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.DataFrame:
+    """``eager_row`` → compiled ``kernel`` through the source lines (module docstring)."""
+    from traceviz.analysis.fusion import name_keys
+
+    out = pd.DataFrame({"eager_row": pd.Series([], dtype="int64"), "kernel": []})
+    if lines.eager.empty or lines.compiled.empty:
+        return out
+    e = kernel_side(eager, eager.kernels)
+    c = kernel_side(compiled, compiled.kernels)
+    known = set(c.name)
+    held = lines.compiled[lines.compiled["kernel"].isin(known)]
+    held = held[["kernel", "file", "line"]].drop_duplicates()
+    at = pd.Index(e.rows).get_indexer(pd.Index(lines.eager["eager_row"].to_numpy(dtype=np.int64)))
+    eager_lines = lines.eager.assign(i=at)[at >= 0]
+    pairs = eager_lines[["i", "file", "line"]].merge(held, on=["file", "line"])
+    if pairs.empty:
+        return out
+    own = own_key(e.label)
+    pairs["key"] = own[pairs["i"].to_numpy()]
+    ops = {name: lines.compiled_ops.get(name, frozenset()) | frozenset(name_keys(name))
+           for name in set(pairs["kernel"])}  # fmt: skip
+    pairs["has_op"] = [k in ops[n] for k, n in zip(pairs["key"], pairs["kernel"], strict=True)]
+    best = pairs.groupby("i")["has_op"].transform("max")
+    pairs = pairs[pairs["has_op"] == best]
+    by_name = instances_by_name(c)
+    picked: list[pd.DataFrame] = []
+    candidates = pairs.groupby("i")["kernel"].agg(lambda s: ", ".join(sorted(set(s))))
+    for names, members in candidates.groupby(candidates, sort=False):
+        instances = members.index.to_numpy()
+        chosen = nearest_kernel(str(names).split(", "), by_name, e.pos[instances])
+        picked.append(pd.DataFrame({"eager_row": e.rows[instances], "kernel": chosen}))
+    return pd.concat(picked, ignore_index=True) if picked else out
+
+
+def lines_table(
+    credits: pd.DataFrame, compiled_classified: pd.DataFrame, lines: LineRecord
+) -> pd.DataFrame:
+    """The credits per eager source line (:class:`ByLine`; module docstring)."""
+    if lines.eager.empty:
+        return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
+    located = credits.merge(
+        lines.eager.rename(columns={"eager_row": Credits.eager_row}), on=Credits.eager_row
+    )
+    if located.empty:
+        return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
+    keys = [ByLine.file, ByLine.line]
+    table = located.groupby(keys, sort=False).agg(
+        code=("code", "first"),
+        eager_kernels=(Credits.time_us, "size"),
+        eager_time_us=(Credits.time_us, "sum"),
+    )
+    table[ByLine.eager_ops] = _ops_text(located, keys)
+    matched = located[located[Credits.outcome] == Outcome.MATCHED.value]
+    share = _compiled_share(matched, compiled_classified)
+    per_line = share.groupby(keys, sort=False)
+    table = table.join(
+        pd.DataFrame(
+            {
+                ByLine.compiled_kernels: _names_by_time(share, keys),
+                ByLine.compiled_time_us: per_line["share_us"].sum(),
+            }
+        ),
+        on=keys,
+    )
+    table = table.reset_index()
+    table[ByLine.fused_with] = _fused_with(share, table)
+    table[ByLine.code] = table[ByLine.code].fillna("").astype(str)
+    table[ByLine.compiled_kernels] = table[ByLine.compiled_kernels].fillna("")
+    table[ByLine.compiled_time_us] = table[ByLine.compiled_time_us].fillna(0.0)
+    table = table.sort_values(
+        [ByLine.eager_time_us, ByLine.file, ByLine.line],
+        ascending=[False, True, True],
+        kind="stable",
+    )
+    return schema.conform(table.reset_index(drop=True), BY_LINE_DTYPES)
+
+
+def _ops_text(located: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per line: ``"op (kernels), ..."`` of its eager kernels, by time."""
+    per_op = located.groupby([*keys, Credits.op], sort=False)[Credits.time_us].agg(["size", "sum"])
+    per_op = per_op.reset_index().sort_values(["sum", Credits.op], ascending=[False, True])
+    per_op["text"] = per_op[Credits.op] + " (" + per_op["size"].astype(str) + ")"
+    return per_op.groupby(keys, sort=False)["text"].agg(", ".join)
+
+
+def _compiled_share(matched: pd.DataFrame, classified: pd.DataFrame) -> pd.DataFrame:
+    """Per (line, compiled kernel): ``share_us``, the kernel's measured time times the share
+    of its credited eager time that came from that line (evenly when it got none)."""
+    keys = [ByLine.file, ByLine.line, Credits.kernel]
+    grouped = matched.groupby(keys, sort=False)[Credits.time_us].agg(["sum", "size"])
+    grouped = grouped.reset_index()
+    total = grouped.groupby(Credits.kernel)["sum"].transform("sum")
+    lines = grouped.groupby(Credits.kernel)["sum"].transform("size")
+    fraction = np.where(total > 0, grouped["sum"] / total.where(total > 0, 1), 1 / lines)
+    is_kernel = classified[Kernels.activity] == ActivityKind.KERNEL.value
+    rows = classified[is_kernel]
+    times = (
+        rows[Kernels.excl_dur_us]
+        .fillna(rows[Kernels.dur_us])
+        .groupby(rows[Kernels.name].astype(object))
+        .sum()
+    )
+    measured = grouped[Credits.kernel].map(times).fillna(0.0).to_numpy(dtype=float)
+    grouped["share_us"] = measured * fraction
+    grouped["eager_us"] = grouped["sum"]
+    return grouped
+
+
+def _names_by_time(share: pd.DataFrame, keys: list[str]) -> pd.Series:
+    """Per line: its compiled kernels, comma-joined, by their time share, largest first."""
+    ordered = share.sort_values(["share_us", Credits.kernel], ascending=[False, True])
+    return ordered.groupby(keys, sort=False)[Credits.kernel].agg(lambda s: ", ".join(map(str, s)))
+
+
+def _fused_with(share: pd.DataFrame, table: pd.DataFrame) -> list[str]:
+    """Per row of ``table``: the other lines whose credits went to a kernel it shares."""
+    if share.empty:
+        return [""] * len(table)
+    where = share[Credits.kernel].to_numpy(dtype=object)
+    spots = [f"{f}:{int(n)}" for f, n in zip(share[ByLine.file], share[ByLine.line], strict=True)]
+    lines_of: dict[str, list[str]] = {}
+    for kernel, spot in zip(where, spots, strict=True):
+        lines_of.setdefault(str(kernel), []).append(spot)
+    kernels_of: dict[str, list[str]] = {}
+    for kernel, spot in zip(where, spots, strict=True):
+        kernels_of.setdefault(spot, []).append(str(kernel))
+    out = []
+    for f, n in zip(table[ByLine.file], table[ByLine.line], strict=True):
+        spot = f"{f}:{int(n)}"
+        others = {o for k in kernels_of.get(spot, []) for o in lines_of[k] if o != spot}
+        out.append(", ".join(sorted(others)))
+    return out
+
+
+def fusion_evidence(
+    eager: Trace, compiled: Trace, compile_log: object = None
+) -> tuple[pd.DataFrame | None, LineRecord | None]:
+    """The compiler's credits and the source lines of both sides, from what is available:
+    the eager trace's Python stacks and, when given, the compiled side's compile log (a
+    ``CompileLog`` or a path :func:`traceviz.parse.compile_log.read_compile_log` reads).
+    ``(None, None)`` when neither gives anything."""
+    try:
+        from traceviz.analysis import provenance
+    except ImportError:  # the provenance reader is not installed in this build
+        return None, None
+    eager_lines = _eager_lines(provenance.eager_kernel_lines(eager))
+    compiled_lines = _empty_compiled()
+    compiled_ops: dict[str, frozenset[str]] = {}
+    if compile_log is not None:
+        log = compile_log
+        if not hasattr(log, "kernels"):
+            from traceviz.parse.compile_log import read_compile_log
+
+            log = read_compile_log(compile_log)  # type: ignore[arg-type]
+        compiled_lines, compiled_ops = _compiled_lines(compiled, log, provenance)
+    if eager_lines.empty and compiled_lines.empty:
+        return None, None
+    record = LineRecord(eager=eager_lines, compiled=compiled_lines, compiled_ops=compiled_ops)
+    compiler = compiler_credits(eager, compiled, record) if compile_log is not None else None
+    return compiler, record
+
+
+def _empty_compiled() -> pd.DataFrame:
+    return _frame(["kernel", "file", "line", "code"])
+
+
+def _eager_lines(table: pd.DataFrame) -> pd.DataFrame:
+    """H1's ``eager_kernel_lines`` (kernel_row, file, line, function, code) as LineRecord.eager."""
+    if table is None or table.empty:
+        return _frame(["eager_row", "file", "line", "code"])
+    out = table.rename(columns={"kernel_row": "eager_row"})
+    out = out[out["file"].notna() & out["line"].notna()]
+    code = out["code"] if "code" in out else pd.Series("", index=out.index)
+    return pd.DataFrame(
+        {
+            "eager_row": out["eager_row"].to_numpy(dtype=np.int64),
+            "file": out["file"].astype(str).to_numpy(),
+            "line": out["line"].to_numpy(dtype=np.int64),
+            "code": code.fillna("").astype(str).to_numpy(),
+        }
+    )
+
+
+def _compiled_lines(
+    compiled: Trace, log: object, provenance: object
+) -> tuple[pd.DataFrame, dict[str, frozenset[str]]]:
+    """Per compiled kernel name (as the trace shows it): its source lines, and the op keys
+    of its post-grad nodes."""
+    from traceviz.analysis.fusion import name_keys
+
+    prov = provenance.compiled_kernel_provenance(compiled, log)  # type: ignore[attr-defined]
+    if prov is None or prov.empty:
+        return _empty_compiled(), {}
+    prov = prov[prov["prov_kernel"].notna()]
+    names = compiled.kernels[Kernels.name].astype(object).to_numpy()
+    prov = prov.assign(trace_name=names[prov["kernel_row"].to_numpy(dtype=np.int64)])
+    per_kernel = prov[["trace_name", "prov_kernel", "post_grad_nodes"]].drop_duplicates(
+        ["trace_name", "prov_kernel"]
+    )
+    lines = log.lines  # type: ignore[attr-defined]
+    held = per_kernel.merge(lines[["prov_kernel", "file", "line", "code"]], on="prov_kernel")
+    held = held.rename(columns={"trace_name": "kernel"})
+    held = held[["kernel", "file", "line", "code"]].drop_duplicates(["kernel", "file", "line"])
+    held["code"] = held["code"].fillna("").astype(str)
+    ops: dict[str, set[str]] = {}
+    for name, nodes in zip(per_kernel["trace_name"], per_kernel["post_grad_nodes"], strict=True):
+        for node in str(nodes or "").split(","):
+            base = node.strip().rstrip("0123456789").rstrip("_")
+            if base:
+                ops.setdefault(str(name), set()).update(name_keys(f"aten::{base}"))
+    return held.reset_index(drop=True), {k: frozenset(v) for k, v in ops.items()}

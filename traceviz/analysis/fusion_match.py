@@ -1,0 +1,547 @@
+"""Credit each eager kernel to at most one compiled kernel: the fusion map as a partition.
+
+:func:`credit_eager_kernels` returns one row per eager kernel *instance* (kernel rows of the
+eager trace's kernels table, not memcpy/memset). Each instance is credited to **at most one**
+compiled kernel name, or to nothing (``removed`` / ``no counterpart``), so summed over the
+compiled kernels the credited count and time of every eager op never exceed what the eager
+trace measured. The rules, in the order they claim instances (an instance claimed by one
+stage is never offered to a later one):
+
+1. **compiler** — when the compiler's record is given (``compiler``: eager row → compiled
+   kernel, from Inductor's provenance and the source lines of both sides), those credits come
+   first, basis ``compiler``.
+2. **identical** — one-to-one matching of identical calls: an eager instance and a compiled
+   kernel with the same op base name (``aten::addmm`` ↔ ``aten::addmm``,
+   ``mkldnn_convolution`` ↔ ``mkldnn_convolution``), first with the same ``Input Dims`` and
+   kernel name, then with the same ``Input Dims``, then with the same kernel name. Within a
+   profiler step, the k-th such eager instance is paired with the k-th such compiled kernel of
+   a step, so a compiled call that runs once per step takes one eager instance per step.
+3. **alias** — the same, one-to-one, between op names that do the same work
+   (:data:`~traceviz.analysis.fusion.OP_ALIASES`: eager ``addmm`` ↔ compiled extern ``mm``),
+   against compiled kernels Inductor did not generate.
+4. **fused** / **part** — what is left is claimed by Inductor kernels whose decoded ops
+   (:func:`~traceviz.analysis.fusion_names.fused_kernel_ops`) name the instance's op, or an op
+   around it (the eager ``aten::sum`` inside ``aten::mean`` goes to ``…_mean_…``), or whose ops
+   decompose into it (:data:`COMPOSITES`: ``mean`` → ``sum``, ``div``; ``addmm`` → ``add``).
+   An own op beats an enclosing one, a named op beats a part. Among several compiled kernels
+   that could hold the instance, the one at the nearest relative position within its step
+   takes it, with ``confidence`` 1/n for n candidates (1 when only one kernel could).
+   **Layout kernels** (:func:`is_layout_kernel`: an Inductor kernel named only after a GEMM or
+   convolution that the compiled trace runs as an extern call, e.g. the CPU weight reorder
+   ``graph_0_cpp_fused_convolution_0``) never take the computation of the op they prepare:
+   they may hold only work *around* it (a bias add inside ``aten::convolution``).
+
+An unclaimed instance is ``removed`` when its op moves no data, or is a copy/fill while the
+compiled trace has no copy/fill kernel at all (Inductor folds them away); else it has ``no
+counterpart``. Work is vectorised over instances; Python loops run over distinct names and
+keys only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.fusion_names import TritonSubkind, eager_op_base, fused_kernel_ops
+from traceviz.analysis.kernels import issue_us
+from traceviz.schema import ActivityKind, Kernels, Ops, Steps
+from traceviz.trace import Trace
+
+__all__ = [
+    "COMPOSITES",
+    "CREDITS_DTYPES",
+    "HEAVY_KEYS",
+    "Credits",
+    "How",
+    "KernelSide",
+    "Outcome",
+    "credit_eager_kernels",
+    "instances_by_name",
+    "is_layout_kernel",
+    "kernel_side",
+    "nearest_kernel",
+    "own_key",
+]
+
+#: How many ops around a kernel's own op are looked at (``sum`` inside ``mean`` inside ...).
+ANCESTOR_LEVELS = 4
+
+#: Ops the compiler usually leaves to a library call (the ops that "survive" compilation).
+HEAVY_KEYS: frozenset[str] = frozenset({"mm", "bmm", "convolution", "attention"})
+
+#: Key → the keys of the ops it decomposes into or carries out along the way: a compiled
+#: kernel named after the key may also hold eager instances of these (basis ``part``).
+COMPOSITES: dict[str, tuple[str, ...]] = {
+    "mean": ("sum", "div", "fill", "copy"),
+    "var": ("sum", "sub", "mul", "div", "mean"),
+    "std": ("sum", "sub", "mul", "div", "sqrt", "var", "mean"),
+    "var_mean": ("sum", "sub", "mul", "div", "mean", "var"),
+    "mm": ("add", "copy", "mul"),
+    "bmm": ("add", "copy", "mul"),
+    "convolution": ("add", "copy"),
+    "layer_norm": ("mean", "var", "var_mean", "sub", "add", "mul", "rsqrt", "copy"),
+    "batch_norm": ("add", "sub", "mul", "rsqrt", "div", "sqrt", "copy"),
+    "group_norm": ("mean", "var", "var_mean", "sub", "add", "mul", "rsqrt", "copy"),
+    "softmax": ("amax", "max", "sub", "exp", "sum", "div"),
+    "log_softmax": ("amax", "max", "sub", "exp", "sum", "log"),
+    "gelu": ("mul", "add", "erf", "tanh", "pow"),
+    "silu": ("sigmoid", "mul"),
+    "attention": ("mul", "div", "softmax", "bmm", "copy", "add"),
+}
+
+#: Ops Inductor folds into the kernels around them (scalar wrappers, broadcasts).
+_FOLDED_KEYS = frozenset({"copy", "fill"})
+
+
+class Outcome(str, Enum):
+    """What became of an eager kernel instance."""
+
+    MATCHED = "matched"  # credited to one compiled kernel
+    REMOVED = "removed"  # moved no data, or a copy/fill the compiled trace has none of
+    NO_COUNTERPART = "no counterpart"  # nothing in the compiled trace accounts for it
+
+
+class How(str, Enum):
+    """Which rule credited an instance (see the module docstring)."""
+
+    COMPILER = "compiler"
+    IDENTICAL = "identical"
+    ALIAS = "alias"
+    FUSED = "fused"
+    PART = "part"
+    NONE = ""
+
+
+class Credits:
+    """Columns of :func:`credit_eager_kernels`' table: one row per eager kernel instance."""
+
+    eager_row = "eager_row"  # row in the eager trace's kernels table (Int64)
+    op = "op"  # the op it stands for: its CPU op, else its own name (object)
+    time_us = "time_us"  # its device time, µs, exclusive (``excl_dur_us``; float64)
+    kernel = "kernel"  # compiled kernel name credited (object; None when none)
+    outcome = "outcome"  # Outcome value (category)
+    how = "how"  # How value (category)
+    confidence = "confidence"  # 0–1: 1 when one compiled kernel could hold it (float64; NaN)
+    basis = "basis"  # "compiler" | "name-match" for matched rows, "" otherwise (category)
+
+
+CREDITS_DTYPES: dict[str, str] = {
+    Credits.eager_row: schema.I64,
+    Credits.op: "object",
+    Credits.time_us: schema.F64,
+    Credits.kernel: "object",
+    Credits.outcome: schema.CAT,
+    Credits.how: schema.CAT,
+    Credits.confidence: schema.F64,
+    Credits.basis: schema.CAT,
+}
+
+COMPILER_BASIS = "compiler"
+NAME_MATCH_BASIS = "name-match"
+
+
+@dataclass(frozen=True)
+class KernelSide:
+    """One trace's kernel instances as aligned arrays (:func:`kernel_side`)."""
+
+    rows: npt.NDArray[np.int64]  # rows in the kernels table
+    label: npt.NDArray[np.object_]  # op name, else kernel name
+    base: npt.NDArray[np.object_]  # op base name (namespace, overload and trailing _ dropped)
+    name: npt.NDArray[np.object_]  # kernel name
+    shape: npt.NDArray[np.object_]  # Input Dims text of its op, "" when unknown
+    step: npt.NDArray[np.int64]  # position of its step, -1 outside every step
+    pos: npt.NDArray[np.float64]  # rank within its step, 0–1
+    time: npt.NDArray[np.float64]  # excl_dur_us (dur_us where missing)
+
+
+def credit_eager_kernels(
+    eager: Trace,
+    compiled: Trace,
+    *,
+    compiled_classified: pd.DataFrame,
+    compiler: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """Credit every eager kernel instance to at most one compiled kernel (module docstring).
+
+    ``compiled_classified`` is :func:`~traceviz.analysis.kernels.classify` of ``compiled``;
+    ``compiler`` (optional) has columns ``eager_row`` and ``kernel`` (a compiled kernel name),
+    at most one row per eager row, from the compiler's record. Returns a table with the
+    :class:`Credits` columns, in eager-row order.
+    """
+    e = kernel_side(eager, eager.kernels)
+    c = kernel_side(compiled, compiled_classified)
+    n = len(e.rows)
+    kernel = np.full(n, None, dtype=object)
+    how = np.full(n, How.NONE.value, dtype=object)
+    confidence = np.full(n, np.nan)
+    if compiler is not None and len(compiler) and len(c.name):
+        _take_compiler(e, c, compiler, kernel, how, confidence)
+    if len(c.rows):
+        fusion = _per_distinct(c.name, lambda s: fused_kernel_ops(s) is not None).astype(bool)
+        _one_to_one(e, c, [e.base, e.shape, e.name], [c.base, c.shape, c.name],
+                    None, kernel, how, confidence, How.IDENTICAL)  # fmt: skip
+        _one_to_one(e, c, [e.base, e.shape], [c.base, c.shape],
+                    None, kernel, how, confidence, How.IDENTICAL)  # fmt: skip
+        _one_to_one(e, c, [e.base, e.name], [c.base, c.name],
+                    None, kernel, how, confidence, How.IDENTICAL)  # fmt: skip
+        e_key, c_key = own_key(e.label), own_key(c.label)
+        _one_to_one(e, c, [e_key, e.shape], [c_key, c.shape],
+                    ~fusion, kernel, how, confidence, How.ALIAS)  # fmt: skip
+        _one_to_one(e, c, [e_key], [c_key], ~fusion, kernel, how, confidence, How.ALIAS)
+        _claim_fused(eager, e, c, fusion, kernel, how, confidence)
+    return _table(e, c, kernel, how, confidence)
+
+
+def is_layout_kernel(name: str, extern_keys: Iterable[str]) -> bool:
+    """An Inductor kernel that only prepares a heavy op run elsewhere: not a template, named
+    only after ops of :data:`HEAVY_KEYS`, all of which the compiled trace also runs as extern
+    (non-Inductor) kernels, whose keys are ``extern_keys``."""
+    decoded = fused_kernel_ops(name)
+    if decoded is None or decoded.subkind is TritonSubkind.TEMPLATE or not decoded.descriptive:
+        return False
+    keys = set(_keys(decoded.ops))
+    return bool(keys) and keys <= HEAVY_KEYS and keys <= set(extern_keys)
+
+
+# --- the two sides -----------------------------------------------------------------------
+
+
+def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
+    is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
+    rows = np.flatnonzero(is_kernel).astype(np.int64)
+    part = kernels.iloc[rows]
+    names = part[Kernels.name].astype(object).to_numpy()
+    ops = part[Kernels.op_name].astype(object).to_numpy()
+    label = np.where(pd.isna(ops), names, ops).astype(object)
+    label = np.array([str(x) for x in label], dtype=object) if len(label) else label
+    op_rows = part[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
+    time = part[Kernels.excl_dur_us].fillna(part[Kernels.dur_us]).fillna(0.0)
+    step, pos = _positions(trace, issue_us(part))
+    return KernelSide(
+        rows=rows,
+        label=label,
+        base=_per_distinct(label, lambda s: eager_op_base(s, strip_inplace=True)),
+        name=names,
+        shape=_shapes(trace.ops, op_rows),
+        step=step,
+        pos=pos,
+        time=time.to_numpy(dtype=float),
+    )
+
+
+def _per_distinct(
+    values: npt.NDArray[np.object_], fn: Callable[[str], object]
+) -> npt.NDArray[np.object_]:
+    """``fn`` applied once per distinct value, mapped back (values are strings)."""
+    codes, uniques = pd.factorize(values)
+    mapped: npt.NDArray[np.object_] = np.empty(len(uniques) + 1, dtype=object)
+    mapped[: len(uniques)] = [fn(str(u)) for u in uniques]
+    return mapped[codes] if len(codes) else np.empty(0, dtype=object)
+
+
+def _shapes(ops: pd.DataFrame, op_rows: npt.NDArray[np.float64]) -> npt.NDArray[np.object_]:
+    """The Input Dims text of each instance's op ("" when it has none)."""
+    out = np.full(len(op_rows), "", dtype=object)
+    has = ~np.isnan(op_rows)
+    if has.any() and len(ops):
+        dims = ops[Ops.input_dims].astype(object).to_numpy()
+        found = dims[op_rows[has].astype(np.int64)]
+        out[has] = np.where(pd.isna(found), "", found)
+    return out
+
+
+def _positions(
+    trace: Trace, issue: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Per instance: the position of the step it was issued in (-1: none) and its rank within
+    that step as a fraction (0–1; the whole trace is one step when it has none)."""
+    n = len(issue)
+    step = np.full(n, -1, dtype=np.int64)
+    steps = trace.steps.sort_values(Steps.ts_us)
+    if len(steps):
+        starts = steps[Steps.ts_us].to_numpy(dtype=float)
+        ends = starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float))
+        at = np.searchsorted(starts, issue, side="right") - 1
+        inside = (at >= 0) & (issue <= ends[np.maximum(at, 0)])
+        step[inside] = at[inside]
+    order = np.lexsort((np.nan_to_num(issue), step))
+    sorted_steps = step[order]
+    first = np.r_[True, sorted_steps[1:] != sorted_steps[:-1]] if n else np.array([], bool)
+    group_start = np.maximum.accumulate(np.where(first, np.arange(n), 0)) if n else first
+    rank = np.arange(n) - group_start
+    counts = np.bincount(np.cumsum(first) - 1) if n else np.array([], dtype=np.int64)
+    size = counts[np.cumsum(first) - 1] if n else np.array([], dtype=np.int64)
+    pos = np.empty(n)
+    pos[order] = (rank + 0.5) / np.maximum(size, 1)
+    return step, pos
+
+
+def _keys(ops: Iterable[str]) -> list[str]:
+    from traceviz.analysis.fusion import op_key  # fusion imports this module
+
+    return list(dict.fromkeys(k for k in (op_key(op) for op in ops) if k is not None))
+
+
+def own_key(labels: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+    """Per instance: the key of its own op (None for ops that move no data or several keys)."""
+    from traceviz.analysis.fusion import name_keys
+
+    def one(label: str) -> str | None:
+        keys = name_keys(label)
+        return keys[0] if len(keys) == 1 else None
+
+    return _per_distinct(labels, one)
+
+
+# --- stages --------------------------------------------------------------------------------
+
+
+def _free(kernel: npt.NDArray[np.object_]) -> npt.NDArray[np.bool_]:
+    return np.array([k is None for k in kernel], dtype=bool) if len(kernel) else np.zeros(0, bool)
+
+
+def _take_compiler(
+    e: KernelSide,
+    c: KernelSide,
+    compiler: pd.DataFrame,
+    kernel: npt.NDArray[np.object_],
+    how: npt.NDArray[np.object_],
+    confidence: npt.NDArray[np.float64],
+) -> None:
+    """Stage 1: the compiler's record (eager kernels-table row → compiled kernel name)."""
+    known = set(c.name)
+    record = compiler.drop_duplicates("eager_row")
+    record = record[record["kernel"].isin(known)]
+    at = pd.Index(e.rows).get_indexer(pd.Index(record["eager_row"].to_numpy(dtype=np.int64)))
+    ok = at >= 0
+    kernel[at[ok]] = record["kernel"].to_numpy(dtype=object)[ok]
+    how[at[ok]] = How.COMPILER.value
+    confidence[at[ok]] = 1.0
+
+
+def _one_to_one(
+    e: KernelSide,
+    c: KernelSide,
+    e_cols: list[npt.NDArray[np.object_]],
+    c_cols: list[npt.NDArray[np.object_]],
+    c_mask: npt.NDArray[np.bool_] | None,
+    kernel: npt.NDArray[np.object_],
+    how: npt.NDArray[np.object_],
+    confidence: npt.NDArray[np.float64],
+    rule: How,
+) -> None:
+    """Pair free eager instances with compiled kernels of the same signature (``*_cols``),
+    the k-th of a step with the k-th of a compiled step; fills ``kernel``/``how``/``confidence``
+    in place. Instances whose signature has a missing part (None, or "" shapes) are skipped."""
+    free = _free(kernel)
+    c_take = np.ones(len(c.rows), bool) if c_mask is None else c_mask
+    e_sig, c_sig = _signature(e_cols, c_cols)
+    e_ok = free & (e_sig >= 0)
+    c_ok = c_take & (c_sig >= 0)
+    if not e_ok.any() or not c_ok.any():
+        return
+    cf = pd.DataFrame({"sig": c_sig[c_ok], "step": c.step[c_ok], "pos": c.pos[c_ok],
+                       "name": c.name[c_ok]})  # fmt: skip
+    cf = cf.sort_values(["step", "pos"], kind="stable")
+    cf["occ"] = cf.groupby(["step", "sig"], sort=False).cumcount()
+    names = cf.drop_duplicates(["sig", "occ"]).set_index(["sig", "occ"])["name"]
+    idx = np.flatnonzero(e_ok)
+    ef = pd.DataFrame({"sig": e_sig[idx], "step": e.step[idx], "pos": e.pos[idx], "i": idx})
+    ef = ef.sort_values(["step", "pos"], kind="stable")
+    ef["occ"] = ef.groupby(["step", "sig"], sort=False).cumcount()
+    found = names.reindex(pd.MultiIndex.from_arrays([ef["sig"], ef["occ"]]))
+    hit = found.notna().to_numpy()
+    at = ef["i"].to_numpy()[hit]
+    kernel[at] = found.to_numpy(dtype=object)[hit]
+    how[at] = rule.value
+    confidence[at] = 1.0
+
+
+def _signature(
+    e_cols: list[npt.NDArray[np.object_]], c_cols: list[npt.NDArray[np.object_]]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """One integer per row for the tuple of columns, shared by both sides; -1 when a part is
+    missing (None or "")."""
+    n_e = len(e_cols[0])
+    frame = pd.DataFrame(
+        {i: np.concatenate([a, b]) for i, (a, b) in enumerate(zip(e_cols, c_cols, strict=True))}
+    )
+    missing = frame.isna().any(axis=1).to_numpy() | (frame == "").any(axis=1).to_numpy()
+    codes = frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy()
+    out: npt.NDArray[np.int64] = np.where(missing, -1, codes).astype(np.int64)
+    return out[:n_e], out[n_e:]
+
+
+def _claim_fused(
+    eager: Trace,
+    e: KernelSide,
+    c: KernelSide,
+    fusion: npt.NDArray[np.bool_],
+    kernel: npt.NDArray[np.object_],
+    how: npt.NDArray[np.object_],
+    confidence: npt.NDArray[np.float64],
+) -> None:
+    """Stage 4: free instances go to the Inductor kernels (or extern calls, by their
+    :data:`COMPOSITES` parts) whose ops name the instance's op or one around it."""
+    offers = _offers(c, fusion)
+    if offers.empty:
+        return
+    free = np.flatnonzero(_free(kernel))
+    if free.size == 0:
+        return
+    wants = _wants(eager, e, free)
+    # level 0 (own op) may not go to a layout kernel: drop those offers there
+    joined = wants.merge(offers, on="key")
+    joined = joined[~(joined["layout"] & (joined["level"] == 0))]
+    if joined.empty:
+        return
+    joined["score"] = joined["level"] * 2 + joined["part"]
+    best = joined.groupby("i", sort=False)["score"].transform("min")
+    joined = joined[joined["score"] == best]
+    by_name = instances_by_name(c)
+    for (_, score), group in joined.groupby(["key", "score"], sort=False):
+        assert isinstance(score, (int, np.integer))
+        names = sorted(set(group["name"]))
+        instances = group.drop_duplicates("i")["i"].to_numpy()
+        chosen = nearest_kernel(names, by_name, e.pos[instances])
+        kernel[instances] = chosen
+        rule = How.PART if score % 2 else How.FUSED
+        how[instances] = rule.value
+        confidence[instances] = 1.0 / len(names)
+
+
+def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
+    """Per distinct compiled kernel: (name, key, part, layout) — the keys it may take, part=1
+    for keys only reached through :data:`COMPOSITES`."""
+    fused_names = sorted(set(c.name[fusion]))
+    extern = ~fusion
+    extern_names = sorted(set(c.name[extern]))
+    extern_keys = {k for k in own_key(c.label[extern]) if k is not None}
+    rows: list[tuple[str, str, int, bool]] = []
+    for name in fused_names:
+        decoded = fused_kernel_ops(name)
+        keys = _keys(decoded.ops) if decoded is not None else []
+        layout = is_layout_kernel(name, extern_keys)
+        rows += [(name, key, 0, layout) for key in keys]
+        if not layout:
+            rows += [(name, p, 1, False) for key in keys for p in COMPOSITES.get(key, ())]
+    own = dict(zip(c.name[extern], own_key(c.label[extern]), strict=True))
+    for name in extern_names:
+        key = own.get(name)
+        if key is not None:
+            rows += [(name, p, 1, False) for p in COMPOSITES.get(key, ())]
+    table = pd.DataFrame(rows, columns=["name", "key", "part", "layout"])
+    table = table.sort_values("part", kind="stable").drop_duplicates(["name", "key"])
+    return table
+
+
+def _wants(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> pd.DataFrame:
+    """Per free eager instance ``i``: the keys it could be credited under, with their
+    ``level`` (0: its own op, 1: the op around it, ...)."""
+    from traceviz.analysis.fusion import name_keys
+
+    parts = []
+    own_keys = {label: name_keys(label) for label in set(e.label[free])}
+    labels = e.label[free]
+    for label, keys in own_keys.items():
+        at = free[labels == label]
+        for key in keys:
+            parts.append(pd.DataFrame({"i": at, "key": key, "level": 0}))
+    ancestors = _ancestor_keys(eager, e, free)
+    parts += ancestors
+    if not parts:
+        return pd.DataFrame({"i": [], "key": [], "level": []})
+    wants = pd.concat(parts, ignore_index=True)
+    return wants.sort_values("level", kind="stable").drop_duplicates(["i", "key"])
+
+
+def _ancestor_keys(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> list[pd.DataFrame]:
+    """(i, key, level) for the namespaced ops enclosing each free instance's op."""
+    ops = eager.ops
+    if ops.empty:
+        return []
+    op_rows = eager.kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[e.rows[free]]
+    parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=np.nan)
+    codes, uniques = pd.factorize(ops[Ops.name].astype(object))
+    key_of = np.array(
+        [_keys([str(u)])[0] if "::" in str(u) and _keys([str(u)]) else None for u in uniques]
+        + [None],
+        dtype=object,
+    )
+    out = []
+    at = op_rows
+    for level in range(1, ANCESTOR_LEVELS + 1):
+        has = ~np.isnan(at)
+        at = np.where(has, parent[np.where(has, at, 0).astype(np.int64)], np.nan)
+        has = ~np.isnan(at)
+        if not has.any():
+            break
+        keys = key_of[codes[at[has].astype(np.int64)]]
+        ok = np.array([k is not None for k in keys], dtype=bool)
+        out.append(pd.DataFrame({"i": free[has][ok], "key": keys[ok], "level": level}))
+    return out
+
+
+def instances_by_name(c: KernelSide) -> dict[str, npt.NDArray[np.float64]]:
+    """Compiled instance positions per kernel name, sorted."""
+    frame = pd.DataFrame({"name": c.name, "pos": c.pos})
+    return {str(n): np.sort(g.to_numpy()) for n, g in frame.groupby("name", sort=False)["pos"]}
+
+
+def nearest_kernel(
+    names: list[str], by_name: dict[str, npt.NDArray[np.float64]], pos: npt.NDArray[np.float64]
+) -> npt.NDArray[np.object_]:
+    """For each position, the name among ``names`` with an instance nearest to it."""
+    if len(names) == 1:
+        return np.full(len(pos), names[0], dtype=object)
+    where = np.concatenate([by_name[n] for n in names])
+    label = np.concatenate([np.full(len(by_name[n]), i) for i, n in enumerate(names)])
+    order = np.argsort(where, kind="stable")
+    where, label = where[order], label[order]
+    right = np.clip(np.searchsorted(where, pos), 0, len(where) - 1)
+    left = np.clip(right - 1, 0, len(where) - 1)
+    pick = np.where(np.abs(where[left] - pos) <= np.abs(where[right] - pos), left, right)
+    return np.array(names, dtype=object)[label[pick]]
+
+
+# --- the table -----------------------------------------------------------------------------
+
+
+def _table(
+    e: KernelSide,
+    c: KernelSide,
+    kernel: npt.NDArray[np.object_],
+    how: npt.NDArray[np.object_],
+    confidence: npt.NDArray[np.float64],
+) -> pd.DataFrame:
+    matched = ~_free(kernel)
+    own = own_key(e.label)
+    compiled_keys = {k for k in own_key(c.label) if k is not None}
+    for name in set(c.name):
+        decoded = fused_kernel_ops(str(name))
+        if decoded is not None:
+            compiled_keys.update(_keys(decoded.ops))
+    folded = _FOLDED_KEYS - compiled_keys
+    removed = ~matched & np.array([k is None or k in folded for k in own], dtype=bool)
+    outcome = np.where(matched, Outcome.MATCHED.value, Outcome.NO_COUNTERPART.value)
+    outcome = np.where(removed, Outcome.REMOVED.value, outcome)
+    basis = np.where(how == How.COMPILER.value, COMPILER_BASIS, NAME_MATCH_BASIS)
+    table = pd.DataFrame(
+        {
+            Credits.eager_row: e.rows,
+            Credits.op: e.label,
+            Credits.time_us: e.time,
+            Credits.kernel: kernel,
+            Credits.outcome: outcome,
+            Credits.how: how,
+            Credits.confidence: confidence,
+            Credits.basis: np.where(matched, basis, ""),
+        }
+    )
+    return schema.conform(table, CREDITS_DTYPES)

@@ -1,0 +1,56 @@
+"""Traces that are not the same workload: the fusion figures are withheld (or forced).
+
+Reads :attr:`FusionMap.comparability <traceviz.analysis.fusion.FusionMap.comparability>`
+(:func:`traceviz.analysis.comparable.comparability`): when a and b are not an eager and a
+compiled run of one model (different devices, a compiled "eager" side, GEMM shapes or fused
+ops that do not meet), the fusion map, eager kernels per compiled kernel and the bytes saved
+mean nothing, so they are left out and this warning says why.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from traceviz.diagnose import docs
+from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+
+if TYPE_CHECKING:
+    from traceviz.analysis.compare import Comparison
+
+RULE_ID = "traces-not-comparable"
+
+
+def not_comparable(comparison: Comparison) -> list[Finding]:
+    """a and b are not the same workload (one finding, for the pair)."""
+    verdict = comparison.fusion.comparability
+    if verdict.comparable:
+        return []
+    a, b = comparison.names
+    evidence: list[Evidence | str] = list(verdict.reasons)
+    if verdict.signature_overlap is not None:
+        evidence.append(
+            Evidence(f"{b} library calls also in {a}", verdict.signature_overlap, Unit.RATIO)
+        )
+    if verdict.fused_op_overlap is not None:
+        evidence.append(
+            Evidence(f"ops {b}'s fused kernels name that {a} runs", verdict.fused_op_overlap,
+                     Unit.RATIO)
+        )  # fmt: skip
+    if verdict.forced:
+        evidence.append("compared anyway (--force): the fusion figures below are doubtful")
+        title = f"{a} and {b} do not look like one workload; fusion figures forced"
+    else:
+        evidence.append("fusion map, eager kernels per compiled kernel and bytes saved left out")
+        title = f"{a} and {b} are not one workload eager vs compiled: no fusion figures"
+    return [
+        Finding(
+            id=RULE_ID,
+            severity=Severity.WARNING,
+            title=title,
+            evidence=tuple(evidence),
+            next_step="Compare an eager and a compiled trace of the same model, inputs and "
+            "device (`traceviz run` makes such a pair); `traceviz compare --force` computes "
+            "the fusion figures anyway.",
+            docs_url=docs.TORCH_COMPILE,
+        )
+    ]
