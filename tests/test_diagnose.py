@@ -455,13 +455,15 @@ def test_compiled_faster_or_noisy(tmp_trace: Make) -> None:
     assert not by_id(
         compare(eager, compiled, names=("eager", "compiled")).findings, "compiled-slower"
     )
+    # run.json's timed samples decide over the profiled steps; these overlap widely
     timing = {
-        "eager": {"median_us": 100, "q1_us": 50, "q3_us": 400, "iters": 30},
-        "compiled": {"median_us": 200, "q1_us": 150, "q3_us": 300},
+        "eager": {"median_us": 100, "samples_us": [50, 60, 100, 120, 400, 380, 90]},
+        "compiled": {"median_us": 200, "samples_us": [150, 300, 200, 180, 60, 250, 220]},
     }
     noisy = compare(eager, compiled, names=("eager", "compiled"), run_info={"timing": timing})
-    (finding,) = by_id(noisy.findings, "compiled-slower")
-    assert finding.severity is Severity.WARNING and "overlap" in text(finding)
+    assert not by_id(noisy.findings, "compiled-slower")
+    (finding,) = by_id(noisy.findings, "no-significant-difference")
+    assert finding.severity is Severity.INFO and "95% interval" in finding.title
 
 
 # --- profiling mistakes -----------------------------------------------------------------

@@ -1,23 +1,36 @@
-"""Compiled slower than eager, and where the extra time goes.
+"""Speed verdicts with statistical support: compiled slower than eager, or within the noise.
 
-The step times come from run.json's timing when there is one (many iterations outside the
-profiler: ``timing.eager.median_us`` and ``timing.compiled.median_us``), else from the traces'
-mean ``ProfilerStep`` wall times. The difference is then attributed, per step, from the
-traces (measured): kernel device time by kind (more or slower kernels of which kind; GEMMs
-split out with their mean duration and source), device idle time (launch and framework
-overhead), CPU time in launch calls, and the recompiles, graph breaks and compile spans the
-compiled trace shows.
+The verdict is :func:`traceviz.analysis.speed.speed_verdict`'s: run.json's timed samples (many
+iterations outside the profiler) when there are some, else the traces' ``ProfilerStep`` times,
+compared by a bootstrap interval of the ratio of medians; a trace-only compare with too few
+steps rests on one profiled window and says so.
+
+- ``compiled-slower``: b (compiled) is significantly slower (the whole interval above 1 and at
+  least :data:`~traceviz.analysis.speed.TOLERANCE` slower): a warning, an error when even the
+  interval's low end is :data:`SLOWER_ERROR` slower. Untested (one profiled window): a
+  warning at most. The difference is then attributed, per step, from the traces (measured):
+  kernel device time by kind (GEMMs split out with their mean duration and source), device
+  idle time, CPU time in launch calls, and the recompiles, graph breaks and compile spans.
+- ``no-significant-difference`` (info): the medians differ by the tolerance or more, but the
+  interval includes 1: the difference is within the run-to-run noise; the interval is shown.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from traceviz.analysis.kernel_kinds import KernelKind
+from traceviz.analysis.speed import (
+    SAME,
+    SLOWER,
+    TIMED,
+    TOLERANCE,
+    SpeedVerdict,
+    speed_verdict,
+)
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, facts_of_side
 from traceviz.diagnose.facts import us as _us
@@ -28,43 +41,37 @@ if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
 
 RULE_ID = "compiled-slower"
+NOISE_ID = "no-significant-difference"
 #: Differences under 5% are within run-to-run noise of a busy machine.
-SLOWER_TOLERANCE = 0.05
-#: A quarter slower is a regression worth failing a CI job for.
+SLOWER_TOLERANCE = TOLERANCE
+#: A quarter slower, even at the interval's low end, is a regression worth failing a CI job for.
 SLOWER_ERROR = 0.25
 #: Kinds named in the attribution.
 TOP_KINDS = 4
 
 
 def compiled_slower(comparison: Comparison) -> list[Finding]:
-    """b (compiled) takes longer per step than a (eager)."""
+    """b (compiled) takes longer per step than a (eager), with the statistics to say so; or
+    an info finding when the medians differ but the interval says it is noise."""
     a, b = facts_of_side(comparison, "a"), facts_of_side(comparison, "b")
     if not (b.compiled or b.expect_compiled) or a.compiled:
         return []
-    measured = _step_times(comparison, a, b)
-    if measured is None:
+    verdict = comparison_speed(comparison)
+    if verdict.verdict == SAME and abs(verdict.ratio - 1) >= SLOWER_TOLERANCE:
+        return [_within_noise(a, b, verdict)]
+    if verdict.verdict != SLOWER:
         return []
-    ratio = measured.b / measured.a
-    if ratio < 1 + SLOWER_TOLERANCE:
-        return []
-    evidence: list[Evidence | str] = [
-        Evidence(f"{a.name} step time", measured.a, Unit.US),
-        Evidence(f"{b.name} step time", measured.b, Unit.US),
-        Evidence("slower by", ratio, Unit.FACTOR),
-        f"measured: {measured.basis}",
-    ]
-    if measured.overlap:
-        evidence.append("the two timings' interquartile ranges overlap: part of this is noise")
-    evidence += _attribution(comparison, a, b)
-    error = ratio >= 1 + SLOWER_ERROR and not measured.overlap
+    evidence = [*speed_evidence(a.name, b.name, verdict), *_attribution(comparison, a, b)]
+    error = verdict.low is not None and verdict.low >= 1 + SLOWER_ERROR
     return [
         Finding(
             id=RULE_ID,
             severity=Severity.ERROR if error else Severity.WARNING,
-            title=f"{b.name} is {ratio:.2f}× slower than {a.name} per step",
+            title=f"{b.name} is {verdict.ratio:.2f}× slower than {a.name} per step "
+            f"({verdict.interval_text()})",
             evidence=tuple(evidence),
-            est_gain_us=measured.b - measured.a,
-            gain_basis=f"measured: running {a.name} instead saves this per step",
+            est_gain_us=verdict.b_us - verdict.a_us,
+            gain_basis=f"measured ({verdict.basis}): running {a.name} instead saves this per step",
             next_step="Follow the attribution above and the other findings: a slower GEMM → "
             'try mode="max-autotune"; recompiles or graph breaks → remove them; idle time → '
             'mode="reduce-overhead" (GPU) or fewer, larger calls. Compile only the parts that '
@@ -74,42 +81,55 @@ def compiled_slower(comparison: Comparison) -> list[Finding]:
     ]
 
 
-@dataclass(frozen=True)
-class StepTimes:
-    """Step times of a and b, µs, how they were measured, and whether their spreads overlap."""
-
-    a: float
-    b: float
-    basis: str
-    overlap: bool = False  # b's 25th percentile is below a's 75th (run.json only)
+def comparison_speed(comparison: Comparison) -> SpeedVerdict:
+    """The speed verdict of b against a (:func:`traceviz.analysis.speed.speed_verdict`)."""
+    return speed_verdict(comparison.a.trace, comparison.b.trace, run_info=comparison.run_info)
 
 
-def _step_times(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> StepTimes | None:
-    timing = (comparison.run_info or {}).get("timing") or {}
-    eager, compiled = timing.get("eager") or {}, timing.get("compiled") or {}
-    if eager.get("median_us") and compiled.get("median_us"):
-        q3, q1 = eager.get("q3_us"), compiled.get("q1_us")
-        return StepTimes(
-            a=float(eager["median_us"]),
-            b=float(compiled["median_us"]),
-            basis=f"run.json medians of {eager.get('iters', '?')} timed iterations outside "
-            f"the profiler (IQR {_iqr(eager)} and {_iqr(compiled)})",
-            overlap=q1 is not None and q3 is not None and float(q1) <= float(q3),
+def speed_evidence(a: str, b: str, verdict: SpeedVerdict) -> list[Evidence | str]:
+    """The step times, their ratio and interval, and what they were measured on."""
+    what = "median" if verdict.tested or verdict.basis == TIMED else "mean"
+    out: list[Evidence | str] = [
+        Evidence(f"{a} step time ({what})", verdict.a_us, Unit.US),
+        Evidence(f"{b} step time ({what})", verdict.b_us, Unit.US),
+        Evidence(f"{b} / {a}", verdict.ratio, Unit.FACTOR),
+    ]
+    if verdict.tested:
+        out.append(
+            f"{verdict.interval_text()} (bootstrap of the ratio of medians, "
+            f"{verdict.n_a} and {verdict.n_b} samples, fixed seed)"
         )
-    if a.summary.step_mean_us and b.summary.step_mean_us:
-        return StepTimes(
-            a=a.summary.step_mean_us,
-            b=b.summary.step_mean_us,
-            basis="mean ProfilerStep wall time of the traces",
-        )
-    return None
+    out.append(f"measured: {basis_text(verdict)}")
+    return out
 
 
-def _iqr(stats: dict[str, object]) -> str:
-    q1, q3 = stats.get("q1_us"), stats.get("q3_us")
-    if not isinstance(q1, (int, float)) or not isinstance(q3, (int, float)):
-        return "unknown"
-    return f"{_us(float(q1))}–{_us(float(q3))}"
+def basis_text(verdict: SpeedVerdict) -> str:
+    """Where the step times come from, for people."""
+    if verdict.basis == TIMED:
+        return "run.json, steps timed one by one outside the profiler"
+    if verdict.tested:
+        return "ProfilerStep wall times of the traces (no run.json timing)"
+    return (
+        "one profiled window (mean ProfilerStep time, or the trace span): too few samples for "
+        "a test, so this is a point estimate"
+    )
+
+
+def _within_noise(a: TraceFacts, b: TraceFacts, verdict: SpeedVerdict) -> Finding:
+    side = "slower" if verdict.ratio > 1 else "faster"
+    return Finding(
+        id=NOISE_ID,
+        severity=Severity.INFO,
+        title=f"{b.name} vs {a.name}: no significant difference in step time (medians "
+        f"{verdict.ratio:.2f}×, {verdict.interval_text()})",
+        evidence=(
+            *speed_evidence(a.name, b.name, verdict),
+            f"the interval includes 1: the {side} median is within the run-to-run noise",
+        ),
+        next_step="Time more iterations on a quiet machine (`traceviz run --steps/--warmup`, "
+        "fixed CPU threads) before acting on this difference.",
+        docs_url=docs.PROFILER,
+    )
 
 
 def _attribution(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[Evidence | str]:
