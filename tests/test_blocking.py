@@ -185,3 +185,21 @@ def test_corpus_blocked_time_fits_in_the_steps(path) -> None:  # type: ignore[no
     assert (shares[np.isfinite(shares)] <= 1 + 1e-9).all()
     durs = blocking.calls[B.dur_us].to_numpy(dtype=float)
     assert (durs >= 0).all()
+
+
+def test_timeline_draws_blocking_calls_in_their_own_colour(tmp_trace) -> None:
+    pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
+    from traceviz.analysis.compare import compare
+    from traceviz.report import figures
+
+    events = _step([*_kernels(3, 10), *_item_via_pageable_copy(1000, 4000)])
+    events.append(launch("cudaStreamSynchronize", 6000, 50, 77))
+    fig = figures.timeline_figure(compare(tmp_trace(events), tmp_trace(events)))
+    by_kind = {trace.name: trace for trace in fig.data}
+    blocking = by_kind["blocking call"]
+    assert blocking.line.color == figures.KIND_COLORS["blocking call"]
+    assert blocking.line.color != figures.KIND_COLORS["launch call"]
+    texts = " ".join(t for t in blocking.text if t)
+    assert "cudaMemcpyAsync" in texts and "cudaStreamSynchronize" in texts
+    launches = " ".join(t for t in by_kind["launch call"].text if t)
+    assert "cudaMemcpyAsync" not in launches and "cudaLaunchKernel" in launches

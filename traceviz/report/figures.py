@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Metric, Side
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.launch import StepOverhead
@@ -53,6 +54,7 @@ KIND_COLORS: dict[str, str] = {
     "communication": "#EECA3B",
     "other": "#888888",
     "launch call": "#2F2F2F",
+    "blocking call": "#D62728",  # the CPU waits: syncs, blocking copies (analysis.blocking)
     "compiled region": "#7F3C8D",
     "compiled graph": "#CF9FD6",
 }
@@ -233,15 +235,17 @@ def _timeline_events(side: Side, start: float, end: float) -> pd.DataFrame:
     )
     launches = side.trace.launches
     lts = launches[Launches.ts_us].to_numpy(dtype=float)
+    blocking = np.zeros(len(launches), dtype=bool)
+    blocking[side.launch.blocking.calls[BlockingColumns.launch_row].to_numpy(dtype=np.int64)] = True
     pick = (lts >= start) & (lts < end)
-    pick &= launches[Launches.launch_class].isin(TIMELINE_LAUNCH_CLASSES).to_numpy()
+    pick &= launches[Launches.launch_class].isin(TIMELINE_LAUNCH_CLASSES).to_numpy() | blocking
     lau = launches[pick]
     calls = pd.DataFrame(
         {
             "lane": ("CPU launches " + lau[Launches.thread].astype(str)).to_numpy(),
             "ts": lau[Launches.ts_us].to_numpy(dtype=float),
             "dur": lau[Launches.dur_us].to_numpy(dtype=float, na_value=0.0),
-            "kind": "launch call",
+            "kind": np.where(blocking[pick], "blocking call", "launch call"),
             "name": lau[Launches.name].astype(str).to_numpy(),
             "op": "–",
         }
@@ -333,7 +337,8 @@ def _segments(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def timeline_figure(
     c: Comparison, *, step: int | None = 0, max_marks: int = MAX_MARKS
 ) -> go.Figure:
-    """Device activity (and CPU launch calls) of both traces on aligned time axes.
+    """Device activity (and CPU launch calls; blocking calls in their own colour) of both
+    traces on aligned time axes.
 
     ``step`` is a position in each trace's ``ProfilerStep`` list (0 = first; None = the whole
     trace); x is ms since the window's start in each trace. Beyond ``max_marks`` events the
