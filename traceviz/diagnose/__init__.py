@@ -11,23 +11,33 @@ Rule ids (thresholds are named constants in each rule module):
 ==========================  ========================================================  ========
 id                          trigger                                                   severity
 ==========================  ========================================================  ========
-unfused-chain               ≥3 consecutive pointwise/reduction kernels on the same    info /
-                            data, ≥2% of the step (eager: opportunity; compiled:      warning
+unfused-chain               ≥3 consecutive fusible kernels (≥2 ops) under one parent  info /
+                            op, each reading the previous output (shapes), outside    warning
+                            optimizer steps, ≥2% of the step (eager: opportunity,
+                            reworded when the compiled side fused it; compiled:
                             eager leftovers warn)
 graph-break                 several compiled frames per step, or Dynamo's count       warning
 recompile                   Torch-Compiled Region X/Y with Y > 0, or Dynamo's count   warning
-launch-bound                GPU waits for launches ≥25% of the step, or ≥50% of       warning
-                            kernels shorter than their launch with ≥25% idle
+launch-bound                GPU waits for the CPU ≥25% of the step in short gaps,     warning
+                            or ≥50% of kernels shorter than their launch with ≥25%
+                            idle
+cpu-bound                   GPU waits for the CPU ≥25% of the step, mostly in gaps    warning
+                            ≥1 ms (names the CPU work; replaces launch-bound)
 cuda-graphs-in-use          graph launches/replayed kernels, not launch-bound         info
 framework-overhead          CPU trace: ≥50% of the step outside compute ops           info
-compiled-slower             compiled step ≥5% slower than eager (≥25% beyond noise:   warning /
-                            error)                                                    error
+compiled-slower             compiled step ≥5% slower, bootstrap 95% interval of the   warning /
+                            median ratio above 1 (error: interval low end ≥1.25;      error
+                            untested, one profiled window: warning at most)
+no-significant-difference   medians differ ≥5% but the interval includes 1            info
+device-not-analysed         a device traceviz does not model (metrics not-analysed)   info
 extern-gemm                 library GEMMs ≥10% of a compiled step, no max-autotune    info
 unfused-matmul-add          mm/bmm/matmul then an add on its output, ≥1% of step      info
 host-device-copy            HtoD/DtoH copies in the step, ≥1% of it or any DtoH       info /
-                            (≥5% of the step: warning)                                warning
-sync-in-step                device synchronisations inside the step (device idle      info /
-                            ≥10% of the step: warning)                                warning
+                            (≥5% of the step, CPU blocked in the calls included:      warning
+                            warning)
+sync-in-step                blocking calls inside the step: syncs, synchronous or     info /
+                            pageable copies, stalled launches (CPU blocked ≥5% of     warning
+                            the step: warning)
 peak-memory-up              compiled peak ≥10% and ≥1 MiB above eager                 warning
 large-intermediates         eager chain intermediate ≥10% of peak (or ≥64 MiB)        info
 no-compiled-region          labelled compiled, no compiled code in the trace          error
@@ -47,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from traceviz.diagnose.facts import TraceFacts, facts_of_side, facts_of_trace
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
+from traceviz.diagnose.rules.fused import already_fused
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
@@ -73,7 +84,7 @@ def diagnose(comparison: Comparison) -> list[Finding]:
         findings += diagnose_facts(facts_of_side(comparison, which), sort=False)
     for rule in COMPARISON_RULES:
         findings += rule(comparison)
-    return sort_findings(findings)
+    return sort_findings(already_fused(comparison, findings))
 
 
 def diagnose_trace(

@@ -1,0 +1,104 @@
+"""No "compile the model" advice for eager work the compiled trace already fused.
+
+In an eager-versus-compiled comparison (a has no compiled code, b has Inductor kernels), the
+eager side's fusion findings (``unfused-chain``, ``large-intermediates``) would advise
+compiling the model, which the compiled trace has done. :func:`already_fused` rewords them: a
+chain is **already fused** when every one of its ops is named by one of b's Inductor kernels
+(:func:`traceviz.analysis.fusion_names.fused_kernel_ops` decodes ``triton_poi_fused_add_mul_0``
+/ ``cpp_fused_…`` names; eager ops that Inductor names differently, such as ``clamp_min`` for
+``relu``, are matched through :data:`ALIASES`). When all the finding's chains are, its next
+step says so and points to the fusion map; when some are, an evidence line names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from traceviz.analysis.chains import INDUCTOR_SOURCES
+from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.kernels import Classified
+from traceviz.diagnose.facts import facts_of_side, short_name
+from traceviz.diagnose.finding import Finding
+from traceviz.diagnose.rules.chains import TOP_CHAINS, ChainGroup, chain_groups
+from traceviz.schema import Kernels
+
+if TYPE_CHECKING:
+    from traceviz.analysis.compare import Comparison
+
+#: Eager-side findings whose advice is "compile it" for chains of ops.
+CHAIN_FINDINGS = frozenset({"unfused-chain", "large-intermediates"})
+#: Eager op base name → the name Inductor gives the same computation in a kernel name.
+ALIASES = {"clamp_min": "relu", "threshold": "relu", "_softmax": "softmax", "addcmul": "mul"}
+#: Kernel names shown in the reworded advice.
+TOP_KERNELS = 3
+
+
+def already_fused(comparison: Comparison, findings: list[Finding]) -> list[Finding]:
+    """``findings`` with side a's chain findings reworded where b already fused the chains."""
+    a, b = facts_of_side(comparison, "a"), facts_of_side(comparison, "b")
+    if a.compiled or not b.compiled:
+        return findings
+    kernels = _fused_kernels(comparison)
+    if not kernels:
+        return findings
+    groups = chain_groups(a)[:TOP_CHAINS]
+    covered = [g for g in groups if _covered(g, kernels)]
+    if not covered:
+        return findings
+    return [
+        _reword(f, b.name, groups, covered, kernels)
+        if f.id in CHAIN_FINDINGS and f.trace == a.name
+        else f
+        for f in findings
+    ]
+
+
+def _fused_kernels(comparison: Comparison) -> dict[str, frozenset[str]]:
+    """b's Inductor kernel names → the op names each name says it fused."""
+    kernels = comparison.b.kernels
+    inductor = kernels[Classified.source].astype(object).isin(INDUCTOR_SOURCES).to_numpy()
+    out: dict[str, frozenset[str]] = {}
+    for name in kernels[Kernels.name].astype(object)[inductor].unique():
+        decoded = fused_kernel_ops(str(name))
+        if decoded is not None and decoded.ops:
+            out[str(name)] = frozenset(decoded.ops)
+    return out
+
+
+def _base(op: str) -> str:
+    base = eager_op_base(op, strip_inplace=True)
+    return ALIASES.get(base, base)
+
+
+def _covered(group: ChainGroup, kernels: dict[str, frozenset[str]]) -> bool:
+    fused = frozenset().union(*kernels.values())
+    return all(_base(op) in fused for op in group.ops)
+
+
+def _reword(
+    finding: Finding,
+    b: str,
+    groups: list[ChainGroup],
+    covered: list[ChainGroup],
+    kernels: dict[str, frozenset[str]],
+) -> Finding:
+    ops = {_base(op) for g in covered for op in g.ops}
+    names = sorted(k for k, fused in kernels.items() if fused & ops)[:TOP_KERNELS]
+    shown = ", ".join(short_name(n, 60) for n in names)
+    line = f"already fused in {b}: {shown}"
+    if len(covered) < len(groups):
+        rest = sorted({op for g in groups if g not in covered for op in g.ops})
+        return replace(
+            finding,
+            evidence=(*finding.evidence, line),
+            next_step=f"{b} already fuses some of these chains ({shown}); the rest "
+            f"({', '.join(short_name(o, 30) for o in rest)}) stay separate there too: see "
+            f"{b}'s own unfused-chain finding and the fusion map.",
+        )
+    return replace(
+        finding,
+        evidence=(*finding.evidence, line),
+        next_step=f"Nothing to do here: {b} already runs these ops fused ({shown}); the "
+        f"fusion map shows which {b} kernel replaced which ops.",
+    )
