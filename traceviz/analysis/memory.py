@@ -19,6 +19,12 @@ from (:class:`Basis`):
 
   when one op launches several kernels, its bytes are split over them in proportion to their
   durations (evenly when a duration is missing), rounded so that they add up to the op's bytes;
+- **compiler**: with a compile log (``provenance``, see
+  :func:`traceviz.analysis.provenance.compiled_kernel_provenance`), a kernel row the rules above
+  leave without a figure and that is an Inductor kernel call gets Inductor's own estimate
+  (``GraphLowering.count_bytes``: the bytes its buffers read and write per call). Counted once
+  per call: only the row that is the call itself (``primary``), never the work nested in it.
+  This covers the CPU ``graph_N_cpp_fused_…`` kernels, whose trace ops carry no shapes;
 - **none**: everything else (no linked op, no rule for the op, shapes not recorded).
 
 Achieved bandwidth is bytes / duration wherever both are known. Totals are given by kind, with
@@ -41,13 +47,15 @@ import pandas as pd
 from traceviz import schema
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, classify_kinds
+from traceviz.analysis.provenance import compiled_kernel_provenance
 from traceviz.analysis.traffic import (
     Traffic,
     TrafficRule,
     estimate_op_bytes,
     estimate_triton_bytes,
 )
-from traceviz.schema import ActivityKind, DeviceKind, Kernels, Memory, Ops, Steps
+from traceviz.parse.compile_log import CompileLog
+from traceviz.schema import ActivityKind, DeviceKind, KernelProvenance, Kernels, Memory, Ops, Steps
 from traceviz.trace import Trace
 
 __all__ = [
@@ -76,6 +84,7 @@ class Basis(str, Enum):
     MEASURED = "measured"  # memcpy/memset bytes from the trace
     ESTIMATED = "estimated"  # estimated from the launching op's shapes
     NONE = "none"  # no figure
+    COMPILER = "compiler"  # Inductor's own per-kernel estimate, from the compile log
 
 
 #: Values of the ``rule`` column: the estimate's :class:`TrafficRule`, or the activity
@@ -103,7 +112,8 @@ class TrafficByKind:
     count = "count"  # rows of that kind (Int64)
     est_bytes = "est_bytes"  # measured + estimated bytes (Int64; <NA>: none known)
     measured_bytes = "measured_bytes"  # measured bytes (Int64; <NA>: none measured)
-    estimated_bytes = "estimated_bytes"  # estimated bytes (Int64; <NA>: none estimated)
+    estimated_bytes = "estimated_bytes"  # estimated bytes, compiler's included (Int64; <NA>)
+    compiler_bytes = "compiler_bytes"  # the part Inductor estimated (Int64; <NA>: none)
     time_us = "time_us"  # device time, µs (float64)
     unestimated_time_us = "unestimated_time_us"  # device time of rows with no figure, µs
 
@@ -131,6 +141,7 @@ BY_KIND_DTYPES: dict[str, str] = {
     TrafficByKind.est_bytes: schema.I64,
     TrafficByKind.measured_bytes: schema.I64,
     TrafficByKind.estimated_bytes: schema.I64,
+    TrafficByKind.compiler_bytes: schema.I64,
     TrafficByKind.time_us: schema.F64,
     TrafficByKind.unestimated_time_us: schema.F64,
 }
@@ -152,7 +163,9 @@ class MemoryTraffic:
     (:class:`TrafficByKind`) totals it per kernel kind, sorted by device time; ``allocator``
     (:class:`AllocatorUse`) has one row per device with ``[memory]`` events.
 
-    Byte totals are None when no row has a figure of that basis. ``kernel_time_us`` is the
+    Byte totals are None when no row has a figure of that basis; ``estimated_bytes`` counts
+    both estimated bases (shapes and compiler), ``compiler_bytes`` the compiler's part.
+    ``kernel_time_us`` is the
     summed device time of every row (kernels, memcpy, memset), µs; ``unestimated_time_us`` the
     part with no figure; ``unestimated_time_share`` their ratio (None without device time).
     ``peak_allocated_bytes`` (the largest peak of one device) and ``allocated_bytes_per_step``
@@ -171,16 +184,27 @@ class MemoryTraffic:
     unestimated_time_share: float | None
     peak_allocated_bytes: int | None
     allocated_bytes_per_step: float | None
+    compiler_bytes: int | None = None
 
 
-def memory_traffic(trace: Trace) -> MemoryTraffic:
+def memory_traffic(
+    trace: Trace,
+    *,
+    compile_log: CompileLog | None = None,
+    provenance: pd.DataFrame | None = None,
+) -> MemoryTraffic:
     """Bytes per kernel (measured or estimated), totals by kind, allocator figures.
 
-    The rules are in the module docstring. Raises ``TypeError`` when ``trace`` is not a Trace.
+    The rules are in the module docstring. ``compile_log`` (the compiled trace's structured
+    compile log) or ``provenance`` (``compiled_kernel_provenance(trace, log)``, when the caller
+    has it already) adds the compiler's estimates. Raises ``TypeError`` when ``trace`` is not
+    a Trace.
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"memory_traffic needs a Trace, not {type(trace).__name__}")
-    per_kernel = kernel_traffic(trace)
+    if provenance is None and compile_log is not None:
+        provenance = compiled_kernel_provenance(trace, compile_log)
+    per_kernel = kernel_traffic(trace, provenance=provenance)
     kernels = trace.kernels
     dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)
     kinds = classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
@@ -196,7 +220,8 @@ def memory_traffic(trace: Trace) -> MemoryTraffic:
         allocator=allocator,
         total_bytes=_sum_or_none(per_kernel, None),
         measured_bytes=_sum_or_none(per_kernel, Basis.MEASURED),
-        estimated_bytes=_sum_or_none(per_kernel, Basis.ESTIMATED),
+        estimated_bytes=_sum_or_none(per_kernel, Basis.ESTIMATED, Basis.COMPILER),
+        compiler_bytes=_sum_or_none(per_kernel, Basis.COMPILER),
         kernel_time_us=time_us,
         unestimated_time_us=unestimated_us,
         unestimated_time_share=unestimated_us / time_us if time_us > 0 else None,
@@ -208,8 +233,10 @@ def memory_traffic(trace: Trace) -> MemoryTraffic:
 # --- per kernel --------------------------------------------------------------------------
 
 
-def kernel_traffic(trace: Trace) -> pd.DataFrame:
-    """Bytes per ``Trace.kernels`` row (columns :class:`KernelTraffic`, same index)."""
+def kernel_traffic(trace: Trace, *, provenance: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Bytes per ``Trace.kernels`` row (columns :class:`KernelTraffic`, same index);
+    ``provenance`` (:func:`~traceviz.analysis.provenance.compiled_kernel_provenance`) adds the
+    compiler's estimate where the trace gives none."""
     kernels = trace.kernels
     n = len(kernels)
     est = np.zeros(n, dtype=np.int64)
@@ -225,7 +252,9 @@ def kernel_traffic(trace: Trace) -> pd.DataFrame:
     measured = has.copy()
     is_kernel = (activity == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
     _estimate_from_ops(trace, is_kernel, est, has, rule)
-    basis = np.where(measured, 0, np.where(has, 1, 2))
+    from_compiler = _from_compiler(provenance, n, is_kernel & ~has, est)
+    has |= from_compiler
+    basis = np.where(measured, 0, np.where(from_compiler, 3, np.where(has, 1, 2)))
     dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = np.where(has & (dur > 0), est / dur * 1e-3, np.nan)
@@ -266,6 +295,28 @@ def _estimate_from_ops(
     est[rows] = split_bytes(kernel_ops, totals, dur)
     has[rows] = True
     rule[rows] = _rule_codes(op_est[Traffic.rule])[back]
+
+
+def _from_compiler(
+    provenance: pd.DataFrame | None,
+    n: int,
+    open_rows: npt.NDArray[np.bool_],
+    est: npt.NDArray[np.int64],
+) -> npt.NDArray[np.bool_]:
+    """Fill ``est`` from Inductor's per-call estimate on ``open_rows`` that are a kernel call
+    (``primary``) with a logged estimate; returns the rows filled."""
+    filled = np.zeros(n, dtype=bool)
+    if provenance is None or provenance.empty:
+        return filled
+    usable = provenance[provenance[KernelProvenance.primary].astype(bool)]
+    usable = usable[usable[KernelProvenance.est_bytes].notna()]
+    rows = usable[KernelProvenance.kernel_row].to_numpy(dtype=np.int64)
+    inside = (rows >= 0) & (rows < n)
+    rows, values = rows[inside], usable[KernelProvenance.est_bytes].to_numpy(dtype=np.int64)
+    keep = open_rows[rows]
+    est[rows[keep]] = values[inside][keep]
+    filled[rows[keep]] = True
+    return filled
 
 
 def _rule_codes(rules: pd.Series) -> npt.NDArray[np.int64]:
@@ -348,10 +399,10 @@ def split_bytes(
 # --- totals ------------------------------------------------------------------------------
 
 
-def _sum_or_none(per_kernel: pd.DataFrame, basis: Basis | None) -> int | None:
+def _sum_or_none(per_kernel: pd.DataFrame, *bases: Basis | None) -> int | None:
     est = per_kernel[KernelTraffic.est_bytes]
-    if basis is not None:
-        est = est[per_kernel[KernelTraffic.basis] == basis.value]
+    if bases != (None,):
+        est = est[per_kernel[KernelTraffic.basis].isin([b.value for b in bases if b])]
     est = est.dropna()
     return int(est.sum()) if len(est) else None
 
@@ -367,7 +418,10 @@ def _by_kind(
             TrafficByKind.kind: kinds.array,
             TrafficByKind.est_bytes: est.array,
             TrafficByKind.measured_bytes: est.where(basis == Basis.MEASURED.value).array,
-            TrafficByKind.estimated_bytes: est.where(basis == Basis.ESTIMATED.value).array,
+            TrafficByKind.estimated_bytes: est.where(
+                basis.isin([Basis.ESTIMATED.value, Basis.COMPILER.value])
+            ).array,
+            TrafficByKind.compiler_bytes: est.where(basis == Basis.COMPILER.value).array,
             TrafficByKind.time_us: dur,
             TrafficByKind.unestimated_time_us: np.where(
                 (basis == Basis.NONE.value).to_numpy(dtype=bool), dur, 0.0

@@ -331,28 +331,45 @@ def _kernel_bytes(kernel_nodes: dict[str, list[str]], node_bytes: list[Any]) -> 
     """Inductor's per-scheduler-node bytes, credited to the kernel that node became.
 
     Scheduler nodes come in code-generation order, and handles number the kernels in the same
-    order, so each node goes to the first kernel at or after the previous match whose FX nodes
-    share one of its origins (an extern node's origins also name the nodes feeding it); when
-    none follows, to the kernel sharing the most origins. Each node is credited once.
+    order. A library-call node (``extern``) goes to the next library call of the same op; any
+    other node to the first generated kernel at or after the previous match whose FX nodes
+    share one of its origins, else (several nodes in one kernel) to the generated kernel
+    sharing the most. Each node is credited once; a node matching nothing is left out.
     """
     out: dict[str, int] = {}
-    keys = sorted(kernel_nodes, key=lambda k: (split_kernel_key(k)[1] or 0, k))
-    sets = [set(kernel_nodes[key]) for key in keys]
+    ordered = sorted(kernel_nodes, key=lambda k: (split_kernel_key(k)[1] or 0, k))
+    generated = [k for k in ordered if not is_extern(split_kernel_key(k)[0])]
+    calls = [k for k in ordered if is_extern(split_kernel_key(k)[0])]
+    sets = [set(kernel_nodes[key]) for key in generated]
     cursor = 0
     for item in node_bytes:
         if not isinstance(item, dict) or not isinstance(item.get("bytes"), int):
             continue
         origins = set(item.get("origins") or [])
-        found = next((i for i in range(cursor, len(keys)) if origins & sets[i]), None)
-        if found is None:
-            overlaps = [len(origins & s) for s in sets]
-            found = max(range(len(keys)), key=overlaps.__getitem__, default=None)
-            if found is None or overlaps[found] == 0:
-                continue
+        key: str | None
+        if item.get("extern"):
+            op = _call_op(str(item.get("kernel") or ""))
+            key = next((k for k in calls if _call_op(split_kernel_key(k)[0]) == op), None)
+            calls.remove(key) if key is not None else None
         else:
-            cursor = found + 1
-        out[keys[found]] = out.get(keys[found], 0) + int(item["bytes"])
+            found = next((i for i in range(cursor, len(sets)) if origins & sets[i]), None)
+            if found is not None:
+                cursor = found + 1
+            else:
+                overlaps = [len(origins & s) for s in sets]
+                best = max(range(len(sets)), key=overlaps.__getitem__, default=None)
+                found = best if best is not None and overlaps[best] > 0 else None
+            key = generated[found] if found is not None else None
+        if key is not None:
+            out[key] = out.get(key, 0) + int(item["bytes"])
     return out
+
+
+def _call_op(kernel: str) -> str:
+    """``extern_kernels.addmm`` / ``torch.ops.aten.addmm.default`` → ``addmm``."""
+    for prefix in ("extern_kernels.", "torch.ops.aten.", "aten."):
+        kernel = kernel.removeprefix(prefix)
+    return kernel.split(".")[0]
 
 
 def _lines_table(graphs: list[_Graph]) -> pd.DataFrame:

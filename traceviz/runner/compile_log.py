@@ -98,9 +98,11 @@ def _node_bytes_record(nodes: Any) -> dict[str, Any]:
         origins = sorted(
             {o.name for sub in node.get_nodes() if sub.node is not None for o in sub.node.origins}
         )
+        extern = type(node).__name__ == "ExternKernelSchedulerNode"
+        kernel = getattr(node.node, "python_kernel_name", None) if extern else None
         items.append(
             {"node": node.get_name(), "bytes": int(node.get_read_write_buffers_sizes()),
-             "origins": origins}
+             "origins": origins, "extern": extern, "kernel": kernel}
         )  # fmt: skip
     metadata: dict[str, Any] = {"artifact": {"name": NODE_BYTES, "encoding": "json"}}
     compile_id = torch._guards.CompileContext.current_compile_id()
