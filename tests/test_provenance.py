@@ -167,7 +167,7 @@ def test_every_inductor_kernel_of_a_sample_run_is_explained(run: Path) -> None:
     assert prov[KP.kernel_row].is_unique  # no kernel row credited twice
     names = trace.kernels[K.name].astype(str)
     inductor = set(trace.kernels.index[names.str.match(INDUCTOR_KERNEL)])
-    assert inductor and inductor <= set(prov[KP.kernel_row])
+    assert inductor <= set(prov[KP.kernel_row])  # linear-add has none: one addmm
     # library calls made by the compiled graphs are explained too: every kernel inside a call
     calls = trace.regions[trace.regions[R.kind] == RegionKind.FX_GRAPH_CALL.value]
     inside = _kernels_inside(trace, calls)
@@ -257,5 +257,5 @@ def test_compiler_bytes_on_sample_runs_cover_every_fused_kernel(run: Path) -> No
     # credited once per call: the compiler's bytes are the calls' logged estimates, no more
     prov = compiled_kernel_provenance(trace, log)
     calls = prov[prov[KP.primary]]
-    assert traffic.compiler_bytes is not None
-    assert traffic.compiler_bytes <= int(calls[KP.est_bytes].sum())
+    assert (traffic.compiler_bytes or 0) <= int(calls[KP.est_bytes].sum())
+    assert (traffic.compiler_bytes is not None) == bool(fused.any())
