@@ -263,6 +263,6 @@ def _cpu_work(
         )
     if not frames:
         return pd.DataFrame(columns=columns)
-    table = pd.concat(frames, ignore_index=True)
-    table = table.groupby(columns[:4], sort=False, as_index=False)[CpuWork.overlap_us].sum()
-    return table.sort_values(CpuWork.overlap_us, ascending=False, kind="stable")
+    joined = pd.concat(frames, ignore_index=True)
+    summed = joined.groupby(columns[:4], sort=False)[CpuWork.overlap_us].sum().reset_index()
+    return summed.sort_values(CpuWork.overlap_us, ascending=False, kind="stable")

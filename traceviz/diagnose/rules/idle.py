@@ -74,9 +74,11 @@ def top_cpu_work(facts: TraceFacts) -> list[str]:
         return []
     grouped = work.groupby([CpuWork.name, CpuWork.where], sort=False)[CpuWork.overlap_us].sum()
     top = grouped.sort_values(ascending=False, kind="stable").head(CPU_WORK_SHOWN)
+    names = top.index.get_level_values(0)
+    wheres = top.index.get_level_values(1)
     return [
         f"{short_name(str(name), 60)} {us(facts.per_step(float(value)))} {where}"
-        for (name, where), value in top.items()
+        for name, where, value in zip(names, wheres, top.to_numpy(dtype=float), strict=True)
     ]
 
 
