@@ -155,8 +155,10 @@ class Regions:
     ts_us = "ts_us"  # start, µs (float64)
     dur_us = "dur_us"  # wall time, µs (float64)
     op_row = "op_row"  # row in Trace.ops (Int64)
-    kernel_count = "kernel_count"  # kernels (not memcpy/memset) launched inside (Int64)
-    kernel_time_us = "kernel_time_us"  # their total device time, µs (float64)
+    # kernels (not memcpy/memset) launched inside and not inside a nested region of the same
+    # kind: a kind's rows partition its kernels (Int64)
+    kernel_count = "kernel_count"
+    kernel_time_us = "kernel_time_us"  # their total exclusive device time (excl_dur_us), µs
 
 
 class Memory:

@@ -37,8 +37,8 @@ class Frame:
     recompile_id = "recompile_id"  # Y (Int32)
     calls = "calls"  # region spans
     wall_us = "wall_us"  # summed CPU wall time, µs
-    kernel_count = "kernel_count"  # kernels issued inside
-    kernel_time_us = "kernel_time_us"  # their device time, µs
+    kernel_count = "kernel_count"  # kernels issued inside, not in a region nested in it
+    kernel_time_us = "kernel_time_us"  # their exclusive device time (excl_dur_us), µs
     graph_keys = "graph_keys"  # FX graph keys called inside, comma-separated
 
 
