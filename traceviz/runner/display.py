@@ -137,7 +137,7 @@ def _memory_line(info: RunInfo) -> Text:
 
 
 def files_text(run: Run) -> Text:
-    names = [p for p in (run.eager_trace, run.compiled_trace) if p is not None]
+    names = [p for p in (run.eager_trace, run.compiled_trace, run.compile_log) if p is not None]
     listing = ", ".join(p.name for p in names)
     return Text(f"written to {run.directory}: run.json, {listing}", style="dim")
 
