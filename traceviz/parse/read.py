@@ -69,8 +69,8 @@ def read_bytes(path: Path, *, limit: int | None = None) -> bytes | bytearray:
     """The file's JSON bytes, gunzipped when the file is gzip (by content, not by name).
 
     At most :func:`max_bytes` (``limit``) bytes: a larger file, or a gzip that inflates to more,
-    raises a :class:`~traceviz.errors.TraceFormatError` naming the limit, after reading no more
-    than the limit (plus one chunk).
+    raises a :class:`~traceviz.errors.TraceFormatError` naming the limit, after reading at most
+    one byte past the limit (memory: the limit, plus what the buffer's growth needs).
     """
     cap = max_bytes(limit)
     try:
