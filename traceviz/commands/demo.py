@@ -22,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 import traceviz
+from traceviz.commands import output
 from traceviz.commands.run import add_run_options, profile_from_args
 from traceviz.runner import DEFAULT_MODEL, Run
 from traceviz.runner.display import print_run
@@ -37,7 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    console = Console()
+    console = output.console()
     console.rule(f"traceviz demo: {args.model}, eager vs torch.compile")
     result = profile_from_args(args)
     show_result(result, console)

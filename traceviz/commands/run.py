@@ -21,6 +21,7 @@ import sys
 
 from rich.console import Console
 
+from traceviz.commands import output
 from traceviz.runner import Run
 from traceviz.runner.display import print_run
 from traceviz.runner.options import (
@@ -101,7 +102,7 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = profile_from_args(args)
-    print_run(result, Console())
+    print_run(result, output.console())
     return 0 if result.ok else 1
 
 
