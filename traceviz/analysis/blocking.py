@@ -118,9 +118,9 @@ def blocking_calls(trace: Trace) -> BlockingCalls:
     calls = pd.DataFrame(
         {
             BlockingColumns.launch_row: rows.astype(np.int64),
-            BlockingColumns.name: launches[Launches.name].astype(str).to_numpy()[rows],
+            BlockingColumns.name: launches[Launches.name].iloc[rows].astype(str).to_numpy(),
             BlockingColumns.reason: reasons[rows],
-            BlockingColumns.thread: launches[Launches.thread].astype(str).to_numpy()[rows],
+            BlockingColumns.thread: launches[Launches.thread].iloc[rows].astype(str).to_numpy(),
             BlockingColumns.ts_us: ts,
             BlockingColumns.dur_us: dur,
             BlockingColumns.step: step,
@@ -138,11 +138,10 @@ def blocking_calls(trace: Trace) -> BlockingCalls:
 def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
     """Per row of ``trace.launches``, its :class:`BlockReason` value, or "" (not blocking)."""
     launches = trace.launches
-    names = launches[Launches.name].astype(str).to_numpy()
-    classes = launches[Launches.launch_class].astype(str).to_numpy()
+    classes = launches[Launches.launch_class].astype(object).to_numpy()
     out = np.full(len(launches), "", dtype=object)
     is_copy = classes == LaunchClass.MEMCPY.value
-    is_async = np.char.find(names.astype(str), "Async") >= 0
+    is_async = _name_contains(launches[Launches.name], "Async")
     out[classes == LaunchClass.SYNC.value] = BlockReason.SYNC.value
     out[is_copy & ~is_async] = BlockReason.SYNC_COPY.value
     pageable = np.zeros(len(launches), dtype=bool)
@@ -155,10 +154,19 @@ def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
 def _pageable_launch_rows(trace: Trace) -> npt.NDArray[np.int64]:
     kernels = trace.kernels
     is_copy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
-    pageable = kernels[Kernels.name].astype(str).str.contains("Pageable").to_numpy(dtype=bool)
+    pageable = _name_contains(kernels[Kernels.name], "Pageable")
     rows = kernels[Kernels.launch_row].to_numpy(dtype=float, na_value=np.nan)[is_copy & pageable]
     rows = rows[np.isfinite(rows)].astype(np.int64)
     return rows[(rows >= 0) & (rows < len(trace.launches))]
+
+
+def _name_contains(names: pd.Series, text: str) -> npt.NDArray[np.bool_]:
+    """Per categorical name, whether it contains ``text`` (tested once per category)."""
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        return names.astype(str).str.contains(text, regex=False).to_numpy(dtype=bool)
+    hit = np.asarray(names.cat.categories.astype(str).str.contains(text, regex=False), dtype=bool)
+    codes = names.cat.codes.to_numpy()
+    return (codes >= 0) & hit[np.clip(codes, 0, max(hit.size - 1, 0))] if hit.size else codes < -1
 
 
 def _stalled_launches(trace: Trace, classes: np.ndarray) -> npt.NDArray[np.bool_]:
@@ -167,8 +175,9 @@ def _stalled_launches(trace: Trace, classes: np.ndarray) -> npt.NDArray[np.bool_
     durs = launches[Launches.dur_us].to_numpy(dtype=float)
     if not is_launch.any():
         return np.zeros(len(launches), dtype=bool)
-    names = launches[Launches.name].astype(str)
-    median = pd.Series(durs).where(is_launch).groupby(names.to_numpy()).transform("median")
+    names = launches[Launches.name]
+    keys = names.cat.codes.to_numpy() if isinstance(names.dtype, pd.CategoricalDtype) else names
+    median = pd.Series(durs).where(is_launch).groupby(np.asarray(keys)).transform("median")
     long = is_launch & (durs >= STALL_MIN_US) & (durs >= STALL_FACTOR * median.to_numpy(float))
     if not long.any():
         return long
@@ -192,15 +201,15 @@ def issuers(
         return op_out, frame_out
     launches = trace.launches
     call_ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
-    call_thread = launches[Launches.thread].astype(str).to_numpy()[rows]
-    o_thread = ops[Ops.thread].astype(str).to_numpy()
+    call_thread = launches[Launches.thread].iloc[rows].astype(object).to_numpy()
     o_ts = ops[Ops.ts_us].to_numpy(dtype=float)
     o_end = o_ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
     parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1).astype(np.int64)
-    names = ops[Ops.name].astype(str).to_numpy()
-    category = ops[Ops.category].astype(str).to_numpy()
-    for thread in np.unique(call_thread):
-        mine = np.flatnonzero(o_thread == thread)
+    is_frame = (ops[Ops.category] == OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
+    is_step = is_step_span(ops[Ops.name])
+    names = ops[Ops.name]
+    for thread in pd.unique(call_thread):
+        mine = np.flatnonzero((ops[Ops.thread] == thread).to_numpy(dtype=bool))
         if mine.size == 0:
             continue
         mine = mine[np.argsort(o_ts[mine], kind="stable")]
@@ -209,12 +218,24 @@ def issuers(
             row = int(mine[pos]) if pos >= 0 else -1
             while row >= 0 and (op_out[i] is None or frame_out[i] is None):
                 if o_end[row] > call_ts[i]:
-                    if category[row] == OpCategory.PYTHON_FUNCTION.value:
-                        frame_out[i] = frame_out[i] or names[row]
-                    elif not names[row].startswith(_STEP_PREFIX):
-                        op_out[i] = op_out[i] or names[row]
+                    if is_frame[row]:
+                        frame_out[i] = frame_out[i] or str(names.iat[row])
+                    elif not is_step[row]:
+                        op_out[i] = op_out[i] or str(names.iat[row])
                 row = int(parent[row])
     return op_out, frame_out
+
+
+def is_step_span(names: pd.Series) -> npt.NDArray[np.bool_]:
+    """Per name (categorical or text), whether it is a ``ProfilerStep#N`` span."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        labels = names.cat.categories.astype(str)
+        step = np.asarray(labels.str.startswith(_STEP_PREFIX), dtype=bool)
+        codes = names.cat.codes.to_numpy()
+        return (
+            np.where(codes >= 0, step[np.clip(codes, 0, None)], False) if step.size else codes < -1
+        )
+    return names.astype(str).str.startswith(_STEP_PREFIX).to_numpy(dtype=bool)
 
 
 def _copies(
@@ -237,11 +258,12 @@ def _copies(
     ).dropna(subset=["row"])
     if frame.empty:
         return kinds, sizes
-    grouped = frame.groupby("row").agg(
-        kind=("kind", "first"), bytes=("bytes", lambda b: b.sum(min_count=1))
-    )
-    found = grouped.reindex(rows.astype(float))
-    return found["kind"].to_numpy(dtype=object), found["bytes"].to_numpy(dtype=float)
+    frame = frame[frame["row"].isin(rows.astype(float))]
+    groups = frame.groupby("row")
+    wanted = rows.astype(float)
+    kinds = groups["kind"].first().reindex(wanted).to_numpy(dtype=object)
+    sizes = groups["bytes"].sum(min_count=1).reindex(wanted).to_numpy(dtype=float)
+    return kinds, sizes
 
 
 def _per_step(windows: StepWindows, calls: pd.DataFrame) -> pd.DataFrame:

@@ -28,12 +28,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.blocking import BlockingCalls, blocked_intervals
+from traceviz.analysis.blocking import BlockingCalls, blocked_intervals, is_step_span
 from traceviz.analysis.windows import FloatArray, StepWindows, overlap, subtract, union
 from traceviz.schema import Kernels, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
-_STEP_PREFIX = "ProfilerStep#"
 #: A gap this long (µs) is CPU work, not launch overhead: launching one kernel costs µs.
 LONG_GAP_US = 1000.0
 #: Where in the step a wait happened (:attr:`CpuWork.where`).
@@ -126,12 +125,10 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
         row, wait = _split(gaps, b_lo, b_hi)
         row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
         rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
-        work.append(_cpu_work(ops, wait, i))
+        work += _cpu_work(ops, wait, i)
     per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
-    return IdleSplit(
-        per_step=per_step, cpu_work=pd.concat(work, ignore_index=True), main_thread=thread
-    )
+    return IdleSplit(per_step=per_step, cpu_work=_work_table(ops, work), main_thread=thread)
 
 
 _ROW_COLUMNS = [
@@ -212,12 +209,10 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
     ops = trace.ops
     if thread is None or ops.empty:
         return ops.iloc[:0]
-    names = ops[Ops.name].astype(str).to_numpy()
-    category = ops[Ops.category].astype(str).to_numpy()
     mine = (
-        (ops[Ops.thread].astype(str).to_numpy() == thread)
-        & (category != OpCategory.PYTHON_FUNCTION.value)
-        & ~np.char.startswith(names.astype(str), _STEP_PREFIX)
+        (ops[Ops.thread] == thread).to_numpy(dtype=bool)
+        & (ops[Ops.category] != OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
+        & ~is_step_span(ops[Ops.name])
     )
     rows = np.flatnonzero(mine)
     ts = ops[Ops.ts_us].to_numpy(dtype=float)[rows]
@@ -228,41 +223,48 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
     return ops.iloc[rows[ts >= reach]]
 
 
+#: One piece of CPU work: (step index, where, row in the outer-ops table, overlap µs).
+_Work = tuple[int, str, npt.NDArray[np.int64], FloatArray]
+
+
 def _cpu_work(
     ops: pd.DataFrame,
     wait: tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
     step: int,
-) -> pd.DataFrame:
+) -> list[_Work]:
+    """The outer ops' overlap with one step's wait intervals, per gap position."""
     w_lo, w_hi, where = wait
-    columns = [CpuWork.step, CpuWork.where, CpuWork.name, CpuWork.category, CpuWork.overlap_us]
     if ops.empty or w_lo.size == 0:
-        return pd.DataFrame(columns=columns)
+        return []
     o_lo = ops[Ops.ts_us].to_numpy(dtype=float)
     o_hi = o_lo + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
-    near = (o_hi > w_lo[0]) & (o_lo < w_hi[-1])
-    if not near.any():
-        return pd.DataFrame(columns=columns)
-    o_lo, o_hi = o_lo[near], o_hi[near]
-    frames = []
+    rows = np.flatnonzero((o_hi > w_lo[0]) & (o_lo < w_hi[-1]))
+    out: list[_Work] = []
     for label in (LEADING, BETWEEN, TRAILING):
         mine = where == label
-        if not mine.any():
-            continue
-        got = overlap(w_lo[mine], w_hi[mine], o_lo, o_hi)
-        hit = got > 0
-        frames.append(
-            pd.DataFrame(
-                {
-                    CpuWork.step: step,
-                    CpuWork.where: label,
-                    CpuWork.name: ops[Ops.name].astype(str).to_numpy()[near][hit],
-                    CpuWork.category: ops[Ops.category].astype(str).to_numpy()[near][hit],
-                    CpuWork.overlap_us: got[hit],
-                }
-            )
-        )
-    if not frames:
+        if rows.size and mine.any():
+            got = overlap(w_lo[mine], w_hi[mine], o_lo[rows], o_hi[rows])
+            hit = got > 0
+            out.append((step, label, rows[hit], got[hit]))
+    return out
+
+
+def _work_table(ops: pd.DataFrame, work: list[_Work]) -> pd.DataFrame:
+    """:class:`CpuWork` rows: overlaps summed per step, position and name, largest first."""
+    columns = [CpuWork.step, CpuWork.where, CpuWork.name, CpuWork.category, CpuWork.overlap_us]
+    if not work:
         return pd.DataFrame(columns=columns)
-    joined = pd.concat(frames, ignore_index=True)
-    summed = joined.groupby(columns[:4], sort=False)[CpuWork.overlap_us].sum().reset_index()
-    return summed.sort_values(CpuWork.overlap_us, ascending=False, kind="stable")
+    rows = np.concatenate([w[2] for w in work])
+    frame = pd.DataFrame(
+        {
+            CpuWork.step: np.concatenate([np.full(w[2].size, w[0]) for w in work]),
+            CpuWork.where: np.concatenate([np.full(w[2].size, w[1], dtype=object) for w in work]),
+            CpuWork.name: ops[Ops.name].iloc[rows].astype(str).to_numpy(),
+            CpuWork.category: ops[Ops.category].iloc[rows].astype(str).to_numpy(),
+            CpuWork.overlap_us: np.concatenate([w[3] for w in work]),
+        }
+    )
+    summed = frame.groupby(columns[:4], sort=False)[CpuWork.overlap_us].sum().reset_index()
+    return summed.sort_values(
+        [CpuWork.step, CpuWork.overlap_us], ascending=[True, False], kind="stable"
+    ).reset_index(drop=True)
