@@ -5,8 +5,8 @@ when trace a is an eager run and trace b a compiled run *of the same model and i
 :func:`comparability` checks what the traces can tell:
 
 1. **device kind** — both ran on the same kind of device (cuda, rocm, cpu);
-2. **a is eager** — a has no Inductor kernels (a compiled trace as "eager" turns the map into
-   compiled-vs-compiled);
+2. **a is eager** — a has no Inductor kernels and no compiled-region markers (a compiled
+   trace as "eager" turns the map into compiled-vs-compiled);
 3. **op signatures** — the ops that survive compilation as library calls (GEMMs, convolutions,
    attention: :data:`~traceviz.analysis.fusion_match.HEAVY_KEYS`) by key and the shapes of
    their ≥2-D inputs: b's extern calls should be calls a makes too (at least
@@ -31,7 +31,7 @@ import pandas as pd
 
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.fusion_names import fused_kernel_ops
-from traceviz.schema import ActivityKind, Kernels, Ops
+from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
 
 __all__ = ["MIN_OVERLAP", "Comparability", "comparability"]
@@ -71,6 +71,12 @@ def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comp
         reasons.append(
             f"a is itself compiled: it runs {len(inductor)} distinct Inductor kernel(s) "
             f"(e.g. {sorted(inductor)[0]}); a fusion map needs an eager trace as a"
+        )
+    elif len(eager.regions):
+        reasons.append(
+            f"a is itself compiled: it has {len(eager.regions)} compiled-region marker(s) "
+            f"(e.g. {eager.regions[Regions.name].iloc[0]}); a fusion map needs an eager trace "
+            "as a"
         )
     a_sigs, a_heavy = _heavy_signatures(eager, a_kernels, inductor=False)
     b_kernels = _kernel_rows(compiled)

@@ -160,6 +160,17 @@ class KernelSide:
     time: npt.NDArray[np.float64]  # excl_dur_us (dur_us where missing)
 
 
+@dataclass
+class _State:
+    """The credits being built: per eager instance ``kernel``/``how``/``confidence``, per
+    compiled instance ``used`` by a one-to-one stage."""
+
+    kernel: npt.NDArray[np.object_]
+    how: npt.NDArray[np.object_]
+    confidence: npt.NDArray[np.float64]
+    used: npt.NDArray[np.bool_]
+
+
 def credit_eager_kernels(
     eager: Trace,
     compiled: Trace,
@@ -177,24 +188,28 @@ def credit_eager_kernels(
     e = kernel_side(eager, eager.kernels)
     c = kernel_side(compiled, compiled_classified)
     n = len(e.rows)
-    kernel = np.full(n, None, dtype=object)
-    how = np.full(n, How.NONE.value, dtype=object)
-    confidence = np.full(n, np.nan)
+    state = _State(
+        kernel=np.full(n, None, dtype=object),
+        how=np.full(n, How.NONE.value, dtype=object),
+        confidence=np.full(n, np.nan),
+        used=np.zeros(len(c.rows), dtype=bool),
+    )
     if compiler is not None and len(compiler) and len(c.name):
-        _take_compiler(e, c, compiler, kernel, how, confidence)
+        _take_compiler(e, c, compiler, state.kernel, state.how, state.confidence)
     if len(c.rows):
         fusion = _per_distinct(c.name, lambda s: fused_kernel_ops(s) is not None).astype(bool)
-        _one_to_one(e, c, [e.base, e.shape, e.name], [c.base, c.shape, c.name],
-                    None, kernel, how, confidence, How.IDENTICAL)  # fmt: skip
-        _one_to_one(e, c, [e.base, e.shape], [c.base, c.shape],
-                    None, kernel, how, confidence, How.IDENTICAL)  # fmt: skip
-        _one_to_one(e, c, [e.base, e.name], [c.base, c.name],
-                    None, kernel, how, confidence, How.IDENTICAL)  # fmt: skip
         e_key, c_key = own_key(e.label), own_key(c.label)
-        _one_to_one(e, c, [e_key, e.shape], [c_key, c.shape],
-                    ~fusion, kernel, how, confidence, How.ALIAS)  # fmt: skip
-        _one_to_one(e, c, [e_key], [c_key], ~fusion, kernel, how, confidence, How.ALIAS)
-        _claim_fused(eager, e, c, fusion, kernel, how, confidence)
+        stages = [
+            ([e.base, e.shape, e.name], [c.base, c.shape, c.name], None, How.IDENTICAL),
+            ([e.base, e.shape], [c.base, c.shape], None, How.IDENTICAL),
+            ([e.base, e.name], [c.base, c.name], None, How.IDENTICAL),
+            ([e_key, e.shape], [c_key, c.shape], ~fusion, How.ALIAS),
+            ([e_key], [c_key], ~fusion, How.ALIAS),
+        ]
+        for e_cols, c_cols, c_mask, rule in stages:
+            _one_to_one(e, c, e_cols, c_cols, c_mask, state, rule)
+        _claim_fused(eager, e, c, fusion, state.kernel, state.how, state.confidence)
+    kernel, how, confidence = state.kernel, state.how, state.confidence
     return _table(e, c, kernel, how, confidence)
 
 
@@ -331,36 +346,38 @@ def _one_to_one(
     e_cols: list[npt.NDArray[np.object_]],
     c_cols: list[npt.NDArray[np.object_]],
     c_mask: npt.NDArray[np.bool_] | None,
-    kernel: npt.NDArray[np.object_],
-    how: npt.NDArray[np.object_],
-    confidence: npt.NDArray[np.float64],
+    state: _State,
     rule: How,
 ) -> None:
-    """Pair free eager instances with compiled kernels of the same signature (``*_cols``),
-    the k-th of a step with the k-th of a compiled step; fills ``kernel``/``how``/``confidence``
-    in place. Instances whose signature has a missing part (None, or "" shapes) are skipped."""
-    free = _free(kernel)
-    c_take = np.ones(len(c.rows), bool) if c_mask is None else c_mask
+    """Pair free eager instances with free compiled instances of the same signature
+    (``*_cols``): the k-th of an eager step with the k-th of a compiled step. A compiled
+    instance taken here is not offered to later one-to-one stages. Instances whose signature
+    has a missing part (None, or "" shapes) are skipped."""
+    free = _free(state.kernel)
+    c_take = ~state.used if c_mask is None else c_mask & ~state.used
     e_sig, c_sig = _signature(e_cols, c_cols)
     e_ok = free & (e_sig >= 0)
     c_ok = c_take & (c_sig >= 0)
     if not e_ok.any() or not c_ok.any():
         return
-    cf = pd.DataFrame({"sig": c_sig[c_ok], "step": c.step[c_ok], "pos": c.pos[c_ok],
-                       "name": c.name[c_ok]})  # fmt: skip
+    j = np.flatnonzero(c_ok)
+    cf = pd.DataFrame({"sig": c_sig[j], "step": c.step[j], "pos": c.pos[j], "j": j})
     cf = cf.sort_values(["step", "pos"], kind="stable")
     cf["occ"] = cf.groupby(["step", "sig"], sort=False).cumcount()
-    names = cf.drop_duplicates(["sig", "occ"]).set_index(["sig", "occ"])["name"]
+    slots = cf.drop_duplicates(["sig", "occ"]).set_index(["sig", "occ"])["j"]
     idx = np.flatnonzero(e_ok)
     ef = pd.DataFrame({"sig": e_sig[idx], "step": e.step[idx], "pos": e.pos[idx], "i": idx})
     ef = ef.sort_values(["step", "pos"], kind="stable")
     ef["occ"] = ef.groupby(["step", "sig"], sort=False).cumcount()
-    found = names.reindex(pd.MultiIndex.from_arrays([ef["sig"], ef["occ"]]))
+    wanted = pd.MultiIndex.from_arrays([ef["sig"], ef["occ"]])
+    found = slots.reindex(wanted)
     hit = found.notna().to_numpy()
     at = ef["i"].to_numpy()[hit]
-    kernel[at] = found.to_numpy(dtype=object)[hit]
-    how[at] = rule.value
-    confidence[at] = 1.0
+    state.kernel[at] = c.name[found.to_numpy()[hit].astype(np.int64)]
+    state.how[at] = rule.value
+    state.confidence[at] = 1.0
+    taken = pd.MultiIndex.from_arrays([cf["sig"], cf["occ"]]).isin(wanted[hit])
+    state.used[cf["j"].to_numpy()[taken]] = True
 
 
 def _signature(
