@@ -118,6 +118,17 @@ def test_ops_under_different_parents_are_not_a_chain(tmp_trace: Make) -> None:
     assert len(members(tmp_trace, same)) == 6
 
 
+def test_python_frames_are_not_parents(tmp_trace: Make) -> None:
+    """``with_stack`` traces wrap each call in its own Python frame: still one chain."""
+    events = [step(0, 1000)]
+    for i, ev in enumerate(softmax_like(10)):
+        events += [
+            op(f"<built-in method {i}>", ev["ts"] - 1, ev["dur"] + 2, cat="python_function"),
+            ev,
+        ]
+    assert len(members(tmp_trace, events)) == 4
+
+
 def test_counter_increment_does_not_link(tmp_trace: Make) -> None:
     """``num_batches_tracked.add_(1)``: a 0-d tensor; the next op does not read its output."""
     events = [
@@ -200,7 +211,7 @@ def _trace_params() -> list[Any]:
     paths = _all_traces()
     if not paths:
         return [pytest.param(None, marks=pytest.mark.skip(reason=f"no traces at {CORPUS}"))]
-    return [pytest.param(p, id=p.name) for p in paths]
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in paths]
 
 
 def _check_evidence(findings: tuple[Finding, ...] | list[Finding]) -> None:

@@ -9,8 +9,9 @@ is **linked**:
 - both launching ops are known, outside optimizer steps (an ancestor span named
   ``Optimizer.step#…``/``Optimizer.zero_grad#…``/``optimizer_step``/``## optimizer ##``, or
   an ``aten::_foreach_*`` op: per-parameter updates of unrelated tensors are not a chain);
-- both ops are under the same **parent**: the nearest enclosing span that is not an aten op
-  (the step, a module or ``record_function`` annotation, an autograd node);
+- both ops are under the same **parent**: the nearest enclosing span that is neither an aten
+  op nor a Python frame (``with_stack`` traces wrap every call in one): the step, a
+  ``record_function`` annotation, an autograd node;
 - the second consumes the first's output, as far as the recorded shapes show: the same
   top-level op (its several kernels), or the second op reads a tensor of the first's output
   shape (in-place ops: their first input; other pointwise ops: their inputs broadcast; a
@@ -42,7 +43,7 @@ import pandas as pd
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.traffic import estimate_op
-from traceviz.schema import DeviceKind, Kernels, Ops
+from traceviz.schema import DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import Trace
 
 FUSIBLE_KINDS = frozenset(
@@ -204,9 +205,9 @@ def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
 def _op_context(
     ops: pd.DataFrame,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """Per op row: its parent context (row of the nearest enclosing non-aten span, −1 at the
-    root), its top op (the outermost aten op below that context, itself if not aten), and
-    whether it runs inside an optimizer step."""
+    """Per op row: its parent context (row of the nearest enclosing span that is neither an
+    aten op nor a Python frame, −1 at the root), its top op (the outermost aten op of a nest of
+    aten ops, itself if not aten), and whether it runs inside an optimizer step."""
     n = len(ops)
     names = ops[Ops.name].astype(object).astype(str).to_numpy()
     parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1.0).astype(np.int64)
@@ -215,13 +216,15 @@ def _op_context(
     aten = np.fromiter((s.startswith("aten::") for s in names), dtype=bool, count=n)
     optimizer = np.fromiter((bool(OPTIMIZER.search(s)) for s in names), dtype=bool, count=n)
     rows = np.arange(n, dtype=np.int64)
-    holder = np.where(aten, -1, rows)  # nearest non-aten span at or above each op
+    python = (ops[Ops.category].astype(object) == OpCategory.PYTHON_FUNCTION.value).to_numpy()
+    transparent = aten | python  # spans that do not make a parent context
+    holder = np.where(transparent, -1, rows)  # nearest context span at or above each op
     top = rows.copy()
     for level in np.unique(depth[parent >= 0]):
         at = rows[(depth == level) & (parent >= 0)]
         up = parent[at]
         optimizer[at] |= optimizer[up]
-        holder[at] = np.where(aten[at], holder[up], at)
+        holder[at] = np.where(transparent[at], holder[up], at)
         top[at] = np.where(aten[at] & aten[up], top[up], at)
     context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
     return context, top, optimizer
