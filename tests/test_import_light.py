@@ -3,8 +3,11 @@ plotly or panel (so they run, and start fast, on any machine)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+
+import pytest
 
 from tests.conftest import SAMPLES
 
@@ -24,3 +27,43 @@ def test_load_compare_and_summary_stay_light() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# What `traceviz --help` must not import: every command module, and the libraries they pull in.
+HELP_MUST_NOT_IMPORT = ("pandas", "numpy", "pyarrow", "rich", "msgspec", *HEAVY)
+
+
+def _modules_after(argv: list[str]) -> tuple[int, list[str], str]:
+    """Run ``traceviz.cli.main(argv)`` in a fresh interpreter; its exit code, the traceviz.* and
+    heavy modules it imported, and its stdout."""
+    code = (
+        "import sys, json\n"
+        "from traceviz.cli import main\n"
+        "try:\n"
+        f"    rc = main({argv!r})\n"
+        "except SystemExit as exit:\n"
+        "    rc = exit.code\n"
+        "names = [m for m in sys.modules if m.startswith('traceviz.commands.')\n"
+        f"         or m.split('.')[0] in {HELP_MUST_NOT_IMPORT!r}]\n"
+        "print('\\nMODULES=' + json.dumps(names))\n"
+        "sys.exit(rc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    out, _, modules = done.stdout.rpartition("\nMODULES=")
+    assert modules, done.stderr[-2000:]
+    return done.returncode, json.loads(modules), out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], []])
+def test_help_and_version_import_no_command_module(argv: list[str]) -> None:
+    code, modules, out = _modules_after(argv)
+    assert modules == [], f"traceviz {' '.join(argv)} imported {modules}"
+    assert code == (2 if not argv else 0)
+    assert ("traceviz " if argv == ["--version"] else "usage: traceviz") in out
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    code, modules, out = _modules_after(["models"])
+    assert code == 0 and "pointwise" in out
+    commands = {m for m in modules if m.startswith("traceviz.commands.")}
+    assert commands == {"traceviz.commands.models"}

@@ -1,11 +1,14 @@
 """The ``traceviz`` command: one thin module per subcommand in :mod:`traceviz.commands`.
 
 Each command module exposes ``add_arguments(parser)`` and ``run(args) -> int``; its docstring
-is its ``--help`` text. Errors from the library (:class:`~traceviz.errors.TraceVizError`) become
-one line on stderr and exit code 2; nothing the user did wrong prints a traceback. When the
-reader of the output goes away (``traceviz compare … | head -2``), the command stops quietly
-with exit code 141 (128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe): not
-0, since the report was cut short, and not 1, which ``--fail-on`` uses.
+is its ``--help`` text. :data:`COMMANDS` names every subcommand with a one-sentence summary, so
+``traceviz --help`` and ``traceviz --version`` import no command module (and so no pandas, rich
+or torch): only the command being run is imported. Errors from the library
+(:class:`~traceviz.errors.TraceVizError`) become one line on stderr and exit code 2; nothing the
+user did wrong prints a traceback. When the reader of the output goes away
+(``traceviz compare … | head -2``), the command stops quietly with exit code 141 (128 + SIGPIPE,
+what a shell reports for a tool killed by a closed pipe): not 0, since the report was cut short,
+and not 1, which ``--fail-on`` uses.
 """
 
 from __future__ import annotations
@@ -14,54 +17,77 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 
 from traceviz import __version__
 from traceviz.errors import TraceVizError, UsageError
 
-# Subcommand name -> module under traceviz.commands (imported lazily so `--help` stays fast).
-COMMANDS: dict[str, str] = {
-    "demo": "demo",
-    "run": "run",
-    "models": "models",
-    "summary": "summary",
-    "compare": "compare",
-    "dashboard": "dashboard",
+
+@dataclass(frozen=True)
+class Command:
+    """A subcommand: its module under :mod:`traceviz.commands`, the one-sentence summary that
+    ``traceviz --help`` lists, and whether it reads trace files (and so takes --max-bytes)."""
+
+    module: str
+    summary: str
+    reads_traces: bool = False
+
+
+# Subcommand name -> Command, in the order `traceviz --help` lists them.
+COMMANDS: dict[str, Command] = {
+    "demo": Command("demo", "Profile the default model eagerly and compiled, then compare."),
+    "run": Command("run", "Profile a model eagerly and under torch.compile into a run directory."),
+    "models": Command("models", "List the built-in models and the fusion story each one tells."),
+    "summary": Command("summary", "Summarise one trace: kernels, launches, regions, memory.", True),
+    "compare": Command("compare", "Compare two traces or a run directory, with findings.", True),
+    "dashboard": Command("dashboard", "Open the comparison in a web dashboard (Panel).", True),
 }
-# Commands that read trace files, and so take --max-bytes.
-READS_TRACES = frozenset({"summary", "compare", "dashboard"})
 EXIT_PIPE_CLOSED = 141
 
 
-def _load(module_name: str) -> ModuleType:
-    return importlib.import_module(f"traceviz.commands.{module_name}")
+def _load(command: Command) -> ModuleType:
+    return importlib.import_module(f"traceviz.commands.{command.module}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, every subcommand included."""
+def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser. Subcommands named in ``load`` (default: all) get their full
+    arguments, which imports their modules; the others are listed by name and summary only."""
+    loaded = set(COMMANDS if load is None else load)
     parser = argparse.ArgumentParser(
         prog="traceviz",
         description="What did kernel fusion (torch.compile) do to my model, and why is it "
         "(or isn't it) faster?",
+        epilog="`traceviz COMMAND --help` tells more about a command.",
     )
     parser.add_argument("--version", action="version", version=f"traceviz {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, module_name in COMMANDS.items():
-        module = _load(module_name)
-        doc = (module.__doc__ or "").strip()
-        summary = doc.splitlines()[0] if doc else name
+    for name, command in COMMANDS.items():
+        if name not in loaded:
+            sub.add_parser(name, help=command.summary)
+            continue
+        module = _load(command)
         cmd = sub.add_parser(
             name,
-            help=summary,
-            description=doc,
+            help=command.summary,
+            description=(module.__doc__ or command.summary).strip(),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         module.add_arguments(cmd)
-        if name in READS_TRACES:
+        if command.reads_traces:
             _add_max_bytes(cmd)
         cmd.set_defaults(_module=module)
     return parser
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word that is not an option (the top-level
+    options, --help and --version, take no value)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
 
 
 def _add_max_bytes(parser: argparse.ArgumentParser) -> None:
@@ -96,8 +122,10 @@ def _silence_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``traceviz`` console script; returns the exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    command = _command_in(words)
+    parser = build_parser(load=[command] if command else [])
+    args = parser.parse_args(words)
     if getattr(args, "_module", None) is None:
         parser.print_help()
         return 2
