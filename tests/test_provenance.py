@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import SAMPLES, op
+from tests.conftest import CORPUS, SAMPLES, op
 from tests.test_compile_log import records, write_jsonl
 from traceviz.analysis.provenance import (
     compiled_kernel_provenance,
@@ -259,3 +259,32 @@ def test_compiler_bytes_on_sample_runs_cover_every_fused_kernel(run: Path) -> No
     calls = prov[prov[KP.primary]]
     assert (traffic.compiler_bytes or 0) <= int(calls[KP.est_bytes].sum())
     assert (traffic.compiler_bytes is not None) == bool(fused.any())
+
+
+# ------------------------------------------------------------ a real GPU trace (ROCm, Triton)
+
+LLAMA = CORPUS / "amd" / "mi300x_compiled_llama_block_tiny.json.gz"
+LLAMA_KERNELS = [  # what Inductor would log for that graph, in call order
+    "triton_red_fused_add_mean_mul_pow_rsqrt_0", "extern_kernels.mm", "extern_kernels.mm",
+    "extern_kernels.mm", "torch.ops.aten._scaled_dot_product_flash_attention.default",
+    "extern_kernels.mm", "triton_red_fused__unsafe_view_add_mean_mul_pow_rsqrt_1",
+    "extern_kernels.mm", "extern_kernels.mm", "triton_poi_fused__unsafe_view_mul_silu_2",
+    "extern_kernels.mm", "triton_poi_fused__unsafe_view_add_3",
+]  # fmt: skip
+
+
+@pytest.mark.skipif(not LLAMA.is_file(), reason=f"corpus trace {LLAMA} not found")
+def test_gpu_triton_and_library_kernels_map_in_call_order(tmp_path: Path) -> None:
+    mapping = {"cppCodeToPost": {f"{k}:{i}": [f"n{i}"] for i, k in enumerate(LLAMA_KERNELS, 1)},
+               "postToPre": {}}  # fmt: skip
+    items = [
+        {"metadata": {"artifact": {"name": "inductor_provenance_tracking_node_mappings"},
+                      "frame_id": 0, "frame_compile_id": 0}, "payload": json.dumps(mapping)}
+    ]  # fmt: skip
+    log = read_compile_log(write_jsonl(tmp_path / "l.jsonl.gz", items))
+    trace = traceviz.load(LLAMA)
+    prov = compiled_kernel_provenance(trace, log).set_index(KP.kernel_row)
+    assert list(prov.index) == list(trace.kernels.index)  # all 12 device kernels
+    handles = [int(p.rsplit(":", 1)[1]) for p in prov[KP.prov_kernel]]
+    assert handles == list(range(1, 13))  # the k-th GEMM is the k-th extern_kernels.mm
+    assert prov[KP.primary].all()
