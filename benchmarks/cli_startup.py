@@ -1,0 +1,88 @@
+"""CLI start-up benchmark: `traceviz --help` against `import traceviz` and an empty interpreter.
+
+Each contender runs as a fresh subprocess, round-robin, ``--repeat`` rounds (default 15); the
+best (smallest) wall time of each is the figure, since start-up noise only ever adds time. The
+three are measured in the same run, so their differences hold on a busy machine too.
+
+    .venv/bin/python benchmarks/cli_startup.py [--repeat 15]
+
+Prints a Markdown table (best and median, ms; extra over `python -c pass`) and PASS/FAIL of the
+issue-13 target (`traceviz --help` at most 0.5 s); exits 0 whatever the numbers (a measurement,
+not a test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+TRACEVIZ = BIN / "traceviz"
+TARGET_S = 0.5
+
+CONTENDERS: dict[str, list[str]] = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    'python -c "import traceviz"': [sys.executable, "-c", "import traceviz"],
+    "traceviz --help": [str(TRACEVIZ), "--help"],
+    "traceviz --version": [str(TRACEVIZ), "--version"],
+}
+
+
+def time_once(argv: list[str]) -> float:
+    """Wall seconds of one run of ``argv`` (output discarded; a failure stops the benchmark)."""
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=True)
+    return time.perf_counter() - start
+
+
+def measure(repeat: int) -> dict[str, list[float]]:
+    """Seconds per run of every contender, ``repeat`` rounds, round-robin."""
+    times: dict[str, list[float]] = {name: [] for name in CONTENDERS}
+    for argv in CONTENDERS.values():  # one warm-up each: page cache, .pyc files
+        time_once(argv)
+    for _ in range(repeat):
+        for name, argv in CONTENDERS.items():
+            times[name].append(time_once(argv))
+    return times
+
+
+def report(times: dict[str, list[float]]) -> str:
+    base = min(times["python -c pass"])
+    lines = [
+        "| command | best ms | median ms | best − `python -c pass` ms |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, runs in times.items():
+        best, median = min(runs), statistics.median(runs)
+        lines.append(
+            f"| `{name}` | {best * 1e3:.0f} | {median * 1e3:.0f} | {(best - base) * 1e3:.0f} |"
+        )
+    help_best = min(times["traceviz --help"])
+    verdict = "PASS" if help_best <= TARGET_S else "FAIL"
+    lines.append("")
+    lines.append(f"target `traceviz --help` ≤ {TARGET_S} s: {help_best:.3f} s {verdict}")
+    lines.append(
+        f"machine: {platform.machine()}, Python {platform.python_version()}, "
+        f"{len(next(iter(times.values())))} rounds"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15, help="rounds (15)")
+    args = parser.parse_args(argv)
+    if not TRACEVIZ.exists():
+        print(f"{TRACEVIZ} not found: install traceviz in this interpreter's environment")
+        return 0
+    print(report(measure(max(1, args.repeat))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
