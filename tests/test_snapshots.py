@@ -1,8 +1,9 @@
 """Snapshots of every output format of `traceviz compare` and `traceviz summary` on a real
 sample run. A change in any output shows up here as a diff to review.
 
-Regenerate after an intended change:
-``TRACEVIZ_UPDATE_SNAPSHOTS=1 pytest tests/test_snapshots.py``.
+A snapshot that is missing or differs fails the test; nothing is written unless asked. Write or
+refresh them after an intended change, then review the diff (``git diff tests/snapshots``):
+``TRACEVIZ_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/test_snapshots.py``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import io
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,8 @@ from traceviz.report.text import render_comparison, render_summary
 from traceviz.rundir import read_run_dir
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
-UPDATE = os.environ.get("TRACEVIZ_UPDATE_SNAPSHOTS") == "1"
+UPDATE_ENV = "TRACEVIZ_UPDATE_SNAPSHOTS"
+UPDATE = os.environ.get(UPDATE_ENV) == "1"
 RUN = "graph-break"
 
 
@@ -38,11 +41,11 @@ def _normalise(text: str) -> str:
 def _check(name: str, text: str) -> None:
     path = SNAPSHOTS / name
     text = _normalise(text)
-    if UPDATE or not path.exists():
-        if not UPDATE and os.environ.get("CI"):
-            pytest.fail(f"snapshot {path} is missing; make it with TRACEVIZ_UPDATE_SNAPSHOTS=1")
+    if UPDATE:
         path.write_text(text)
-    assert text == path.read_text(), f"{name} changed; review and regenerate if intended"
+    elif not path.exists():
+        pytest.fail(f"snapshot {path} is missing; write it with {UPDATE_ENV}=1 and review it")
+    assert text == path.read_text(), f"{name} changed; review, then regenerate with {UPDATE_ENV}=1"
 
 
 @pytest.fixture(scope="module")
@@ -84,3 +87,28 @@ def test_summary_text_and_json(comparison) -> None:  # type: ignore[no-untyped-d
     _check(f"summary-{RUN}-compiled.txt", _rich(lambda c: render_summary(summary, c)))
     doc = json.dumps(summary.to_json(), indent=1, sort_keys=True) + "\n"
     _check(f"summary-{RUN}-compiled.json", doc)
+
+
+def test_a_missing_snapshot_fails_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "SNAPSHOTS", tmp_path)
+    monkeypatch.setattr(module, "UPDATE", False)
+    with pytest.raises(pytest.fail.Exception, match="missing"):
+        _check("new.txt", "some output\n")
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_update_writes_then_a_changed_output_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "SNAPSHOTS", tmp_path)
+    monkeypatch.setattr(module, "UPDATE", True)
+    _check("new.txt", "first\n")
+    assert (tmp_path / "new.txt").read_text() == "first\n"
+    monkeypatch.setattr(module, "UPDATE", False)
+    _check("new.txt", "first\n")
+    with pytest.raises(AssertionError, match="changed"):
+        _check("new.txt", "second\n")
