@@ -21,6 +21,7 @@ import pandas as pd
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis.device import NOT_ANALYSED, is_analysed
 from traceviz.analysis.fusion import FusionMap, fusion_map
+from traceviz.analysis.fusion_lines import read_log
 from traceviz.analysis.launch import LaunchOverhead, launch_overhead
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
 from traceviz.analysis.regions import RegionStats, region_stats
@@ -113,9 +114,10 @@ def compare(
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
     dynamo = (run_info or {}).get("dynamo") or None
+    log = read_log(compile_log)
     side_a = analyze(_as_trace(a), name=names[0])
-    side_b = analyze(_as_trace(b), name=names[1], dynamo=dynamo)
-    return compare_sides(side_a, side_b, run_info=run_info, compile_log=compile_log, force=force)
+    side_b = analyze(_as_trace(b), name=names[1], dynamo=dynamo, compile_log=log)
+    return compare_sides(side_a, side_b, run_info=run_info, compile_log=log, force=force)
 
 
 def compare_sides(
@@ -162,8 +164,12 @@ def _as_trace(value: Trace | str | Path) -> Trace:
     return load_trace(value)
 
 
-def analyze(trace: Trace, *, name: str, dynamo: dict[str, Any] | None = None) -> Side:
-    """Everything the comparison needs from one trace; ``dynamo`` is run.json's Dynamo facts."""
+def analyze(
+    trace: Trace, *, name: str, dynamo: dict[str, Any] | None = None, compile_log: Any = None
+) -> Side:
+    """Everything the comparison needs from one trace; ``dynamo`` is run.json's Dynamo facts,
+    ``compile_log`` its structured compile log (Inductor's byte estimates fill memory traffic
+    for the kernels whose shapes the trace lacks)."""
     return Side(
         name=name,
         trace=trace,
@@ -171,7 +177,7 @@ def analyze(trace: Trace, *, name: str, dynamo: dict[str, Any] | None = None) ->
         kernels=kernel_analysis.classify(trace),
         launch=launch_overhead(trace),
         regions=region_stats(trace, dynamo=dynamo),
-        traffic=memory_traffic(trace),
+        traffic=memory_traffic(trace, compile_log=read_log(compile_log)),
     )
 
 

@@ -275,7 +275,10 @@ def fusion_map(
     credits = credit_eager_kernels(
         eager, compiled, compiled_classified=compiled_classified, compiler=compiler
     )
-    kernels = _kernel_table(compiled_classified, credits, compiler)
+    recorded = set(lines.recorded) if lines is not None else set()
+    if compiler is not None and len(compiler):
+        recorded |= set(compiler["kernel"].astype(str))
+    kernels = _kernel_table(compiled_classified, credits, recorded)
     not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
     by_line = (
         lines_table(credits, compiled_classified, lines) if lines is not None else base.by_line
@@ -337,9 +340,10 @@ def _time(rows: pd.DataFrame) -> pd.Series:
 
 
 def _kernel_table(
-    classified: pd.DataFrame, credits: pd.DataFrame, compiler: pd.DataFrame | None
+    classified: pd.DataFrame, credits: pd.DataFrame, recorded: set[str]
 ) -> pd.DataFrame:
-    """One row per distinct compiled kernel name with what the credits gave it."""
+    """One row per distinct compiled kernel name with what the credits gave it; ``recorded``
+    names the kernels the compile log explains (basis ``compiler``)."""
     columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Kernels.excl_dur_us,
                Classified.source]  # fmt: skip
     rows = _kernel_rows(classified, columns)
@@ -361,7 +365,6 @@ def _kernel_table(
     table[FusionKernels.fused_ops] = [", ".join(d.ops) if d else "" for d in decoded]
     table[FusionKernels.op_names] = [", ".join(own_ops.get(name, [])) for name in names]
     table[FusionKernels.is_layout] = [is_layout_kernel(name, extern_keys) for name in names]
-    recorded = set(compiler["kernel"]) if compiler is not None and len(compiler) else set()
     table[FusionKernels.basis] = [
         COMPILER_BASIS if name in recorded else NAME_MATCH_BASIS for name in names
     ]

@@ -6,8 +6,9 @@ lines (from Inductor's provenance in the compile log):
 
 - :func:`compiler_credits` credits an eager kernel to the compiled kernel that holds its line;
   when several compiled kernels hold that line, the one whose ops (decoded name, post-grad
-  nodes) include the eager op wins, then the one nearest in position. One row per eager
-  kernel at most — the ``compiler`` stage of
+  nodes) include the eager op wins, then the one nearest in position; a layout kernel never
+  takes the GEMM/convolution it prepares. One row per eager kernel at most — the
+  ``compiler`` stage of
   :func:`~traceviz.analysis.fusion_match.credit_eager_kernels`.
 - :func:`lines_table` sums the credits per line (:class:`ByLine`): the line's eager kernels
   and their time, the compiled kernels they were credited to, and those kernels' time split
@@ -17,20 +18,26 @@ lines (from Inductor's provenance in the compile log):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.fusion_match import (
+    HEAVY_KEYS,
     Credits,
     Outcome,
     instances_by_name,
     kernel_side,
+    layout_kernels,
     nearest_kernel,
     own_key,
 )
+from traceviz.analysis.provenance import compiled_kernel_provenance, eager_kernel_lines
+from traceviz.parse.compile_log import CompileLog, read_compile_log
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
 
@@ -41,6 +48,7 @@ __all__ = [
     "compiler_credits",
     "fusion_evidence",
     "lines_table",
+    "read_log",
 ]
 
 
@@ -83,7 +91,8 @@ class LineRecord:
     ``eager``: ``eager_row`` (row of the eager kernels table), ``file``, ``line``, ``code``;
     ``compiled``: ``kernel`` (the compiled kernel's name as the trace shows it), ``file``,
     ``line``, ``code``, one row per (kernel, line); ``compiled_ops``: per compiled kernel name,
-    the op keys its FX nodes hold (from the post-grad node names).
+    the op keys its FX nodes hold (from the post-grad node names); ``recorded``: the compiled
+    kernel names Inductor's provenance explains (their rows have basis ``compiler``).
     """
 
     eager: pd.DataFrame = field(
@@ -93,6 +102,7 @@ class LineRecord:
         default_factory=lambda: _frame(["kernel", "file", "line", "code"])
     )
     compiled_ops: dict[str, frozenset[str]] = field(default_factory=dict)
+    recorded: frozenset[str] = frozenset()  # compiled kernel names the compile log explains
 
 
 def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.DataFrame:
@@ -114,6 +124,9 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
         return out
     own = own_key(e.label)
     pairs["key"] = own[pairs["i"].to_numpy()]
+    # a layout kernel shares the line of the GEMM/conv it prepares but never does its work
+    layout = layout_kernels(c)
+    pairs = pairs[~(pairs["kernel"].isin(layout) & pairs["key"].isin(HEAVY_KEYS))]
     ops = {name: lines.compiled_ops.get(name, frozenset()) | frozenset(name_keys(name))
            for name in set(pairs["kernel"])}  # fmt: skip
     pairs["has_op"] = [k in ops[n] for k, n in zip(pairs["key"], pairs["kernel"], strict=True)]
@@ -230,31 +243,37 @@ def _fused_with(share: pd.DataFrame, table: pd.DataFrame) -> list[str]:
 
 
 def fusion_evidence(
-    eager: Trace, compiled: Trace, compile_log: object = None
+    eager: Trace, compiled: Trace, compile_log: CompileLog | str | os.PathLike[str] | None = None
 ) -> tuple[pd.DataFrame | None, LineRecord | None]:
     """The compiler's credits and the source lines of both sides, from what is available:
     the eager trace's Python stacks and, when given, the compiled side's compile log (a
     ``CompileLog`` or a path :func:`traceviz.parse.compile_log.read_compile_log` reads).
     ``(None, None)`` when neither gives anything."""
-    try:
-        from traceviz.analysis import provenance
-    except ImportError:  # the provenance reader is not installed in this build
-        return None, None
-    eager_lines = _eager_lines(provenance.eager_kernel_lines(eager))
+    eager_lines = _eager_lines(eager_kernel_lines(eager))
     compiled_lines = _empty_compiled()
     compiled_ops: dict[str, frozenset[str]] = {}
-    if compile_log is not None:
-        log = compile_log
-        if not hasattr(log, "kernels"):
-            from traceviz.parse.compile_log import read_compile_log
-
-            log = read_compile_log(compile_log)  # type: ignore[arg-type]
-        compiled_lines, compiled_ops = _compiled_lines(compiled, log, provenance)
+    log = read_log(compile_log)
+    if log is not None:
+        compiled_lines, compiled_ops = _compiled_lines(compiled, log)
     if eager_lines.empty and compiled_lines.empty:
         return None, None
-    record = LineRecord(eager=eager_lines, compiled=compiled_lines, compiled_ops=compiled_ops)
+    record = LineRecord(
+        eager=eager_lines,
+        compiled=compiled_lines,
+        compiled_ops=compiled_ops,
+        recorded=frozenset(compiled_ops) | frozenset(compiled_lines["kernel"].astype(str)),
+    )
     compiler = compiler_credits(eager, compiled, record) if compile_log is not None else None
     return compiler, record
+
+
+def read_log(compile_log: CompileLog | str | os.PathLike[str] | None) -> CompileLog | None:
+    """A compile log read once: None stays None, a path is read
+    (:func:`~traceviz.parse.compile_log.read_compile_log`, which raises TraceFormatError
+    naming it when it holds no log), a read log is kept."""
+    if compile_log is None or isinstance(compile_log, CompileLog):
+        return compile_log
+    return read_compile_log(Path(compile_log))
 
 
 def _empty_compiled() -> pd.DataFrame:
@@ -279,13 +298,13 @@ def _eager_lines(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def _compiled_lines(
-    compiled: Trace, log: object, provenance: object
+    compiled: Trace, log: CompileLog
 ) -> tuple[pd.DataFrame, dict[str, frozenset[str]]]:
     """Per compiled kernel name (as the trace shows it): its source lines, and the op keys
     of its post-grad nodes."""
     from traceviz.analysis.fusion import name_keys
 
-    prov = provenance.compiled_kernel_provenance(compiled, log)  # type: ignore[attr-defined]
+    prov = compiled_kernel_provenance(compiled, log)
     if prov is None or prov.empty:
         return _empty_compiled(), {}
     prov = prov[prov["prov_kernel"].notna()]
@@ -294,13 +313,14 @@ def _compiled_lines(
     per_kernel = prov[["trace_name", "prov_kernel", "post_grad_nodes"]].drop_duplicates(
         ["trace_name", "prov_kernel"]
     )
-    lines = log.lines  # type: ignore[attr-defined]
+    lines = log.lines
     held = per_kernel.merge(lines[["prov_kernel", "file", "line", "code"]], on="prov_kernel")
     held = held.rename(columns={"trace_name": "kernel"})
     held = held[["kernel", "file", "line", "code"]].drop_duplicates(["kernel", "file", "line"])
     held["code"] = held["code"].fillna("").astype(str)
     ops: dict[str, set[str]] = {}
     for name, nodes in zip(per_kernel["trace_name"], per_kernel["post_grad_nodes"], strict=True):
+        ops.setdefault(str(name), set())
         for node in str(nodes or "").split(","):
             base = node.strip().rstrip("0123456789").rstrip("_")
             if base:

@@ -65,6 +65,7 @@ __all__ = [
     "instances_by_name",
     "is_layout_kernel",
     "kernel_side",
+    "layout_kernels",
     "nearest_kernel",
     "own_key",
 ]
@@ -211,6 +212,13 @@ def credit_eager_kernels(
         _claim_fused(eager, e, c, fusion, state.kernel, state.how, state.confidence)
     kernel, how, confidence = state.kernel, state.how, state.confidence
     return _table(e, c, kernel, how, confidence)
+
+
+def layout_kernels(c: KernelSide) -> set[str]:
+    """The names of ``c``'s layout kernels (:func:`is_layout_kernel`)."""
+    fusion = _per_distinct(c.name, lambda s: fused_kernel_ops(s) is not None).astype(bool)
+    extern_keys = {k for k in own_key(c.label[~fusion]) if k is not None}
+    return {str(n) for n in set(c.name[fusion]) if is_layout_kernel(str(n), extern_keys)}
 
 
 def is_layout_kernel(name: str, extern_keys: Iterable[str]) -> bool:

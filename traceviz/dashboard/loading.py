@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from traceviz.analysis.compare import Comparison, Side, analyze, compare_sides
+from traceviz.analysis.fusion_lines import read_log
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.rundir import default_names, is_run_dir, read_run_dir
 from traceviz.trace import Trace
@@ -149,16 +150,23 @@ class DiagnosisFailed:
 
 
 def compare_traces(
-    a: Trace | Side, b: Trace | Side, *, names: tuple[str, str], run_info: dict[str, Any] | None
+    a: Trace | Side,
+    b: Trace | Side,
+    *,
+    names: tuple[str, str],
+    run_info: dict[str, Any] | None,
+    compile_log: Path | None = None,
 ) -> Comparison:
-    """Analyse (unless already analysed) and compare two traces, findings included."""
+    """Analyse (unless already analysed) and compare two traces, findings included;
+    ``compile_log`` is b's structured compile log (a run directory's), when there is one."""
     dynamo = (run_info or {}).get("dynamo") or None
+    log = read_log(compile_log)
     side_a = a if isinstance(a, Side) else analyze(a, name=names[0])
-    side_b = b if isinstance(b, Side) else analyze(b, name=names[1], dynamo=dynamo)
+    side_b = b if isinstance(b, Side) else analyze(b, name=names[1], dynamo=dynamo, compile_log=log)
     if (side_a.name, side_b.name) != names:
         side_a = dataclasses.replace(side_a, name=names[0])
         side_b = dataclasses.replace(side_b, name=names[1])
-    return with_findings(compare_sides(side_a, side_b, run_info=run_info))
+    return with_findings(compare_sides(side_a, side_b, run_info=run_info, compile_log=log))
 
 
 def comparison_from_args(
@@ -179,6 +187,7 @@ def comparison_from_args(
             load_path(run.compiled),
             names=names or ("eager", "compiled"),
             run_info=run.info,
+            compile_log=run.compile_log,
         )
     if len(paths) != 2:
         raise UsageError("give a run directory or two trace files")

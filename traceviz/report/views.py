@@ -314,8 +314,8 @@ def comparison_views(comparison: Comparison, *, top: int = 10) -> list[View]:
     views = [
         metrics_view(comparison),
         *([kinds_view(comparison)] if analysed else []),  # n/a: a device without a model
-        *([fusion_view(comparison, top=top), eager_only_view(comparison, top=top)]
-          if analysed else []),
+        *([fusion_view(comparison, top=top), eager_only_view(comparison, top=top),
+           by_line_view(comparison, top=top)] if analysed else []),
         regions_view(comparison),
     ]  # fmt: skip
     return [v for v in views if v.rows or v.note]
