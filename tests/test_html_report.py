@@ -64,7 +64,7 @@ def test_has_every_view_and_table(sample: Comparison, report: str) -> None:
         assert f">{view}</h2>" in report
     for table in comparison_views(sample, top=5):
         assert table.title.replace("&", "&amp;") in report or table.title[:20] in report
-    assert "speedup" in report  # the run.json headline
+    assert "step time (median)" in report and "95% interval" in report  # the speed verdict
 
 
 def test_escapes_names(sample: Comparison) -> None:
