@@ -269,3 +269,32 @@ def test_sample_runs_have_provenance_and_frames(run: Path) -> None:
     assert log.kernels[P.prov_kernel].is_unique
     assert set(log.lines[L.prov_kernel]) <= set(log.kernels[P.prov_kernel])
     assert (log.frames["compile_time_s"] > 0).all()
+
+
+def test_a_backward_graph_with_an_empty_mapping_takes_its_kernels_from_the_stacks(
+    tmp_path: Path,
+) -> None:
+    backward_stacks = {
+        "cpp_fused_div_0:1": ['  File "/src/m.py", line 20, in forward\n    return z.mean(-1)\n'],
+        "extern_kernels.mm:2": ['  File "/src/m.py", line 19, in forward\n    z = s.l(y) + x\n'],
+        "cpp_fused_sum_1:3": ['  File "/src/m.py", line 19, in forward\n    z = s.l(y) + x\n'],
+    }
+    backward_bytes = [
+        {"node": "op0", "bytes": 100, "origins": ["div"], "extern": False},
+        {"node": "op1", "bytes": 200, "origins": ["mm"], "extern": True,
+         "kernel": "extern_kernels.mm"},
+        {"node": "op2", "bytes": 300, "origins": ["sum_1"], "extern": False},
+    ]  # fmt: skip
+    items = [
+        *records(),
+        artifact("inductor_provenance_tracking_node_mappings", {"version": 2.0}),
+        artifact("inductor_provenance_tracking_kernel_stack_traces", backward_stacks),
+        artifact("traceviz_inductor_node_bytes", backward_bytes),
+    ]
+    log = read_compile_log(write_jsonl(tmp_path / "t.jsonl.gz", items))
+    back = log.kernels[log.kernels[P.graph_index] == 1]
+    assert list(back[P.kernel]) == ["cpp_fused_div_0", "extern_kernels.mm", "cpp_fused_sum_1"]
+    assert list(back[P.est_bytes]) == [100, 200, 300]  # in code-generation order
+    assert set(back[P.post_grad_nodes]) == {""}
+    lines = log.lines[log.lines[L.prov_kernel].str.startswith("0/0[1]:")]
+    assert list(lines[L.line]) == [20, 19, 19]

@@ -267,12 +267,14 @@ class _Graph:
         return self.compile_id if self.index == 0 else f"{self.compile_id}[{self.index}]"
 
     def kernel_nodes(self) -> dict[str, list[str]]:
-        """``kernel:handle`` → post-grad node names (GPU logs name the key differently)."""
+        """``kernel:handle`` → post-grad node names. Inductor logs an empty mapping for a
+        backward graph (no pre-grad graph to map to): its kernels are then the keys of the
+        stack-trace artifact, with no node names."""
         for key in ("cppCodeToPost", "tritonCodeToPost", "kernelToPost"):
             value = self.mappings.get(key)
             if isinstance(value, dict) and value:
                 return {str(k): [str(n) for n in v] for k, v in value.items()}
-        return {}
+        return {str(k): [] for k in (self.stacks or {})}
 
 
 def _json(record: Record, source: str) -> Any:
@@ -340,7 +342,7 @@ def _kernel_bytes(kernel_nodes: dict[str, list[str]], node_bytes: list[Any]) -> 
     ordered = sorted(kernel_nodes, key=lambda k: (split_kernel_key(k)[1] or 0, k))
     generated = [k for k in ordered if not is_extern(split_kernel_key(k)[0])]
     calls = [k for k in ordered if is_extern(split_kernel_key(k)[0])]
-    sets = [set(kernel_nodes[key]) for key in generated]
+    sets = [set(kernel_nodes[key]) for key in generated]  # empty: not known (backward)
     cursor = 0
     for item in node_bytes:
         if not isinstance(item, dict) or not isinstance(item.get("bytes"), int):
@@ -352,7 +354,9 @@ def _kernel_bytes(kernel_nodes: dict[str, list[str]], node_bytes: list[Any]) -> 
             key = next((k for k in calls if _call_op(split_kernel_key(k)[0]) == op), None)
             calls.remove(key) if key is not None else None
         else:
-            found = next((i for i in range(cursor, len(sets)) if origins & sets[i]), None)
+            found = next(
+                (i for i in range(cursor, len(sets)) if origins & sets[i] or not sets[i]), None
+            )
             if found is not None:
                 cursor = found + 1
             else:

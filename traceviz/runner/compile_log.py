@@ -55,7 +55,7 @@ MARKER_ARTIFACTS = frozenset(
 KEPT_KINDS = frozenset((METRICS, OUTPUT_CODE, "dynamo_start"))
 _DROPPED_METRICS = ("inductor_config", "dynamo_config", "functorch_config", "compiler_config",
                     "inductor_provenance", "stack_trace", "exception_stack_trace")  # fmt: skip
-_PROFILED_KERNEL = re.compile(r"graph_\d+_\w+")
+_PROFILED_KERNEL = re.compile(r'"(graph_\d+_\w+)"')  # the record's name, as a C++ string
 
 
 class _Collector(logging.Handler):
