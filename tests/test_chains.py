@@ -161,6 +161,15 @@ def test_compiled_leftovers_name_the_graph_break_only_when_there_is_one(tmp_trac
     assert finding.severity is Severity.WARNING
     assert "graph-break finding" not in finding.next_step
     assert "no graph break" in finding.next_step
+    broken = [
+        *events,
+        op("Torch-Compiled Region: 1/0", 800, 200),
+        op("graph_1_cpp_fused_sin_0", 810, 100),
+    ]
+    every = diagnose_trace(traceviz.load(tmp_trace(broken)), name="t")
+    (chain,) = [f for f in every if f.id == RULE]
+    assert "graph-break finding" in chain.next_step
+    assert [f for f in every if f.id == "graph-break"]  # the finding it points to exists
 
 
 # --- evidence length, central ---------------------------------------------------------------

@@ -23,6 +23,7 @@ from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, kernel_steps, short_name
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
+from traceviz.diagnose.rules import breaks
 
 __all__ = ["MIN_CHAIN_KERNELS", "RULE_ID", "ChainGroup", "chain_groups", "unfused_chains"]
 
@@ -156,8 +157,8 @@ def _eager_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step: f
 
 def _leftover_step(facts: TraceFacts) -> str:
     """What to do about eager chains in a compiled trace; the graph-break finding is named
-    only when this trace shows graph breaks (so it exists)."""
-    if facts.regions.graph_breaks:
+    only when that rule finds one for this trace (so it exists)."""
+    if breaks.graph_breaks(facts):
         return (
             "These kernels run outside the compiled graphs, after a graph break: remove the "
             "break (see the graph-break finding; `torch._dynamo.explain(model)(*inputs)` lists "
