@@ -190,3 +190,47 @@ def test_legacy_resnet_leading_idle_is_the_data_loader() -> None:
 
 def test_long_gap_threshold_is_far_above_a_launch() -> None:
     assert LONG_GAP_US >= 100 * 10  # a kernel launch costs ~5-20 µs
+
+
+def _vision_step() -> list[dict]:
+    """Issue #10's vision trace in miniature: 218 ms of preprocessing before the first kernel,
+    then the model, then a 126 ms copy of the result into pageable memory."""
+    events = _preprocess_step(218_000)
+    end = max(e["ts"] + e["dur"] for e in events if e["cat"] == "kernel")
+    events[0]["dur"] = end + 126_000 + 1_000  # the ProfilerStep
+    events += [
+        op("aten::_local_scalar_dense", end + 10, 126_000),
+        launch("cudaMemcpyAsync", end + 20, 125_980, 999),
+        kernel("Memcpy DtoH (Device -> Pageable)", end + 30, 5, 999, cat="gpu_memcpy", bytes=8),
+    ]
+    return events
+
+
+def test_vision_step_one_true_first_finding(tmp_trace) -> None:
+    from traceviz.diagnose.rules.copies import COPIES_ID, SYNC_ID
+
+    trace = traceviz.load(tmp_trace(_vision_step()))
+    split = launch_overhead(trace).idle
+    row = split.per_step.iloc[0]
+    assert row[P.blocked_us] == pytest.approx(125_980 - 5)  # all but the copy's own 5 µs
+    assert row[P.cpu_wait_us] > row[P.blocked_us]
+    findings = diagnose_trace(trace)
+    assert findings[0].id == CPU_BOUND_ID
+    assert "video_classification.preprocess 218 ms before the first kernel" in findings[0].title
+    ids = [f.id for f in findings]
+    assert LAUNCH_BOUND_ID not in ids and SYNC_ID in ids and COPIES_ID in ids
+    copy = findings[ids.index(COPIES_ID)]
+    assert "0.0% of the step" not in copy.title
+
+
+def test_blocked_larger_than_wait_leaves_the_sync_finding_alone(tmp_trace) -> None:
+    from traceviz.diagnose.rules.copies import SYNC_ID
+
+    events = [op("ProfilerStep#1", 0, 10_000, cat="user_annotation")]
+    events += [launch("cudaLaunchKernel", 10, 5, 1), kernel("k", 20, 100, 1)]
+    events += [op("aten::item", 190, 9_000), launch("cudaStreamSynchronize", 200, 8_000, 2)]
+    trace = traceviz.load(tmp_trace(events))
+    split = launch_overhead(trace).idle
+    assert split.largest == P.blocked_us
+    ids = [f.id for f in diagnose_trace(trace)]
+    assert ids[0] == SYNC_ID and CPU_BOUND_ID not in ids and LAUNCH_BOUND_ID not in ids

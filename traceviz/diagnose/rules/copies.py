@@ -58,6 +58,10 @@ REASON_TEXT = {
     BlockReason.PAGEABLE_COPY.value: "copy to/from pageable memory",
     BlockReason.STALLED_LAUNCH.value: "stalled launch",
 }
+SYNC_GAIN_BASIS = (
+    "rough: the device's idle time while the CPU was blocked in these calls (measured); "
+    "the CPU time blocked while the device worked is not counted"
+)
 COPY_GAIN_BASIS = (
     "upper bound: the copies' device time, or the CPU time blocked in their calls where "
     "longer (measured), if they overlapped with compute (pinned memory, non_blocking=True) "
@@ -150,6 +154,8 @@ def syncs(facts: TraceFacts) -> list[Finding]:
         Finding(
             id=SYNC_ID,
             severity=Severity.WARNING if share >= SYNC_WARNING_SHARE else Severity.INFO,
+            est_gain_us=idle_blocked if idle_blocked > 0 else None,
+            gain_basis=SYNC_GAIN_BASIS if idle_blocked > 0 else "",
             title=f"{facts.name}: the CPU blocks on the device {per_step:.3g} time(s) per step, "
             f"{us(blocked)} ({100 * share:.1f}% of the step)",
             evidence=tuple(evidence),
