@@ -65,6 +65,16 @@ def test_synthetic_unknown_device_counts_what_it_holds(tmp_trace: Any) -> None:
     assert held.device_names == ("ACC",)
 
 
+def test_device_events_found_without_device_ids(tmp_trace: Any) -> None:
+    """No deviceProperties: the device is the process with neither CPU ops nor runtime calls."""
+    path = _mtia_like(tmp_trace)
+    doc = json.loads(path.read_text())
+    del doc["deviceProperties"]
+    path.write_text(json.dumps(doc))
+    held = device_activity(traceviz.load(path))
+    assert held is not None and held.device_events == 4 and held.device_names == ()
+
+
 def test_synthetic_summary_is_null_not_zero(tmp_trace: Any) -> None:
     summary = summarize(traceviz.load(_mtia_like(tmp_trace)))
     assert summary.basis == NOT_ANALYSED and not summary.analysed

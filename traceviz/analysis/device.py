@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from traceviz.schema import DeviceKind, Launches, Spans
+from traceviz.schema import DeviceKind, Launches, Ops, Spans
 from traceviz.trace import Trace
 
 #: The basis of a figure traceviz cannot compute for a device it does not model.
@@ -33,8 +34,9 @@ class DeviceActivity:
     - ``runtime_calls`` / ``runtime_time_us``: rows of ``Trace.launches`` (the device
       runtime's API calls; none is a launch traceviz recognises) and their summed CPU time, µs;
     - ``device_events`` / ``device_event_time_us``: duration events recorded on a device
-      process (its pid is a ``deviceProperties`` id), from ``Trace.spans``, and their summed
-      duration, µs (events on parallel streams overlap: this is not wall time);
+      process (its pid is a ``deviceProperties`` id; without ids, a process with no CPU op
+      and no runtime call), from ``Trace.spans``, and their summed duration, µs (events on
+      parallel streams overlap: this is not wall time);
     - ``categories``: the trace categories (``cat``) of those device events
       (``mtia_ccp_events``), most events first.
     """
@@ -62,9 +64,8 @@ def device_activity(trace: Trace) -> DeviceActivity | None:
     if is_analysed(trace):
         return None
     spans = trace.spans
-    pids = spans[Spans.thread].astype(object).astype(str).str.split("/", n=1).str[0]
-    device_pids = {str(d.get("id")) for d in trace.meta.devices if d.get("id") is not None}
-    on_device = pids.isin(device_pids).to_numpy(dtype=bool)
+    pids = _pids(spans[Spans.thread])
+    on_device = pids.isin(_device_pids(trace, pids)).to_numpy(dtype=bool)
     events = spans[on_device]
     counts = events[Spans.category].astype(object).astype(str).value_counts(sort=True)
     launches = trace.launches
@@ -76,3 +77,18 @@ def device_activity(trace: Trace) -> DeviceActivity | None:
         device_event_time_us=float(np.nansum(events[Spans.dur_us].to_numpy(dtype=float))),
         categories=tuple(str(c) for c in counts.index),
     )
+
+
+def _pids(threads: pd.Series) -> pd.Series:
+    """The pid part of ``"pid/tid"`` thread labels."""
+    return threads.astype(object).astype(str).str.split("/", n=1).str[0]
+
+
+def _device_pids(trace: Trace, span_pids: pd.Series) -> set[str]:
+    """Processes of the device: deviceProperties ids, else span processes that hold no CPU op
+    and no runtime call (and are not the profiler's own ``Spans`` process)."""
+    ids = {str(d.get("id")) for d in trace.meta.devices if d.get("id") is not None}
+    if ids:
+        return ids
+    host = set(_pids(trace.ops[Ops.thread])) | set(_pids(trace.launches[Launches.thread]))
+    return {pid for pid in set(span_pids) if pid not in host and pid != "Spans"}
