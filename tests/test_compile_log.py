@@ -298,3 +298,16 @@ def test_a_backward_graph_with_an_empty_mapping_takes_its_kernels_from_the_stack
     assert set(back[P.post_grad_nodes]) == {""}
     lines = log.lines[log.lines[L.prov_kernel].str.startswith("0/0[1]:")]
     assert list(lines[L.line]) == [20, 19, 19]
+
+
+@pytest.mark.skipif(not (SAMPLES / "graph-break" / COMPILE_LOG).is_file(), reason="no sample")
+def test_graph_break_sample_frames_say_where_and_why() -> None:
+    run = SAMPLES / "graph-break"
+    frames = read_compile_log(run).frames
+    info = json.loads((run / "run.json").read_text())
+    assert list(frames["compile_id"].astype(str)) == [c["compile_id"] for c in
+                                                      info["dynamo"]["compiles"]]  # fmt: skip
+    assert int(frames["graph_breaks"].sum()) == info["dynamo"]["graph_break_count"]
+    brk = info["dynamo"]["graph_breaks"][0]
+    reason = frames["break_reason"].dropna().iloc[0]
+    assert reason.endswith(f"{brk['file']}:{brk['line']}") and "Data-dependent" in reason

@@ -374,8 +374,9 @@ class CompileFrames:
     compile_time_s = "compile_time_s"  # whole-frame compile time, s (float64)
     inductor_compile_time_s = "inductor_compile_time_s"  # part spent in Inductor, s (float64)
     graph_ops = "graph_ops"  # ops in the Dynamo graph (Int64)
-    graph_breaks = "graph_breaks"  # graph breaks Dynamo counted in this frame (Int64)
-    break_reason = "break_reason"  # first graph-break reason logged for this compile (str)
+    graph_breaks = "graph_breaks"  # graph breaks in this frame: Dynamo's count or its logged
+    # reasons, whichever is more (Int64)
+    break_reason = "break_reason"  # "<reason> at <file>:<line>", "; "-joined (str; NA: none)
     recompile_reason = "recompile_reason"  # the failed guard that caused it (str; NA for X/0)
     fail_reason = "fail_reason"  # why compilation failed (str; NA when it did not)
     cache_hit = "cache_hit"  # Inductor's FX graph cache served it (no misses, ≥ 1 hit) (bool)

@@ -216,7 +216,7 @@ def build_compile_log(records: Iterable[Record], *, source: str) -> CompileLog:
     latest: dict[str, _Graph] = {}  # compile id → its latest graph
     prefixes: dict[str, list[int | None]] = defaultdict(list)  # compile id → graph N per graph
     metrics: list[Record] = []
-    breaks: dict[str, str] = {}
+    breaks: dict[str, list[str]] = defaultdict(list)
     names: dict[str, int] = defaultdict(int)
     count = 0
     for record in records:
@@ -237,8 +237,8 @@ def build_compile_log(records: Iterable[Record], *, source: str) -> CompileLog:
             prefixes[cid].append(_graph_prefix(record.payload))
         elif name == METRICS:
             metrics.append(record)
-        elif name == GRAPH_BREAK and cid not in breaks:
-            breaks[cid] = _first_line(record.payload or "")
+        elif name == GRAPH_BREAK:
+            breaks[cid].append(_break_reason(record.payload or ""))
     for graph in graphs:
         ids = prefixes.get(graph.compile_id, [])
         graph.graph = ids[graph.index] if graph.index < len(ids) else None
@@ -434,7 +434,19 @@ def user_frame(text: str) -> tuple[str, int, str, str | None] | None:
     return None
 
 
-def _frames_table(metrics: list[Record], breaks: dict[str, str]) -> pd.DataFrame:
+def _break_reason(text: str) -> str:
+    """``"Data-dependent branching at /m.py:137"`` from Dynamo's graph-break text."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    reason = next(
+        (x.split(":", 1)[1].strip() for x in lines if x.startswith("Graph Break Reason:")), ""
+    )
+    where = lines[0].split(" at ", 1)[1] if lines and " at " in lines[0] else ""
+    if reason and where:
+        return f"{reason} at {where}"[:300]
+    return reason or (lines[0][:300] if lines else "")
+
+
+def _frames_table(metrics: list[Record], breaks: dict[str, list[str]]) -> pd.DataFrame:
     rows = []
     for record in metrics:
         m = record.metadata.get(METRICS)
@@ -454,8 +466,8 @@ def _frames_table(metrics: list[Record], breaks: dict[str, str]) -> pd.DataFrame
                 F.compile_time_s: _float(m.get("entire_frame_compile_time_s")),
                 F.inductor_compile_time_s: _float(m.get("inductor_compile_time_s")),
                 F.graph_ops: _int(m.get("graph_op_count")),
-                F.graph_breaks: _int(m.get("num_graph_breaks")),
-                F.break_reason: breaks.get(cid),
+                F.graph_breaks: max(_int(m.get("num_graph_breaks")) or 0, len(breaks.get(cid, []))),
+                F.break_reason: "; ".join(breaks[cid]) if breaks.get(cid) else None,
                 F.recompile_reason: _text(m.get("recompile_reason")),
                 F.fail_reason: _text(m.get("fail_reason")),
                 F.cache_hit: hits > 0 and misses == 0,
