@@ -135,6 +135,8 @@ def test_corpus_idle_parts_add_up(path) -> None:  # type: ignore[no-untyped-def]
     assert (per[P.lead_cpu_wait_us] <= per[P.lead_us] + 1e-6).all()
     assert (per[P.trail_cpu_wait_us] <= per[P.trail_us] + 1e-6).all()
     assert (per[P.long_cpu_wait_us] <= per[P.cpu_wait_us] + 1e-6).all()
+    spans = split.blocked_spans
+    assert float((spans[1] - spans[0]).sum()) == pytest.approx(split.total(P.blocked_us), abs=1e-3)
     # the CPU work credited to the wait never exceeds the wait, per step
     credited = split.cpu_work.groupby(CpuWork.step)[CpuWork.overlap_us].sum()
     for step, value in credited.items():

@@ -13,7 +13,8 @@ Each gap is split, in this order of precedence, into:
   but the activity had not started yet;
 - ``between_us`` — **between kernels**: the next activity was issued before the gap began
   (queued behind a dependency, another stream, or a replayed graph's own gaps); also mid-step
-  gaps before an activity with no known launch.
+  gaps before an activity with no known launch, except where the CPU was blocked meanwhile
+  (that part is ``blocked_us``).
 
 The four parts add up to ``idle_us`` per step. :attr:`IdleSplit.cpu_work` names the CPU ops and
 annotations (the outermost ones on the launching thread, not ``ProfilerStep#``) that ran while
@@ -83,6 +84,8 @@ class IdleSplit:
     per_step: pd.DataFrame  # columns: IdleParts
     cpu_work: pd.DataFrame  # columns: CpuWork
     main_thread: str | None  # the thread whose ops are named (most launch calls)
+    #: the idle time counted in ``blocked_us``, as a sorted disjoint interval set (µs)
+    blocked_spans: tuple[FloatArray, FloatArray]
 
     def total(self, column: str) -> float:
         """A column of :attr:`per_step` summed over the steps, µs."""
@@ -118,17 +121,27 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
     b_lo, b_hi = blocked_intervals(blocking.calls)
     thread = _main_thread(trace)
     ops = _outer_ops(trace, thread)
-    rows, work = [], []
+    rows, work, spans = [], [], []
     for i, (step, lo, hi) in enumerate(windows):
         inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
         gaps = _gaps(starts[inside], ends[inside], issued[inside], lo, hi)
-        row, wait = _split(gaps, b_lo, b_hi)
+        row, wait, blocked = _split(gaps, b_lo, b_hi)
+        spans.append(blocked)
         row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
         rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
         work += _cpu_work(ops, wait, i)
     per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
-    return IdleSplit(per_step=per_step, cpu_work=_work_table(ops, work), main_thread=thread)
+    blocked_spans = (
+        np.concatenate([b[0] for b in spans]),
+        np.concatenate([b[1] for b in spans]),
+    )
+    return IdleSplit(
+        per_step=per_step,
+        cpu_work=_work_table(ops, work),
+        main_thread=thread,
+        blocked_spans=union(*blocked_spans),
+    )
 
 
 _ROW_COLUMNS = [
@@ -162,9 +175,13 @@ def _gaps(s: FloatArray, e: FloatArray, issued: FloatArray, lo: float, hi: float
 
 def _split(
     gaps: _Gaps, b_lo: FloatArray, b_hi: FloatArray
-) -> tuple[dict[str, float], tuple[FloatArray, FloatArray, npt.NDArray[np.object_]]]:
-    """One step's parts (a row of :class:`IdleParts` columns) and its cpu-wait intervals
-    (start, end, position), blocked time removed."""
+) -> tuple[
+    dict[str, float],
+    tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
+    tuple[FloatArray, FloatArray],
+]:
+    """One step's parts (a row of :class:`IdleParts` columns), its cpu-wait intervals
+    (start, end, position; blocked time removed) and its blocked intervals."""
     lo, hi, issued, where = gaps.lo, gaps.hi, gaps.issued, gaps.where
     known = np.isfinite(issued)
     edge = where != BETWEEN
@@ -175,6 +192,9 @@ def _split(
     wait_lo, wait_hi = lo, wait_end
     blocked = overlap(b_lo, b_hi, wait_lo, wait_hi)
     cpu = (wait_hi - wait_lo) - blocked
+    # no known launch for the next activity: where the CPU was blocked, that is the cause
+    unknown = np.where(~known & ~edge, overlap(b_lo, b_hi, lo, hi), 0.0)
+    blocked, between = blocked + unknown, between - unknown
     lead, trail = where == LEADING, where == TRAILING
     row = {
         IdleParts.idle_us: float((hi - lo).sum()),
@@ -190,7 +210,17 @@ def _split(
     }
     w_lo, w_hi = subtract(*union(wait_lo, wait_hi), b_lo, b_hi)
     pos = np.searchsorted(lo, w_lo, side="right") - 1
-    return row, (w_lo, w_hi, where[np.clip(pos, 0, None)] if w_lo.size else where[:0])
+    open_lo = np.concatenate([wait_lo, lo[~known & ~edge]])
+    open_hi = np.concatenate([wait_hi, hi[~known & ~edge]])
+    spans = _intersect(*union(open_lo, open_hi), b_lo, b_hi)
+    return row, (w_lo, w_hi, where[np.clip(pos, 0, None)] if w_lo.size else where[:0]), spans
+
+
+def _intersect(
+    a_lo: FloatArray, a_hi: FloatArray, b_lo: FloatArray, b_hi: FloatArray
+) -> tuple[FloatArray, FloatArray]:
+    """A ∩ B of two sorted disjoint interval sets."""
+    return subtract(a_lo, a_hi, *subtract(a_lo, a_hi, b_lo, b_hi))
 
 
 def _main_thread(trace: Trace) -> str | None:

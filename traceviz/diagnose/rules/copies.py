@@ -24,7 +24,7 @@ import pandas as pd
 from traceviz.analysis.blocking import BlockingColumns as B
 from traceviz.analysis.blocking import BlockReason
 from traceviz.analysis.idle import IdleParts
-from traceviz.analysis.windows import union
+from traceviz.analysis.windows import overlap, union
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
@@ -63,9 +63,10 @@ SYNC_GAIN_BASIS = (
     "the CPU time blocked while the device worked is not counted"
 )
 COPY_GAIN_BASIS = (
-    "upper bound: the copies' device time, or the CPU time blocked in their calls where "
-    "longer (measured), if they overlapped with compute (pinned memory, non_blocking=True) "
-    "or were not needed"
+    "upper bound: the copies' device time plus the device's idle time counted as blocked "
+    "while the CPU was in their calls (measured), if they overlapped with compute (pinned memory, "
+    "non_blocking=True) or were not needed; CPU time blocked while the device worked is "
+    "not counted"
 )
 
 
@@ -85,6 +86,7 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     durs = durations(rows)
     time_us = facts.per_step(float(durs.sum()))
     cost_us = max(time_us, facts.per_step(_copy_cost(facts, rows)))
+    gain_us = min(time_us + facts.per_step(_idle_in_copy_calls(facts)), cost_us)
     share = facts.share(cost_us) or 0.0
     to_host = int((rows[Kernels.copy_kind].astype(object) == "DtoH").sum())
     if share < COPY_MIN_SHARE and to_host == 0:
@@ -111,7 +113,7 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
             title=f"{facts.name}: host↔device copies inside the step "
             f"({facts.per_step(len(rows)):.3g} per step, {100 * share:.1f}% of the step)",
             evidence=tuple(evidence),
-            est_gain_us=cost_us,
+            est_gain_us=gain_us,
             gain_basis=COPY_GAIN_BASIS,
             next_step="Keep tensors on the device across steps; load batches with "
             "`DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`; read results "
@@ -214,6 +216,20 @@ def _copy_cost(facts: TraceFacts, rows: pd.DataFrame) -> float:
         )
         total += float((e - s).sum())
     return total
+
+
+def _idle_in_copy_calls(facts: TraceFacts) -> float:
+    """The idle split's blocked time (device idle while the CPU was blocked) that falls inside
+    the steps' blocking copy calls, µs (total over the steps)."""
+    calls = facts.launch.blocking.calls
+    calls = calls[calls[B.reason].isin(COPY_REASONS) & (calls[B.step] >= 0)]
+    if calls.empty:
+        return 0.0
+    c_start, c_end = union(
+        calls[B.ts_us].to_numpy(dtype=float),
+        (calls[B.ts_us] + calls[B.dur_us]).to_numpy(dtype=float),
+    )
+    return float(overlap(*facts.launch.idle.blocked_spans, c_start, c_end).sum())
 
 
 def _direction_evidence(facts: TraceFacts, rows: pd.DataFrame) -> list[Evidence | str]:
