@@ -1,21 +1,48 @@
-"""Shared fixtures: the real-trace corpus beside the repo, and tiny hand-made traces."""
+"""Shared fixtures: the real-trace corpus beside the repo, and tiny hand-made traces.
+
+The corpus (real GPU traces, not part of the repo) is found at ``$TRACEVIZ_CORPUS``, else at
+``../shared/corpus`` beside the checkout; the tests that need it skip, saying where they looked,
+when it is absent. :func:`load_trace` parses each real trace once per test session.
+"""
 
 from __future__ import annotations
 
 import gzip
 import json
+import os
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from traceviz.trace import Trace
+
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS_ENV = "TRACEVIZ_CORPUS"
+CORPUS = Path(os.environ.get(CORPUS_ENV) or REPO.parent / "shared" / "corpus").expanduser()
 SAMPLES = REPO / "sample_traces"
 
 
+@cache
+def load_trace(path: Path) -> Trace:
+    """``traceviz.load(path)``, parsed once per test session and shared: for the real traces
+    (corpus, sample runs) that many tests read. Analyses are pure, so sharing is safe; a test
+    that changes a trace's tables must load its own copy with ``traceviz.load``."""
+    import traceviz
+
+    return traceviz.load(path)
+
+
+@pytest.fixture(scope="session")
+def corpus_trace():  # type: ignore[no-untyped-def]
+    """Fixture form of :func:`load_trace`: ``corpus_trace(path)`` -> the shared parsed Trace."""
+    return load_trace
+
+
 def corpus_files() -> list[Path]:
-    """Every trace in ../shared/corpus (empty when the folder is absent)."""
+    """Every trace in the corpus folder (empty when the folder is absent)."""
     if not CORPUS.is_dir():
         return []
     return sorted(p for p in CORPUS.rglob("*") if p.name.endswith((".json", ".json.gz")))
@@ -29,7 +56,8 @@ def corpus_params() -> list[Any]:
 
 
 def read_json(path: Path) -> Any:
-    """A trace file's JSON, the plain way (for independent counts in tests)."""
+    """A trace file's JSON, the plain way (for independent counts in tests); a fresh copy on
+    every call (some tests edit it)."""
     opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
     with opener(path, "rt") as handle:  # type: ignore[operator]
         return json.load(handle)

@@ -1,20 +1,48 @@
-"""The comparison: figures equal plain counts of the JSON, every pair compares, the CLI's
-output formats are stable."""
+"""The comparison: on chosen pairs (every sample run, corpus pairs of one vendor, across
+vendors, CPU against GPU) each side's figures equal plain counts of its JSON and land on the right
+side; every trace compares with itself (nothing changes) and with one other without error; the
+CLI's output formats are stable."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
+import re
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 
-import traceviz
-from tests.conftest import CORPUS, SAMPLES, corpus_files, read_json
-from traceviz.analysis.compare import Side, analyze, compare, compare_sides
+from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, read_json
+from traceviz.analysis.compare import METRICS, Comparison, Side, analyze, compare, compare_sides
 from traceviz.cli import main
+
+KERNEL_CATS = {"kernel", "Kernel"}
+MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
+LAUNCH_NAMES = {
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "hipLaunchKernel", "hipModuleLaunchKernel",
+    "hipExtModuleLaunchKernel", "hipExtLaunchKernel", "hipGraphLaunch",
+}  # fmt: skip
+STEP = re.compile(r"ProfilerStep#\d+")
+RUN_FILES = ("eager.pt.trace.json.gz", "compiled.pt.trace.json.gz")
+
+#: Corpus pairs (a, b) whose device figures are checked against plain counts: one vendor, the
+#: same model in two trace schemas, across vendors, and a small trace against a big one.
+CORPUS_PAIRS = [
+    ("nvidia/a100_eager_train_control.json.gz",
+     "nvidia/v100_train_compiledfunction_cudagraph.json.gz"),
+    ("nvidia/resnet50_eager_legacy_bare_array.json.gz",
+     "nvidia/v100_resnet50_eager_train_2021.json.gz"),
+    ("nvidia/a100_compiled_cudagraph_train_2023.json.gz",
+     "amd/mi300x_compiled_flux_hipgraph.json.gz"),
+    ("amd/mi250_eager_train_rocm62.json.gz", "nvidia/v100_small_plain.json"),
+]  # fmt: skip
+#: CPU against GPU: the host figures (steps, compiled regions) still hold on both sides.
+HOST_PAIRS = [("cpu/cpu_only_rank.json.gz", "nvidia/a100_compiled_triton_tiny.json.gz")]
 
 
 def sample_runs() -> list[Path]:
@@ -22,43 +50,131 @@ def sample_runs() -> list[Path]:
 
 
 def all_traces() -> list[Path]:
-    names = ("eager.pt.trace.json.gz", "compiled.pt.trace.json.gz")
-    runs = [run / name for run in sample_runs() for name in names]
-    return corpus_files() + runs
+    return corpus_files() + [run / name for run in sample_runs() for name in RUN_FILES]
 
 
 @cache
 def side(path: Path) -> Side:
-    return analyze(traceviz.load(path), name=path.name)
+    return analyze(load_trace(path), name=path.name)
 
 
-def test_every_pair_compares() -> None:
-    traces = all_traces()
-    if len(traces) < 2:
-        pytest.skip(f"no traces found in {CORPUS} or {SAMPLES}")
-    for a, b in itertools.combinations(traces, 2):
-        comparison = compare_sides(side(a), side(b))
-        assert len(comparison.metrics) > 20, (a, b)
-
-
-def _plain_kernel_count(path: Path) -> int:
+@cache
+def plain(path: Path) -> dict[str, float]:
+    """Figures of one trace from a plain pass over its JSON (as in MANIFEST.md): device kernels,
+    memcpys, launch calls, and the host side's ProfilerStep spans and compiled-region calls."""
     doc = read_json(path)
     events = doc if isinstance(doc, list) else doc["traceEvents"]
-    return sum(1 for e in events if e.get("ph") == "X" and e.get("cat") in ("kernel", "Kernel"))
+    complete = [e for e in events if e.get("ph") == "X"]
+    kernels = [e for e in complete if e.get("cat") in KERNEL_CATS]
+    memcpys = [e for e in complete if e.get("cat") in MEMCPY_CATS]
+    host = [e for e in complete if e.get("cat") != "gpu_user_annotation"]
+    return {
+        "kernel_count": len(kernels),
+        "kernel_time_us": sum(float(e.get("dur", 0)) for e in kernels),
+        "memcpy_count": len(memcpys),
+        "memcpy_bytes": sum(int(e.get("args", {}).get("bytes", 0)) for e in memcpys),
+        "launch_count": sum(1 for e in complete if e.get("name") in LAUNCH_NAMES),
+        "step_count": sum(1 for e in host if STEP.fullmatch(str(e.get("name")))),
+        "compiled_regions": sum(
+            1 for e in host if str(e.get("name")).startswith("Torch-Compiled Region")
+        ),
+    }
 
 
-def test_gpu_pair_figures_equal_plain_counts() -> None:
-    a = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
-    b = CORPUS / "nvidia" / "v100_train_compiledfunction_cudagraph.json.gz"
-    if not a.exists():
-        pytest.skip(f"corpus not found at {CORPUS}")
-    comparison = compare(a, b, names=("eager", "compiled"))
-    kernels = comparison.metric("kernel_count")
-    assert (kernels.a, kernels.b) == (_plain_kernel_count(a), _plain_kernel_count(b))
-    assert kernels.delta == kernels.b - kernels.a
-    assert math.isclose(kernels.ratio, kernels.b / kernels.a)
-    assert comparison.metric("launch_count").a == 8568  # MANIFEST
-    assert comparison.metric("memcpy_bytes").b == 28340638496  # MANIFEST
+def _pair(a: Path, b: Path) -> Comparison:
+    for path in (a, b):
+        if not path.exists():
+            pytest.skip(f"trace {path} not found (corpus: {CORPUS})")
+    return compare_sides(side(a), side(b))
+
+
+def _assert_figures(comparison: Comparison, a: Path, b: Path, names: list[str]) -> None:
+    """Each named metric: a and b equal the plain counts of a and b, delta and ratio follow."""
+    for name in names:
+        row = comparison.metric(name)
+        want_a, want_b = plain(a)[name], plain(b)[name]
+        assert (row.a, row.b) == (pytest.approx(want_a), pytest.approx(want_b)), name
+        assert row.delta == pytest.approx(want_b - want_a), name
+        if want_a:
+            assert row.ratio == pytest.approx(want_b / want_a), name
+        else:
+            assert math.isnan(row.ratio), name
+
+
+DEVICE_FIGURES = ["kernel_count", "kernel_time_us", "memcpy_count", "memcpy_bytes", "launch_count"]
+HOST_FIGURES = ["step_count", "compiled_regions"]
+
+
+@pytest.mark.parametrize(("a", "b"), CORPUS_PAIRS, ids=lambda p: p.split("/")[-1].split(".")[0])
+def test_corpus_pair_figures_equal_plain_counts(a: str, b: str) -> None:
+    comparison = _pair(CORPUS / a, CORPUS / b)
+    _assert_figures(comparison, CORPUS / a, CORPUS / b, DEVICE_FIGURES + HOST_FIGURES)
+    kernels, steps = comparison.metric("kernels_per_step"), comparison.metric("step_count")
+    for which in ("a", "b"):
+        count = comparison.metric("kernel_count")[which]
+        assert kernels[which] == pytest.approx(count / steps[which]), which
+
+
+@pytest.mark.parametrize(("a", "b"), HOST_PAIRS, ids=lambda p: p.split("/")[-1].split(".")[0])
+def test_cpu_against_gpu_host_figures_equal_plain_counts(a: str, b: str) -> None:
+    comparison = _pair(CORPUS / a, CORPUS / b)
+    _assert_figures(comparison, CORPUS / a, CORPUS / b, HOST_FIGURES)
+    assert comparison.metric("kernel_count").b == plain(CORPUS / b)["kernel_count"]
+
+
+def sample_params() -> list[Any]:
+    runs = sample_runs()
+    if not runs:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no sample runs in {SAMPLES}"))]
+    return [pytest.param(run, id=run.name) for run in runs]
+
+
+@pytest.mark.parametrize("run", sample_params())
+def test_sample_run_figures(run: Path) -> None:
+    """A CPU run: steps and compiled regions equal plain counts (regions only on the compiled
+    side); no memcpy; kernel figures are those of each side's own summary."""
+    eager, compiled = (run / name for name in RUN_FILES)
+    comparison = compare_sides(side(eager), side(compiled))
+    _assert_figures(comparison, eager, compiled, [*HOST_FIGURES, "memcpy_count"])
+    assert comparison.metric("compiled_regions").a == 0 < comparison.metric("compiled_regions").b
+    for which, path in (("a", eager), ("b", compiled)):
+        summary = side(path).summary
+        assert comparison.metric("kernel_count")[which] == summary.kernel_count > 0
+        assert comparison.metric("kernel_time_us")[which] == pytest.approx(summary.kernel_time_us)
+
+
+def _metric_names() -> set[str]:
+    return {m.name for m in METRICS} | {"eager_kernels_per_compiled_kernel", "est_bytes_saved"}
+
+
+def _check_rows(metrics: pd.DataFrame, same: Callable[[float, float], bool]) -> None:
+    assert set(metrics["name"]) == _metric_names()
+    assert metrics["name"].is_unique
+    for row in metrics.itertuples():
+        if pd.notna(row.a) and pd.notna(row.b):
+            assert row.delta == pytest.approx(row.b - row.a), row.name
+            assert same(row.a, row.b), row.name
+
+
+def trace_params() -> list[Any]:
+    traces = all_traces()
+    if len(traces) < 2:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no traces in {CORPUS}"))]
+    return [pytest.param(p, id=f"{p.parent.name}/{p.name}") for p in traces]
+
+
+@pytest.mark.parametrize("path", trace_params())
+def test_every_trace_compares_with_itself_and_the_next(path: Path) -> None:
+    """Against itself every side figure is unchanged (delta 0, ratio 1 where defined); against
+    the next trace in the list (GPU/CPU, vendors and schemas mixed) the comparison completes
+    with every metric row, and each delta is b − a."""
+    traces = all_traces()
+    comparison = compare_sides(side(path), side(path))
+    _check_rows(comparison.metrics, lambda a, b: a == b)
+    ratios = comparison.metrics.dropna(subset=["ratio"])
+    assert (ratios["ratio"] == 1).all(), ratios[ratios["ratio"] != 1]["name"].tolist()
+    following = traces[(traces.index(path) + 1) % len(traces)]
+    _check_rows(compare_sides(side(path), side(following)).metrics, lambda a, b: True)
 
 
 def _sample(name: str) -> Path:

@@ -1,14 +1,16 @@
 """Every real trace in ../shared/corpus loads, conserves its events, and its summary figures
-equal a plain independent count of the JSON."""
+equal a plain independent count of the JSON. Each trace is parsed once per session
+(``load_trace``) and its JSON counted once."""
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 import traceviz
-from tests.conftest import corpus_params, read_json
+from tests.conftest import CORPUS, corpus_params, load_trace, read_json
 from traceviz.analysis.summary import summarize
 from traceviz.schema import DeviceKind
 
@@ -21,6 +23,7 @@ LAUNCH_NAMES = {
 }  # fmt: skip
 
 
+@cache
 def plain_counts(path: Path) -> dict[str, float]:
     """The MANIFEST's independent pass over the JSON."""
     doc = read_json(path)
@@ -40,7 +43,7 @@ def plain_counts(path: Path) -> dict[str, float]:
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_corpus_trace_loads_and_conserves_events(path: Path) -> None:
-    trace = traceviz.load(path)
+    trace = load_trace(path)
     stats = trace.stats
     assert stats.events_in == plain_counts(path)["events"]
     assert stats.accounted == stats.events_in, (stats.rows, stats.ignored)
@@ -49,7 +52,7 @@ def test_corpus_trace_loads_and_conserves_events(path: Path) -> None:
 @pytest.mark.parametrize("path", corpus_params())
 def test_summary_figures_equal_plain_count(path: Path) -> None:
     expected = plain_counts(path)
-    summary = summarize(traceviz.load(path)).to_json()
+    summary = summarize(load_trace(path)).to_json()
     if summary["device"] != DeviceKind.CPU.value:
         assert summary["kernel_count"] == expected["kernel_count"]
         assert summary["kernel_time_us"] == pytest.approx(expected["kernel_time_us"])
@@ -61,7 +64,7 @@ def test_summary_figures_equal_plain_count(path: Path) -> None:
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_cache_round_trip_keeps_every_table(path: Path, tmp_path: Path) -> None:
-    trace = traceviz.load(path)
+    trace = load_trace(path)
     again = traceviz.load(trace.save(tmp_path / "cache"))
     for name, table in trace.tables().items():
         reloaded = again.tables()[name]
@@ -85,8 +88,6 @@ EXPECTED_DEVICE = {
 
 @pytest.mark.parametrize("name,kind", EXPECTED_DEVICE.items())
 def test_device_kind(name: str, kind: DeviceKind) -> None:
-    from tests.conftest import CORPUS
-
     if not (CORPUS / name).exists():
         pytest.skip(f"corpus not found at {CORPUS}")
-    assert traceviz.load(CORPUS / name).device_kind is kind
+    assert load_trace(CORPUS / name).device_kind is kind
