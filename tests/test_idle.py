@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import traceviz
 from tests.conftest import CORPUS, corpus_params, kernel, launch, op
@@ -236,3 +238,59 @@ def test_blocked_larger_than_wait_leaves_the_sync_finding_alone(tmp_trace) -> No
     assert split.largest == P.blocked_us
     ids = [f.id for f in diagnose_trace(trace)]
     assert ids[0] == SYNC_ID and CPU_BOUND_ID not in ids and LAUNCH_BOUND_ID not in ids
+
+
+def test_compare_cpu_wait_metric_is_the_split() -> None:
+    from traceviz.analysis.compare import compare
+
+    a, b = RESNET, CORPUS / "nvidia" / "v100_small_plain.json"
+    _needs(a)
+    _needs(b)
+    comparison = compare(a, b, names=("a", "b"))
+    metrics = comparison.metrics.set_index("name")
+    for column, side in (("a", comparison.a), ("b", comparison.b)):
+        value = metrics.loc["cpu_wait_us", column]
+        assert value == pytest.approx(side.launch.idle.total(P.cpu_wait_us))
+
+
+_LAYOUT = st.lists(
+    st.tuples(
+        st.floats(0, 2_000),  # launch start
+        st.floats(0.5, 300),  # launch duration
+        st.floats(-50, 500),  # kernel start after the launch starts
+        st.floats(0, 400),  # kernel duration
+        st.sampled_from([7, 8]),  # stream
+        st.booleans(),  # linked to its launch (False: no correlation match)
+    ),
+    min_size=0,
+    max_size=12,
+)
+_SYNCS = st.lists(st.tuples(st.floats(0, 2_500), st.floats(0, 600)), max_size=3)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(layout=_LAYOUT, syncs=_SYNCS)
+def test_random_layouts_parts_add_up(tmp_trace, layout, syncs) -> None:  # type: ignore[no-untyped-def]
+    events = [
+        op("ProfilerStep#1", 0, 1_500, cat="user_annotation"),
+        op("ProfilerStep#2", 1_500, 1_500, cat="user_annotation"),
+        op("aten::work", 100, 900),
+    ]
+    for i, (ts, dur, offset, kdur, stream, linked) in enumerate(layout):
+        events.append(launch("cudaLaunchKernel", ts, dur, i + 1))
+        events.append(
+            kernel(f"k{i}", ts + offset, kdur, i + 1 if linked else 10_000 + i, stream=stream)
+        )
+    for j, (ts, dur) in enumerate(syncs):
+        events.append(launch("cudaStreamSynchronize", ts, dur, 20_000 + j))
+    split = launch_overhead(traceviz.load(tmp_trace(events))).idle
+    per = split.per_step
+    parts = per[list(PARTS)].to_numpy(dtype=float)
+    assert (parts >= -1e-6).all()
+    np.testing.assert_allclose(parts.sum(axis=1), per[P.idle_us], atol=1e-6)
+    assert (per[P.idle_us] <= per[P.wall_us] + 1e-6).all()
+    credited = split.cpu_work.groupby(CpuWork.step)[CpuWork.overlap_us].sum()
+    for step, value in credited.items():
+        assert value <= per[P.cpu_wait_us].iloc[int(step)] + 1e-6
