@@ -126,30 +126,36 @@ def _match_generated(kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame) 
     by_name = {name: group for name, group in gen.groupby(P.kernel, sort=False)}
     op_rows = _kernel_ops(kernels)
     out = []
+    memo: dict[tuple[str, str | None, bool], str | None] = {}  # steps repeat the same kernels
     for row, (name, op_row) in enumerate(zip(kernels[K.name].astype(str), op_rows, strict=True)):
         prefix = _GRAPH_PREFIX.match(name)
         base = name[prefix.end() :] if prefix else name
         candidates = by_name.get(base)
         if candidates is None:
             continue
-        chosen = _choose(candidates, ctx, int(op_row), int(prefix.group(1)) if prefix else None)
-        if chosen is not None:
-            out.append((row, chosen, True))
+        key = (name, ctx.compile_id_of(int(op_row)), _is_backward(ctx, int(op_row)))
+        if key not in memo:
+            graph = int(prefix.group(1)) if prefix else None
+            memo[key] = _choose(candidates, key[1], key[2], graph)
+        if memo[key] is not None:
+            out.append((row, memo[key], True))
     return _rows(out)
 
 
+def _is_backward(ctx: _OpContext, op_row: int) -> bool:
+    return op_row >= 0 and ctx.backward[op_row] != _NONE
+
+
 def _choose(
-    candidates: pd.DataFrame, ctx: _OpContext, op_row: int, graph: int | None
+    candidates: pd.DataFrame, compile_id: str | None, backward: bool, graph: int | None
 ) -> str | None:
     """The one log entry a trace kernel is, narrowed by compile id, graph_N_, direction."""
     pool = candidates
-    compile_id = ctx.compile_id_of(op_row)
     if compile_id is not None and (pool[P.compile_id] == compile_id).any():
         pool = pool[pool[P.compile_id] == compile_id]
     if graph is not None and (pool[P.graph] == graph).any():
         pool = pool[pool[P.graph] == graph]
     if len(pool) > 1:
-        backward = op_row >= 0 and ctx.backward[op_row] != _NONE
         side = pool[P.graph_index] > 0 if backward else pool[P.graph_index] == 0
         if side.any():
             pool = pool[side.fillna(False)]
