@@ -137,8 +137,9 @@ def _match_generated(kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame) 
         if key not in memo:
             graph = int(prefix.group(1)) if prefix else None
             memo[key] = _choose(candidates, key[1], key[2], graph)
-        if memo[key] is not None:
-            out.append((row, memo[key], True))
+        chosen = memo[key]
+        if chosen is not None:
+            out.append((row, chosen, True))
     return _rows(out)
 
 
