@@ -53,6 +53,12 @@ def test_corpus_trace_loads_and_conserves_events(path: Path) -> None:
 def test_summary_figures_equal_plain_count(path: Path) -> None:
     expected = plain_counts(path)
     summary = summarize(load_trace(path)).to_json()
+    assert summary["events_in"] == expected["events"]
+    if summary["device"] == DeviceKind.OTHER.value:  # not analysed: device figures are null
+        assert summary["basis"] == "not-analysed"
+        device = ("kernel_count", "kernel_time_us", "memcpy_count", "memcpy_bytes", "launch_count")
+        assert all(summary[name] is None for name in device), summary
+        return
     if summary["device"] != DeviceKind.CPU.value:
         assert summary["kernel_count"] == expected["kernel_count"]
         assert summary["kernel_time_us"] == pytest.approx(expected["kernel_time_us"])
