@@ -8,14 +8,25 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test lint typecheck unit bench clean
 
+# The install steps say what they do; pip shows its progress for the long downloads (torch,
+# the extras) so that a first `make demo` is not minutes of silence, except under CI (CI set),
+# whose logs get only the step lines. Re-runs skip it all.
+PIP_QUIET := $(if $(CI),--quiet,)
+
 $(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH)
-	$(BIN)/python -m pip install --quiet -e '.[runner,dashboard,dev]'
-	touch $(STAMP)
+	@echo "==> [1/4] virtual environment $(VENV)"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "==> [2/4] pip (upgrade)"
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@echo "==> [3/4] $(TORCH), CPU build (a large download the first time)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) $(TORCH)
+	@echo "==> [4/4] traceviz and its extras (runner, dashboard, dev)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[runner,dashboard,dev]'
+	@touch $(STAMP)
+	@echo "==> set-up done"
 
 demo: $(STAMP)
+	@echo "==> traceviz demo: profile a built-in model eager vs torch.compile, then compare"
 	$(BIN)/traceviz demo
 
 lint: $(STAMP)
@@ -26,12 +37,13 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=10
 
 test: lint typecheck unit
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/parse.py
+	$(BIN)/python benchmarks/cli_startup.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis

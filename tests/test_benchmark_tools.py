@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import CORPUS
+
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 SOURCE = CORPUS / "nvidia" / "v100_small_plain.json"
 
 
@@ -34,7 +35,7 @@ def mlt() -> Any:
 @pytest.fixture(scope="module")
 def source_events() -> list[dict[str, Any]]:
     if not SOURCE.is_file():
-        pytest.skip(f"corpus trace {SOURCE} is absent (../shared/corpus not checked out)")
+        pytest.skip(f"corpus trace {SOURCE} is absent (corpus not found at {CORPUS})")
     return json.loads(SOURCE.read_text())["traceEvents"]
 
 
