@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.fusion_match import HEAVY_KEYS
+from traceviz.analysis.fusion_match import HEAVY_KEYS, Coded, distinct
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
@@ -112,7 +112,7 @@ def _kernel_rows(trace: Trace) -> pd.DataFrame:
 
 
 def _inductor_names(kernels: pd.DataFrame) -> set[str]:
-    names = kernels[Kernels.name].astype(object).dropna().unique()
+    names = distinct(Coded.of(kernels[Kernels.name]))
     return {str(n) for n in names if fused_kernel_ops(str(n)) is not None}
 
 
@@ -131,15 +131,21 @@ def _heavy_signatures(
     if inductor:
         frame = frame[~frame[Kernels.name].astype(object).isin(_inductor_names(kernels))]
     label = frame[Kernels.op_name].astype(object).fillna(frame[Kernels.name].astype(object))
-    keys = label.map(lambda s: op_key(str(s)))
-    heavy = keys.isin(HEAVY_KEYS).to_numpy(dtype=bool)
+    codes, uniques = pd.factorize(label)
+    key_of = np.array([op_key(str(u)) for u in uniques] + [None], dtype=object)
+    keys = key_of[codes]
+    heavy = np.isin(keys, list(HEAVY_KEYS))
     op_rows = frame[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[heavy]
-    dims = trace.ops[Ops.input_dims].astype(object).to_numpy() if len(trace.ops) else None
-    shapes = [
-        _matrix_dims(dims[int(r)]) if dims is not None and not np.isnan(r) else None
-        for r in op_rows
-    ]
-    sigs = set(zip(keys[heavy].astype(str), shapes, strict=True))
+    has_op = ~np.isnan(op_rows)
+    dims = np.full(len(op_rows), None, dtype=object)
+    if len(trace.ops) and has_op.any():
+        all_dims = trace.ops[Ops.input_dims].astype(object).to_numpy()
+        dims[has_op] = all_dims[op_rows[has_op].astype(np.int64)]
+    pairs = pd.DataFrame({"key": keys[heavy], "dims": dims}).drop_duplicates()
+    sigs = {
+        (str(key), _matrix_dims(text))
+        for key, text in zip(pairs["key"], pairs["dims"], strict=True)
+    }
     return sigs, int(heavy.sum())
 
 

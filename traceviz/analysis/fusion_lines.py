@@ -114,7 +114,7 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
         return out
     e = kernel_side(eager, eager.kernels)
     c = kernel_side(compiled, compiled.kernels)
-    known = set(c.name)
+    known = set(c.names)
     held = lines.compiled[lines.compiled["kernel"].isin(known)]
     held = held[["kernel", "file", "line"]].drop_duplicates()
     at = pd.Index(e.rows).get_indexer(pd.Index(lines.eager["eager_row"].to_numpy(dtype=np.int64)))
@@ -122,7 +122,7 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     pairs = eager_lines[["i", "file", "line"]].merge(held, on=["file", "line"])
     if pairs.empty:
         return out
-    own = own_key(e.label)
+    own = own_key(e.label).values()
     pairs["key"] = own[pairs["i"].to_numpy()]
     # a layout kernel shares the line of the GEMM/conv it prepares but never does its work
     layout = layout_kernels(c)

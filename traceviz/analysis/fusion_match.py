@@ -57,11 +57,13 @@ __all__ = [
     "COMPOSITES",
     "CREDITS_DTYPES",
     "HEAVY_KEYS",
+    "Coded",
     "Credits",
     "How",
     "KernelSide",
     "Outcome",
     "credit_eager_kernels",
+    "distinct",
     "instances_by_name",
     "is_layout_kernel",
     "kernel_side",
@@ -148,14 +150,52 @@ NAME_MATCH_BASIS = "name-match"
 
 
 @dataclass(frozen=True)
+class Coded:
+    """A column of strings as codes into ``uniques`` (-1: missing), so work is done once per
+    distinct value and joins compare integers."""
+
+    codes: npt.NDArray[np.int64]
+    uniques: npt.NDArray[np.object_]
+
+    def values(self) -> npt.NDArray[np.object_]:
+        """The column as objects (None where missing)."""
+        table: npt.NDArray[np.object_] = np.empty(len(self.uniques) + 1, dtype=object)
+        table[: len(self.uniques)] = self.uniques
+        return table[self.codes]
+
+    def map(self, fn: Callable[[str], object]) -> Coded:
+        """``fn`` of each distinct value (same codes)."""
+        mapped: npt.NDArray[np.object_] = np.empty(len(self.uniques), dtype=object)
+        mapped[:] = [fn(str(u)) for u in self.uniques]
+        return Coded(self.codes, mapped)
+
+    def flags(self, fn: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+        """Per row: ``fn`` of its value (False where missing)."""
+        table = np.zeros(len(self.uniques) + 1, dtype=bool)
+        table[: len(self.uniques)] = [bool(fn(str(u))) for u in self.uniques]
+        return table[self.codes]
+
+    @classmethod
+    def of(cls, series: pd.Series) -> Coded:
+        """From a (categorical or plain) column."""
+        if isinstance(series.dtype, pd.CategoricalDtype):
+            cat_codes: npt.NDArray[np.int64] = np.asarray(series.cat.codes, dtype=np.int64)
+            return cls(cat_codes, series.cat.categories.to_numpy(dtype=object))
+        found, uniques = pd.factorize(series.to_numpy(dtype=object))
+        codes: npt.NDArray[np.int64] = np.asarray(found, dtype=np.int64)
+        return cls(codes, np.asarray(uniques, dtype=object))
+
+
+@dataclass(frozen=True)
 class KernelSide:
-    """One trace's kernel instances as aligned arrays (:func:`kernel_side`)."""
+    """One trace's kernel instances as aligned columns (:func:`kernel_side`)."""
 
     rows: npt.NDArray[np.int64]  # rows in the kernels table
-    label: npt.NDArray[np.object_]  # op name, else kernel name
-    base: npt.NDArray[np.object_]  # op base name (namespace, overload and trailing _ dropped)
-    name: npt.NDArray[np.object_]  # kernel name
-    shape: npt.NDArray[np.object_]  # Input Dims text of its op, "" when unknown
+    label: Coded  # op name, else kernel name
+    base: Coded  # op base name (namespace, overload and trailing _ dropped)
+    name: Coded  # kernel name
+    names: npt.NDArray[np.object_]  # kernel name as objects (name.values())
+    shape: Coded  # Input Dims text of its op, missing when unknown
     step: npt.NDArray[np.int64]  # position of its step, -1 outside every step
     pos: npt.NDArray[np.float64]  # rank within its step, 0–1
     time: npt.NDArray[np.float64]  # excl_dur_us (dur_us where missing)
@@ -195,10 +235,10 @@ def credit_eager_kernels(
         confidence=np.full(n, np.nan),
         used=np.zeros(len(c.rows), dtype=bool),
     )
-    if compiler is not None and len(compiler) and len(c.name):
+    if compiler is not None and len(compiler) and len(c.rows):
         _take_compiler(e, c, compiler, state.kernel, state.how, state.confidence)
     if len(c.rows):
-        fusion = _per_distinct(c.name, lambda s: fused_kernel_ops(s) is not None).astype(bool)
+        fusion = c.name.flags(lambda s: fused_kernel_ops(s) is not None)
         e_key, c_key = own_key(e.label), own_key(c.label)
         stages = [
             ([e.base, e.shape, e.name], [c.base, c.shape, c.name], None, How.IDENTICAL),
@@ -216,9 +256,16 @@ def credit_eager_kernels(
 
 def layout_kernels(c: KernelSide) -> set[str]:
     """The names of ``c``'s layout kernels (:func:`is_layout_kernel`)."""
-    fusion = _per_distinct(c.name, lambda s: fused_kernel_ops(s) is not None).astype(bool)
-    extern_keys = {k for k in own_key(c.label[~fusion]) if k is not None}
-    return {str(n) for n in set(c.name[fusion]) if is_layout_kernel(str(n), extern_keys)}
+    fusion = c.name.flags(lambda s: fused_kernel_ops(s) is not None)
+    extern_keys = distinct(own_key(c.label), ~fusion)
+    return {n for n in distinct(c.name, fusion) if is_layout_kernel(n, extern_keys)}
+
+
+def distinct(column: Coded, mask: npt.NDArray[np.bool_] | None = None) -> set[str]:
+    """The distinct non-missing values of ``column`` (on the rows of ``mask``)."""
+    codes = column.codes if mask is None else column.codes[mask]
+    found = np.unique(codes[codes >= 0])
+    return {str(v) for v in column.uniques[found] if v is not None}
 
 
 def is_layout_kernel(name: str, extern_keys: Iterable[str]) -> bool:
@@ -239,18 +286,24 @@ def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
     rows = np.flatnonzero(is_kernel).astype(np.int64)
     part = kernels.iloc[rows]
-    names = part[Kernels.name].astype(object).to_numpy()
-    ops = part[Kernels.op_name].astype(object).to_numpy()
-    label = np.where(pd.isna(ops), names, ops).astype(object)
-    label = np.array([str(x) for x in label], dtype=object) if len(label) else label
+    name = Coded.of(part[Kernels.name])
+    op = Coded.of(part[Kernels.op_name])
+    label_codes = np.where(op.codes >= 0, op.codes, len(op.uniques) + name.codes)
+    uniques = np.concatenate([op.uniques, name.uniques]).astype(str).astype(object)
+    canon, distinct = pd.factorize(uniques)  # one code per distinct label
+    label = Coded(
+        canon[label_codes].astype(np.int64) if len(canon) else label_codes,
+        np.asarray(distinct, dtype=object),
+    )
     op_rows = part[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
     time = part[Kernels.excl_dur_us].fillna(part[Kernels.dur_us]).fillna(0.0)
     step, pos = _positions(trace, issue_us(part))
     return KernelSide(
         rows=rows,
         label=label,
-        base=_per_distinct(label, lambda s: eager_op_base(s, strip_inplace=True)),
-        name=names,
+        base=label.map(lambda s: eager_op_base(s, strip_inplace=True)),
+        name=name,
+        names=name.values(),
         shape=_shapes(trace.ops, op_rows),
         step=step,
         pos=pos,
@@ -258,25 +311,15 @@ def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
     )
 
 
-def _per_distinct(
-    values: npt.NDArray[np.object_], fn: Callable[[str], object]
-) -> npt.NDArray[np.object_]:
-    """``fn`` applied once per distinct value, mapped back (values are strings)."""
-    codes, uniques = pd.factorize(values)
-    mapped: npt.NDArray[np.object_] = np.empty(len(uniques) + 1, dtype=object)
-    mapped[: len(uniques)] = [fn(str(u)) for u in uniques]
-    return mapped[codes] if len(codes) else np.empty(0, dtype=object)
-
-
-def _shapes(ops: pd.DataFrame, op_rows: npt.NDArray[np.float64]) -> npt.NDArray[np.object_]:
-    """The Input Dims text of each instance's op ("" when it has none)."""
-    out = np.full(len(op_rows), "", dtype=object)
+def _shapes(ops: pd.DataFrame, op_rows: npt.NDArray[np.float64]) -> Coded:
+    """The Input Dims text of each instance's op (missing when it has none)."""
+    codes = np.full(len(op_rows), -1, dtype=np.int64)
+    if not len(ops):
+        return Coded(codes, np.empty(0, dtype=object))
+    dims = Coded.of(ops[Ops.input_dims])
     has = ~np.isnan(op_rows)
-    if has.any() and len(ops):
-        dims = ops[Ops.input_dims].astype(object).to_numpy()
-        found = dims[op_rows[has].astype(np.int64)]
-        out[has] = np.where(pd.isna(found), "", found)
-    return out
+    codes[has] = dims.codes[op_rows[has].astype(np.int64)]
+    return Coded(codes, dims.uniques)
 
 
 def _positions(
@@ -311,7 +354,7 @@ def _keys(ops: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(k for k in (op_key(op) for op in ops) if k is not None))
 
 
-def own_key(labels: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
+def own_key(labels: Coded) -> Coded:
     """Per instance: the key of its own op (None for ops that move no data or several keys)."""
     from traceviz.analysis.fusion import name_keys
 
@@ -319,14 +362,14 @@ def own_key(labels: npt.NDArray[np.object_]) -> npt.NDArray[np.object_]:
         keys = name_keys(label)
         return keys[0] if len(keys) == 1 else None
 
-    return _per_distinct(labels, one)
+    return labels.map(one)
 
 
 # --- stages --------------------------------------------------------------------------------
 
 
 def _free(kernel: npt.NDArray[np.object_]) -> npt.NDArray[np.bool_]:
-    return np.array([k is None for k in kernel], dtype=bool) if len(kernel) else np.zeros(0, bool)
+    return np.asarray(pd.isna(kernel), dtype=bool)
 
 
 def _take_compiler(
@@ -338,7 +381,7 @@ def _take_compiler(
     confidence: npt.NDArray[np.float64],
 ) -> None:
     """Stage 1: the compiler's record (eager kernels-table row → compiled kernel name)."""
-    known = set(c.name)
+    known = distinct(c.name)
     record = compiler.drop_duplicates("eager_row")
     record = record[record["kernel"].isin(known)]
     at = pd.Index(e.rows).get_indexer(pd.Index(record["eager_row"].to_numpy(dtype=np.int64)))
@@ -351,8 +394,8 @@ def _take_compiler(
 def _one_to_one(
     e: KernelSide,
     c: KernelSide,
-    e_cols: list[npt.NDArray[np.object_]],
-    c_cols: list[npt.NDArray[np.object_]],
+    e_cols: list[Coded],
+    c_cols: list[Coded],
     c_mask: npt.NDArray[np.bool_] | None,
     state: _State,
     rule: How,
@@ -381,7 +424,7 @@ def _one_to_one(
     found = slots.reindex(wanted)
     hit = found.notna().to_numpy()
     at = ef["i"].to_numpy()[hit]
-    state.kernel[at] = c.name[found.to_numpy()[hit].astype(np.int64)]
+    state.kernel[at] = c.names[found.to_numpy()[hit].astype(np.int64)]
     state.how[at] = rule.value
     state.confidence[at] = 1.0
     taken = pd.MultiIndex.from_arrays([cf["sig"], cf["occ"]]).isin(wanted[hit])
@@ -389,17 +432,25 @@ def _one_to_one(
 
 
 def _signature(
-    e_cols: list[npt.NDArray[np.object_]], c_cols: list[npt.NDArray[np.object_]]
+    e_cols: list[Coded], c_cols: list[Coded]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """One integer per row for the tuple of columns, shared by both sides; -1 when a part is
     missing (None or "")."""
-    n_e = len(e_cols[0])
-    frame = pd.DataFrame(
-        {i: np.concatenate([a, b]) for i, (a, b) in enumerate(zip(e_cols, c_cols, strict=True))}
-    )
-    missing = frame.isna().any(axis=1).to_numpy() | (frame == "").any(axis=1).to_numpy()
-    codes = frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup().to_numpy()
-    out: npt.NDArray[np.int64] = np.where(missing, -1, codes).astype(np.int64)
+    n_e = len(e_cols[0].codes)
+    combined = np.zeros(n_e + len(c_cols[0].codes), dtype=np.int64)
+    missing = np.zeros(len(combined), dtype=bool)
+    for a, b in zip(e_cols, c_cols, strict=True):
+        both = np.concatenate([a.uniques, b.uniques])
+        canon, distinct = pd.factorize(both, use_na_sentinel=True)  # few: distinct values
+        empty = np.array([v is None or v == "" for v in distinct] + [True], dtype=bool)
+        canon = np.where(canon < 0, len(distinct), canon)
+        table = np.append(canon, len(distinct))  # code -1 → missing
+        offset = np.concatenate([a.codes, np.where(b.codes >= 0, b.codes + len(a.uniques), -1)])
+        shared = table[np.where(offset >= 0, offset, len(table) - 1)]
+        missing |= empty[shared]
+        combined = combined * (len(distinct) + 1) + shared
+        combined = pd.factorize(combined)[0].astype(np.int64)  # keep the numbers small
+    out: npt.NDArray[np.int64] = np.where(missing, -1, combined).astype(np.int64)
     return out[:n_e], out[n_e:]
 
 
@@ -444,10 +495,11 @@ def _claim_fused(
 def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
     """Per distinct compiled kernel: (name, key, part, layout) — the keys it may take, part=1
     for keys only reached through :data:`COMPOSITES`."""
-    fused_names = sorted(set(c.name[fusion]))
+    fused_names = sorted(distinct(c.name, fusion))
     extern = ~fusion
-    extern_names = sorted(set(c.name[extern]))
-    extern_keys = {k for k in own_key(c.label[extern]) if k is not None}
+    extern_names = sorted(distinct(c.name, extern))
+    c_keys = own_key(c.label)
+    extern_keys = distinct(c_keys, extern)
     rows: list[tuple[str, str, int, bool]] = []
     for name in fused_names:
         decoded = fused_kernel_ops(name)
@@ -456,7 +508,7 @@ def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
         rows += [(name, key, 0, layout) for key in keys]
         if not layout:
             rows += [(name, p, 1, False) for key in keys for p in COMPOSITES.get(key, ())]
-    own = dict(zip(c.name[extern], own_key(c.label[extern]), strict=True))
+    own = dict(zip(c.names[extern], c_keys.values()[extern], strict=True))
     for name in extern_names:
         key = own.get(name)
         if key is not None:
@@ -472,11 +524,10 @@ def _wants(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> pd.DataF
     from traceviz.analysis.fusion import name_keys
 
     parts = []
-    own_keys = {label: name_keys(label) for label in set(e.label[free])}
-    labels = e.label[free]
-    for label, keys in own_keys.items():
-        at = free[labels == label]
-        for key in keys:
+    codes = e.label.codes[free]
+    for code in np.unique(codes):
+        at = free[codes == code]
+        for key in name_keys(str(e.label.uniques[code])):
             parts.append(pd.DataFrame({"i": at, "key": key, "level": 0}))
     ancestors = _ancestor_keys(eager, e, free)
     parts += ancestors
@@ -515,8 +566,14 @@ def _ancestor_keys(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> 
 
 def instances_by_name(c: KernelSide) -> dict[str, npt.NDArray[np.float64]]:
     """Compiled instance positions per kernel name, sorted."""
-    frame = pd.DataFrame({"name": c.name, "pos": c.pos})
-    return {str(n): np.sort(g.to_numpy()) for n, g in frame.groupby("name", sort=False)["pos"]}
+    order = np.lexsort((c.pos, c.name.codes))
+    codes = c.name.codes[order]
+    cuts = np.flatnonzero(np.diff(codes)) + 1
+    return {
+        str(c.name.uniques[part[0]]): c.pos[order_part]
+        for part, order_part in zip(np.split(codes, cuts), np.split(order, cuts), strict=True)
+        if len(part) and part[0] >= 0
+    }
 
 
 def nearest_kernel(
@@ -546,21 +603,22 @@ def _table(
     confidence: npt.NDArray[np.float64],
 ) -> pd.DataFrame:
     matched = ~_free(kernel)
-    own = own_key(e.label)
-    compiled_keys = {k for k in own_key(c.label) if k is not None}
-    for name in set(c.name):
-        decoded = fused_kernel_ops(str(name))
+    compiled_keys = distinct(own_key(c.label))
+    for name in distinct(c.name):
+        decoded = fused_kernel_ops(name)
         if decoded is not None:
             compiled_keys.update(_keys(decoded.ops))
     folded = _FOLDED_KEYS - compiled_keys
-    removed = ~matched & np.array([k is None or k in folded for k in own], dtype=bool)
+    own = own_key(e.label)
+    gone = np.array([k is None or k in folded for k in own.uniques] + [False], dtype=bool)
+    removed = ~matched & gone[own.codes]
     outcome = np.where(matched, Outcome.MATCHED.value, Outcome.NO_COUNTERPART.value)
     outcome = np.where(removed, Outcome.REMOVED.value, outcome)
     basis = np.where(how == How.COMPILER.value, COMPILER_BASIS, NAME_MATCH_BASIS)
     table = pd.DataFrame(
         {
             Credits.eager_row: e.rows,
-            Credits.op: e.label,
+            Credits.op: e.label.values(),
             Credits.time_us: e.time,
             Credits.kernel: kernel,
             Credits.outcome: outcome,
