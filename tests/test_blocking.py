@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, corpus_params, kernel, launch, op
+from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.blocking import (
     STALL_FACTOR,
     STALL_MIN_US,
@@ -149,7 +149,7 @@ def test_flux_blocking_device_to_host_copy() -> None:
     """The real case of issue #10 §1: one hipMemcpyWithStream (.cpu(), DtoH) blocks the CPU
     for 114 ms of a 250 ms step; it was reported as 0.0% of the step."""
     _needs(FLUX)
-    trace = traceviz.load(FLUX)
+    trace = load_trace(FLUX)
     calls = blocking_calls(trace).calls
     top = calls.loc[calls[B.dur_us].idxmax()]
     assert top[B.name] == "hipMemcpyWithStream" and top[B.reason] == BlockReason.SYNC_COPY.value
@@ -170,7 +170,7 @@ def test_flux_blocking_device_to_host_copy() -> None:
 def test_cudagraph_training_pageable_loss_read() -> None:
     """Each step reads 704 B back into pageable memory; the call blocks ~68% of the step."""
     _needs(CUDAGRAPH_TRAIN)
-    calls = blocking_calls(traceviz.load(CUDAGRAPH_TRAIN)).calls
+    calls = blocking_calls(load_trace(CUDAGRAPH_TRAIN)).calls
     pageable = calls[(calls[B.reason] == BlockReason.PAGEABLE_COPY.value) & (calls[B.step] >= 0)]
     worst = pageable.groupby(B.step)[B.step_share].max()
     assert len(worst) == 5 and (worst > 0.6).all() and (worst < 0.7).all()
@@ -178,7 +178,7 @@ def test_cudagraph_training_pageable_loss_read() -> None:
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_corpus_blocked_time_fits_in_the_steps(path) -> None:  # type: ignore[no-untyped-def]
-    blocking = blocking_calls(traceviz.load(path))
+    blocking = blocking_calls(load_trace(path))
     per = blocking.per_step
     assert (per[BlockedStep.blocked_us] <= per[BlockedStep.wall_us] + 1e-6).all()
     shares = blocking.calls[B.step_share].to_numpy(dtype=float)

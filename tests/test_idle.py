@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import traceviz
-from tests.conftest import CORPUS, corpus_params, kernel, launch, op
+from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.idle import LEADING, LONG_GAP_US, PARTS, CpuWork, IdleParts
 from traceviz.analysis.launch import StepOverhead, launch_overhead
 from traceviz.diagnose import diagnose_trace
@@ -126,7 +126,7 @@ def test_step_without_device_work_waits_for_the_cpu(tmp_trace) -> None:
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_corpus_idle_parts_add_up(path) -> None:  # type: ignore[no-untyped-def]
-    trace = traceviz.load(path)
+    trace = load_trace(path)
     launch = launch_overhead(trace)
     split = launch.idle
     per = split.per_step
@@ -164,7 +164,7 @@ def test_resnet_is_cpu_bound_on_its_data_loader() -> None:
     """ResNet50 training (V100): the device waits for the CPU ~43% of the step, mostly while
     the single-process DataLoader runs; one cpu-bound finding names it, no launch-bound."""
     _needs(RESNET)
-    trace = traceviz.load(RESNET)
+    trace = load_trace(RESNET)
     launch = launch_overhead(trace)
     split = launch.idle
     wait_share = split.total(P.cpu_wait_us) / split.total(P.wall_us)
