@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, corpus_files, op
+from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, op
 from traceviz.analysis.chains import ChainMember, chain_members
 from traceviz.analysis.compare import analyze, compare_sides
 from traceviz.diagnose import Evidence, Finding, Severity, diagnose_trace
@@ -213,7 +213,7 @@ def _all_traces() -> list[Path]:
 
 @cache
 def _findings_of(path: Path) -> tuple[Finding, ...]:
-    return tuple(diagnose_trace(traceviz.load(path), name=path.name))
+    return tuple(diagnose_trace(load_trace(path), name=path.name))
 
 
 def _trace_params() -> list[Any]:
@@ -240,7 +240,7 @@ def test_real_trace_findings_evidence_short_and_chains_honest(path: Path) -> Non
     for f in findings:
         if "graph-break finding" in f.next_step:
             assert "graph-break" in ids, f.id
-    trace = traceviz.load(path)
+    trace = load_trace(path)
     facts = facts_of_trace(trace)
     table = chain_members(trace, facts.kernels, kernel_steps(facts))
     assert not table[ChainMember.row].duplicated().any()  # each kernel in at most one chain
@@ -256,6 +256,6 @@ def test_sample_comparisons_evidence_short() -> None:
         pytest.skip(f"no sample runs in {SAMPLES}")
     for run in runs:
         rundir = read_run_dir(run)
-        eager = analyze(traceviz.load(rundir.eager), name="eager")
-        compiled = analyze(traceviz.load(rundir.compiled), name="compiled")
+        eager = analyze(load_trace(rundir.eager), name="eager")
+        compiled = analyze(load_trace(rundir.compiled), name="compiled")
         _check_evidence(compare_sides(eager, compiled, run_info=rundir.info).findings)

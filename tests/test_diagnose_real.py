@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, corpus_params
+from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace
 from traceviz.analysis.compare import Comparison, Side, analyze, compare_sides
 from traceviz.diagnose import Finding, Severity, diagnose_trace, sort_findings
 from traceviz.rundir import read_run_dir
@@ -41,7 +41,7 @@ def sample_params() -> list[object]:
 
 @cache
 def trace(path: Path) -> traceviz.Trace:
-    return traceviz.load(path)
+    return load_trace(path)
 
 
 @cache

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
 from traceviz.analysis.fusion import (
     EagerOnly,
     FusionKernels,
@@ -234,14 +234,14 @@ def sample_pair(model: str) -> tuple[traceviz.Trace, traceviz.Trace]:
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         pytest.skip(f"sample traces {missing} not found (make them with sample_traces/make.sh)")
-    return traceviz.load(paths[0]), traceviz.load(paths[1])
+    return load_trace(paths[0]), load_trace(paths[1])
 
 
 def corpus_trace(relative: str) -> traceviz.Trace:
     path = CORPUS / relative
     if not path.is_file():
         pytest.skip(f"corpus trace {relative} not found under {CORPUS}")
-    return traceviz.load(path)
+    return load_trace(path)
 
 
 def test_pointwise_sample_fused_kernel_replaced_the_eager_chain() -> None:

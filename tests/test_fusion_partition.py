@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
 from traceviz.analysis.fusion import EagerOnly, FusionKernels, FusionMap, fusion_map
 from traceviz.analysis.fusion_match import Credits, How, Outcome
 from traceviz.schema import ActivityKind, Kernels
@@ -287,8 +287,8 @@ def samples() -> dict[str, tuple[traceviz.Trace, traceviz.Trace]]:
     if not runs:
         pytest.skip("no sample runs (make them with sample_traces/make.sh)")
     return {
-        r: (traceviz.load(SAMPLES / r / "eager.pt.trace.json.gz"),
-            traceviz.load(SAMPLES / r / "compiled.pt.trace.json.gz"))
+        r: (load_trace(SAMPLES / r / "eager.pt.trace.json.gz"),
+            load_trace(SAMPLES / r / "compiled.pt.trace.json.gz"))
         for r in runs
     }  # fmt: skip
 
@@ -351,7 +351,7 @@ def corpus(relative: str) -> traceviz.Trace:
     path = CORPUS / relative
     if not path.is_file():
         pytest.skip(f"corpus trace {relative} not found under {CORPUS}")
-    return traceviz.load(path)
+    return load_trace(path)
 
 
 @pytest.mark.parametrize(("a", "b"), CORPUS_PAIRS, ids=lambda p: p.split("/")[-1])

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, op
+from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.memory import (
     AllocatorUse,
     Basis,
@@ -257,7 +257,7 @@ def check_consistent(trace: traceviz.Trace, result: MemoryTraffic) -> None:
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_every_corpus_trace(path: Path) -> None:
-    trace = traceviz.load(path)
+    trace = load_trace(path)
     result = memory_traffic(trace)
     check_consistent(trace, result)
     copies = trace.kernels[Kernels.activity] != ActivityKind.KERNEL.value
@@ -269,7 +269,7 @@ def corpus_trace(relative: str) -> traceviz.Trace:
     path = CORPUS / relative
     if not path.is_file():
         pytest.skip(f"corpus trace {relative} not found under {CORPUS}")
-    return traceviz.load(path)
+    return load_trace(path)
 
 
 def test_a100_triton_kernel_from_its_launch_op() -> None:
@@ -302,8 +302,8 @@ def sample(model: str, variant: str) -> Path:
 
 
 def test_pointwise_sample_pair() -> None:
-    eager = traceviz.load(sample("pointwise", "eager"))
-    compiled = traceviz.load(sample("pointwise", "compiled"))
+    eager = load_trace(sample("pointwise", "eager"))
+    compiled = load_trace(sample("pointwise", "compiled"))
     eager_result, compiled_result = memory_traffic(eager), memory_traffic(compiled)
     check_consistent(eager, eager_result)
     check_consistent(compiled, compiled_result)

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import SAMPLES, corpus_params, kernel, launch, op
+from tests.conftest import SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.compare import compare
 from traceviz.analysis.kernels import issued_inside
 from traceviz.analysis.launch import launch_overhead
@@ -65,16 +65,16 @@ def check_regions_partition(trace: Trace) -> None:
     "path", [pytest.param(p, id=p.parent.name) for p in sorted(SAMPLES.glob("*/compiled.*"))]
 )
 def test_regions_partition_kernels_on_samples(path: Path) -> None:
-    check_regions_partition(traceviz.load(path))
+    check_regions_partition(load_trace(path))
 
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_regions_partition_kernels_on_corpus(path: Path) -> None:
-    check_regions_partition(traceviz.load(path))
+    check_regions_partition(load_trace(path))
 
 
 def test_graph_break_sample_region_rows_sum_to_its_kernels() -> None:
-    trace = traceviz.load(GRAPH_BREAK)
+    trace = load_trace(GRAPH_BREAK)
     regions = trace.regions
     compiled = regions[regions[Regions.kind] == RegionKind.COMPILED_REGION.value]
     total = _kernel_count(trace)
@@ -123,7 +123,7 @@ def _where_bars_ms(trace_name: str, eager: Trace, compiled: Trace) -> dict[str, 
 
 
 def test_graph_break_sample_gap_series_is_the_findings_figure() -> None:
-    trace = traceviz.load(GRAPH_BREAK)
+    trace = load_trace(GRAPH_BREAK)
     facts = facts_of_trace(trace, name="compiled")
     gaps = facts.regions.gaps
     n_steps = len(launch_overhead(trace).per_step)
@@ -136,7 +136,7 @@ def test_graph_break_sample_gap_series_is_the_findings_figure() -> None:
     assert facts.regions.between_kernels == int(gaps[Gap.kernel_count].sum())
     kernel_time = _evidence(finding, GAP_KERNEL_TIME)  # absent when no kernel runs in a gap
     assert (kernel_time or 0.0) == pytest.approx(gaps[Gap.kernel_time_us].sum() / n_steps)
-    eager = traceviz.load(SAMPLES / "graph-break" / "eager.pt.trace.json.gz")
+    eager = load_trace(SAMPLES / "graph-break" / "eager.pt.trace.json.gz")
     bars = _where_bars_ms("compiled", eager, trace)
     assert bars[BETWEEN_BAR] == pytest.approx(gaps[Gap.kernel_time_us].sum() / 1e3)
     assert sum(bars.values()) == pytest.approx(summarize(trace).kernel_time_us / 1e3)

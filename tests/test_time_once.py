@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import SAMPLES, corpus_params, kernel, launch, op
+from tests.conftest import SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.regions import region_stats
@@ -100,17 +100,17 @@ def check_time_is_counted_once(trace: Trace) -> None:
 
 @pytest.mark.parametrize("path", SAMPLE_PARAMS)
 def test_time_is_counted_once_on_samples(path: Path) -> None:
-    check_time_is_counted_once(traceviz.load(path))
+    check_time_is_counted_once(load_trace(path))
 
 
 @pytest.mark.parametrize("path", corpus_params())
 def test_time_is_counted_once_on_corpus(path: Path) -> None:
-    check_time_is_counted_once(traceviz.load(path))
+    check_time_is_counted_once(load_trace(path))
 
 
 def test_samples_have_nested_cpu_kernels_whose_time_was_double_counted() -> None:
     """The samples hold the case the issue names; without the fix the sum exceeds the union."""
-    trace = traceviz.load(SAMPLES / "linear-add" / "compiled.pt.trace.json.gz")
+    trace = load_trace(SAMPLES / "linear-add" / "compiled.pt.trace.json.gz")
     rows = _kernel_rows(trace)
     raw_sum = float(rows[Kernels.dur_us].sum())
     union = _per_thread_union_us(rows)
