@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, REPO, SAMPLES
+from tests.conftest import CORPUS, REPO, SAMPLES, load_trace
 
 go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
 
@@ -43,7 +43,7 @@ def gpu_pair() -> Comparison:
     paths = [CORPUS / p for p in GPU_PAIR]
     if not all(p.is_file() for p in paths):
         pytest.skip(f"GPU traces not found in {CORPUS}")
-    return compare(paths[0], paths[1], names=("eager", "compiled"))
+    return compare(load_trace(paths[0]), load_trace(paths[1]), names=("eager", "compiled"))
 
 
 @pytest.fixture(autouse=True)
