@@ -1,5 +1,9 @@
 """CLI start-up benchmark: `traceviz --help` against `import traceviz` and an empty interpreter.
 
+Also timed: building the parser with every command module imported, which is what
+`traceviz --help` did before the command registry (issue 13); `traceviz COMMAND` pays that for
+its own command only.
+
 Each contender runs as a fresh subprocess, round-robin, ``--repeat`` rounds (default 15); the
 best (smallest) wall time of each is the figure, since start-up noise only ever adds time. The
 three are measured in the same run, so their differences hold on a busy machine too.
@@ -30,6 +34,12 @@ CONTENDERS: dict[str, list[str]] = {
     'python -c "import traceviz"': [sys.executable, "-c", "import traceviz"],
     "traceviz --help": [str(TRACEVIZ), "--help"],
     "traceviz --version": [str(TRACEVIZ), "--version"],
+    # what `traceviz --help` cost before the lazy registry: every command module imported
+    "every command imported": [
+        sys.executable,
+        "-c",
+        "from traceviz.cli import build_parser; build_parser().format_help()",
+    ],
 }
 
 
