@@ -68,6 +68,8 @@ def headline(comparison: Comparison) -> list[str]:
     per = comparison.metric("eager_kernels_per_compiled_kernel")[Metric.b]
     if per is not None and not math.isnan(per):
         lines.append(f"{per:.2f} {a} kernels per {b} kernel")
+    if comparison.fusion.comparability.withheld:
+        lines.append(f"no fusion figures: {a} and {b} are not one workload (see findings)")
     return lines + speed_lines(comparison)
 
 

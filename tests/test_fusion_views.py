@@ -1,0 +1,124 @@
+"""The fusion map as every front end shows it: basis and confidence, the by-line table, the
+guard's note, and the dashboard's line view (select a line → its kernels on both sides)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import traceviz
+from tests.conftest import SAMPLES
+from traceviz.analysis.compare import Comparison
+from traceviz.report.json_report import comparison_json
+from traceviz.report.markdown import comparison_markdown
+from traceviz.report.views import by_line_view, comparison_views, fusion_view, headline
+
+
+def run_dir(name: str = "graph-break") -> Path:
+    path = SAMPLES / name
+    if not (path / "compile_log.jsonl.gz").is_file():
+        pytest.skip(f"sample run {name} with a compile log not found")
+    return path
+
+
+@pytest.fixture(scope="module")
+def with_lines() -> Comparison:
+    from traceviz.dashboard import loading
+
+    found = loading.comparison_from_args([str(run_dir())])  # the dashboard's own loader
+    assert found is not None
+    return found
+
+
+@pytest.fixture(scope="module")
+def withheld() -> Comparison:
+    compiled = run_dir() / "compiled.pt.trace.json.gz"
+    return traceviz.compare(compiled, compiled, names=("x", "y"))
+
+
+def test_run_dir_loader_uses_the_compile_log(with_lines: Comparison) -> None:
+    fusion = with_lines.fusion
+    assert not fusion.by_line.empty
+    assert set(fusion.kernels["basis"]) == {"compiler"}
+
+
+def test_fusion_table_says_basis_and_confidence(with_lines: Comparison) -> None:
+    view = fusion_view(with_lines, top=20)
+    assert view.columns[-1] == "basis (confidence)"
+    assert all(row[-1].startswith(("compiler ", "name-match ")) for row in view.rows)
+    assert "at most one" in view.note
+
+
+def test_by_line_is_in_every_renderer(with_lines: Comparison) -> None:
+    view = by_line_view(with_lines, top=20)
+    assert len(view.rows) == len(with_lines.fusion.by_line)
+    first = with_lines.fusion.by_line.iloc[0]
+    spot = f"{Path(str(first['file'])).parent.name}/{Path(str(first['file'])).name}:{first['line']}"
+    assert view.rows[0][0] == spot
+    titles = [v.title for v in comparison_views(with_lines)]
+    assert any(t.startswith("Fusion by source line") for t in titles)
+    assert "Fusion by source line" in comparison_markdown(with_lines)
+    doc = json.loads(json.dumps(comparison_json(with_lines)))
+    rows = doc["fusion"]["by_line"]
+    keys = {"file", "line", "code", "eager_kernels", "eager_time_us", "compiled_kernels",
+            "compiled_time_us", "fused_with"}  # fmt: skip
+    assert rows and set(rows[0]) >= keys
+    assert doc["fusion"]["comparable"]["comparable"] is True
+
+
+def test_withheld_pair_says_why_everywhere(withheld: Comparison) -> None:
+    assert withheld.fusion.comparability.withheld
+    view = fusion_view(withheld, top=10)
+    assert not view.rows and "not one workload" in view.note
+    assert view in comparison_views(withheld)  # the note is shown although the table is empty
+    assert any("no fusion figures" in line for line in headline(withheld))
+    doc = comparison_json(withheld)
+    assert doc["fusion"]["kernels"] == [] and doc["fusion"]["est_bytes_saved"] is None
+    assert doc["fusion"]["comparable"]["reasons"]
+    markdown = comparison_markdown(withheld)
+    assert "traces-not-comparable" in markdown
+    saved = next(m for m in doc["metrics"] if m["name"] == "est_bytes_saved")
+    assert saved["b"] is None
+
+
+def test_html_report_has_the_line_table(with_lines: Comparison) -> None:
+    pytest.importorskip("plotly")
+    from traceviz.report.html import comparison_html
+
+    page = comparison_html(with_lines)
+    assert "Fusion by source line" in page
+    code = str(with_lines.fusion.by_line.iloc[0]["code"])
+    assert code.split("(")[0].strip() in page
+
+
+def test_dashboard_line_view_explains_a_selected_line(with_lines: Comparison) -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.views import VIEWS, LinesView
+
+    view = LinesView(comparison=with_lines)
+    shared = with_lines.fusion.by_line
+    index = (
+        int(shared.index[shared["fused_with"] != ""][0])
+        if (shared["fused_with"] != "").any()
+        else 0
+    )
+    view._table.selection = [index]
+    text = view._detail.object
+    row = shared.iloc[index]
+    assert f"{row['file']}:{row['line']}" in text
+    for kernel in str(row["compiled_kernels"]).split(", "):
+        assert kernel in text  # the compiled side
+    assert str(row["eager_ops"]).split(" (")[0] in text  # the eager side
+    layout = VIEWS["Fusion"](with_lines)
+    assert any(getattr(part, "name", "") == "lines" for part in layout.objects)
+
+
+def test_dashboard_fusion_tab_shows_the_guard(withheld: Comparison) -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.views import VIEWS
+
+    layout = VIEWS["Fusion"](withheld)
+    html = " ".join(str(getattr(part, "object", "")) for part in layout.objects)
+    assert "not one workload" in html
