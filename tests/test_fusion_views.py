@@ -122,3 +122,14 @@ def test_dashboard_fusion_tab_shows_the_guard(withheld: Comparison) -> None:
     layout = VIEWS["Fusion"](withheld)
     html = " ".join(str(getattr(part, "object", "")) for part in layout.objects)
     assert "not one workload" in html
+
+
+def test_widgets_take_a_compile_log_for_two_traces() -> None:
+    pytest.importorskip("panel")
+    from traceviz import widgets
+
+    run = run_dir("pointwise")
+    board = widgets.compare(run / "eager.pt.trace.json.gz", run / "compiled.pt.trace.json.gz",
+                            compile_log=run / "compile_log.jsonl.gz")  # fmt: skip
+    fusion = board.comparison.fusion
+    assert not fusion.by_line.empty and set(fusion.kernels["basis"]) == {"compiler"}

@@ -43,7 +43,11 @@ def extension() -> None:
 
 
 def _comparison(
-    a: Any, b: Any, names: tuple[str, str] | None, run_info: dict[str, Any] | None
+    a: Any,
+    b: Any,
+    names: tuple[str, str] | None,
+    run_info: dict[str, Any] | None,
+    compile_log: Any = None,
 ) -> Comparison:
     if isinstance(a, Comparison) and b is None:
         return a
@@ -62,7 +66,9 @@ def _comparison(
         if isinstance(a, Trace) or isinstance(b, Trace)
         else default_names(str(Path(a)), str(Path(b)))
     )
-    return compare_traces(trace_a, trace_b, names=labels, run_info=run_info)
+    return compare_traces(
+        trace_a, trace_b, names=labels, run_info=run_info, compile_log=compile_log
+    )
 
 
 def compare(
@@ -71,11 +77,13 @@ def compare(
     *,
     names: tuple[str, str] | None = None,
     run_info: dict[str, Any] | None = None,
+    compile_log: Any = None,
 ) -> Dashboard:
     """The dashboard for ``a`` vs ``b`` (traces or paths), a run directory or ``traceviz.Run``
-    (``a`` alone), or a ready :class:`Comparison` (``a`` alone)."""
+    (``a`` alone), or a ready :class:`Comparison` (``a`` alone). ``compile_log``: b's compile
+    log (a TORCH_TRACE directory) for two traces; a run directory uses its own."""
     extension()
-    return Dashboard(comparison=_comparison(a, b, names, run_info))
+    return Dashboard(comparison=_comparison(a, b, names, run_info, compile_log))
 
 
 def view(comparison: Comparison, name: str) -> Component:
