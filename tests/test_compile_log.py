@@ -311,3 +311,15 @@ def test_graph_break_sample_frames_say_where_and_why() -> None:
     brk = info["dynamo"]["graph_breaks"][0]
     reason = frames["break_reason"].dropna().iloc[0]
     assert reason.endswith(f"{brk['file']}:{brk['line']}") and "Data-dependent" in reason
+
+
+def test_an_older_run_json_without_the_compile_log_still_reads(tmp_path: Path) -> None:
+    from traceviz.runner.run import load_run
+
+    info = json.loads((SAMPLES / "mlp" / "run.json").read_text())
+    assert info["traces"]["compile_log"] == COMPILE_LOG
+    del info["traces"]["compile_log"], info["profiler"]["eager_with_stack"]
+    (tmp_path / "run.json").write_text(json.dumps(info))
+    run = load_run(tmp_path)
+    assert run.compile_log is None and run.info.traces.compile_log is None
+    assert not run.info.profiler.eager_with_stack
