@@ -193,12 +193,9 @@ def fusion_view(comparison: Comparison, *, top: int) -> View:
     rows = [
         [
             fmt_name(str(r["kernel"]), 50) + (" (layout)" if r["is_layout"] else ""),
-            str(r["fused_ops"] or "–"),
             str(r["eager_ops"] or "–"),
-            fmt_count(r["calls"]),
-            fmt_us(r["time_us"]),
-            fmt_count(r["eager_kernels"]),
-            fmt_us(r["eager_time_us"]),
+            f"{fmt_us(r['time_us'])} ({fmt_count(r['calls'])})",
+            f"{fmt_us(r['eager_time_us'])} ({fmt_count(r['eager_kernels'])})",
             _basis(r["basis"], r["confidence"]),
         ]
         for r in records(table)
@@ -206,18 +203,15 @@ def fusion_view(comparison: Comparison, *, top: int) -> View:
     note = withheld_note(comparison) or (
         f"each {a} kernel is credited to at most one {b} kernel; confidence < 1: several "
         f"{b} kernels could hold it (nearest in the step taken); basis compiler: Inductor's "
-        "provenance, name-match: op names"
+        "provenance, name-match: op names; (layout): prepares a library GEMM/conv, no credit"
     )
     return View(
         f"Fusion map: {b} kernels and the {a} kernels they replaced (top {top} by time)",
         [
             f"{b} kernel",
-            "fused ops (from its name)",
-            f"{a} ops credited",
-            "calls",
-            "time",
-            f"{a} kernels",
-            f"{a} time",
+            f"{a} ops credited (kernels)",
+            f"{b} time (calls)",
+            f"{a} time (kernels)",
             "basis (confidence)",
         ],
         rows,
