@@ -120,6 +120,14 @@ def test_no_log_entries_or_no_kernels_give_empty_tables(tmp_path: Path, log: Any
     assert dict(eager_kernel_lines(trace).dtypes.astype(str)) == KERNEL_LINES_DTYPES
 
 
+def test_wrong_arguments_raise_type_errors(tmp_path: Path, log: Any) -> None:
+    trace = traceviz.load(write(tmp_path / "c.json", compiled_call(0)))
+    with pytest.raises(TypeError, match="log must be a CompileLog"):
+        compiled_kernel_provenance(trace, "compile_log.jsonl.gz")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="trace must be a Trace"):
+        eager_kernel_lines(str(tmp_path / "c.json"))  # type: ignore[arg-type]
+
+
 def test_extern_op_names() -> None:
     assert extern_op_name("extern_kernels.addmm") == "aten::addmm"
     assert extern_op_name("torch.ops.aten._scaled_mm.default") == "aten::_scaled_mm"

@@ -58,8 +58,11 @@ def compiled_kernel_provenance(trace: Trace, log: CompileLog) -> pd.DataFrame:
     ``CompiledFunctionBackward``), else by the ``graph_N_`` prefix, else by a name unique in
     the log. A library call (``extern_kernels.addmm:N``) matches the aten op of that name
     called directly by one call of the compiled graph, the k-th such op to the k-th such
-    entry in handle order. Rows the log does not explain are left out.
+    entry in handle order. Rows the log does not explain are left out. Raises ``TypeError``
+    for arguments that are not a Trace and a CompileLog.
     """
+    _check(trace, Trace, "trace")
+    _check(log, CompileLog, "log")
     kernels = trace.kernels
     if kernels.empty or log.kernels.empty:
         return schema.empty_table(schema.KERNEL_PROVENANCE_DTYPES)
@@ -68,6 +71,11 @@ def compiled_kernel_provenance(trace: Trace, log: CompileLog) -> pd.DataFrame:
     extern = _match_extern(kernels, ctx, log.kernels, generated)
     rows = pd.concat([generated, extern]).drop_duplicates(KP.kernel_row)
     return _finish(rows, log.kernels)
+
+
+def _check(value: object, kind: type, name: str) -> None:
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__}, not {type(value).__name__}")
 
 
 class _OpContext:
@@ -282,8 +290,10 @@ def eager_kernel_lines(trace: Trace) -> pd.DataFrame:
     runner's ``traceviz line <file>(<line>): <function>`` marks (``exact``: the calling
     line), else the Python frames of ``with_stack=True`` (``python_function`` events) that
     are not in torch, transformers or site-packages (not exact: such a frame names its
-    function's first line). Empty for a trace with neither.
+    function's first line). Empty for a trace with neither. Raises ``TypeError`` when
+    ``trace`` is not a Trace.
     """
+    _check(trace, Trace, "trace")
     ops, kernels = trace.ops, trace.kernels
     if kernels.empty or ops.empty:
         return schema.empty_table(schema.KERNEL_LINES_DTYPES)
