@@ -177,6 +177,7 @@ def test_stack_frames_fold_library_code_to_the_caller() -> None:
     assert user_frame(text) == ("/home/u/model.py", 40, "forward", "x = self.block(x)")
     assert user_frame('  File "torch/nn/functional.py", line 3, in f\n') is None
     assert is_library("torch/nn/modules/linear.py") and not is_library("/home/u/model.py")
+    assert is_library("/usr/lib/python3.11/contextlib.py")
 
 
 @pytest.mark.parametrize(

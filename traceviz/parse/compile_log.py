@@ -49,9 +49,10 @@ GRAPH_BREAK = "dynamo_graph_break_reason"
 LINE_MARK_PREFIX = "traceviz line "
 
 # Folders whose frames are library code: a source line inside them is folded to its caller.
-# The runner's own line-marking hook (traceviz/runner/lines.py) is not user code either.
-LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/torch/", "/transformers/", "<frozen ",
-                 "/traceviz/runner/lines.py")  # fmt: skip
+# "/lib/python3" is the standard library (contextlib, functools…) and any installed package;
+# the runner's own line-marking hook (traceviz/runner/lines.py) is not user code either.
+LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/",
+                 "/transformers/", "<frozen ", "/traceviz/runner/lines.py")  # fmt: skip
 
 _GLOG = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\](?: \[[^\]]*\])* (\{.*)$")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
