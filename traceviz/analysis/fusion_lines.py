@@ -6,7 +6,8 @@ lines (from Inductor's provenance in the compile log):
 
 - :func:`compiler_credits` credits an eager kernel to the compiled kernel that holds its line;
   when several compiled kernels hold that line, the one whose ops (decoded name, post-grad
-  nodes) include the eager op wins, then the one nearest in position; a layout kernel never
+  nodes) include the eager op wins, then the one nearest in position (``confidence`` 1/n for
+  n such kernels); a layout kernel never
   takes the GEMM/convolution it prepares. One row per eager kernel at most — the
   ``compiler`` stage of
   :func:`~traceviz.analysis.fusion_match.credit_eager_kernels`.
@@ -27,6 +28,7 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.fusion_match import (
+    COMPOSITES,
     HEAVY_KEYS,
     Credits,
     Outcome,
@@ -109,7 +111,7 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     """``eager_row`` → compiled ``kernel`` through the source lines (module docstring)."""
     from traceviz.analysis.fusion import name_keys
 
-    out = pd.DataFrame({"eager_row": pd.Series([], dtype="int64"), "kernel": []})
+    out = pd.DataFrame({"eager_row": pd.Series([], dtype="int64"), "kernel": [], "confidence": []})
     if lines.eager.empty or lines.compiled.empty:
         return out
     e = kernel_side(eager, eager.kernels)
@@ -129,7 +131,13 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     pairs = pairs[~(pairs["kernel"].isin(layout) & pairs["key"].isin(HEAVY_KEYS))]
     ops = {name: lines.compiled_ops.get(name, frozenset()) | frozenset(name_keys(name))
            for name in set(pairs["kernel"])}  # fmt: skip
-    pairs["has_op"] = [k in ops[n] for k, n in zip(pairs["key"], pairs["kernel"], strict=True)]
+    parts = {
+        n: frozenset(p for k in keys for p in COMPOSITES.get(k, ())) for n, keys in ops.items()
+    }
+    pairs["has_op"] = [
+        2 if k in ops[n] else 1 if k in parts[n] else 0
+        for k, n in zip(pairs["key"], pairs["kernel"], strict=True)
+    ]  # its own op, else a part of one of the kernel's ops (addmm's bias add), else neither
     best = pairs.groupby("i")["has_op"].transform("max")
     pairs = pairs[pairs["has_op"] == best]
     by_name = instances_by_name(c)
@@ -138,7 +146,15 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     for names, members in candidates.groupby(candidates, sort=False):
         instances = members.index.to_numpy()
         chosen = nearest_kernel(str(names).split(", "), by_name, e.pos[instances])
-        picked.append(pd.DataFrame({"eager_row": e.rows[instances], "kernel": chosen}))
+        picked.append(
+            pd.DataFrame(
+                {
+                    "eager_row": e.rows[instances],
+                    "kernel": chosen,
+                    "confidence": 1.0 / len(str(names).split(", ")),
+                }
+            )
+        )
     return pd.concat(picked, ignore_index=True) if picked else out
 
 
@@ -310,17 +326,22 @@ def _compiled_lines(
     prov = prov[prov["prov_kernel"].notna()]
     names = compiled.kernels[Kernels.name].astype(object).to_numpy()
     prov = prov.assign(trace_name=names[prov["kernel_row"].to_numpy(dtype=np.int64)])
-    per_kernel = prov[["trace_name", "prov_kernel", "post_grad_nodes"]].drop_duplicates(
-        ["trace_name", "prov_kernel"]
-    )
+    primary = prov["primary"] if "primary" in prov else pd.Series(True, index=prov.index)
+    per_kernel = prov.assign(primary=primary.fillna(True).astype(bool))
+    per_kernel = per_kernel[["trace_name", "prov_kernel", "post_grad_nodes", "primary"]]
+    per_kernel = per_kernel.drop_duplicates(["trace_name", "prov_kernel"])
     lines = log.lines
     held = per_kernel.merge(lines[["prov_kernel", "file", "line", "code"]], on="prov_kernel")
     held = held.rename(columns={"trace_name": "kernel"})
     held = held[["kernel", "file", "line", "code"]].drop_duplicates(["kernel", "file", "line"])
     held["code"] = held["code"].fillna("").astype(str)
     ops: dict[str, set[str]] = {}
-    for name, nodes in zip(per_kernel["trace_name"], per_kernel["post_grad_nodes"], strict=True):
+    nodes_of = zip(per_kernel["trace_name"], per_kernel["post_grad_nodes"], per_kernel["primary"],
+                   strict=True)  # fmt: skip
+    for name, nodes, is_call in nodes_of:
         ops.setdefault(str(name), set())
+        if not is_call:  # work nested in a call (the copy_ inside addmm) is not the call's op
+            continue
         for node in str(nodes or "").split(","):
             base = node.strip().rstrip("0123456789").rstrip("_")
             if base:

@@ -223,8 +223,8 @@ def credit_eager_kernels(
 
     ``compiled_classified`` is :func:`~traceviz.analysis.kernels.classify` of ``compiled``;
     ``compiler`` (optional) has columns ``eager_row`` and ``kernel`` (a compiled kernel name),
-    at most one row per eager row, from the compiler's record. Returns a table with the
-    :class:`Credits` columns, in eager-row order.
+    and optionally ``confidence``, at most one row per eager row, from the compiler's record.
+    Returns a table with the :class:`Credits` columns, in eager-row order.
     """
     e = kernel_side(eager, eager.kernels)
     c = kernel_side(compiled, compiled_classified)
@@ -388,7 +388,10 @@ def _take_compiler(
     ok = at >= 0
     kernel[at[ok]] = record["kernel"].to_numpy(dtype=object)[ok]
     how[at[ok]] = How.COMPILER.value
-    confidence[at[ok]] = 1.0
+    if "confidence" in record:
+        confidence[at[ok]] = record["confidence"].to_numpy(dtype=float)[ok]
+    else:
+        confidence[at[ok]] = 1.0
 
 
 def _one_to_one(
