@@ -216,3 +216,27 @@ def test_a_model_in_this_file_maps_to_its_exact_lines(tmp_path: Path) -> None:
 def test_fusion_map_without_lines_has_no_by_line(tmp_trace) -> None:  # type: ignore[no-untyped-def]
     trace = traceviz.load(tmp_trace([op("aten::sin", 10, 5)]))
     assert fusion_map(trace, trace).by_line.empty
+
+
+def test_layout_kernel_on_the_convs_line_gets_no_conv_from_the_compiler_stage() -> None:
+    path = SAMPLES / "conv-bn-relu"
+    if not (path / "compile_log.jsonl.gz").is_file():
+        pytest.skip("conv-bn-relu sample with a compile log not found")
+    comparison = compare_run(path)
+    kernels = comparison.fusion.kernels.set_index(FusionKernels.kernel)
+    layout = kernels[kernels[FusionKernels.is_layout]]
+    assert len(layout) and (layout[FusionKernels.eager_kernels] == 0).all()
+    assert set(layout[FusionKernels.basis]) == {"compiler"}  # explained, just credited nothing
+    convs = comparison.fusion.credits
+    convs = convs[convs[Credits.op].str.contains("convolution")]
+    assert len(convs) and not convs[Credits.kernel].isin(layout.index).any()
+
+
+def test_bias_add_goes_to_the_gemm_that_fused_it() -> None:
+    path = SAMPLES / "linear-add"
+    if not (path / "compile_log.jsonl.gz").is_file():
+        pytest.skip("linear-add sample with a compile log not found")
+    credits = compare_run(path).fusion.credits
+    adds = credits[credits[Credits.op] == "aten::add"]
+    assert len(adds) and set(adds[Credits.kernel]) == {"aten::addmm"}
+    assert (adds[Credits.confidence] == 1.0).all()
