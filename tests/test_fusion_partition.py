@@ -247,6 +247,25 @@ def test_guard_fires_on_gemms_of_other_shapes(tmp_trace: MakeTrace) -> None:
     assert verdict.comparable and verdict.signature_overlap == 1.0
 
 
+def test_guard_fires_when_b_makes_many_more_library_calls_per_step(tmp_trace: MakeTrace) -> None:
+    gemm = dims([32, 128], [128, 64])
+    eager = [step(1, 0), op("aten::mm", 10, 50, **gemm)]
+    compiled = [step(1, 0), region(5, 900)] + [op("aten::mm", 10 + 100 * i, 40, **gemm)
+                                              for i in range(5)]  # fmt: skip
+    verdict = fmap(tmp_trace, eager, compiled).comparability
+    assert not verdict.comparable and verdict.signature_overlap == 1.0
+    assert any("per step" in r for r in verdict.reasons)
+    same = [step(1, 0), region(5, 900), op("aten::mm", 10, 40, **gemm)]
+    assert fmap(tmp_trace, eager, same).comparability.comparable
+
+
+def test_guard_fires_on_different_devices(tmp_trace: MakeTrace) -> None:
+    cpu = [step(1, 0), op("aten::sin", 10, 5)]
+    gpu = [*gpu_op("aten::sin", 0, 1, **dims([16]))]
+    verdict = fmap(tmp_trace, cpu, gpu).comparability
+    assert any("device kinds differ: cpu vs cuda" in r for r in verdict.reasons)
+
+
 def test_guard_fires_when_fused_ops_are_ops_eager_never_runs(tmp_trace: MakeTrace) -> None:
     eager = [step(1, 0), op("aten::relu", 10, 50), op("aten::add", 70, 50)]
     compiled = [step(1, 0), region(5, 500), op("graph_0_cpp_fused_cos_sin_tanh_0", 10, 5)]
