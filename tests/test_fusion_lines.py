@@ -20,7 +20,7 @@ import traceviz
 from tests.conftest import SAMPLES, op
 from traceviz import cli
 from traceviz.analysis.fusion import FusionKernels, fusion_map
-from traceviz.analysis.fusion_lines import ByLine, LineRecord, lines_table
+from traceviz.analysis.fusion_lines import ByLine, LineRecord, compiler_credits, lines_table
 from traceviz.analysis.fusion_match import Credits
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import is_run_dir, read_run_dir
@@ -240,3 +240,23 @@ def test_bias_add_goes_to_the_gemm_that_fused_it() -> None:
     adds = credits[credits[Credits.op] == "aten::add"]
     assert len(adds) and set(adds[Credits.kernel]) == {"aten::addmm"}
     assert (adds[Credits.confidence] == 1.0).all()
+
+
+def test_function_level_eager_lines_meet_the_log_by_function_and_path_tail(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    # a with_stack frame names the function's first line and may hold a relative path
+    eager = traceviz.load(tmp_trace([op("aten::cos", 10, 5), op("aten::mm", 30, 9)]))
+    compiled = traceviz.load(tmp_trace([op("graph_0_cpp_fused_cos_0", 10, 2),
+                                        op("aten::mm", 20, 8)]))  # fmt: skip
+    lines = LineRecord(
+        eager=pd.DataFrame({"eager_row": [0, 1], "file": ["pkg/model.py"] * 2, "line": [20, 20],
+                            "code": ["def forward(self, x):"] * 2, "function": ["forward"] * 2,
+                            "exact": [False, False]}),
+        compiled=pd.DataFrame({"kernel": ["graph_0_cpp_fused_cos_0", "aten::mm"],
+                               "file": ["/src/pkg/model.py"] * 2, "line": [21, 22],
+                               "code": ["y = x.cos()", "return y @ w"],
+                               "function": ["forward", "forward"]}),
+    )  # fmt: skip
+    credits = compiler_credits(eager, compiled, lines).set_index("eager_row")["kernel"]
+    assert credits.to_dict() == {0: "graph_0_cpp_fused_cos_0", 1: "aten::mm"}
+    exact = LineRecord(eager=lines.eager.assign(exact=True), compiled=lines.compiled)
+    assert compiler_credits(eager, compiled, exact).empty  # line 20 holds no kernel

@@ -90,11 +90,13 @@ def _frame(columns: list[str]) -> pd.DataFrame:
 class LineRecord:
     """Source lines of both sides.
 
-    ``eager``: ``eager_row`` (row of the eager kernels table), ``file``, ``line``, ``code``;
+    ``eager``: ``eager_row`` (row of the eager kernels table), ``file``, ``line``, ``code``,
+    optionally ``function`` and ``exact`` (False: the line only names its function);
     ``compiled``: ``kernel`` (the compiled kernel's name as the trace shows it), ``file``,
-    ``line``, ``code``, one row per (kernel, line); ``compiled_ops``: per compiled kernel name,
-    the op keys its FX nodes hold (from the post-grad node names); ``recorded``: the compiled
-    kernel names Inductor's provenance explains (their rows have basis ``compiler``).
+    ``line``, ``code``, optionally ``function``, one row per (kernel, line); ``compiled_ops``:
+    per compiled kernel name, the op keys its FX nodes hold (from the post-grad node names);
+    ``recorded``: the compiled kernel names Inductor's provenance explains (their rows have
+    basis ``compiler``).
     """
 
     eager: pd.DataFrame = field(
@@ -118,10 +120,9 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     c = kernel_side(compiled, compiled.kernels)
     known = set(c.names)
     held = lines.compiled[lines.compiled["kernel"].isin(known)]
-    held = held[["kernel", "file", "line"]].drop_duplicates()
     at = pd.Index(e.rows).get_indexer(pd.Index(lines.eager["eager_row"].to_numpy(dtype=np.int64)))
     eager_lines = lines.eager.assign(i=at)[at >= 0]
-    pairs = eager_lines[["i", "file", "line"]].merge(held, on=["file", "line"])
+    pairs = _line_pairs(eager_lines, held)
     if pairs.empty:
         return out
     own = own_key(e.label).values()
@@ -156,6 +157,40 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
             )
         )
     return pd.concat(picked, ignore_index=True) if picked else out
+
+
+def _line_pairs(eager_lines: pd.DataFrame, held: pd.DataFrame) -> pd.DataFrame:
+    """(i, kernel) for each eager instance and each compiled kernel holding its line: on
+    (file, line) for an exact eager line; on (file, function) for a line that only names its
+    function (a ``with_stack`` frame gives the function's first line, not the call's)."""
+    eager_lines = eager_lines.assign(file=_same_files(eager_lines["file"], held["file"]))
+    exact = eager_lines["exact"].fillna(True).astype(bool) if "exact" in eager_lines else None
+    on_line = eager_lines if exact is None else eager_lines[exact.to_numpy()]
+    pairs = [on_line[["i", "file", "line"]].merge(
+        held[["kernel", "file", "line"]].drop_duplicates(), on=["file", "line"]
+    )]  # fmt: skip
+    if exact is not None and "function" in held and (~exact).any():
+        loose = eager_lines[~exact.to_numpy()][["i", "file", "function"]]
+        found = loose.merge(held[["kernel", "file", "function"]].drop_duplicates(),
+                            on=["file", "function"])  # fmt: skip
+        pairs.append(found[["i", "kernel"]])
+    return pd.concat([p[["i", "kernel"]] for p in pairs], ignore_index=True).drop_duplicates()
+
+
+def _same_files(eager_files: pd.Series, compiled_files: pd.Series) -> pd.Series:
+    """Eager file names as the compile log spells them: a profiler's frame may hold a relative
+    path (``model.py``) where the log has the absolute one (``/work/model.py``); a name is
+    replaced by the one log path that ends with it, component-wise."""
+    logged = {str(f) for f in compiled_files.dropna().unique()}
+    spelled: dict[str, str] = {}
+    for name in {str(f) for f in eager_files.dropna().unique()}:
+        if name in logged:
+            continue
+        tail = "/" + name.lstrip("./").replace("\\", "/")
+        found = [f for f in logged if f.replace("\\", "/").endswith(tail)]
+        if len(found) == 1:
+            spelled[name] = found[0]
+    return eager_files.astype(str).replace(spelled) if spelled else eager_files
 
 
 def lines_table(
@@ -293,22 +328,26 @@ def read_log(compile_log: CompileLog | str | os.PathLike[str] | None) -> Compile
 
 
 def _empty_compiled() -> pd.DataFrame:
-    return _frame(["kernel", "file", "line", "code"])
+    return _frame(["kernel", "file", "line", "code", "function"])
 
 
 def _eager_lines(table: pd.DataFrame) -> pd.DataFrame:
     """H1's ``eager_kernel_lines`` (kernel_row, file, line, function, code) as LineRecord.eager."""
     if table is None or table.empty:
-        return _frame(["eager_row", "file", "line", "code"])
+        return _frame(["eager_row", "file", "line", "code", "function", "exact"])
     out = table.rename(columns={"kernel_row": "eager_row"})
     out = out[out["file"].notna() & out["line"].notna()]
     code = out["code"] if "code" in out else pd.Series("", index=out.index)
+    function = out["function"] if "function" in out else pd.Series("", index=out.index)
+    exact = out["exact"] if "exact" in out else pd.Series(True, index=out.index)
     return pd.DataFrame(
         {
             "eager_row": out["eager_row"].to_numpy(dtype=np.int64),
             "file": out["file"].astype(str).to_numpy(),
             "line": out["line"].to_numpy(dtype=np.int64),
             "code": code.fillna("").astype(str).to_numpy(),
+            "function": function.fillna("").astype(str).to_numpy(),
+            "exact": exact.fillna(True).astype(bool).to_numpy(),
         }
     )
 
@@ -331,9 +370,11 @@ def _compiled_lines(
     per_kernel = per_kernel[["trace_name", "prov_kernel", "post_grad_nodes", "primary"]]
     per_kernel = per_kernel.drop_duplicates(["trace_name", "prov_kernel"])
     lines = log.lines
-    held = per_kernel.merge(lines[["prov_kernel", "file", "line", "code"]], on="prov_kernel")
+    columns = ["prov_kernel", "file", "line", "code", "function"]
+    held = per_kernel.merge(lines[columns], on="prov_kernel")
     held = held.rename(columns={"trace_name": "kernel"})
-    held = held[["kernel", "file", "line", "code"]].drop_duplicates(["kernel", "file", "line"])
+    held = held[["kernel", *columns[1:]]].drop_duplicates(["kernel", "file", "line"])
+    held["function"] = held["function"].fillna("").astype(str)
     held["code"] = held["code"].fillna("").astype(str)
     ops: dict[str, set[str]] = {}
     nodes_of = zip(per_kernel["trace_name"], per_kernel["post_grad_nodes"], per_kernel["primary"],
