@@ -169,12 +169,12 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
     rows = np.flatnonzero(cpu_kernels.cpu_kernel_mask(ops[Ops.name].array, is_cpu_op, parent))
     chosen = ops.iloc[rows]
     n = len(rows)
-    na_int = pd.array([pd.NA] * n, dtype="Int64")
-    frame = pd.DataFrame(
     durs = chosen[Ops.dur_us].to_numpy()
     exclusive = cpu_kernels.exclusive_durations(
         np.asarray(chosen[Ops.thread].cat.codes), chosen[Ops.ts_us].to_numpy(), durs
     )
+    na_int = pd.array([pd.NA] * n, dtype="Int64")
+    frame = pd.DataFrame(
         {
             Kernels.name: chosen[Ops.name].array.remove_unused_categories(),
             Kernels.activity: pd.Categorical(
