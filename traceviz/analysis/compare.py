@@ -302,7 +302,7 @@ METRICS: list[MetricSpec] = [
         "cpu_wait_us",
         "us",
         "measured",
-        "device idle time spent waiting for a launch",
+        "device idle waiting for the CPU to issue work (step edges in, sync-blocked time out)",
         lambda s: s.launch.cpu_wait_us,
     ),
     MetricSpec(

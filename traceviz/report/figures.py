@@ -25,6 +25,7 @@ from plotly.subplots import make_subplots
 
 from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Metric, Side
+from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.launch import StepOverhead
 from traceviz.report.views import fmt_value
@@ -553,33 +554,40 @@ def launch_delay_figure(c: Comparison, *, bins: int = 60) -> go.Figure:
     return _layout(fig, title)
 
 
+#: Display name and colour of each part of a step (the idle parts from analysis.idle).
+_STEP_PARTS: dict[str, tuple[str, str]] = {
+    IdleParts.busy_us: ("device busy", "#54A24B"),
+    IdleParts.blocked_us: ("device idle, CPU blocked in a sync", "#B279A2"),
+    IdleParts.cpu_wait_us: ("device idle, waiting for the CPU", "#E45756"),
+    IdleParts.launch_latency_us: ("device idle, launch latency", "#F58518"),
+    IdleParts.between_us: ("device idle, between issued kernels", "#BAB0AC"),
+}
+_CPU_PARTS = {
+    "CPU kernels computing": "#54A24B",
+    "framework overhead (no kernel running)": "#E45756",
+}
+
+
 def _idle_parts(side: Side) -> list[tuple[str, float]]:
-    per = side.launch.per_step
-    n = max(len(per), 1)
-    busy = float(per[StepOverhead.busy_us].sum()) / n
-    idle = float(per[StepOverhead.idle_us].sum()) / n
-    wait = float(per[StepOverhead.cpu_wait_us].sum()) / n
+    """(display name, mean µs per step) of each part of a step, measured."""
     if side.trace.device_kind is DeviceKind.CPU:
+        per = side.launch.per_step
+        n = max(len(per), 1)
+        busy = float(per[StepOverhead.busy_us].sum()) / n
+        idle = float(per[StepOverhead.idle_us].sum()) / n
         return [("CPU kernels computing", busy), ("framework overhead (no kernel running)", idle)]
-    return [
-        ("device busy", busy),
-        ("device idle, waiting for a launch", wait),
-        ("device idle, other", max(idle - wait, 0.0)),
-    ]
+    split = side.launch.idle
+    n = max(len(split.per_step), 1)
+    return [(label, split.total(column) / n) for column, (label, _) in _STEP_PARTS.items()]
 
 
 def idle_figure(c: Comparison) -> go.Figure:
-    """Where a step's wall time goes: busy, idle waiting for launches, other idle (mean per
-    step, measured, ms)."""
+    """Where a step's wall time goes (mean per step, measured, ms): device busy, and the idle
+    time split into blocked by a sync, waiting for the CPU, launch latency and between kernels
+    (:mod:`traceviz.analysis.idle`); on CPU traces, kernels computing and framework overhead."""
     title = "Step time breakdown (measured, mean per step, ms)"
     fig = go.Figure()
-    colors = {
-        "device busy": "#54A24B",
-        "CPU kernels computing": "#54A24B",
-        "device idle, waiting for a launch": "#E45756",
-        "framework overhead (no kernel running)": "#E45756",
-        "device idle, other": "#BAB0AC",
-    }
+    colors = {label: color for label, color in _STEP_PARTS.values()} | _CPU_PARTS
     shown: set[str] = set()
     for side, _ in _sides(c):
         for part, value in _idle_parts(side):

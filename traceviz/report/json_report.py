@@ -6,10 +6,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
+
+from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
 from traceviz.report.json_numbers import whole_counts
+
+#: Rows of the longest tables kept per side (the calls/ops with most time come first).
+BLOCKING_CALLS_SHOWN = 50
+IDLE_CPU_WORK_SHOWN = 50
 
 COMPARE_SCHEMA_VERSION = 1
 
@@ -86,6 +93,12 @@ def _launch(side: Side) -> dict[str, Any]:
         "idle_us": plain(launch.idle_us),
         "cpu_wait_us": plain(launch.cpu_wait_us),
         "per_step": records(launch.per_step),
+        "idle_per_step": records(launch.idle.per_step),
+        "idle_cpu_work": records(launch.idle.cpu_work, limit=IDLE_CPU_WORK_SHOWN),
+        "blocked_us": plain(launch.blocking.blocked_us),
+        "blocking_calls": records(
+            _longest_first(launch.blocking.calls), limit=BLOCKING_CALLS_SHOWN
+        ),
     }
 
 
@@ -102,3 +115,8 @@ def _memory(side: Side) -> dict[str, Any]:
 def _finding(finding: Any) -> Any:
     to_json = getattr(finding, "to_json", None)
     return to_json() if callable(to_json) else finding
+
+
+def _longest_first(calls: pd.DataFrame) -> pd.DataFrame:
+    """Blocking calls, the longest first (ties in time order)."""
+    return calls.sort_values(BlockingColumns.dur_us, ascending=False, kind="stable")
