@@ -206,7 +206,7 @@ def memory_traffic(
         provenance = compiled_kernel_provenance(trace, compile_log)
     per_kernel = kernel_traffic(trace, provenance=provenance)
     kernels = trace.kernels
-    dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)
+    dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
     kinds = classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
     by_kind = _by_kind(per_kernel, kinds, dur)
     unestimated = (per_kernel[KernelTraffic.basis] == Basis.NONE.value).to_numpy(dtype=bool)
@@ -255,7 +255,7 @@ def kernel_traffic(trace: Trace, *, provenance: pd.DataFrame | None = None) -> p
     from_compiler = _from_compiler(provenance, n, is_kernel & ~has, est)
     has |= from_compiler
     basis = np.where(measured, 0, np.where(from_compiler, 3, np.where(has, 1, 2)))
-    dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)
+    dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         bandwidth = np.where(has & (dur > 0), est / dur * 1e-3, np.nan)
     est_col = pd.array(est, dtype=pd.Int64Dtype())
@@ -291,7 +291,7 @@ def _estimate_from_ops(
     known = op_bytes.notna().to_numpy()[back]
     rows, kernel_ops, back = rows[known], kernel_ops[known], back[known]
     totals = op_bytes.to_numpy(dtype=np.int64, na_value=0)[back]
-    dur = trace.kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+    dur = trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
     est[rows] = split_bytes(kernel_ops, totals, dur)
     has[rows] = True
     rule[rows] = _rule_codes(op_est[Traffic.rule])[back]

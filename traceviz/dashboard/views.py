@@ -146,13 +146,13 @@ def kernel_table(c: Comparison) -> pd.DataFrame:
     for side in (c.a, c.b):
         k = side.kernels
         grouped = k.groupby(Kernels.name, observed=True, sort=False)
-        total = float(np.nansum(k[Kernels.dur_us].to_numpy(dtype=float))) or 1.0
+        total = float(np.nansum(k[Kernels.excl_dur_us].to_numpy(dtype=float))) or 1.0
         table = pd.DataFrame(
             {
                 "kind": grouped[Classified.kind].first().astype(str),
                 "source": grouped[Classified.source].first().astype(str),
                 "calls": grouped.size(),
-                "time_us": grouped[Kernels.dur_us].sum(),
+                "time_us": grouped[Kernels.excl_dur_us].sum(),
                 "launched_by": grouped[Kernels.op_name].agg(_most_common),
             }
         )

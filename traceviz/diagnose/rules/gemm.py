@@ -25,7 +25,13 @@ from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, durations, middle_name, short_name, top_names
+from traceviz.diagnose.facts import (
+    TraceFacts,
+    kernel_times,
+    middle_name,
+    short_name,
+    top_names,
+)
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.timeline import same_context, tensor_shapes, timeline
@@ -57,7 +63,7 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
     if not mask.any():
         return []
     rows = kernels[mask.to_numpy()]
-    durs = durations(rows)
+    durs = kernel_times(rows)
     time_us = facts.per_step(float(durs.sum()))
     share = facts.share(time_us)
     if share is None or share < EXTERN_GEMM_SHARE:

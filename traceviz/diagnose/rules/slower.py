@@ -32,7 +32,7 @@ from traceviz.analysis.speed import (
     speed_verdict,
 )
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, facts_of_side
+from traceviz.diagnose.facts import TraceFacts, facts_of_side, kernel_times
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules.profiling import compile_name_mask
@@ -186,7 +186,7 @@ def _gemms(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[Evidenc
     for facts in (a, b):
         kernels = facts.kernels
         gemm = (kernels["kind"].astype(object) == KernelKind.GEMM.value).to_numpy()
-        durs = kernels["dur_us"].to_numpy(dtype=float, na_value=np.nan)[gemm]
+        durs = kernel_times(kernels)[gemm]
         sources = kernels["source"].astype(object)[gemm].value_counts()
         stats.append((int(gemm.sum()), float(np.nansum(durs)), sources))
     (count_a, time_a, _), (count_b, time_b, sources_b) = stats
