@@ -43,6 +43,9 @@ COMMANDS: dict[str, Command] = {
     "summary": Command("summary", "Summarise one trace: kernels, launches, regions, memory.", True),
     "compare": Command("compare", "Compare two traces or a run directory, with findings.", True),
     "dashboard": Command("dashboard", "Open the comparison in a web dashboard (Panel).", True),
+    "export": Command(
+        "export", "Write both traces with the analysis overlaid as one Perfetto trace.", True
+    ),
 }
 EXIT_PIPE_CLOSED = 141
 

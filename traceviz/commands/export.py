@@ -1,0 +1,81 @@
+"""Export both traces of a comparison as one annotated Chrome trace for ui.perfetto.dev or
+chrome://tracing.
+
+A and B are two trace files (.json / .json.gz), or A alone is a run directory made by
+`traceviz run`; the comparison is built exactly as `traceviz compare` builds it. The file holds
+both sides as separate processes aligned per profiler step, every input event once, and
+traceviz's analysis on top: each compiled kernel's args.traceviz lists the eager ops, kernels
+and source lines credited to it and its estimated bytes saved; flow arrows link each eager
+kernel to the compiled kernel it was fused into; a "traceviz" process marks blocking calls and
+graph-break gaps and holds the findings as instants. docs/perfetto-export.md describes it.
+
+-o names the output: FILE.json, FILE.json.gz (gzipped), or - for stdout.
+Exit status: 0; 2 for bad input (an unwritable or wrongly named -o included).
+
+examples:
+  traceviz export runs/pointwise --perfetto -o pointwise.json.gz
+  traceviz export eager.json.gz compiled.json.gz --perfetto -o annotated.json.gz
+  traceviz export a100.json.gz mi300x.json.gz --perfetto --force -o odd-pair.json
+  traceviz export runs/mlp --perfetto -o - | gzip > mlp.json.gz
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from traceviz.errors import UsageError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="trace file, or a run directory")
+    parser.add_argument("b", metavar="B", nargs="?", help="second trace file")
+    parser.add_argument(
+        "--perfetto",
+        action="store_true",
+        help="write the annotated Chrome trace (Perfetto / chrome://tracing); the only format",
+    )
+    parser.add_argument(
+        "-o", "--output", metavar="FILE", help="FILE.json, FILE.json.gz, or - for stdout"
+    )
+    parser.add_argument(
+        "--names", nargs=2, metavar=("A_NAME", "B_NAME"), help="labels (default: eager compiled "
+        "for a run directory, else the file names)"
+    )  # fmt: skip
+    parser.add_argument(
+        "--compile-log",
+        metavar="DIR",
+        help="the compiled side's compile log (TORCH_TRACE / tlparse directory or file), as for "
+        "`traceviz compare`",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="overlay the fusion map even when A and B do not look like one workload",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.perfetto:
+        raise UsageError("choose the export format: --perfetto")
+    if not args.output:
+        raise UsageError("give the output file: -o FILE.json, -o FILE.json.gz or -o -")
+    _check_name(args.output)
+    from traceviz.commands import compare
+    from traceviz.report.perfetto import perfetto_trace, write_perfetto
+
+    comparison = compare.build(argparse.Namespace(**vars(args), top=0))
+    write_perfetto(perfetto_trace(comparison), args.output)
+    return 0
+
+
+def _check_name(output: str) -> None:
+    """Fail before any work when ``-o`` cannot be written or is not named .json/.json.gz."""
+    if output == "-":
+        return
+    from traceviz.commands.output import check_output
+
+    check_output(output)
+    if not (output.endswith(".json") or output.endswith(".json.gz")):
+        raise UsageError(
+            f"-o {output}: the name must end in .json or .json.gz (or be - for stdout)"
+        )
