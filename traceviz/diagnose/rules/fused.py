@@ -8,6 +8,11 @@ chain is **already fused** when every one of its ops is named by one of b's Indu
 / ``cpp_fused_…`` names; eager ops that Inductor names differently, such as ``clamp_min`` for
 ``relu``, are matched through :data:`ALIASES`). When all the finding's chains are, its next
 step says so and points to the fusion map; when some are, an evidence line names them.
+
+Two more eager-side findings get the same treatment when the guard holds a and b for one
+workload: ``unfused-matmul-add`` when the fusion map credits an eager add and an eager matmul
+to one compiled kernel (Inductor called ``addmm`` or a GEMM template with the add), and
+``framework-overhead``, whose "compile the model" advice the compiled trace already followed.
 """
 
 from __future__ import annotations
@@ -15,12 +20,17 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import pandas as pd
+
 from traceviz.analysis.chains import INDUCTOR_SOURCES
+from traceviz.analysis.fusion_match import Credits
 from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import Classified
 from traceviz.diagnose.facts import facts_of_side, short_name
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules.chains import TOP_CHAINS, ChainGroup, chain_groups
+from traceviz.diagnose.rules.gemm import MATMUL_ADD_ID, _is_add, _is_plain_matmul
+from traceviz.diagnose.rules.launch import OVERHEAD_ID
 from traceviz.schema import Kernels
 
 if TYPE_CHECKING:
@@ -39,6 +49,10 @@ def already_fused(comparison: Comparison, findings: list[Finding]) -> list[Findi
     a, b = facts_of_side(comparison, "a"), facts_of_side(comparison, "b")
     if a.compiled or not b.compiled:
         return findings
+    if comparison.fusion.comparability.comparable:
+        findings = [
+            _compiled_already(comparison, f, b.name) if f.trace == a.name else f for f in findings
+        ]
     kernels = _fused_kernels(comparison)
     if not kernels:
         return findings
@@ -52,6 +66,39 @@ def already_fused(comparison: Comparison, findings: list[Finding]) -> list[Findi
         else f
         for f in findings
     ]
+
+
+def _compiled_already(comparison: Comparison, finding: Finding, b: str) -> Finding:
+    """Side a's matmul-add / framework-overhead finding reworded where b, the same model
+    compiled, already did what its next step advises."""
+    if finding.id == OVERHEAD_ID:
+        return replace(
+            finding,
+            next_step=f"{b} is this model compiled: its own findings and the step-time verdict "
+            f"show what compiling removed. What stays is Python and framework time around "
+            f"the ops: give each call more work (a larger batch).",
+        )
+    if finding.id != MATMUL_ADD_ID:
+        return finding
+    gemms = _gemms_holding_adds(comparison.fusion.credits)
+    if not gemms:
+        return finding
+    shown = ", ".join(short_name(n, 60) for n in gemms[:TOP_KERNELS])
+    return replace(
+        finding,
+        evidence=(*finding.evidence, f"already one kernel in {b} (matmul and add): {shown}"),
+        next_step=f"Nothing to do here: {b} already runs the matmul and its add as one kernel "
+        f"({shown}); the fusion map shows which eager kernels it replaced.",
+    )
+
+
+def _gemms_holding_adds(credits: pd.DataFrame) -> list[str]:
+    """Compiled kernels the fusion map credits with both an eager matmul and an eager add."""
+    rows = credits.dropna(subset=[Credits.kernel])
+    ops = rows[Credits.op].astype(str)
+    adds = set(rows.loc[ops.map(_is_add).to_numpy(dtype=bool), Credits.kernel])
+    matmuls = set(rows.loc[ops.map(_is_plain_matmul).to_numpy(dtype=bool), Credits.kernel])
+    return sorted(str(k) for k in adds & matmuls)
 
 
 def _fused_kernels(comparison: Comparison) -> dict[str, frozenset[str]]:
