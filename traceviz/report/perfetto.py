@@ -199,8 +199,12 @@ def _copy_side(
     pids: dict[Any, int] = {}
     out: list[dict[str, Any]] = []
     kernel_event: dict[int, int] = {}
-    for raw in events:
-        event = dict(raw)
+    for event in events:  # edited in place: the events were read for this export alone
+        if event.get("ph") == "X":  # find its kernels-table row before times move
+            start = _as_float(event.get("ts"))
+            rows = keys.get((str(event.get("name")), np.nan if start is None else start))
+            if rows:
+                kernel_event[rows.pop(0)] = len(out)
         pid = event.get("pid")
         if pid not in pids:
             pids[pid] = first_pid + len(pids)
@@ -210,10 +214,6 @@ def _copy_side(
         _warp_event(event, warp)
         if event.get("ph") == "M":
             _label_metadata(event, side, label)
-        elif event.get("ph") == "X":
-            rows = keys.get((str(raw.get("name")), _as_float(raw.get("ts")) or np.nan))
-            if rows:
-                kernel_event[rows.pop(0)] = len(out)
         out.append(event)
     return _Copied(out, kernel_event, pids)
 
