@@ -36,6 +36,8 @@ from traceviz.trace import Trace
 
 __all__ = ["MIN_OVERLAP", "Comparability", "comparability"]
 
+#: How check 2's reasons begin.
+A_COMPILED = "a is itself compiled"
 #: Share of b's signatures (or fused ops) that must also be a's.
 MIN_OVERLAP = 0.5
 
@@ -58,6 +60,13 @@ class Comparability:
         """The fusion figures are left out (not comparable and not forced)."""
         return not self.comparable and not self.forced
 
+    @property
+    def other_workload(self) -> bool:
+        """Withheld for a reason other than "a is itself compiled": a and b look like runs of
+        different workloads (device, library calls, fused ops or step structure differ), so
+        their step times and peaks are no verdict on compiling either."""
+        return self.withheld and any(not r.startswith(A_COMPILED) for r in self.reasons)
+
 
 def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comparability:
     """Check that ``eager`` and ``compiled`` are the same workload (module docstring)."""
@@ -69,12 +78,12 @@ def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comp
     inductor = _inductor_names(a_kernels)
     if inductor:
         reasons.append(
-            f"a is itself compiled: it runs {len(inductor)} distinct Inductor kernel(s) "
+            f"{A_COMPILED}: it runs {len(inductor)} distinct Inductor kernel(s) "
             f"(e.g. {sorted(inductor)[0]}); a fusion map needs an eager trace as a"
         )
     elif len(eager.regions):
         reasons.append(
-            f"a is itself compiled: it has {len(eager.regions)} compiled-region marker(s) "
+            f"{A_COMPILED}: it has {len(eager.regions)} compiled-region marker(s) "
             f"(e.g. {eager.regions[Regions.name].iloc[0]}); a fusion map needs an eager trace "
             "as a"
         )

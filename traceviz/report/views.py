@@ -82,6 +82,11 @@ def speed_lines(comparison: Comparison) -> list[str]:
     if verdict.verdict == UNKNOWN:
         return ["step time: unknown (no steps and no trace span)"]
     what = "median" if verdict.tested else "mean"
+    if comparison.fusion.comparability.other_workload:
+        return [
+            f"step time ({what}) {a} {fmt_us(verdict.a_us)} → {b} {fmt_us(verdict.b_us)}: "
+            f"not one workload, no speed verdict ({basis_text(verdict)})"
+        ]
     if verdict.verdict == SAME and verdict.tested:
         said = "no significant difference"
     elif verdict.verdict == SAME:

@@ -40,8 +40,15 @@ def not_comparable(comparison: Comparison) -> list[Finding]:
         evidence.append("compared anyway (--force): the fusion figures below are doubtful")
         title = f"{a} and {b} do not look like one workload; fusion figures forced"
     else:
-        evidence.append("fusion map, eager kernels per compiled kernel and bytes saved left out")
-        title = f"{a} and {b} are not one workload eager vs compiled: no fusion figures"
+        evidence.append(
+            "fusion map, eager kernels per compiled kernel, bytes saved and the speed and "
+            "peak-memory verdicts left out"
+            if verdict.other_workload
+            else "fusion map, eager kernels per compiled kernel and bytes saved left out"
+        )
+        title = (
+            f"{a} and {b} are not an eager and a compiled run of one workload: no fusion figures"
+        )
     return [
         Finding(
             id=RULE_ID,

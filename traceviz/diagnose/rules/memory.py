@@ -38,6 +38,8 @@ LARGE_INTERMEDIATE_BYTES = 64 * 2**20
 def peak_memory_up(comparison: Comparison) -> list[Finding]:
     """b's peak allocated memory is clearly above a's."""
     a, b = facts_of_side(comparison, "a"), facts_of_side(comparison, "b")
+    if comparison.fusion.comparability.other_workload:
+        return []  # two workloads' peaks say nothing about compiling
     peaks = _run_peaks(comparison.run_info) or _trace_peaks(comparison)
     if peaks is None:
         return []

@@ -13,6 +13,10 @@ steps rests on one profiled window and says so.
   idle time, CPU time in launch calls, and the recompiles, graph breaks and compile spans.
 - ``no-significant-difference`` (info): the medians differ by the tolerance or more, but the
   interval includes 1: the difference is within the run-to-run noise; the interval is shown.
+
+Neither fires when the comparability guard finds a and b to be different workloads
+(:attr:`~traceviz.analysis.comparable.Comparability.other_workload`, not forced): the step
+times of two different models are no speed verdict.
 """
 
 from __future__ import annotations
@@ -56,6 +60,8 @@ def compiled_slower(comparison: Comparison) -> list[Finding]:
     a, b = facts_of_side(comparison, "a"), facts_of_side(comparison, "b")
     if not (b.compiled or b.expect_compiled) or a.compiled:
         return []
+    if comparison.fusion.comparability.other_workload:
+        return []  # two workloads' step times say nothing about compiling (--force: they do)
     verdict = comparison_speed(comparison)
     if verdict.verdict == SAME and abs(verdict.ratio - 1) >= SLOWER_TOLERANCE:
         return [_within_noise(a, b, verdict)]
