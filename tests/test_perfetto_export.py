@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import CORPUS, kernel, launch, op, read_json
 
 import traceviz
+from tests.conftest import CORPUS, kernel, launch, op, read_json
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion import FusionKernels
 from traceviz.analysis.fusion_match import Credits
@@ -345,3 +345,30 @@ def test_missing_format_and_output_are_usage_errors(capsys: pytest.CaptureFixtur
     assert "--perfetto" in capsys.readouterr().err
     assert main(["export", run, "--perfetto"]) == 2
     assert "-o" in capsys.readouterr().err
+
+
+# --- the dashboard's download ------------------------------------------------------------------
+
+
+def test_dashboard_timeline_offers_the_export(tmp_path: Path) -> None:
+    pn = pytest.importorskip("panel")
+    from traceviz.dashboard.download import LABEL, perfetto_download
+    from traceviz.dashboard.views import TimelineView
+
+    comparison = _comparison(SAMPLES / "pointwise")
+    layout = TimelineView(comparison=comparison).__panel__()
+    buttons = [w for w in layout.select(pn.widgets.FileDownload) if w.label == LABEL]
+    assert len(buttons) == 1 and not buttons[0].disabled
+    data = json.loads(gzip.decompress(buttons[0].callback().getvalue()))
+    assert len(_annotated(data)) == len(_annotated(_export(tmp_path, SAMPLES / "pointwise")))
+    _assert_flows_pair(data)
+
+    # an uploaded trace whose temp file is gone: the button is disabled and says why
+    gone = tmp_path / "gone.json"
+    gone.write_text(json.dumps({"traceEvents": _gpu_steps([1000], 100)}))
+    orphan = _comparison(gone, gone, force=True)
+    gone.unlink()
+    view = perfetto_download(orphan)
+    (button,) = view.select(pn.widgets.FileDownload)
+    assert button.disabled
+    assert any("gone" in str(p.object) for p in view.select(pn.pane.Markdown))

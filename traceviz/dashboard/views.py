@@ -336,7 +336,10 @@ class TimelineView(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         select = pn.widgets.Select.from_param(self.param.step, label="window", width=220)
-        return pn.Column(select, self._pane, sizing_mode=STRETCH, name="timeline")
+        from traceviz.dashboard.download import perfetto_download
+
+        top = pn.Row(select, perfetto_download(self._c))
+        return pn.Column(top, self._pane, sizing_mode=STRETCH, name="timeline")
 
 
 def fusion(c: Comparison, *, top: int = 20) -> pn.viewable.Viewable:

@@ -31,6 +31,7 @@ describes the file; in short:
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import sys
 from collections import defaultdict
@@ -55,7 +56,15 @@ from traceviz.errors import TraceFormatError, UsageError
 from traceviz.schema import Kernels, Steps
 from traceviz.trace import Trace
 
-__all__ = ["FLOW_CAT", "KERNEL_ARGS", "OVERLAY", "Warp", "perfetto_trace", "write_perfetto"]
+__all__ = [
+    "FLOW_CAT",
+    "KERNEL_ARGS",
+    "OVERLAY",
+    "Warp",
+    "perfetto_gzip",
+    "perfetto_trace",
+    "write_perfetto",
+]
 
 #: The key under ``args`` that holds traceviz's additions to a copied event.
 OVERLAY = "traceviz"
@@ -583,6 +592,14 @@ def write_perfetto(data: dict[str, Any], target: str) -> None:
             _write(data, handle)
     except OSError as err:
         raise UsageError(f"-o {target}: cannot write: {err.strerror or err}") from err
+
+
+def perfetto_gzip(data: dict[str, Any]) -> bytes:
+    """``data`` as the bytes of a ``.json.gz`` file (for a download button)."""
+    buffer = io.BytesIO()
+    with gzip.GzipFile(fileobj=buffer, mode="wb") as handle:
+        _write(data, handle)
+    return buffer.getvalue()
 
 
 def _write(data: dict[str, Any], handle: _Sink) -> None:
