@@ -106,6 +106,19 @@ def _traceviz_spans(data: dict, tid: int) -> list[dict]:
             and e.get("ph") == "X"]  # fmt: skip
 
 
+def _assert_credits_bounded(data: dict, comparison: Comparison) -> dict[str, dict]:
+    """What the compiled kernels' args credit adds up to at most what the eager trace measured:
+    kernels, exclusive kernel time, estimated bytes. Returns ``args.traceviz`` per name."""
+    per_name = {e["name"]: e["args"][OVERLAY] for e in _annotated(data)}
+    fusion = comparison.fusion
+    assert sum(x["eager_kernels"] for x in per_name.values()) <= fusion.eager_kernel_count
+    measured_us = comparison.a.kernels["excl_dur_us"].sum()
+    assert sum(x["eager_time_us"] for x in per_name.values()) <= measured_us * (1 + 1e-9)
+    saved = [x["est_bytes_saved"] for x in per_name.values() if x["est_bytes_saved"] is not None]
+    assert sum(saved) <= (fusion.eager_traffic.total_bytes or 0)
+    return per_name
+
+
 def _reload(tmp_path: Path, data: dict) -> traceviz.Trace:
     path = tmp_path / "reloaded.json"
     path.write_text(json.dumps(data))
@@ -143,14 +156,9 @@ def test_sample_run_export_holds_both_sides_and_the_credits(tmp_path: Path) -> N
         row = by_name.loc[event["name"]]
         assert extra["eager_ops"] == row[FusionKernels.eager_ops]
         assert extra["eager_kernels"] == row[FusionKernels.eager_kernels]
-    per_name = {e["name"]: e["args"][OVERLAY] for e in annotated}
-    assert sum(x["eager_kernels"] for x in per_name.values()) <= fusion.eager_kernel_count
-    assert sum(x["eager_time_us"] for x in per_name.values()) <= (
-        comparison.a.kernels["excl_dur_us"].sum() + 1e-6
-    )
+    per_name = _assert_credits_bounded(data, comparison)
     saved = [x["est_bytes_saved"] for x in per_name.values() if x["est_bytes_saved"] is not None]
     assert saved, "the pointwise run has byte estimates on both sides"
-    assert sum(saved) <= (fusion.eager_traffic.total_bytes or 0)
     if not fusion.by_line.empty:
         assert any(x["source_lines"] for x in per_name.values())
         assert all(":" in line for x in per_name.values() for line in x["source_lines"])
@@ -186,6 +194,8 @@ def test_graph_break_gaps_are_marked(tmp_path: Path) -> None:
             sorted(gaps["wall_us"])
         )
     assert len(comparison.b.regions.gaps) > 0, "the graph-break run has gaps to mark"
+    _assert_credits_bounded(data, comparison)
+    _assert_flows_pair(data)
 
 
 # --- a real GPU trace against itself -----------------------------------------------------------
@@ -221,8 +231,7 @@ def test_gpu_trace_flows_and_credits(gpu_self) -> None:
     for start, end in pairs[:500]:
         assert (start["pid"], str(start["tid"]), start["ts"]) in slices
         assert (end["pid"], str(end["tid"]), end["ts"]) in slices
-    per_name = {e["name"]: e["args"][OVERLAY]["eager_kernels"] for e in _annotated(data)}
-    assert sum(per_name.values()) <= comparison.fusion.eager_kernel_count
+    assert len(_assert_credits_bounded(data, comparison)) > 0
 
 
 def test_gpu_trace_blocking_calls_are_marked(gpu_self) -> None:
@@ -251,6 +260,7 @@ def test_withheld_fusion_map_says_so_and_force_overlays_it(tmp_path: Path) -> No
     assert _assert_flows_pair(forced)
     assert _annotated(forced)
     _assert_conserved(forced, (TINY_COMPILED, TINY_COMPILED))
+    _assert_credits_bounded(forced, _comparison(TINY_COMPILED, TINY_COMPILED, force=True))
 
 
 # --- tiny hand-made traces -----------------------------------------------------------------
