@@ -38,6 +38,7 @@ from traceviz.analysis.fusion_match import (
     nearest_kernel,
     own_key,
 )
+from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.provenance import compiled_kernel_provenance, eager_kernel_lines
 from traceviz.parse.compile_log import CompileLog, read_compile_log
 from traceviz.schema import ActivityKind, Kernels
@@ -66,7 +67,7 @@ class ByLine:
     eager_ops = "eager_ops"  # their ops, "op (kernels), ...", by time (str)
     compiled_kernels = "compiled_kernels"  # compiled kernels holding its ops, comma-joined (str)
     compiled_time_us = "compiled_time_us"  # their time, this line's share, µs (float64)
-    fused_with = "fused_with"  # other lines sharing those kernels, "file:line, ..." (str)
+    fused_with = "fused_with"  # other lines sharing its Inductor kernels, "file:line, ..." (str)
 
 
 BY_LINE_DTYPES: dict[str, str] = {
@@ -274,7 +275,11 @@ def _names_by_time(share: pd.DataFrame, keys: list[str]) -> pd.Series:
 
 
 def _fused_with(share: pd.DataFrame, table: pd.DataFrame) -> list[str]:
-    """Per row of ``table``: the other lines whose credits went to a kernel it shares."""
+    """Per row of ``table``: the other lines whose credits went to an Inductor-generated kernel
+    it shares. Library calls (``aten::addmm``, ``aten::copy_``) are one row per name for every
+    call, so lines that each call one were not fused together."""
+    generated = share[Credits.kernel].astype(str).map(lambda k: fused_kernel_ops(k) is not None)
+    share = share[generated.to_numpy(dtype=bool)]
     if share.empty:
         return [""] * len(table)
     where = share[Credits.kernel].to_numpy(dtype=object)
