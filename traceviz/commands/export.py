@@ -22,8 +22,13 @@ examples:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from traceviz.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceviz.analysis.compare import Comparison
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -64,8 +69,19 @@ def run(args: argparse.Namespace) -> int:
     from traceviz.report.perfetto import perfetto_trace, write_perfetto
 
     comparison = compare.build(argparse.Namespace(**vars(args), top=0))
+    _check_not_an_input(args.output, comparison)
     write_perfetto(perfetto_trace(comparison), args.output)
     return 0
+
+
+def _check_not_an_input(output: str, comparison: Comparison) -> None:
+    """Refuse to write over one of the traces being exported."""
+    if output == "-":
+        return
+    target = Path(output).resolve()
+    for side in (comparison.a, comparison.b):
+        if Path(side.trace.meta.source).resolve() == target:
+            raise UsageError(f"-o {output}: is an input trace; give another file name")
 
 
 def _check_name(output: str) -> None:
