@@ -143,6 +143,13 @@ def test_sample_run_export_holds_both_sides_and_the_credits(tmp_path: Path) -> N
     credited = fusion.credits[fusion.credits[Credits.kernel].notna()]
     pairs = _assert_flows_pair(data)
     assert len(pairs) == len(credited) > 0  # one flow per credited eager kernel
+    # each flow ends on a compiled kernel of the name the partition credits its eager kernel to
+    base = _info(data)["fusion"]["flow_id_base"]
+    credited_to = dict(zip(credited[Credits.eager_row], credited[Credits.kernel], strict=True))
+    slice_names = {(e["pid"], e.get("tid"), e["ts"]): e["name"] for e in data["traceEvents"]
+                   if e.get("ph") == "X" and e.get("cat") != FLOW_CAT}  # fmt: skip
+    for start, end in pairs:
+        assert slice_names[(end["pid"], end["tid"], end["ts"])] == credited_to[start["id"] - base]
     assert len(pairs) <= fusion.eager_kernel_count  # credits ≤ what was measured
 
     by_name = fusion.kernels.set_index(FusionKernels.kernel)
@@ -283,7 +290,8 @@ def _gpu_steps(starts: list[float], step_us: float, *, bare: bool = False) -> li
 
 def test_hand_made_pair_aligns_steps_keeps_order_and_marks_syncs(tmp_path: Path) -> None:
     a = tmp_path / "a.json"
-    a.write_text(json.dumps({"traceEvents": _gpu_steps([1000, 1100, 1200], 100)}))
+    loop = op("train loop", 990, 360, tid=2, cat="user_annotation")  # spans the 3 steps
+    a.write_text(json.dumps({"traceEvents": [*_gpu_steps([1000, 1100, 1200], 100), loop]}))
     b = tmp_path / "b.json"  # longer steps, elsewhere on the clock, the oldest bare-array form
     b.write_text(json.dumps(_gpu_steps([50_000, 50_300, 50_600], 300)))
     data = _export(tmp_path, a, b, name="pair.json", extra=["--force"])
@@ -295,6 +303,12 @@ def test_hand_made_pair_aligns_steps_keeps_order_and_marks_syncs(tmp_path: Path)
         kernels = sorted(e["ts"] for e in mine if e["name"] == "add_kernel")
         assert steps == [1000, 1300, 1600]  # grid: the longer step of each pair
         assert [k - s for k, s in zip(kernels, steps, strict=True)] == [10, 10, 10]
+    # only the span across the steps is stretched, by the 2 × 200 µs inserted; it says so
+    stretched = [e for e in data["traceEvents"] if "dur_us" in e.get("args", {}).get(OVERLAY, {})
+                 and e.get("cat") != FLOW_CAT]  # fmt: skip
+    assert [(e["name"], e["dur"], e["args"][OVERLAY]["dur_us"]) for e in stretched] == [
+        ("train loop", 760, 360)
+    ]
     names = dict(zip(_info(data)["names"], (0, 1), strict=True))
     assert len(names) == 2
     process_names = [e["args"]["name"] for e in data["traceEvents"]

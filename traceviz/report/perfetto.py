@@ -102,10 +102,13 @@ class Warp:
         idx = np.searchsorted(self.starts_us, t, side="right") - 1
         return self.shifts_us[np.clip(idx, 0, len(self.shifts_us) - 1)]
 
-    def shift_at(self, t: float) -> float:
-        """:meth:`shift` for one time, on plain floats (the per-event path), µs."""
+    def shift_at(self, t: float, *, end: bool = False) -> float:
+        """:meth:`shift` for one time, on plain floats (the per-event path), µs. An ``end``
+        exactly at a step start belongs to the step before (a step ending where the next
+        begins is not stretched)."""
         starts, shifts = self._lists
-        return shifts[max(bisect.bisect_right(starts, t) - 1, 0)]
+        cut = bisect.bisect_left(starts, t) if end else bisect.bisect_right(starts, t)
+        return shifts[max(cut - 1, 0)]
 
     @functools.cached_property
     def _lists(self) -> tuple[list[float], list[float]]:
@@ -250,7 +253,7 @@ def _warp_event(event: dict[str, Any], warp: Warp) -> None:
     dur = _as_float(event.get("dur"))
     if dur is None or not np.isfinite(dur) or event.get("ph") != "X":
         return
-    stretch = warp.shift_at(ts + dur) - shift
+    stretch = warp.shift_at(ts + dur, end=True) - shift if dur > 0 else 0.0
     if stretch:  # it spans a step boundary where the other side's step was longer
         _overlay(event)["dur_us"] = dur
         event["dur"] = dur + stretch
@@ -453,9 +456,10 @@ def _traceviz_meta(pid: int, names: tuple[str, str]) -> list[dict[str, Any]]:
 
 
 def _span(pid: int, tid: int, name: str, warp: Warp, start: float, end: float, args: dict) -> dict:
-    ts = warp.scalar(start)
-    return {"ph": "X", "cat": FLOW_CAT, "name": name, "pid": pid, "tid": tid, "ts": ts,
-            "dur": max(warp.scalar(end) - ts, 0.0), "args": {OVERLAY: args}}  # fmt: skip
+    shift = warp.shift_at(start)
+    dur = max(end - start + warp.shift_at(end, end=True) - shift, 0.0) if end > start else 0.0
+    return {"ph": "X", "cat": FLOW_CAT, "name": name, "pid": pid, "tid": tid,
+            "ts": start + shift, "dur": dur, "args": {OVERLAY: args}}  # fmt: skip
 
 
 def _blocking_spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, Any]]:
