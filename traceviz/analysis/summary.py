@@ -48,8 +48,9 @@ class TraceSummary:
     - ``top_kernels``: ``name``, ``count``, ``time_us`` (total, µs), ``mean_us``,
       ``share_pct`` (of all kernel time), the ``top`` largest by total time.
     - ``launch_classes``: ``launch_class``, ``count``, ``time_us`` (CPU time inside the calls).
-    - ``region_kinds``: ``kind``, ``calls``, ``wall_us`` (CPU wall time), ``kernel_count``,
-      ``kernel_time_us`` (device time of the kernels issued inside).
+    - ``region_kinds``: ``kind``, ``calls``, ``wall_us`` (CPU wall time the kind's spans cover,
+      per thread: a region nested in another, as after a graph break, counts once),
+      ``kernel_count``, ``kernel_time_us`` (device time of the kernels issued inside).
     """
 
     source: str
@@ -201,9 +202,25 @@ def _region_kinds(regions: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(
         {
             "calls": grouped.size(),
-            "wall_us": grouped[Regions.dur_us].sum(),
+            "wall_us": pd.Series(
+                [_covered_us(rows) for _, rows in grouped], index=grouped.size().index, dtype=float
+            ),
             "kernel_count": grouped[Regions.kernel_count].sum(),
             "kernel_time_us": grouped[Regions.kernel_time_us].sum(),
         }
     )
     return table.reset_index()
+
+
+def _covered_us(spans: pd.DataFrame) -> float:
+    """Wall time covered by ``spans`` (Regions rows), per thread, overlapping spans once, µs."""
+    total = 0.0
+    for _, rows in spans.groupby(Regions.thread, observed=True):
+        starts = rows[Regions.ts_us].to_numpy(dtype=float)
+        ends = starts + rows[Regions.dur_us].to_numpy(dtype=float)
+        order = np.argsort(starts, kind="stable")
+        reach = -np.inf
+        for start, end in zip(starts[order], ends[order], strict=True):
+            total += max(0.0, end - max(start, reach))
+            reach = max(reach, end)
+    return total
