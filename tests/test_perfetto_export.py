@@ -55,8 +55,7 @@ def _info(data: dict) -> dict:
 
 
 def _side_pids(data: dict, side: int) -> set[int]:
-    info = _info(data)
-    return set(info["pids"][info["names"][side]])
+    return set(_info(data)["pids"][side])
 
 
 def _input_events(path: Path) -> list[dict]:
@@ -101,7 +100,7 @@ def _annotated(data: dict) -> list[dict]:
 
 
 def _traceviz_spans(data: dict, tid: int) -> list[dict]:
-    pid = _info(data)["pids"]["traceviz"]
+    pid = _info(data)["traceviz_pid"]
     return [e for e in data["traceEvents"] if e.get("pid") == pid and e.get("tid") == tid
             and e.get("ph") == "X"]  # fmt: skip
 
@@ -309,8 +308,8 @@ def test_hand_made_pair_aligns_steps_keeps_order_and_marks_syncs(tmp_path: Path)
     assert [(e["name"], e["dur"], e["args"][OVERLAY]["dur_us"]) for e in stretched] == [
         ("train loop", 760, 360)
     ]
-    names = dict(zip(_info(data)["names"], (0, 1), strict=True))
-    assert len(names) == 2
+    pids = _info(data)["pids"]
+    assert not set(pids[0]) & set(pids[1]) and _info(data)["traceviz_pid"] not in pids[0] + pids[1]
     process_names = [e["args"]["name"] for e in data["traceEvents"]
                      if e.get("ph") == "M" and e.get("name") == "process_name"]  # fmt: skip
     assert sum(n.endswith("· py") for n in process_names) == 2
@@ -325,7 +324,8 @@ def test_input_flow_ids_stay_apart_per_side(tmp_path: Path) -> None:
              "bp": "e"}]  # fmt: skip
     a = tmp_path / "a.json"
     a.write_text(json.dumps({"traceEvents": _gpu_steps([1000], 100) + flow}))
-    data = _export(tmp_path, a, a, name="ids.json", extra=["--force"])
+    data = _export(tmp_path, a, a, name="ids.json", extra=["--force", "--names", "x", "x"])
+    _assert_conserved(data, (a, a))  # one label for both sides: still two sets of processes
     ids = {(e["pid"] in _side_pids(data, 0), e["id"]) for e in data["traceEvents"]
            if e.get("cat") == "ac2g"}  # fmt: skip
     assert ids == {(True, 14), (False, 15)}

@@ -534,18 +534,17 @@ def perfetto_trace(
     events = (
         a.events + _named_processes(a, 0, names[0]) + b.events + _named_processes(b, 1, names[1])
     )
-    top = {**top_a, **{k: v for k, v in top_b.items() if k not in top_a}}
+    top = {**top_b, **top_a}  # side a's keys win; side b's fill the keys a lacks
+    inputs_other = [t.pop("otherData", None) for t in (top_a, top_b)]
     top.pop("otherData", None)
     top.pop("displayTimeUnit", None)
     other = {
         "names": list(names),
         "inputs": [str(p) for p in paths],
         "input_events": [len(a.events), len(b.events)],
-        "pids": {
-            names[0]: sorted(a.pids.values()),
-            names[1]: sorted(b.pids.values()),
-            "traceviz": pid,
-        },
+        "input_other_data": inputs_other,
+        "pids": [sorted(a.pids.values()), sorted(b.pids.values())],
+        "traceviz_pid": pid,
         "alignment": aligned,
         "fusion": fusion.pop("info"),
         "findings": len(comparison.findings),
