@@ -97,13 +97,8 @@ class Warp:
     starts_us: npt.NDArray[np.float64]
     shifts_us: npt.NDArray[np.float64]
 
-    def shift(self, t: Any) -> Any:
-        """The shift at ``t`` (µs; an array for an array)."""
-        idx = np.searchsorted(self.starts_us, t, side="right") - 1
-        return self.shifts_us[np.clip(idx, 0, len(self.shifts_us) - 1)]
-
     def shift_at(self, t: float, *, end: bool = False) -> float:
-        """:meth:`shift` for one time, on plain floats (the per-event path), µs. An ``end``
+        """The shift at time ``t``, µs (plain floats: this runs once per event). An ``end``
         exactly at a step start belongs to the step before (a step ending where the next
         begins is not stretched)."""
         starts, shifts = self._lists
