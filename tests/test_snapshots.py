@@ -57,7 +57,13 @@ def comparison():  # type: ignore[no-untyped-def]
     os.chdir(REPO)  # sources print relative to the checkout
     try:
         run = read_run_dir(Path("sample_traces") / RUN)
-        return compare(run.eager, run.compiled, names=("eager", "compiled"), run_info=run.info)
+        return compare(  # as `traceviz compare RUN_DIR` does: with the run's compile log
+            run.eager,
+            run.compiled,
+            names=("eager", "compiled"),
+            run_info=run.info,
+            compile_log=run.compile_log,
+        )
     finally:
         os.chdir(cwd)
 
