@@ -294,3 +294,18 @@ def test_random_layouts_parts_add_up(tmp_trace, layout, syncs) -> None:  # type:
     credited = split.cpu_work.groupby(CpuWork.step)[CpuWork.overlap_us].sum()
     for step, value in credited.items():
         assert value <= per[P.cpu_wait_us].iloc[int(step)] + 1e-6
+
+
+def test_idle_with_no_recorded_cpu_work_is_not_called_cpu_bound(tmp_trace) -> None:
+    """The same long leading gap without the preprocess annotation (nothing recorded on the
+    CPU meanwhile: a sleep, an unprofiled thread, or a step span outlasting the work): the
+    idle is reported as measured, at info, without claiming the CPU was busy."""
+    events = [e for e in _preprocess_step(218_000) if e["cat"] != "user_annotation"]
+    events = [e for e in events if e["name"] != "aten::resize_"]
+    events.insert(0, op("ProfilerStep#1", 0, 218_000 + 400 + 50 * 20, cat="user_annotation"))
+    findings = diagnose_trace(traceviz.load(tmp_trace(events)))
+    cpu = next(f for f in findings if f.id == CPU_BOUND_ID)
+    assert cpu.severity.value == "info"
+    assert "CPU-bound" not in cpu.title and "no CPU op recorded" in cpu.title
+    annotated = diagnose_trace(traceviz.load(tmp_trace(_preprocess_step(218_000))))
+    assert next(f for f in annotated if f.id == CPU_BOUND_ID).severity.value == "warning"

@@ -21,8 +21,9 @@ recompile                   Torch-Compiled Region X/Y with Y > 0, or Dynamo's co
 launch-bound                GPU waits for the CPU ≥25% of the step in short gaps,     warning
                             or ≥50% of kernels shorter than their launch with ≥25%
                             idle
-cpu-bound                   GPU waits for the CPU ≥25% of the step, mostly in gaps    warning
-                            ≥1 ms (names the CPU work; replaces launch-bound)
+cpu-bound                   GPU waits for the CPU ≥25% of the step, mostly in gaps    warning /
+                            ≥1 ms (names the CPU work; replaces launch-bound); info   info
+                            when recorded CPU work covers <20% of the wait
 cuda-graphs-in-use          graph launches/replayed kernels, not launch-bound         info
 framework-overhead          CPU trace: ≥50% of the step outside compute ops           info
 compiled-slower             compiled step ≥5% slower, bootstrap 95% interval of the   warning /

@@ -25,6 +25,9 @@ CPU_WORK_LONG_SHARE = 0.5
 CPU_WORK_SHOWN = 3
 #: The title names the top CPU work when it covers at least this share of the wait.
 CPU_WORK_NAMED_SHARE = 0.1
+#: Below this share of the wait covered by recorded CPU ops/annotations, the trace cannot say
+#: the CPU was busy (a sleep, an unprofiled thread, a step span outlasting the work): info only.
+CPU_WORK_RECORDED_SHARE = 0.2
 GAIN_BASIS = (
     "upper bound: the device time spent waiting for the CPU (measured); only CPU work moved "
     "off the step's critical path (overlapped with device work) is saved"
@@ -59,11 +62,19 @@ def idle_evidence(facts: TraceFacts) -> list[Evidence | str]:
         out.append(Evidence("waiting for the CPU after the last kernel, per step", trail, Unit.US))
     work = top_cpu_work(facts)
     out += [f"CPU work meanwhile: {item}" for item in work]
-    wait = idle.total(IdleParts.cpu_wait_us)
-    if wait > 0:
-        covered = float(idle.cpu_work[CpuWork.overlap_us].sum()) / wait
-        out.append(Evidence("wait covered by recorded CPU ops/annotations", covered, Unit.RATIO))
+    if idle.total(IdleParts.cpu_wait_us) > 0:
+        out.append(
+            Evidence("wait covered by recorded CPU ops/annotations", covered(facts), Unit.RATIO)
+        )
     return out
+
+
+def covered(facts: TraceFacts) -> float:
+    """The share of the wait for the CPU during which a recorded CPU op or annotation ran
+    (0 when there is no wait)."""
+    idle = facts.launch.idle
+    wait = idle.total(IdleParts.cpu_wait_us)
+    return float(idle.cpu_work[CpuWork.overlap_us].sum()) / wait if wait > 0 else 0.0
 
 
 def top_cpu_work(facts: TraceFacts) -> list[str]:
@@ -102,11 +113,14 @@ def cpu_bound(facts: TraceFacts) -> Finding:
     wait = facts.per_step(facts.launch.idle.total(IdleParts.cpu_wait_us))
     share = facts.share(wait) or 0.0
     named = _title_work(facts)
+    recorded = covered(facts) >= CPU_WORK_RECORDED_SHARE
+    what = "CPU-bound: the device waits for the CPU" if recorded else "the device idles"
     return Finding(
         id=CPU_BOUND_ID,
-        severity=Severity.WARNING,
-        title=f"{facts.name}: CPU-bound: the device waits for the CPU "
-        f"{100 * share:.0f}% of the step{named}",
+        # Without recorded CPU work in the wait, the trace cannot tell a busy CPU from a sleep
+        # or a step span that outlasts the work: say what is measured, not the cause.
+        severity=Severity.WARNING if recorded else Severity.INFO,
+        title=f"{facts.name}: {what} {100 * share:.0f}% of the step{named}",
         evidence=tuple(idle_evidence(facts)),
         est_gain_us=wait,
         gain_basis=GAIN_BASIS,
