@@ -5,7 +5,8 @@
   staged), and the ops that issued them.
   The copies' cost is their device time or the CPU time blocked in their calls
   (synchronous or pageable copies), whichever union is larger: a 45 µs copy whose call waits
-  114 ms for the device is 114 ms of the step.
+  114 ms for the device is 114 ms of the step. The finding warns on the copies' own device
+  time only; the blocked CPU time is the blocking-call finding's warning (one warning per cost).
 - **Blocking calls** (:mod:`traceviz.analysis.blocking`): syncs (``*Synchronize``),
   synchronous or pageable copies and stalled launches inside a step: the CPU stops until the
   device has drained its queue, so the next kernels are not queued in time. Severity follows
@@ -106,12 +107,17 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
         evidence.append(
             Evidence("pageable (unpinned) copies per step", facts.per_step(pageable), Unit.COUNT)
         )
+    # The CPU time blocked in the copy calls is sync-in-step's warning: one warning per cost,
+    # so this one warns only on the copies' own device time.
+    own_share = facts.share(time_us) or 0.0
+    blocked_note = "; mostly the CPU blocked in the copy calls: see sync-in-step"
     return [
         Finding(
             id=COPIES_ID,
-            severity=Severity.WARNING if share >= COPY_WARNING_SHARE else Severity.INFO,
+            severity=Severity.WARNING if own_share >= COPY_WARNING_SHARE else Severity.INFO,
             title=f"{facts.name}: host↔device copies inside the step "
-            f"({facts.per_step(len(rows)):.3g} per step, {100 * share:.1f}% of the step)",
+            f"({facts.per_step(len(rows)):.3g} per step, {100 * share:.1f}% of the step"
+            f"{blocked_note if cost_us > 2 * time_us else ''})",
             evidence=tuple(evidence),
             est_gain_us=gain_us,
             gain_basis=COPY_GAIN_BASIS,
