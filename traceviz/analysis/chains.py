@@ -31,7 +31,6 @@ kernels' measured time: each kernel is in at most one chain.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,6 +41,7 @@ import pandas as pd
 
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
+from traceviz.analysis.shapes import tensor_shapes
 from traceviz.analysis.traffic import estimate_op
 from traceviz.schema import DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import Trace
@@ -331,25 +331,10 @@ def _numel(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape)) if shape else 1
 
 
-@lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
-def _parse_shapes(dims: str) -> tuple[tuple[int, ...], ...]:
-    try:
-        parsed = json.loads(dims)
-    except ValueError:
-        return ()
-    if not isinstance(parsed, list):
-        return ()
-    return tuple(
-        tuple(entry)
-        for entry in parsed
-        if isinstance(entry, list) and entry and all(type(d) is int for d in entry)
-    )
-
-
 def _shapes(dims: object) -> tuple[tuple[int, ...], ...] | None:
     """The tensor shapes (at least one dimension) of an ``Input Dims`` JSON text; None when
     shapes were not recorded."""
-    return _parse_shapes(dims) if isinstance(dims, str) else None
+    return tensor_shapes(dims) if isinstance(dims, str) else None
 
 
 # --- bytes and grouping -------------------------------------------------------------------

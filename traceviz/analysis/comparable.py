@@ -23,7 +23,6 @@ lists the reasons for each failed check; ``forced`` records that the caller comp
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ import pandas as pd
 
 from traceviz.analysis.fusion_match import HEAVY_KEYS, Coded, distinct
 from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.shapes import tensor_shapes
 from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
 
@@ -163,11 +163,7 @@ def _matrix_dims(text: object) -> frozenset[str] | None:
     A set, so ``mm(x, w, out=y)`` and ``addmm(bias, x, w)`` meet."""
     if not isinstance(text, str) or not text:
         return None
-    try:
-        dims = json.loads(text)
-    except ValueError:
-        return None
-    mats = frozenset(json.dumps(d) for d in dims if isinstance(d, list) and len(d) >= 2)
+    mats = frozenset(str(list(d)) for d in tensor_shapes(text) if len(d) >= 2)
     return mats or None
 
 

@@ -16,7 +16,6 @@ NaN when none).
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 import numpy as np
@@ -25,6 +24,7 @@ import pandas as pd
 
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified
+from traceviz.analysis.shapes import tensor_shapes
 from traceviz.diagnose.facts import TraceFacts, durations, kernel_steps
 from traceviz.schema import Kernels, Ops
 
@@ -119,31 +119,11 @@ def data_keys(facts: TraceFacts) -> npt.NDArray[np.object_]:
     return out
 
 
-def tensor_shapes(dims: str) -> list[list[int]]:
-    """The tensor shapes of an ``Input Dims`` JSON text, in order (non-tensors left out)."""
-    return [list(s) for s in _tensor_shapes(dims)]
-
-
-@lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
-def _tensor_shapes(dims: str) -> tuple[tuple[int, ...], ...]:
-    try:
-        parsed = json.loads(dims)
-    except ValueError:
-        return ()
-    if not isinstance(parsed, list):
-        return ()
-    return tuple(
-        tuple(entry)
-        for entry in parsed
-        if isinstance(entry, list) and entry and all(isinstance(d, int) for d in entry)
-    )
-
-
 @lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
 def largest_shape(dims: str) -> str | None:
     """The largest (most elements, more than one) tensor shape of ``dims``, as ``"[a, b]"``."""
     best: tuple[int, str] | None = None
-    for shape in _tensor_shapes(dims):
+    for shape in tensor_shapes(dims):
         numel = int(np.prod(shape))
         if numel > 1 and (best is None or numel > best[0]):
             best = (numel, str(list(shape)))

@@ -24,6 +24,7 @@ import pandas as pd
 from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
+from traceviz.analysis.shapes import tensor_shapes
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
@@ -34,7 +35,7 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.timeline import same_context, tensor_shapes, timeline
+from traceviz.diagnose.timeline import same_context, timeline
 from traceviz.schema import Kernels, Ops
 
 EXTERN_GEMM_ID = "extern-gemm"
@@ -230,12 +231,12 @@ def _dims(op: float, dims: npt.NDArray[np.object_]) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _matmul_output(dims: str | None) -> list[int] | None:
-    """[..., m, n] from the first two tensor inputs [..., m, k] and [..., k, n]."""
+def _matmul_output(dims: str | None) -> tuple[int, ...] | None:
+    """(..., m, n) from the first two tensor inputs (..., m, k) and (..., k, n)."""
     if dims is None:
         return None
     shapes = [s for s in tensor_shapes(dims) if len(s) >= 2]
     if len(shapes) < 2:
         return None
     a, b = shapes[0], shapes[1]
-    return [*a[:-1], b[-1]]
+    return (*a[:-1], b[-1])
