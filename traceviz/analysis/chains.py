@@ -209,12 +209,17 @@ def _op_context(
     aten op nor a Python frame, −1 at the root), its top op (the outermost aten op of a nest of
     aten ops, itself if not aten), and whether it runs inside an optimizer step."""
     n = len(ops)
-    names = ops[Ops.name].astype(object).astype(str).to_numpy()
+    # Tested once per distinct name (the name column is categorical), then spread by code.
+    names = ops[Ops.name].astype("category")
+    codes = names.cat.codes.to_numpy()
+    distinct = [str(c) for c in names.cat.categories]
+    is_aten = np.array([c.startswith("aten::") for c in distinct] + [False], dtype=bool)
+    in_optimizer = np.array([bool(OPTIMIZER.search(c)) for c in distinct] + [False], dtype=bool)
     parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1.0).astype(np.int64)
     parent = np.where((parent >= 0) & (parent < n), parent, -1)
     depth = ops[Ops.depth].to_numpy(dtype=float, na_value=0.0).astype(np.int64)
-    aten = np.fromiter((s.startswith("aten::") for s in names), dtype=bool, count=n)
-    optimizer = np.fromiter((bool(OPTIMIZER.search(s)) for s in names), dtype=bool, count=n)
+    aten = is_aten[codes]  # code −1 (missing name) picks the trailing False
+    optimizer = in_optimizer[codes].copy()
     rows = np.arange(n, dtype=np.int64)
     python = (ops[Ops.category].astype(object) == OpCategory.PYTHON_FUNCTION.value).to_numpy()
     transparent = aten | python  # spans that do not make a parent context
