@@ -30,6 +30,7 @@ import pandas as pd
 
 from traceviz.analysis.fusion_match import HEAVY_KEYS, Coded, distinct
 from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.op_keys import name_keys, op_key
 from traceviz.analysis.shapes import tensor_shapes
 from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
@@ -134,7 +135,6 @@ def _heavy_signatures(
     """Distinct (key, shapes) of the kernels whose own op is a heavy op, and how many such
     kernels there are. Shapes are the set of the ≥2-D inputs' dims (None when the op has
     none recorded). With ``inductor``, Inductor kernels are left out (b's library calls)."""
-    from traceviz.analysis.fusion import op_key
 
     frame = kernels
     if inductor:
@@ -188,7 +188,6 @@ def _fused_op_overlap(
 ) -> tuple[float, set[str]] | None:
     """Share of the keys b's Inductor kernels are named after that a's ops have, and the
     missing ones (None when b has no Inductor kernel naming an op)."""
-    from traceviz.analysis.fusion import name_keys
     from traceviz.analysis.fusion_match import COMPOSITES
 
     wanted: set[str] = set()

@@ -26,7 +26,6 @@ different numbers, the compiled side is scaled to the eager side's step count fi
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -43,7 +42,7 @@ from traceviz.analysis.fusion_match import (
     credit_eager_kernels,
     is_layout_kernel,
 )
-from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.memory import (
     Basis,
@@ -52,7 +51,7 @@ from traceviz.analysis.memory import (
     is_inductor_kernel,
     memory_traffic,
 )
-from traceviz.parse.cpu_kernels import NON_COMPUTE
+from traceviz.analysis.op_keys import NO_WORK_OPS, OP_ALIASES, name_keys, op_key
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
 
@@ -70,51 +69,6 @@ __all__ = [
     "name_keys",
     "op_key",
 ]
-
-
-def _aliases(groups: dict[str, str]) -> dict[str, str]:
-    """``{canonical: "name name ..."}`` → ``{name: canonical}``."""
-    return {name: key for key, names in groups.items() for name in names.split()}
-
-
-#: Op base name → the key it matches under (names absent here are their own key).
-OP_ALIASES: dict[str, str] = _aliases(
-    {
-        "mm": "mm addmm linear matmul _addmm_activation _linear_pointwise mkldnn_linear"
-        " _mkl_linear",
-        "bmm": "bmm baddbmm",
-        "relu": "relu clamp_min",
-        "softmax": "softmax _softmax _safe_softmax",
-        "log_softmax": "log_softmax _log_softmax",
-        "layer_norm": "layer_norm native_layer_norm",
-        "batch_norm": "batch_norm native_batch_norm _native_batch_norm_legit"
-        " _native_batch_norm_legit_no_training _native_batch_norm_legit_functional"
-        " _batch_norm_impl_index _batch_norm_with_update cudnn_batch_norm miopen_batch_norm",
-        "group_norm": "group_norm native_group_norm",
-        "convolution": "convolution _convolution conv1d conv2d conv3d cudnn_convolution"
-        " mkldnn_convolution miopen_convolution",
-        "attention": "scaled_dot_product_attention _scaled_dot_product_flash_attention"
-        " _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention"
-        " _scaled_dot_product_cudnn_attention _flash_attention_forward"
-        " _efficient_attention_forward",
-        "copy": "copy clone contiguous _to_copy to convert_element_type",
-        "fill": "fill zero full full_like zeros zeros_like ones ones_like new_zeros new_ones"
-        " new_full scalar_tensor",
-        "dropout": "dropout native_dropout",
-        "embedding": "embedding index_select",
-        "cat": "cat _cat",
-        "pad": "pad constant_pad_nd",
-        "max_pool2d": "max_pool2d max_pool2d_with_indices",
-        "where": "where _s_where",
-    }
-)
-
-#: Ops that move no data: views, reshapes, metadata and allocations (no key, match nothing).
-NO_WORK_OPS: frozenset[str] = frozenset(
-    {op.rstrip("_") for op in NON_COMPUTE if not op.startswith("_")}
-    | NON_COMPUTE
-    | {"view", "_unsafe_view", "_reshape_alias", "lift_fresh", "permute", "expand"}
-) - frozenset(OP_ALIASES)
 
 
 class FusionKernels:
@@ -301,23 +255,6 @@ def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
     return schema.conform(pd.DataFrame({c: [] for c in dtypes}), dtypes)
 
 
-def op_key(name: str) -> str | None:
-    """The key an op or decoded fused-op name matches under; None for ops that move no data."""
-    if not isinstance(name, str) or not name:
-        return None
-    base = eager_op_base(name, strip_inplace=True)
-    if base in NO_WORK_OPS:
-        return None
-    return OP_ALIASES.get(base, base)
-
-
-def name_keys(name: str) -> list[str]:
-    """The keys a kernel or op name stands for: an Inductor kernel name's decoded ops (an
-    eager trace can hold compiled kernels too), else the name's own :func:`op_key`."""
-    fused = fused_kernel_ops(name)
-    return _keys(fused.ops if fused is not None else [name])
-
-
 # --- the two sides -----------------------------------------------------------------------
 
 
@@ -446,12 +383,6 @@ def _ops_by_kernel(rows: pd.DataFrame) -> dict[str, list[str]]:
     for name, op in counts.sort_values(ascending=False, kind="stable").index:
         ops.setdefault(str(name), []).append(str(op))
     return ops
-
-
-def _keys(ops: Iterable[str]) -> list[str]:
-    """The distinct keys of ``ops``, in order, leaving out ops that move no data."""
-    keys = [op_key(op) for op in ops]
-    return list(dict.fromkeys(k for k in keys if k is not None))
 
 
 # --- headline ----------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from traceviz.analysis.fusion_match import (
     own_key,
 )
 from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.op_keys import name_keys
 from traceviz.analysis.provenance import compiled_kernel_provenance, eager_kernel_lines
 from traceviz.parse.compile_log import CompileLog, read_compile_log
 from traceviz.schema import ActivityKind, Kernels
@@ -112,7 +113,6 @@ class LineRecord:
 
 def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.DataFrame:
     """``eager_row`` → compiled ``kernel`` through the source lines (module docstring)."""
-    from traceviz.analysis.fusion import name_keys
 
     out = pd.DataFrame({"eager_row": pd.Series([], dtype="int64"), "kernel": [], "confidence": []})
     if lines.eager.empty or lines.compiled.empty:
@@ -362,7 +362,6 @@ def _compiled_lines(
 ) -> tuple[pd.DataFrame, dict[str, frozenset[str]]]:
     """Per compiled kernel name (as the trace shows it): its source lines, and the op keys
     of its post-grad nodes."""
-    from traceviz.analysis.fusion import name_keys
 
     prov = compiled_kernel_provenance(compiled, log)
     if prov is None or prov.empty:

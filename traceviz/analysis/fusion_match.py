@@ -50,6 +50,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.analysis.fusion_names import TritonSubkind, eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import issue_us
+from traceviz.analysis.op_keys import name_keys, op_key
 from traceviz.schema import ActivityKind, Kernels, Ops, Steps
 from traceviz.trace import Trace
 
@@ -349,14 +350,12 @@ def _positions(
 
 
 def _keys(ops: Iterable[str]) -> list[str]:
-    from traceviz.analysis.fusion import op_key  # fusion imports this module
 
     return list(dict.fromkeys(k for k in (op_key(op) for op in ops) if k is not None))
 
 
 def own_key(labels: Coded) -> Coded:
     """Per instance: the key of its own op (None for ops that move no data or several keys)."""
-    from traceviz.analysis.fusion import name_keys
 
     def one(label: str) -> str | None:
         keys = name_keys(label)
@@ -524,7 +523,6 @@ def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
 def _wants(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> pd.DataFrame:
     """Per free eager instance ``i``: the keys it could be credited under, with their
     ``level`` (0: its own op, 1: the op around it, ...)."""
-    from traceviz.analysis.fusion import name_keys
 
     parts = []
     codes = e.label.codes[free]
