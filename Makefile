@@ -32,6 +32,7 @@ demo: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check traceviz tests benchmarks
 	$(BIN)/ruff format --check traceviz tests benchmarks
+	$(BIN)/lint-imports
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

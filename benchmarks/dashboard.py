@@ -75,8 +75,8 @@ def measure(paths: dict[str, Path]) -> dict[str, float]:
 
     import traceviz
     from traceviz.dashboard.app import EXTENSIONS, Dashboard
-    from traceviz.dashboard.loading import compare_traces
     from traceviz.dashboard.serve import warm_up
+    from traceviz.pipeline import compare
     from traceviz.report import figures
 
     pn.extension(*EXTENSIONS)
@@ -85,9 +85,7 @@ def measure(paths: dict[str, Path]) -> dict[str, float]:
     t0 = time.perf_counter()
     traces = {side: traceviz.load(path) for side, path in paths.items()}
     t1 = time.perf_counter()
-    comparison = compare_traces(
-        traces["a"], traces["b"], names=("eager", "compiled"), run_info=None
-    )
+    comparison = compare(traces["a"], traces["b"], names=("eager", "compiled"))
     app = Dashboard(comparison=comparison)
     t2 = time.perf_counter()
     for view in app._tabs.objects:

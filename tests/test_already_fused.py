@@ -12,9 +12,9 @@ from pathlib import Path
 
 import traceviz
 from tests.conftest import SAMPLES, op
-from traceviz.analysis.compare import compare
 from traceviz.diagnose import Finding
 from traceviz.diagnose.rules.fused import CHAIN_FINDINGS
+from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 
 Make = Callable[..., Path]

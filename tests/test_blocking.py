@@ -189,7 +189,7 @@ def test_corpus_blocked_time_fits_in_the_steps(path) -> None:  # type: ignore[no
 
 def test_timeline_draws_blocking_calls_in_their_own_colour(tmp_trace) -> None:
     pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
-    from traceviz.analysis.compare import compare
+    from traceviz.pipeline import compare
     from traceviz.report import figures
 
     events = _step([*_kernels(3, 10), *_item_via_pageable_copy(1000, 4000)])

@@ -17,8 +17,9 @@ import pandas as pd
 import pytest
 
 from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, read_json
-from traceviz.analysis.compare import METRICS, Comparison, Side, analyze, compare, compare_sides
+from traceviz.analysis.compare import METRICS, Comparison, Side, analyze, compare_sides
 from traceviz.cli import main
+from traceviz.pipeline import compare
 
 KERNEL_CATS = {"kernel", "Kernel"}
 MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}

@@ -200,21 +200,3 @@ def test_widgets(sample: Comparison) -> None:
     with pytest.raises(UsageError):
         tw.view(sample, "Nope")
     assert "<table>" in sample._repr_html_()  # rich display of the object itself still works
-
-
-def test_a_failing_diagnosis_is_shown_not_raised(
-    sample: Comparison, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import dataclasses
-
-    import traceviz.diagnose
-
-    def broken(_: Comparison) -> list[object]:
-        raise TypeError("a rule is broken")
-
-    monkeypatch.setattr(traceviz.diagnose, "diagnose", broken)
-    shown = loading.with_findings(dataclasses.replace(sample, findings=[]))
-    assert [str(f) for f in shown.findings] == [
-        "[error] diagnosis failed: TypeError: a rule is broken"
-    ]
-    assert "diagnosis failed" in Dashboard(comparison=shown)._tabs[0][1].object

@@ -15,7 +15,6 @@ import pytest
 
 import traceviz
 from tests.conftest import kernel, launch, op
-from traceviz.analysis.compare import compare
 from traceviz.cli import main
 from traceviz.diagnose import (
     Evidence,
@@ -26,6 +25,7 @@ from traceviz.diagnose import (
     diagnose_trace,
     sort_findings,
 )
+from traceviz.pipeline import compare
 
 Make = Callable[..., Path]
 F4 = "float"

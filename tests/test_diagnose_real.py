@@ -12,8 +12,9 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace
-from traceviz.analysis.compare import Comparison, Side, analyze, compare_sides
+from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.diagnose import Finding, Severity, diagnose_trace, sort_findings
+from traceviz.pipeline import compare_sides
 from traceviz.rundir import read_run_dir
 
 #: Corpus pairs compared end to end (a large GPU training pair, a ROCm pair, tiny ones).

@@ -12,7 +12,8 @@ from tests.conftest import CORPUS, REPO, SAMPLES, load_trace
 
 go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
 
-from traceviz.analysis.compare import Comparison, compare  # noqa: E402
+from traceviz.analysis.compare import Comparison  # noqa: E402
+from traceviz.pipeline import compare  # noqa: E402
 from traceviz.report import figures  # noqa: E402
 from traceviz.rundir import read_run_dir  # noqa: E402
 

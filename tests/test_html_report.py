@@ -13,8 +13,9 @@ from tests.conftest import SAMPLES
 
 pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
 
-from traceviz.analysis.compare import Comparison, compare
+from traceviz.analysis.compare import Comparison
 from traceviz.cli import main
+from traceviz.pipeline import compare
 from traceviz.report.figures import VIEW_FIGURES
 from traceviz.report.html import comparison_html, finding_html
 from traceviz.report.views import comparison_views

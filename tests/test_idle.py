@@ -241,7 +241,7 @@ def test_blocked_larger_than_wait_leaves_the_sync_finding_alone(tmp_trace) -> No
 
 
 def test_compare_cpu_wait_metric_is_the_split() -> None:
-    from traceviz.analysis.compare import compare
+    from traceviz.pipeline import compare
 
     a, b = RESNET, CORPUS / "nvidia" / "v100_small_plain.json"
     _needs(a)

@@ -19,8 +19,8 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REPO, SAMPLES
-from traceviz.analysis.compare import compare
 from traceviz.analysis.summary import summarize
+from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json
 from traceviz.report.markdown import comparison_markdown
 from traceviz.report.text import render_comparison, render_summary

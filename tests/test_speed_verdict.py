@@ -18,7 +18,6 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES, op
-from traceviz.analysis.compare import compare
 from traceviz.analysis.speed import (
     FASTER,
     ONE_WINDOW,
@@ -30,6 +29,7 @@ from traceviz.analysis.speed import (
     speed_verdict,
 )
 from traceviz.diagnose import Severity
+from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json
 from traceviz.report.views import headline
 from traceviz.rundir import read_run_dir

@@ -3,8 +3,12 @@
 The flow, left to right::
 
     model --runner--> run dir (eager + compiled traces, run.json)
-    trace file --parse--> Trace (typed tables) --analysis--> results --diagnose--> findings
-                                                            `--> report / dashboard / widgets
+    trace file --parse--> Trace (typed tables) --analysis--> Side, Comparison
+        --diagnose--> findings; comparison + findings = Report --> renderers / dashboard / widgets
+
+:mod:`traceviz.pipeline` is the front door that runs those stages for every front end;
+``traceviz.compare(a, b)`` is its :func:`~traceviz.pipeline.compare` (a :class:`Report`, which
+is a :class:`Comparison` with ``findings``). Layers only import downwards (README "Layout").
 
 ``import traceviz`` is light: torch, plotly and panel are imported only by the parts that need
 them (the runner, the figures, the dashboard).
@@ -14,17 +18,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from traceviz._version import __version__
 from traceviz.errors import TraceFormatError, TraceVizError, UsageError
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
-    from traceviz.analysis.compare import Comparison, compare
+    from traceviz.analysis.compare import Comparison
+    from traceviz.pipeline import compare
+    from traceviz.report.bundle import Report
     from traceviz.runner import Run, load_run, profile_model
     from traceviz.trace import Trace
 
 __all__ = [
     "Comparison",
+    "Report",
     "Run",
     "Trace",
     "TraceFormatError",
@@ -52,7 +58,8 @@ def load(path: str | Any, *, max_bytes: int | None = None) -> Trace:
 _LAZY = {
     "Trace": ("traceviz.trace", "Trace"),
     "Comparison": ("traceviz.analysis.compare", "Comparison"),
-    "compare": ("traceviz.analysis.compare", "compare"),
+    "Report": ("traceviz.report.bundle", "Report"),
+    "compare": ("traceviz.pipeline", "compare"),
     "Run": ("traceviz.runner", "Run"),
     "profile_model": ("traceviz.runner", "profile_model"),
     "load_run": ("traceviz.runner", "load_run"),

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from types import ModuleType
 from typing import NamedTuple
 
-from traceviz import __version__
+from traceviz._version import __version__
 from traceviz.errors import TraceVizError, UsageError
 
 

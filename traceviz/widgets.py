@@ -9,9 +9,11 @@ extra: panel, plotly).
     tw.compare(comparison)                               # or a Comparison you already made
     tw.view(comparison, "Timeline")                      # one view: Overview, Kernels, ...
 
-A :class:`~traceviz.analysis.compare.Comparison` displayed by itself still shows its tables
-(``_repr_html_``); these functions add the figures and the interactive parts. Nothing here
-shows a figure by itself: the returned objects display when they are a cell's value.
+A report (``traceviz.compare(...)``, a :class:`~traceviz.report.bundle.Report`) displayed by
+itself still shows its tables (``_repr_html_``); these functions get their report from
+:mod:`traceviz.pipeline` like every front end, and add the figures and the interactive
+parts. Nothing here shows a figure by itself: the returned objects display when they are a
+cell's value.
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ import panel as pn
 
 from traceviz.analysis.compare import Comparison
 from traceviz.dashboard.app import EXTENSIONS, Dashboard
-from traceviz.dashboard.loading import compare_traces, comparison_from_args, default_names
+from traceviz.dashboard.loading import load_path
 from traceviz.dashboard.views import VIEWS, Component
 from traceviz.errors import UsageError
+from traceviz.pipeline import open_report, report_of
 from traceviz.trace import Trace
 
 __all__ = ["VIEW_NAMES", "compare", "extension", "view"]
@@ -42,35 +45,6 @@ def extension() -> None:
         _loaded = True
 
 
-def _comparison(
-    a: Any,
-    b: Any,
-    names: tuple[str, str] | None,
-    run_info: dict[str, Any] | None,
-    compile_log: Any = None,
-) -> Comparison:
-    if isinstance(a, Comparison) and b is None:
-        return a
-    if b is None:
-        directory = getattr(a, "directory", a)  # a traceviz.Run, or a run directory path
-        found = comparison_from_args([str(directory)], names=names)
-        if found is None:  # pragma: no cover - one path always gives a comparison or raises
-            raise UsageError("nothing to compare")
-        return found
-    from traceviz import load
-
-    trace_a = a if isinstance(a, Trace) else load(a)
-    trace_b = b if isinstance(b, Trace) else load(b)
-    labels = names or (
-        ("a", "b")
-        if isinstance(a, Trace) or isinstance(b, Trace)
-        else default_names(str(Path(a)), str(Path(b)))
-    )
-    return compare_traces(
-        trace_a, trace_b, names=labels, run_info=run_info, compile_log=compile_log
-    )
-
-
 def compare(
     a: Comparison | Trace | str | Path | Any,
     b: Trace | str | Path | None = None,
@@ -83,7 +57,10 @@ def compare(
     (``a`` alone), or a ready :class:`Comparison` (``a`` alone). ``compile_log``: b's compile
     log (a TORCH_TRACE directory) for two traces; a run directory uses its own."""
     extension()
-    return Dashboard(comparison=_comparison(a, b, names, run_info, compile_log))
+    report = open_report(
+        a, b, names=names, run_info=run_info, compile_log=compile_log, load=load_path
+    )
+    return Dashboard(comparison=report)
 
 
 def view(comparison: Comparison, name: str) -> Component:
@@ -92,4 +69,4 @@ def view(comparison: Comparison, name: str) -> Component:
     if name not in VIEWS:
         raise UsageError(f"unknown view {name!r}; views are {', '.join(VIEW_NAMES)}")
     extension()
-    return VIEWS[name](comparison)
+    return VIEWS[name](report_of(comparison))  # a plain comparison gets its findings

@@ -1,8 +1,11 @@
-"""Two traces side by side: ``traceviz.compare(a, b) -> Comparison``.
+"""Two analysed traces side by side: :func:`analyze` one trace into a :class:`Side`, then
+:func:`compare_sides` two sides into a :class:`Comparison` (tables only: no findings, no
+rendering, no file reading; :mod:`traceviz.pipeline` does those on top).
 
 The main case is eager (a) versus compiled (b) of one model, but any pair works: two eager
 traces before/after a change, two GPUs, two vendors. Every front end (CLI text, JSON,
-Markdown, HTML, dashboard, notebook widgets) renders the same :class:`Comparison`.
+Markdown, HTML, dashboard, notebook widgets) renders the same comparison, bundled with its
+findings as a :class:`traceviz.report.bundle.Report`.
 
 Labels are fields (``Comparison.names``); tables that hold both traces have a ``side``
 column with ``"a"`` or ``"b"``, never the labels in column names.
@@ -11,9 +14,8 @@ column with ``"a"`` or ``"b"``, never the labels in column names.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -21,12 +23,11 @@ import pandas as pd
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis.device import NOT_ANALYSED, is_analysed
 from traceviz.analysis.fusion import FusionMap, fusion_map
-from traceviz.analysis.fusion_lines import read_log
+from traceviz.analysis.fusion_lines import fusion_evidence, read_log
 from traceviz.analysis.launch import LaunchOverhead, launch_overhead
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
-from traceviz.errors import UsageError
 from traceviz.trace import Trace
 
 SIDES = ("a", "b")
@@ -66,8 +67,9 @@ class Comparison:
     - ``metrics``: columns :class:`Metric`;
     - ``kinds``: ``side``, ``kind``, ``source``, ``count``, ``time_us`` (device time, µs);
     - ``regions``: ``side`` plus :class:`traceviz.analysis.regions.Frame` columns;
-    - ``fusion``: the fusion map of a → b (:class:`traceviz.analysis.fusion.FusionMap`);
-    - ``findings``: diagnosis findings (:class:`traceviz.diagnose.Finding`), most severe first.
+    - ``fusion``: the fusion map of a → b (:class:`traceviz.analysis.fusion.FusionMap`).
+
+    Findings are not part of it: :class:`traceviz.report.bundle.Report` (a subclass) adds them.
     """
 
     names: tuple[str, str]
@@ -78,7 +80,6 @@ class Comparison:
     regions: pd.DataFrame
     fusion: FusionMap
     run_info: dict[str, Any] | None = None
-    findings: list[Any] = field(default_factory=list)
 
     def side(self, which: str) -> Side:
         if which not in SIDES:
@@ -92,33 +93,6 @@ class Comparison:
             raise KeyError(name)
         return rows.iloc[0]
 
-    def _repr_html_(self) -> str:  # rich display in Jupyter
-        from traceviz.report.markdown import comparison_html_snippet
-
-        return comparison_html_snippet(self)
-
-
-def compare(
-    a: Trace | str | Path,
-    b: Trace | str | Path,
-    *,
-    names: Sequence[str] = ("a", "b"),
-    run_info: dict[str, Any] | None = None,
-    compile_log: Any = None,
-    force: bool = False,
-) -> Comparison:
-    """Compare two traces (or trace paths). ``run_info`` is a runner's run.json, if any;
-    ``compile_log`` the compiled side's compile log (a path to a run directory's log or a
-    TORCH_TRACE directory, or a read log) for a fusion map on the compiler's record;
-    ``force`` computes the fusion figures even when the traces are not the same workload."""
-    if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
-        raise UsageError("names must be two non-empty labels")
-    dynamo = (run_info or {}).get("dynamo") or None
-    log = read_log(compile_log)
-    side_a = analyze(_as_trace(a), name=names[0])
-    side_b = analyze(_as_trace(b), name=names[1], dynamo=dynamo, compile_log=log)
-    return compare_sides(side_a, side_b, run_info=run_info, compile_log=log, force=force)
-
 
 def compare_sides(
     a: Side,
@@ -128,10 +102,10 @@ def compare_sides(
     compile_log: Any = None,
     force: bool = False,
 ) -> Comparison:
-    """Compare two analysed traces (lets callers analyse each trace once for many pairs)."""
-    from traceviz.analysis.fusion_lines import fusion_evidence
-    from traceviz.diagnose import diagnose  # diagnose reads Comparison: import here, no cycle
-
+    """Compare two analysed traces (lets callers analyse each trace once for many pairs).
+    ``compile_log`` is b's compile log (read by :func:`~traceviz.analysis.fusion_lines.read_log`)
+    for a fusion map on the compiler's record; ``force`` computes the fusion figures even when
+    the traces are not the same workload."""
     compiler, lines = fusion_evidence(a.trace, b.trace, compile_log)
     fusion = fusion_map(
         a.trace,
@@ -143,7 +117,7 @@ def compare_sides(
         lines=lines,
         force=force,
     )
-    comparison = Comparison(
+    return Comparison(
         names=(a.name, b.name),
         a=a,
         b=b,
@@ -153,15 +127,6 @@ def compare_sides(
         fusion=fusion,
         run_info=run_info,
     )
-    return replace(comparison, findings=diagnose(comparison))
-
-
-def _as_trace(value: Trace | str | Path) -> Trace:
-    if isinstance(value, Trace):
-        return value
-    from traceviz.parse import load_trace
-
-    return load_trace(value)
 
 
 def analyze(

@@ -23,16 +23,14 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
 import traceviz
-from traceviz.analysis.compare import Comparison, compare
-from traceviz.commands.output import check_output, console, open_output, write_output
-from traceviz.rundir import default_names, is_run_dir, read_run_dir
+from traceviz.commands.output import check_output, emit
+from traceviz.diagnose import at_least
+from traceviz.pipeline import Report, compare_run, open_report
+from traceviz.report.formats import COMPARISON, names, renderer
 
-FORMATS = ("text", "json", "markdown", "html")
+FORMATS = names(COMPARISON)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,64 +64,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def build(args: argparse.Namespace) -> Comparison:
-    """The comparison the arguments ask for."""
+def build(args: argparse.Namespace) -> Report:
+    """The report the arguments ask for (:mod:`traceviz.pipeline` builds it)."""
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
+    names = tuple(args.names) if args.names else None
     if args.b is None:
-        if not is_run_dir(Path(args.a)):
-            raise traceviz.UsageError(
-                f"{args.a}: give two traces, or a run directory made by `traceviz run`"
-            )
-        run = read_run_dir(Path(args.a))
-        names = tuple(args.names or ("eager", "compiled"))
-        log = args.compile_log or getattr(run, "compile_log", None)
-        return compare(run.eager, run.compiled, names=names, run_info=run.info,
-                       compile_log=log, force=args.force)  # fmt: skip
-    names = tuple(args.names or default_names(args.a, args.b))
-    return compare(args.a, args.b, names=names, compile_log=args.compile_log, force=args.force)
-
-
-def render(comparison: Comparison, fmt: str, top: int) -> str | None:
-    """The comparison in ``fmt``; None for text, which is printed straight to the console."""
-    if fmt == "json":
-        from traceviz.report.json_report import comparison_json
-
-        return json.dumps(comparison_json(comparison, top=top), indent=2) + "\n"
-    if fmt == "markdown":
-        from traceviz.report.markdown import comparison_markdown
-
-        return comparison_markdown(comparison, top=top)
-    if fmt == "html":
-        from traceviz.report.html import comparison_html
-
-        return comparison_html(comparison, top=top)
-    return None
+        return compare_run(args.a, names=names, compile_log=args.compile_log, force=args.force)
+    return open_report(args.a, args.b, names=names, compile_log=args.compile_log, force=args.force)
 
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
-    comparison = build(args)
-    text = render(comparison, args.format, args.top)
-    if text is None:
-        from traceviz.report.text import render_comparison
-
-        if args.output:
-            with open_output(args.output) as handle:
-                render_comparison(comparison, console(file=handle, width=140), top=args.top)
-        else:
-            render_comparison(comparison, console(), top=args.top)
-    elif args.output:
-        write_output(args.output, text)
-    else:
-        sys.stdout.write(text)
-    return fail_status(comparison, args.fail_on)
+    report = build(args)
+    emit(renderer(args.format).comparison(report, top=args.top), args.output)
+    return fail_status(report, args.fail_on)
 
 
-def fail_status(comparison: Comparison, fail_on: str | None) -> int:
+def fail_status(report: Report, fail_on: str | None) -> int:
     """1 when ``--fail-on`` is given and a finding of that severity or worse exists, else 0."""
     if fail_on is None:
         return 0
-    from traceviz.diagnose import at_least
-
-    return 1 if at_least(comparison.findings, fail_on) else 0
+    return 1 if at_least(report.findings, fail_on) else 0

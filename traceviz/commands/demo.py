@@ -16,7 +16,6 @@ import io
 from collections.abc import Callable
 from functools import partial
 
-import msgspec
 from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -49,17 +48,13 @@ def run(args: argparse.Namespace) -> int:
 
 def show_result(result: Run, console: Console) -> None:
     """The eager-vs-compiled comparison (the trace summaries when there is no compiled trace)."""
-    from traceviz.analysis.compare import compare
+    from traceviz.pipeline import open_report
     from traceviz.report.text import render_comparison
 
     if result.eager_trace is None or result.compiled_trace is None:
         show_summaries(result, console)
         return
-    info = msgspec.to_builtins(result.info)
-    comparison = compare(
-        result.eager_trace, result.compiled_trace, names=("eager", "compiled"), run_info=info
-    )
-    render_comparison(comparison, console, top=5)
+    render_comparison(open_report(result), console, top=5)  # as `traceviz compare RUN_DIR`
 
 
 def show_summaries(result: Run, console: Console) -> None:
@@ -96,12 +91,8 @@ def _render(draw: Callable[[Console], None], console: Console, width: int) -> Te
 
 
 def next_steps(result: Run) -> Text:
-    """Where the run is and how to look further (the dashboard when this traceviz has one)."""
-    from traceviz.cli import COMMANDS
-
+    """Where the run is and how to look further (the dashboard, the HTML report)."""
     directory = result.directory
-    lines = [f"run directory: {directory}"]
-    if "dashboard" in COMMANDS:
-        lines.append(f"open the dashboard:  traceviz dashboard {directory}")
+    lines = [f"run directory: {directory}", f"open the dashboard:  traceviz dashboard {directory}"]
     lines.append(f"the report as HTML:  traceviz compare {directory} --format html -o report.html")
     return Text("\n".join(lines), style="bold")

@@ -7,12 +7,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
 
 from traceviz.errors import UsageError
+from traceviz.report.formats import Rendered
 
 
 class _PipeConsole(Console):
@@ -54,3 +56,18 @@ def write_output(path: str, text: str) -> None:
     """Write ``text`` to ``path``; an unwritable path is one :class:`UsageError`."""
     with open_output(path) as handle:
         handle.write(text)
+
+
+def emit(rendered: Rendered, path: str | None) -> None:
+    """Write a renderer's result (:mod:`traceviz.report.formats`) to ``path`` or stdout: text
+    as it is, a drawing on a console (140 columns in a file, the terminal's width on stdout)."""
+    if isinstance(rendered, str):
+        if path:
+            write_output(path, rendered)
+        else:
+            sys.stdout.write(rendered)
+    elif path:
+        with open_output(path) as handle:
+            rendered(console(file=handle, width=140))
+    else:
+        rendered(console())

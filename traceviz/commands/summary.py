@@ -11,20 +11,17 @@ examples:
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
 import traceviz
 from traceviz.analysis.summary import summarize
-from traceviz.commands.output import console as make_console
+from traceviz.commands.output import emit
 from traceviz.diagnose import diagnose_trace
-from traceviz.report.json_numbers import whole_counts
-from traceviz.report.text import render_findings, render_summary
+from traceviz.report.formats import SUMMARY, names, renderer
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace file (.json / .json.gz) or trace cache directory")
-    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format")
+    parser.add_argument("--format", choices=names(SUMMARY), default="text", help="output format")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="kernels to list (10)")
 
 
@@ -33,13 +30,5 @@ def run(args: argparse.Namespace) -> int:
         raise traceviz.UsageError("--top must be 0 or more")
     trace = traceviz.load(args.trace)
     summary = summarize(trace, top=args.top)
-    findings = diagnose_trace(trace)
-    if args.format == "json":
-        data = whole_counts({**summary.to_json(), "findings": [f.to_json() for f in findings]})
-        json.dump(data, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        console = make_console()
-        render_summary(summary, console)
-        render_findings(findings, console)
+    emit(renderer(args.format).summary(summary, diagnose_trace(trace)), None)
     return 0

@@ -1,9 +1,10 @@
 """The dashboard: one :class:`Dashboard` viewer, the same in ``traceviz dashboard``,
 ``panel serve`` and a notebook.
 
-It shows a :class:`~traceviz.analysis.compare.Comparison` in tabs (:data:`views.VIEWS`) and
-loads new traces uploaded in the page: a bad file gives a message in the page (never a
-traceback), parsing runs in a worker thread behind a progress indicator, and parsed traces are
+It shows a :class:`~traceviz.report.bundle.Report` (comparison and findings, made by
+:mod:`traceviz.pipeline`) in tabs (:data:`views.VIEWS`) and loads new traces uploaded in the
+page: a bad file gives a message in the page (never a traceback), parsing runs in a worker
+thread behind a progress indicator, and parsed traces are
 cached (:mod:`traceviz.dashboard.loading`).
 """
 
@@ -17,14 +18,11 @@ from typing import Any
 import panel as pn
 import param
 
-from traceviz.analysis.compare import Comparison, Side
-from traceviz.dashboard.loading import (
-    DEFAULT_MAX_UPLOAD_MB,
-    compare_traces,
-    load_upload,
-)
+from traceviz.analysis.compare import Side
+from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB, load_upload
 from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane
 from traceviz.errors import TraceVizError
+from traceviz.pipeline import Report, compare
 from traceviz.trace import Trace
 from traceviz.units import fmt_bytes
 
@@ -34,7 +32,7 @@ SIDES = ("a", "b")
 log = logging.getLogger(__name__)
 
 
-def build_views(comparison: Comparison) -> list[tuple[str, Component]]:
+def build_views(comparison: Report) -> list[tuple[str, Component]]:
     """Every view of the comparison as (tab title, component): all server-side objects built."""
     return [(title, build(comparison)) for title, build in VIEWS.items()]
 
@@ -43,7 +41,7 @@ class Dashboard(pn.viewable.Viewer):
     """Eager vs compiled (or any two traces), in tabs; upload traces to replace either side."""
 
     comparison = param.ClassSelector(
-        class_=Comparison,
+        class_=Report,
         default=None,
         allow_None=True,
         doc="""
@@ -118,9 +116,7 @@ class Dashboard(pn.viewable.Viewer):
     def _labels(self) -> tuple[str, str]:
         return self.comparison.names if self.comparison is not None else self.names
 
-    def _show(
-        self, comparison: Comparison | None, views: list[tuple[str, Component]] | None
-    ) -> None:
+    def _show(self, comparison: Report | None, views: list[tuple[str, Component]] | None) -> None:
         if comparison is None or views is None:
             self._tabs[:] = [
                 (
@@ -197,6 +193,6 @@ class Dashboard(pn.viewable.Viewer):
 
     def _compare_and_build(
         self, a: Trace | Side, b: Trace | Side
-    ) -> tuple[Comparison, list[tuple[str, Component]]]:
-        comparison = compare_traces(a, b, names=self._labels(), run_info=None)
-        return comparison, build_views(comparison)
+    ) -> tuple[Report, list[tuple[str, Component]]]:
+        report = compare(a, b, names=self._labels())
+        return report, build_views(report)

@@ -7,10 +7,10 @@ from typing import TextIO
 
 import panel as pn
 
-from traceviz.analysis.compare import Comparison
 from traceviz.dashboard.app import EXTENSIONS, Dashboard
 from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB
 from traceviz.errors import UsageError
+from traceviz.report.bundle import Report
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -40,7 +40,7 @@ def warm_up() -> None:
 
 
 def serve(
-    comparison: Comparison | None,
+    comparison: Report | None,
     *,
     port: int = 5006,
     host: str = "127.0.0.1",

@@ -21,8 +21,9 @@ from traceviz.analysis.compare import Comparison, Metric
 from traceviz.analysis.kernels import Classified
 from traceviz.records import records
 from traceviz.report import figures
+from traceviz.report.bundle import Report
 from traceviz.report.html import finding_html
-from traceviz.report.markdown import view_html
+from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     eager_only_view,
     fmt_delta,
@@ -112,13 +113,13 @@ def _run_cards(c: Comparison) -> str:
     )
 
 
-def findings_html(c: Comparison) -> str:
+def findings_html(c: Report) -> str:
     if not c.findings:
         return "<p class='tv-tag'>No findings: no diagnosis rule applied to this pair.</p>"
     return "".join(finding_html(f) for f in c.findings)
 
 
-def overview(c: Comparison) -> pn.viewable.Viewable:
+def overview(c: Report) -> pn.viewable.Viewable:
     a, b = c.names
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in headline(c))
     cards = "".join(_card(c, name, label) for name, label in CARD_METRICS) + _run_cards(c)
@@ -478,7 +479,7 @@ def regions(c: Comparison) -> pn.viewable.Viewable:
 
 #: Tab title → builder, in the order the dashboard shows them.
 Component = pn.viewable.Viewable | pn.viewable.Viewer
-VIEWS: dict[str, Callable[[Comparison], Component]] = {
+VIEWS: dict[str, Callable[[Report], Component]] = {
     "Overview": overview,
     "Kernels": lambda c: KernelsView(comparison=c),
     "Timeline": lambda c: TimelineView(comparison=c),

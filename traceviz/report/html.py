@@ -14,8 +14,9 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from traceviz.analysis.compare import Comparison
+from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES
-from traceviz.report.markdown import view_html
+from traceviz.report.snippet import view_html
 from traceviz.report.views import comparison_views, headline
 
 _STYLE = """
@@ -34,8 +35,8 @@ nav a { margin-right: 12px; }
 """
 
 
-def comparison_html(comparison: Comparison, *, top: int = 10) -> str:
-    """The comparison as a complete HTML document that needs no network to display."""
+def comparison_html(comparison: Report, *, top: int = 10) -> str:
+    """The report as a complete HTML document that needs no network to display."""
     a, b = comparison.names
     title = f"traceviz: {a} vs {b}"
     sections = [("summary", "Summary", _summary(comparison))]
@@ -74,7 +75,7 @@ def _summary(comparison: Comparison) -> str:
     return f"<ul>{items}</ul>"
 
 
-def _findings(comparison: Comparison) -> str:
+def _findings(comparison: Report) -> str:
     if not comparison.findings:
         return "<p class='muted'>No findings: no diagnosis rule applied to this pair.</p>"
     return "".join(finding_html(f) for f in comparison.findings)

@@ -9,9 +9,10 @@ from typing import Any
 import pandas as pd
 
 from traceviz.analysis.blocking import BlockingColumns
-from traceviz.analysis.compare import Comparison, Side
+from traceviz.analysis.compare import Side
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
+from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
 
 #: Rows of the longest tables kept per side (the calls/ops with most time come first).
@@ -21,7 +22,7 @@ IDLE_CPU_WORK_SHOWN = 50
 COMPARE_SCHEMA_VERSION = 1
 
 
-def comparison_json(comparison: Comparison, *, top: int = 20) -> dict[str, Any]:
+def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
     """A JSON-ready dict; ``top`` bounds the long lists (fusion kernels, eager-only ops).
     Counts, ids and byte sizes are ints (:func:`~traceviz.report.json_numbers.whole_counts`)."""
     fusion = comparison.fusion

@@ -9,10 +9,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceviz.analysis.compare import Comparison
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.diagnose.finding import Finding
 from traceviz.records import records
+from traceviz.report.bundle import Report
 from traceviz.report.views import View, comparison_views, headline
 from traceviz.trace import Trace
 from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_pct, fmt_us
@@ -149,8 +149,8 @@ def _regions(s: TraceSummary) -> Table:
     return table
 
 
-def render_comparison(comparison: Comparison, console: Console, *, top: int = 10) -> None:
-    """Print a comparison: headline, then every table of :func:`comparison_views`."""
+def render_comparison(comparison: Report, console: Console, *, top: int = 10) -> None:
+    """Print a report: headline, every table of :func:`comparison_views`, then the findings."""
     for line in headline(comparison):
         console.print(line)
     for view in comparison_views(comparison, top=top):

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from traceviz import __version__
+from traceviz._version import __version__
 from traceviz.errors import UsageError
 from traceviz.runner import compile_log, dynamo, lines, measure
 from traceviz.runner.compare import compare_outputs, move_inputs, snapshot, tensor_specs

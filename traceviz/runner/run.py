@@ -90,11 +90,11 @@ class Run:
         return self._load(self.compiled_trace, "compiled")
 
     def _load(self, path: Path | None, label: str) -> Trace:
-        from traceviz import load
+        from traceviz.parse import load_trace  # pandas only when a trace is read
 
         if path is None:
             raise TraceFormatError(self.directory, f"this run has no {label} trace")
-        return load(path)
+        return load_trace(path)
 
     def __repr__(self) -> str:
         speedup = f"{self.speedup:.2f}x" if self.speedup is not None else "n/a"

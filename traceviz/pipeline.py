@@ -1,0 +1,157 @@
+"""The front door: any input becomes analysed sides, a comparison and its findings, one
+:class:`~traceviz.report.bundle.Report`.
+
+Inputs are trace paths, :class:`~traceviz.trace.Trace` objects, already analysed
+:class:`~traceviz.analysis.compare.Side` values, a run directory (or a ``traceviz.Run``), a
+ready comparison, plus a compile log and run.json facts. The stages, each one hand-off object::
+
+    input --load--> Trace --analyze--> Side --compare_sides--> Comparison --diagnose--> Report
+
+The CLI (``compare``, ``demo``), the dashboard, the widgets and the HTML report all get their
+report here; renderers (:mod:`traceviz.report.formats`) take the report. ``load`` is the
+parser by default; the dashboard passes its caching loader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from traceviz.analysis.compare import Comparison, Side, analyze
+from traceviz.analysis.compare import compare_sides as compare_analysed
+from traceviz.analysis.fusion_lines import read_log
+from traceviz.diagnose import diagnose
+from traceviz.errors import UsageError
+from traceviz.parse import load_trace
+from traceviz.report.bundle import Report
+from traceviz.rundir import default_names, is_run_dir, read_run_dir
+from traceviz.trace import Trace
+
+__all__ = ["Report", "compare", "compare_run", "compare_sides", "open_report", "report_of"]
+
+#: Turns a trace path into a Trace (the parser, or a caching wrapper around it).
+Loader = Callable[[Path], Trace]
+#: One side of a pair as a caller may hold it.
+SideInput = Trace | Side | str | Path
+
+RUN_NAMES = ("eager", "compiled")
+
+
+def _parse(path: Path) -> Trace:
+    return load_trace(path)
+
+
+def report_of(comparison: Comparison) -> Report:
+    """The comparison with its findings (every diagnosis rule run once)."""
+    if isinstance(comparison, Report):
+        return comparison
+    return Report.of(comparison, diagnose(comparison))
+
+
+def compare_sides(
+    a: Side,
+    b: Side,
+    *,
+    run_info: dict[str, Any] | None = None,
+    compile_log: Any = None,
+    force: bool = False,
+) -> Report:
+    """Compare two analysed sides and diagnose the pair (analyse each trace once for many
+    pairs). ``compile_log`` as in :func:`compare`."""
+    log = read_log(compile_log)
+    return report_of(compare_analysed(a, b, run_info=run_info, compile_log=log, force=force))
+
+
+def compare(
+    a: SideInput,
+    b: SideInput,
+    *,
+    names: Sequence[str] = ("a", "b"),
+    run_info: dict[str, Any] | None = None,
+    compile_log: Any = None,
+    force: bool = False,
+    load: Loader = _parse,
+) -> Report:
+    """Compare two traces (paths, Trace objects or analysed sides) into a report.
+
+    ``run_info`` is a runner's run.json (a dict), if any; ``compile_log`` the compiled side's
+    compile log (a run directory's log file or a TORCH_TRACE directory, or a read log) for a
+    fusion map on the compiler's record; ``force`` computes the fusion figures even when the
+    traces are not the same workload. A side given as a :class:`Side` is not analysed again
+    (it is relabelled when ``names`` say so).
+    """
+    if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
+        raise UsageError("names must be two non-empty labels")
+    dynamo = (run_info or {}).get("dynamo") or None
+    log = read_log(compile_log)
+    side_a = _side(a, names[0], load)
+    side_b = _side(b, names[1], load, dynamo=dynamo, compile_log=log)
+    return compare_sides(side_a, side_b, run_info=run_info, compile_log=log, force=force)
+
+
+def _side(
+    value: SideInput,
+    name: str,
+    load: Loader,
+    *,
+    dynamo: dict[str, Any] | None = None,
+    compile_log: Any = None,
+) -> Side:
+    if isinstance(value, Side):
+        return value if value.name == name else dataclasses.replace(value, name=name)
+    trace = value if isinstance(value, Trace) else load(Path(value))
+    return analyze(trace, name=name, dynamo=dynamo, compile_log=compile_log)
+
+
+def compare_run(
+    directory: str | Path,
+    *,
+    names: Sequence[str] | None = None,
+    compile_log: Any = None,
+    force: bool = False,
+    load: Loader = _parse,
+) -> Report:
+    """The report of a run directory (``traceviz run``'s output): its eager vs its compiled
+    trace, with run.json's timings and Dynamo facts and its own compile log unless
+    ``compile_log`` names another."""
+    path = Path(directory)
+    if not is_run_dir(path):
+        raise UsageError(f"{directory}: give two traces, or a run directory made by `traceviz run`")
+    run = read_run_dir(path)
+    return compare(
+        run.eager,
+        run.compiled,
+        names=tuple(names or RUN_NAMES),
+        run_info=run.info,
+        compile_log=compile_log or run.compile_log,
+        force=force,
+        load=load,
+    )
+
+
+def open_report(
+    a: Any,
+    b: SideInput | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    run_info: dict[str, Any] | None = None,
+    compile_log: Any = None,
+    force: bool = False,
+    load: Loader = _parse,
+) -> Report:
+    """Whatever a front end was given, as a report: ``a`` alone is a report or comparison
+    (returned, diagnosed if need be), a ``traceviz.Run`` or a run directory; ``a`` and ``b``
+    are two traces (default labels: the file names, or ``a``/``b`` for objects)."""
+    if b is None:
+        if isinstance(a, Comparison):
+            return report_of(a)
+        directory = getattr(a, "directory", a)  # a traceviz.Run, or a run directory path
+        return compare_run(directory, names=names, compile_log=compile_log, force=force, load=load)
+    if names is None:
+        paths = not isinstance(a, Trace | Side) and not isinstance(b, Trace | Side)
+        names = default_names(str(a), str(b)) if paths else ("a", "b")
+    return compare(
+        a, b, names=names, run_info=run_info, compile_log=compile_log, force=force, load=load
+    )
