@@ -17,8 +17,9 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES, op
-from traceviz.analysis.compare import Comparison, compare
+from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion_match import Credits
+from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 
 Make = Callable[..., Path]

@@ -13,9 +13,10 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import CORPUS, load_trace
-from traceviz.analysis.compare import Comparison, compare
+from traceviz.analysis.compare import Comparison
 from traceviz.analysis.speed import SAME
 from traceviz.diagnose.rules.slower import comparison_speed
+from traceviz.pipeline import compare
 from traceviz.report.views import headline
 
 EAGER = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"

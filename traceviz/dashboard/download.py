@@ -8,13 +8,13 @@ from pathlib import Path
 
 import panel as pn
 
-from traceviz.analysis.compare import Comparison
 from traceviz.errors import TraceVizError
+from traceviz.report.bundle import Report
 
 LABEL = "Download for Perfetto (.json.gz)"
 
 
-def perfetto_download(comparison: Comparison) -> pn.viewable.Viewable:
+def perfetto_download(comparison: Report) -> pn.viewable.Viewable:
     """A button that builds the annotated trace when pressed; when an original trace file is
     gone (an uploaded trace is not kept), a disabled button and a line saying why."""
     sources = [Path(s.trace.meta.source) for s in (comparison.a, comparison.b)]
@@ -35,7 +35,7 @@ def perfetto_download(comparison: Comparison) -> pn.viewable.Viewable:
     return pn.Row(button, pn.pane.Markdown(why))
 
 
-def _build(comparison: Comparison) -> io.BytesIO:
+def _build(comparison: Report) -> io.BytesIO:
     from traceviz.report.perfetto import perfetto_gzip, perfetto_trace
 
     try:

@@ -309,11 +309,11 @@ def explain_kernel(c: Comparison, trace: str, kernel: str) -> str:
 class TimelineView(pn.viewable.Viewer):
     """The timeline of one step (or the whole trace) of both traces, aligned."""
 
-    comparison = param.ClassSelector(class_=Comparison)
+    comparison = param.ClassSelector(class_=Report)
     step: Any = param.Selector(default=0, objects=[0], doc="position of the step (-1: all)")
     max_marks = param.Integer(default=figures.MAX_MARKS, bounds=(100, 200_000))
 
-    def __init__(self, comparison: Comparison, **params: Any) -> None:
+    def __init__(self, comparison: Report, **params: Any) -> None:
         super().__init__(comparison=comparison, **params)
         self._c = comparison
         labels = figures.step_labels(comparison)

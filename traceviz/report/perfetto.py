@@ -55,6 +55,7 @@ from traceviz.analysis.fusion_match import Credits
 from traceviz.analysis.memory import KernelTraffic
 from traceviz.analysis.regions import Gap
 from traceviz.errors import TraceFormatError, UsageError
+from traceviz.report.bundle import Report
 from traceviz.schema import Kernels, Steps
 from traceviz.trace import Trace
 
@@ -489,7 +490,7 @@ def _gap_spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, A
     return spans
 
 
-def _finding_instants(comparison: Comparison, pid: int, ts: float) -> list[dict[str, Any]]:
+def _finding_instants(comparison: Report, pid: int, ts: float) -> list[dict[str, Any]]:
     return [
         {"ph": "i", "s": "g", "cat": FLOW_CAT, "name": f.title, "pid": pid,
          "tid": TRACKS["findings"], "ts": ts, "args": {OVERLAY: f.to_json()}}
@@ -501,7 +502,7 @@ def _finding_instants(comparison: Comparison, pid: int, ts: float) -> list[dict[
 
 
 def perfetto_trace(
-    comparison: Comparison, paths: tuple[str | Path, str | Path] | None = None
+    comparison: Report, paths: tuple[str | Path, str | Path] | None = None
 ) -> dict[str, Any]:
     """The annotated Chrome trace of ``comparison`` (module docstring) as a dict.
 
@@ -590,13 +591,10 @@ def write_perfetto(data: dict[str, Any], target: str) -> None:
         _write(data, sys.stdout.buffer)
         sys.stdout.buffer.flush()
         return
-    from traceviz.commands.output import check_output
-
     if not (target.endswith(".json") or target.endswith(".json.gz")):
         raise UsageError(
             f"-o {target}: the name must end in .json or .json.gz (or be - for stdout)"
-        )
-    check_output(target)
+        )  # the folder was checked by the command (commands/export.py), before any work
     try:
         gz = target.endswith(".gz")
         with gzip.open(target, "wb", GZIP_LEVEL) if gz else open(target, "wb") as handle:
