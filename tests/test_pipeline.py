@@ -124,3 +124,16 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, tmp_trace) -> None:  # typ
         open_report(missing, _tiny(tmp_trace, 1.0))
     with pytest.raises(UsageError, match="two non-empty labels"):
         compare(_tiny(tmp_trace, 1.0), _tiny(tmp_trace, 1.0), names=("a", ""))
+
+
+def test_trace_facts_derive_from_the_one_analysed_side() -> None:
+    from traceviz.diagnose.facts import facts_of_side, facts_of_trace
+
+    report = open_report(_run("pointwise"))
+    facts = facts_of_side(report, "b")
+    assert facts.kernels is report.b.kernels and facts.launch is report.b.launch  # not redone
+    assert facts_of_side(report, "b") is facts  # built once per side and role
+    lone = facts_of_trace(report.b.trace, name="compiled")
+    again = analyze(report.b.trace, name="compiled")
+    assert lone.kernels.equals(again.kernels) and lone.kernels.equals(facts.kernels)
+    assert lone.summary.kernel_count == again.summary.kernel_count == facts.summary.kernel_count

@@ -1,8 +1,10 @@
 """What the rules read about one trace: :class:`TraceFacts`, built once per trace.
 
-A :class:`~traceviz.analysis.compare.Side` already holds every analysis a rule needs; a lone
-trace (``traceviz summary``) gets the same analyses here, so single-trace rules run the same
-way in both places. Helpers turn totals into per-step figures and shares of the step.
+Facts are always derived from a :class:`~traceviz.analysis.compare.Side` (the one analysed-trace
+type, made by :func:`~traceviz.analysis.compare.analyze`) plus the trace's role: a side of a
+comparison (:func:`facts_of_side`) or a lone trace (``traceviz summary``, :func:`facts_of_trace`)
+get the very same analyses, so single-trace rules run the same way in both places. Helpers
+turn totals into per-step figures and shares of the step.
 
 Per step means per ``ProfilerStep#N`` window; a trace without steps is one window covering the
 whole trace. Kernels belong to the step in which they were *issued* (their launch call, or
@@ -22,18 +24,18 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis import kernels as kernel_analysis
+from traceviz.analysis.compare import Side, analyze
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified, issue_us
-from traceviz.analysis.launch import LaunchOverhead, launch_overhead, step_windows
-from traceviz.analysis.regions import RegionStats, region_stats
-from traceviz.analysis.summary import TraceSummary, summarize
+from traceviz.analysis.launch import LaunchOverhead, step_windows
+from traceviz.analysis.regions import RegionStats
+from traceviz.analysis.summary import TraceSummary
 from traceviz.diagnose.finding import Unit, format_value
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
 
 if TYPE_CHECKING:
-    from traceviz.analysis.compare import Comparison, Side
+    from traceviz.analysis.compare import Comparison
 
 EAGER = "eager"
 COMPILED = "compiled"
@@ -60,6 +62,28 @@ class TraceFacts:
     variant: str | None = None
     run_info: dict[str, Any] | None = None
     _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        side: Side,
+        *,
+        expect_compiled: bool,
+        variant: str | None = None,
+        run_info: dict[str, Any] | None = None,
+    ) -> TraceFacts:
+        """The facts of an analysed ``side`` in a role (no analysis is repeated)."""
+        return cls(
+            name=side.name,
+            trace=side.trace,
+            summary=side.summary,
+            kernels=side.kernels,
+            launch=side.launch,
+            regions=side.regions,
+            expect_compiled=expect_compiled,
+            variant=variant,
+            run_info=run_info,
+        )
 
     def memo(self, key: str, compute: Callable[[], T]) -> T:
         """``compute()`` once per facts object: tables several rules derive (the timeline,
@@ -133,16 +157,12 @@ def facts_of_trace(
     run_info: dict[str, Any] | None = None,
     variant: str | None = None,
 ) -> TraceFacts:
-    """Analyse ``trace`` for the single-trace rules (``variant`` as in :class:`TraceFacts`)."""
+    """Analyse ``trace`` (:func:`~traceviz.analysis.compare.analyze`, as for a side of a
+    comparison) for the single-trace rules (``variant`` as in :class:`TraceFacts`)."""
     label = name or Path(trace.meta.source).name
     dynamo = (run_info or {}).get("dynamo") if variant == COMPILED else None
-    return TraceFacts(
-        name=label,
-        trace=trace,
-        summary=summarize(trace),
-        kernels=kernel_analysis.classify(trace),
-        launch=launch_overhead(trace),
-        regions=region_stats(trace, dynamo=dynamo or None),
+    return TraceFacts.of(
+        analyze(trace, name=label, dynamo=dynamo or None),
         expect_compiled=variant == COMPILED or labelled_compiled(label, trace.meta.source),
         variant=variant,
         run_info=run_info,
@@ -182,17 +202,9 @@ def _forget(key: int) -> Callable[[Any], None]:
 
 def _side_facts(side: Side, run_info: dict[str, Any] | None, variant: str | None) -> TraceFacts:
     compiled_by_run = variant == COMPILED and bool((run_info or {}).get("traces", {}).get(COMPILED))
-    return TraceFacts(
-        name=side.name,
-        trace=side.trace,
-        summary=side.summary,
-        kernels=side.kernels,
-        launch=side.launch,
-        regions=side.regions,
-        expect_compiled=compiled_by_run
-        or (variant != EAGER and labelled_compiled(side.name, side.trace.meta.source)),
-        variant=variant,
-        run_info=run_info,
+    labelled = variant != EAGER and labelled_compiled(side.name, side.trace.meta.source)
+    return TraceFacts.of(
+        side, expect_compiled=compiled_by_run or labelled, variant=variant, run_info=run_info
     )
 
 
