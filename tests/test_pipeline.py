@@ -137,3 +137,19 @@ def test_trace_facts_derive_from_the_one_analysed_side() -> None:
     again = analyze(report.b.trace, name="compiled")
     assert lone.kernels.equals(again.kernels) and lone.kernels.equals(facts.kernels)
     assert lone.summary.kernel_count == again.summary.kernel_count == facts.summary.kernel_count
+
+
+def test_the_demo_shows_what_compare_shows_for_its_run() -> None:
+    import io
+
+    from rich.console import Console
+
+    from traceviz.commands.demo import show_result
+    from traceviz.report.text import render_comparison
+
+    run = _run("pointwise")
+    shown, expected = io.StringIO(), io.StringIO()
+    show_result(traceviz.load_run(run), Console(file=shown, width=160, color_system=None))
+    render_comparison(compare_run(run), Console(file=expected, width=160, color_system=None), top=5)
+    assert shown.getvalue() == expected.getvalue()
+    assert "Findings" in shown.getvalue()
