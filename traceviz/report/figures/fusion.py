@@ -1,0 +1,111 @@
+"""The fusion map: which eager kernels each compiled kernel replaced (a partition)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import plotly.graph_objects as go
+
+from traceviz.analysis.compare import Comparison
+from traceviz.report.figures.style import (
+    SIDE_COLORS,
+    _empty,
+    _layout,
+    _records,
+)
+from traceviz.units import fmt_count, fmt_name, fmt_us
+
+_OP_COUNT = re.compile(r"(.+?) \((\d+)\)(?:, |$)")
+
+
+def _ops_list(value: Any) -> list[tuple[str, int]]:
+    """``"aten::add (3), aten::mul (3)"`` (FusionKernels.eager_ops) → [(op, kernels), ...];
+    a plain comma-separated list counts 1 per op."""
+    if not isinstance(value, str) or not value.strip():
+        return []
+    found = _OP_COUNT.findall(value)
+    if found:
+        return [(op, int(n)) for op, n in found]
+    return [(part.strip(), 1) for part in value.split(",") if part.strip()]
+
+
+def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
+    """Sankey: a's ops → the b kernels that replaced them; link width = a's device time."""
+    a, b = c.names
+    title = (
+        f"Fusion: {a} ops → the {b} kernels that replaced them (link width: {a} device time, "
+        f"measured, split over a kernel's ops by their kernel counts; top {top} {b} kernels)"
+    )
+    fusion = c.fusion
+    if fusion.comparability.withheld:
+        return _empty(title, f"no fusion map: {a} and {b} are not one workload (see findings)")
+    kernels = fusion.kernels.sort_values("eager_time_us", ascending=False)
+    matched = kernels[kernels["eager_time_us"].fillna(0) > 0].head(top)
+    only = fusion.eager_only.sort_values("time_us", ascending=False).head(top)
+    only = only[only["time_us"].fillna(0) > 0]
+    if matched.empty and only.empty:
+        return _empty(title, f"no {b} kernel could be matched to {a} ops")
+    labels: list[str] = []
+    hover: list[str] = []
+    colors: list[str] = []
+    index: dict[tuple[str, str], int] = {}
+
+    def node(key: tuple[str, str], text: str, color: str) -> int:
+        if key not in index:
+            index[key] = len(labels)
+            labels.append(fmt_name(key[1], 48))
+            hover.append(text)
+            colors.append(color)
+        return index[key]
+
+    src, dst, values, link_hover = [], [], [], []
+    for r in _records(matched):
+        ops = _ops_list(r["eager_ops"])
+        total = sum(n for _, n in ops) or 1
+        target = node(
+            ("b", str(r["kernel"])),
+            f"{b} kernel {r['kernel']}<br>{fmt_count(r['calls'])} calls, "
+            f"{fmt_us(r['time_us'])} ({b}, measured)",
+            SIDE_COLORS[1],
+        )
+        for op, n in ops:
+            value = float(r["eager_time_us"]) * n / total
+            src.append(node(("a", op), f"{a} op {op}", SIDE_COLORS[0]))
+            dst.append(target)
+            values.append(value)
+            link_hover.append(
+                f"{op} → {fmt_name(str(r['kernel']), 60)}<br>{a}: {fmt_count(n)} "
+                f"kernels, ≈ {fmt_us(value)}"
+            )
+    if not only.empty:
+        sink = node(
+            ("b", f"(no counterpart in {b})"), f"{a} ops with no {b} counterpart", "#BAB0AC"
+        )
+        for r in _records(only):
+            src.append(node(("a", str(r["op"])), f"{a} op {r['op']}", SIDE_COLORS[0]))
+            dst.append(sink)
+            values.append(float(r["time_us"]))
+            link_hover.append(
+                f"{r['op']}: {fmt_count(r['kernels'])} kernels, {fmt_us(r['time_us'])}"
+            )
+    fig = go.Figure(
+        go.Sankey(
+            arrangement="snap",
+            node={
+                "label": labels,
+                "color": colors,
+                "customdata": hover,
+                "hovertemplate": "%{customdata}<extra></extra>",
+                "pad": 12,
+            },
+            link={
+                "source": src,
+                "target": dst,
+                "value": values,
+                "customdata": link_hover,
+                "hovertemplate": "%{customdata}<extra></extra>",
+            },
+        )
+    )
+    return _layout(fig, title, height=max(360, 24 * len(labels) // 2 + 160))

@@ -1,0 +1,92 @@
+"""Compiled regions: device time inside and outside them, per frame."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from traceviz.analysis.compare import Comparison
+from traceviz.report.figures.style import (
+    SIDE_COLORS,
+    _layout,
+    _records,
+    _sides,
+)
+from traceviz.units import fmt_count, fmt_us
+
+
+def regions_figure(c: Comparison) -> go.Figure:
+    """Device time inside compiled regions, in graph-break gaps and outside (measured), and
+    device time per compiled frame."""
+    notes = [
+        f"{s.name}: {s.regions.graph_breaks} graph break(s), {s.regions.recompiles} recompile(s)"
+        for s, _ in _sides(c)
+    ]
+    title = f"Compiled regions (measured, ms) — {'; '.join(notes)}"
+    fig = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.45, 0.55],
+        subplot_titles=("device time by where it was issued", "device time per compiled frame X/Y"),
+    )
+    parts = (
+        ("inside compiled regions", "#54A24B"),
+        ("between regions of a step (graph-break gaps)", "#E45756"),
+        ("outside compiled regions (other)", "#BAB0AC"),
+    )
+    for side, _ in _sides(c):
+        r = side.regions
+        # a partition of the kernel time: gap kernels may sit inside a (nesting) region
+        values = (r.code_time_us, r.between_time_us, r.other_time_us)
+        for (part, color), value in zip(parts, values, strict=True):
+            fig.add_bar(
+                x=[side.name],
+                y=[value / 1e3],
+                name=part,
+                legendgroup=part,
+                marker_color=color,
+                showlegend=side is c.a,
+                row=1,
+                col=1,
+                hovertext=f"{side.name}: {part} {fmt_us(value)}",
+                hoverinfo="text",
+            )
+    frames = c.regions
+    for which, color in (("a", SIDE_COLORS[0]), ("b", SIDE_COLORS[1])):
+        rows = frames[frames["side"] == which]
+        if rows.empty:
+            continue
+        label = c.names[0 if which == "a" else 1]
+        x = [
+            f"{label} {int(f)}/{int(r)}"
+            for f, r in zip(rows["frame_id"], rows["recompile_id"], strict=True)
+        ]
+        hover = [
+            f"{label} frame {int(r['frame_id'])}/{int(r['recompile_id'])}: "
+            f"{fmt_count(r['calls'])} calls, "
+            f"{fmt_count(r['kernel_count'])} kernels, {fmt_us(r['kernel_time_us'])} device, "
+            f"{fmt_us(r['wall_us'])} wall"
+            for r in _records(rows)
+        ]
+        fig.add_bar(
+            x=x,
+            y=rows["kernel_time_us"].to_numpy(dtype=float) / 1e3,
+            name=f"{label} frames",
+            marker_color=color,
+            hovertext=hover,
+            hoverinfo="text",
+            row=1,
+            col=2,
+        )
+    if frames.empty:
+        fig.add_annotation(
+            text="no Torch-Compiled Region in either trace",
+            showarrow=False,
+            x=0.8,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+        )
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title_text="device time (ms)", row=1, col=1)
+    return _layout(fig, title, height=380)

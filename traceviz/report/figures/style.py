@@ -1,0 +1,88 @@
+"""Shared look of every figure: side and kernel-kind colours, limits, layout helpers."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from traceviz.analysis.compare import Comparison, Side
+from traceviz.schema import (
+    LaunchClass,
+)
+
+SIDE_COLORS = ("#4C78A8", "#F58518")  # a, b
+KIND_COLORS: dict[str, str] = {
+    "gemm": "#4C78A8",
+    "conv": "#72B7B2",
+    "attention": "#B279A2",
+    "pointwise": "#F58518",
+    "reduction": "#E45756",
+    "normalization": "#54A24B",
+    "copy": "#9D755D",
+    "memcpy": "#BAB0AC",
+    "memset": "#D3D3D3",
+    "communication": "#EECA3B",
+    "other": "#888888",
+    "launch call": "#2F2F2F",
+    "blocking call": "#D62728",  # the CPU waits: syncs, blocking copies (analysis.blocking)
+    "compiled region": "#7F3C8D",
+    "compiled graph": "#CF9FD6",
+}
+MAX_MARKS = 20_000  # timeline marks, both traces together
+TIMELINE_LAUNCH_CLASSES = (
+    LaunchClass.KERNEL_LAUNCH.value,
+    LaunchClass.GRAPH_LAUNCH.value,
+    LaunchClass.MEMCPY.value,
+    LaunchClass.MEMSET.value,
+)
+HEADLINE_METRICS = (
+    "kernel_count",
+    "kernel_time_us",
+    "step_time_us",
+    "launch_count",
+    "launch_api_time_us",
+    "device_idle_us",
+    "cpu_wait_us",
+    "est_bytes",
+    "peak_allocated_bytes",
+)
+
+
+def _layout(fig: go.Figure, title: str, *, height: int = 380, **extra: Any) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
+        height=height,
+        template="plotly_white",
+        margin={"l": 60, "r": 20, "t": 70, "b": 50},
+        legend={"orientation": "h", "y": -0.18},
+        **extra,
+    )
+    return fig
+
+
+def _empty(title: str, message: str, *, height: int = 260) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, height=height)
+
+
+def _sides(c: Comparison) -> list[tuple[Side, str]]:
+    return [(c.a, SIDE_COLORS[0]), (c.b, SIDE_COLORS[1])]
+
+
+def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as plain dicts (for building hover texts)."""
+    return [{str(k): v for k, v in row.items()} for row in table.to_dict("records")]
+
+
+def _nan_to_none(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number

@@ -1,0 +1,251 @@
+"""The timeline: both traces' device and CPU lanes of one step (or the whole trace), binned
+into time bins beyond ``max_marks`` marks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from traceviz.analysis.blocking import BlockingColumns
+from traceviz.analysis.compare import Comparison, Side
+from traceviz.analysis.kernels import Classified
+from traceviz.report.figures.style import (
+    KIND_COLORS,
+    MAX_MARKS,
+    TIMELINE_LAUNCH_CLASSES,
+    _layout,
+    _sides,
+)
+from traceviz.schema import (
+    DeviceKind,
+    Kernels,
+    Launches,
+    RegionKind,
+    Regions,
+    Steps,
+)
+from traceviz.units import fmt_count, fmt_name, fmt_us
+
+
+def step_labels(c: Comparison) -> list[str]:
+    """Choices for :func:`timeline_figure`'s ``step`` (by position in each trace's steps)."""
+    count = max(len(c.a.trace.steps), len(c.b.trace.steps))
+    return [f"step {i + 1} of {count}" for i in range(count)]
+
+
+def _window(side: Side, step: int | None) -> tuple[float, float, str]:
+    steps = side.trace.steps
+    if step is None or steps.empty:
+        meta = side.trace.meta
+        start = meta.time_origin_us or 0.0
+        return start, meta.time_end_us or start, "whole trace"
+    i = min(max(step, 0), len(steps) - 1)
+    start = float(steps[Steps.ts_us].iloc[i])
+    end = start + float(steps[Steps.dur_us].iloc[i])
+    return start, end, f"ProfilerStep#{steps[Steps.step].iloc[i]}"
+
+
+def _timeline_events(side: Side, start: float, end: float) -> pd.DataFrame:
+    """Device activities, launch calls, compiled regions (one lane per Dynamo frame X/Y) and
+    compiled-graph calls (a gap between two graph calls of a step is a graph break) starting
+    in [start, end): lane, x0/x1 in ms from ``start``, kind, name, dur, op."""
+    k = side.kernels
+    ts = k[Kernels.ts_us].to_numpy(dtype=float)
+    pick = (ts >= start) & (ts < end)
+    k = k[pick]
+    if side.trace.device_kind is DeviceKind.CPU:
+        lanes = "CPU ops " + k[Kernels.thread].astype(str)
+    else:
+        lanes = (
+            "device " + k[Kernels.device].astype(str) + " stream " + k[Kernels.stream].astype(str)
+        )
+    kernels = pd.DataFrame(
+        {
+            "lane": lanes.to_numpy(),
+            "ts": k[Kernels.ts_us].to_numpy(dtype=float),
+            "dur": k[Kernels.dur_us].to_numpy(dtype=float, na_value=0.0),
+            "kind": k[Classified.kind].astype(str).to_numpy(),
+            "name": k[Kernels.name].astype(str).to_numpy(),
+            "op": k[Kernels.op_name].astype(object).fillna("–").astype(str).to_numpy(),
+        }
+    )
+    launches = side.trace.launches
+    lts = launches[Launches.ts_us].to_numpy(dtype=float)
+    blocking = np.zeros(len(launches), dtype=bool)
+    blocking[side.launch.blocking.calls[BlockingColumns.launch_row].to_numpy(dtype=np.int64)] = True
+    pick = (lts >= start) & (lts < end)
+    pick &= launches[Launches.launch_class].isin(TIMELINE_LAUNCH_CLASSES).to_numpy() | blocking
+    lau = launches[pick]
+    calls = pd.DataFrame(
+        {
+            "lane": ("CPU launches " + lau[Launches.thread].astype(str)).to_numpy(),
+            "ts": lau[Launches.ts_us].to_numpy(dtype=float),
+            "dur": lau[Launches.dur_us].to_numpy(dtype=float, na_value=0.0),
+            "kind": np.where(blocking[pick], "blocking call", "launch call"),
+            "name": lau[Launches.name].astype(str).to_numpy(),
+            "op": "–",
+        }
+    )
+    regions = side.trace.regions
+    rts = regions[Regions.ts_us].to_numpy(dtype=float)
+    kind = regions[Regions.kind].astype(str).to_numpy()
+    shown = (kind == RegionKind.COMPILED_REGION.value) | (kind == RegionKind.FX_GRAPH_CALL.value)
+    reg = regions[(rts >= start) & (rts < end) & shown]
+    is_graph = (reg[Regions.kind].astype(str) == RegionKind.FX_GRAPH_CALL.value).to_numpy()
+    frame = (
+        "region " + reg[Regions.frame_id].astype(str) + "/" + reg[Regions.recompile_id].astype(str)
+    ).to_numpy()
+    spans = pd.DataFrame(
+        {
+            "lane": np.where(is_graph, "compiled graph calls", frame),
+            "ts": reg[Regions.ts_us].to_numpy(dtype=float),
+            "dur": reg[Regions.dur_us].to_numpy(dtype=float, na_value=0.0),
+            "kind": np.where(is_graph, "compiled graph", "compiled region"),
+            "name": reg[Regions.name].astype(str).to_numpy(),
+            "op": "–",
+        }
+    )
+    events = pd.concat([kernels, calls, spans], ignore_index=True)
+    events["x0"] = (events["ts"] - start) / 1e3
+    events["x1"] = events["x0"] + np.maximum(events["dur"].to_numpy(), 0.0) / 1e3
+    return events
+
+
+def _hover_single(events: pd.DataFrame) -> pd.Series:
+    durs = events["dur"].map(fmt_us)
+    names = events["name"].map(lambda n: fmt_name(n, 90))
+    return (
+        "<b>"
+        + names
+        + "</b><br>"
+        + events["kind"]
+        + " · "
+        + durs
+        + "<br>launched by "
+        + events["op"]
+    )
+
+
+def _aggregate(events: pd.DataFrame, bins_per_lane: int, span_ms: float) -> pd.DataFrame:
+    """Merge each lane's events into ``bins_per_lane`` time bins: one mark per non-empty bin,
+    from its first start to its last end, named after its longest event."""
+    width = max(span_ms, 1e-9) / bins_per_lane
+    events = events.assign(bin=np.floor(events["x0"].to_numpy() / width).astype(np.int64))
+    longest = events.sort_values("dur").groupby(["lane", "bin"], sort=False).tail(1)
+    longest = longest.set_index(["lane", "bin"])
+    grouped = events.groupby(["lane", "bin"], sort=False)
+    marks = grouped.agg(
+        x0=("x0", "min"), x1=("x1", "max"), count=("dur", "size"), busy=("dur", "sum")
+    )
+    marks["kind"] = longest["kind"].reindex(marks.index).to_numpy()
+    marks["name"] = longest["name"].reindex(marks.index).to_numpy()
+    marks = marks.reset_index()
+    marks["hover"] = (
+        marks["count"].map(fmt_count)
+        + " events in "
+        + marks["x0"].map(lambda v: f"{v:.3f}")
+        + "–"
+        + marks["x1"].map(lambda v: f"{v:.3f}")
+        + " ms, "
+        + marks["busy"].map(fmt_us)
+        + " summed<br>longest: <b>"
+        + marks["name"].map(lambda n: fmt_name(n, 90))
+        + "</b> ("
+        + marks["kind"]
+        + ")"
+    )
+    return marks
+
+
+def _segments(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(marks)
+    x = np.empty(3 * n, dtype=float)
+    x[0::3], x[1::3], x[2::3] = marks["x0"], marks["x1"], np.nan
+    y = np.empty(3 * n, dtype=object)
+    y[0::3] = y[1::3] = marks["lane"].to_numpy()
+    y[2::3] = None
+    text = np.empty(3 * n, dtype=object)
+    text[0::3] = text[1::3] = marks["hover"].to_numpy()
+    text[2::3] = ""
+    return x, y, text
+
+
+def timeline_figure(
+    c: Comparison, *, step: int | None = 0, max_marks: int = MAX_MARKS
+) -> go.Figure:
+    """Device activity (and CPU launch calls; blocking calls in their own colour) of both
+    traces on aligned time axes.
+
+    ``step`` is a position in each trace's ``ProfilerStep`` list (0 = first; None = the whole
+    trace); x is ms since the window's start in each trace. Beyond ``max_marks`` events the
+    lanes are binned (each mark = the events of one bin). ``layout.meta`` holds ``marks``,
+    ``events`` and ``aggregated``.
+    """
+    windows = [_window(side, step) for side, _ in _sides(c)]
+    events = [
+        _timeline_events(side, w[0], w[1]) for (side, _), w in zip(_sides(c), windows, strict=True)
+    ]
+    total = sum(len(e) for e in events)
+    lanes = sum(e["lane"].nunique() for e in events)
+    aggregated = total > max_marks
+    span_ms = max((w[1] - w[0]) / 1e3 for w in windows)
+    titles = [f"{side.name}: {w[2]}" for (side, _), w in zip(_sides(c), windows, strict=True)]
+    fig = make_subplots(
+        rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12
+    )
+    marks_drawn, shown = 0, set()
+    for row, frame in enumerate(events, start=1):
+        if frame.empty:
+            continue
+        if aggregated:
+            marks = _aggregate(frame, max(1, max_marks // max(lanes, 1)), span_ms)
+        else:
+            marks = frame.assign(hover=_hover_single(frame))
+        marks_drawn += len(marks)
+        for kind, part in marks.groupby("kind", sort=True):
+            x, y, text = _segments(part)
+            fig.add_scatter(
+                x=x,
+                y=y,
+                text=text,
+                mode="lines",
+                name=str(kind),
+                legendgroup=str(kind),
+                showlegend=kind not in shown,
+                line={"width": 12, "color": KIND_COLORS.get(str(kind), "#888")},
+                hovertemplate="%{text}<extra></extra>",
+                row=row,
+                col=1,
+            )
+            shown.add(kind)
+    how = (
+        f"aggregated: {fmt_count(total)} events merged into {fmt_count(marks_drawn)} marks "
+        f"({span_ms / max(1, max_marks // max(lanes, 1)):.3g} ms bins)"
+        if aggregated
+        else f"{fmt_count(total)} events"
+    )
+    title = (
+        "Timeline: device activity, CPU launch calls and compiled regions "
+        f"(measured; ms since window start; {how})"
+    )
+    if total == 0:
+        fig.add_annotation(
+            text="no activity in this window",
+            showarrow=False,
+            x=0.5,
+            y=0.5,
+            xref="paper",
+            yref="paper",
+        )
+    fig.update_xaxes(title_text="time since window start (ms)", row=2, col=1)
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig = _layout(fig, title, height=260 + 34 * max(lanes, 2), hovermode="closest")
+    fig.update_layout(meta={"marks": marks_drawn, "events": total, "aggregated": aggregated})
+    return fig
+
+
+def timeline_marks(fig: go.Figure) -> int:
+    """How many marks a :func:`timeline_figure` draws."""
+    return int((fig.layout.meta or {}).get("marks", 0))
