@@ -1,6 +1,7 @@
 """A run directory (``traceviz run``'s output) as plain paths and a plain run.json dict, for
-the front ends that compare its two traces. Reading and validating run.json is the runner's
-job (:func:`traceviz.runner.load_run`, no torch needed); this only adapts its result.
+the front door (:mod:`traceviz.pipeline`) that compares its two traces. Reading and
+validating run.json is the runner's job (:func:`traceviz.runner.load_run`, no torch needed);
+this only adapts its result.
 """
 
 from __future__ import annotations
