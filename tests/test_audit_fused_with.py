@@ -12,8 +12,8 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES
-from traceviz.analysis.compare import compare
 from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 
 RUNS = sorted(p.name for p in SAMPLES.iterdir() if (p / "run.json").exists())

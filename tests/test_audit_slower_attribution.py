@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.conftest import op
-from traceviz.analysis.compare import compare
 from traceviz.diagnose import Finding
+from traceviz.pipeline import compare
 
 Make = Callable[..., Path]
 
