@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.fusion_match import HEAVY_KEYS, Coded, distinct
+from traceviz.analysis.fusion_match import COMPOSITES, HEAVY_KEYS, Coded, distinct
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.op_keys import name_keys, op_key
 from traceviz.analysis.shapes import tensor_shapes
@@ -188,8 +188,6 @@ def _fused_op_overlap(
 ) -> tuple[float, set[str]] | None:
     """Share of the keys b's Inductor kernels are named after that a's ops have, and the
     missing ones (None when b has no Inductor kernel naming an op)."""
-    from traceviz.analysis.fusion_match import COMPOSITES
-
     wanted: set[str] = set()
     for name in _inductor_names(b_kernels):
         wanted.update(name_keys(name))
