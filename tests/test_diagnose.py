@@ -15,6 +15,7 @@ import pytest
 
 import traceviz
 from tests.conftest import kernel, launch, op
+from tests.runinfo_builder import run_info
 from traceviz.cli import main
 from traceviz.diagnose import (
     Evidence,
@@ -55,7 +56,8 @@ def memory_event(ts: float, nbytes: int, total: int) -> dict:
 def findings(
     make: Make, events: list[dict], *, name: str = "t", run: dict | None = None, **kw: Any
 ) -> list[Finding]:
-    return diagnose_trace(traceviz.load(make(events)), name=name, run_info=run, **kw)
+    info = run_info(**run) if run is not None else None
+    return diagnose_trace(traceviz.load(make(events)), name=name, run_info=info, **kw)
 
 
 def by_id(found: list[Finding], rule: str) -> list[Finding]:
@@ -429,11 +431,11 @@ def test_peak_memory_up_from_run_json(tmp_trace: Make) -> None:
         "eager": {"profiled_peak_bytes": 2**20},
         "compiled": {"profiled_peak_bytes": 4 * 2**20},
     }
-    up = compare(eager, compiled, names=("eager", "compiled"), run_info={"memory": memory})
+    up = compare(eager, compiled, names=("eager", "compiled"), run_info=run_info(memory=memory))
     (peak,) = by_id(up.findings, "peak-memory-up")
     assert "+3 MiB" in peak.title and peak.severity is Severity.WARNING
     memory["compiled"]["profiled_peak_bytes"] = 2**20 + 1000
-    same = compare(eager, compiled, names=("eager", "compiled"), run_info={"memory": memory})
+    same = compare(eager, compiled, names=("eager", "compiled"), run_info=run_info(memory=memory))
     assert not by_id(same.findings, "peak-memory-up")
 
 
@@ -460,7 +462,7 @@ def test_compiled_faster_or_noisy(tmp_trace: Make) -> None:
         "eager": {"median_us": 100, "samples_us": [50, 60, 100, 120, 400, 380, 90]},
         "compiled": {"median_us": 200, "samples_us": [150, 300, 200, 180, 60, 250, 220]},
     }
-    noisy = compare(eager, compiled, names=("eager", "compiled"), run_info={"timing": timing})
+    noisy = compare(eager, compiled, names=("eager", "compiled"), run_info=run_info(timing=timing))
     assert not by_id(noisy.findings, "compiled-slower")
     (finding,) = by_id(noisy.findings, "no-significant-difference")
     assert finding.severity is Severity.INFO and "95% interval" in finding.title

@@ -53,8 +53,7 @@ def side(path: Path, name: str) -> Side:
 @cache
 def run_comparison(run: Path) -> Comparison:
     rundir = read_run_dir(run)
-    dynamo = rundir.info.get("dynamo") or None
-    compiled = analyze(trace(rundir.compiled), name="compiled", dynamo=dynamo)
+    compiled = analyze(trace(rundir.compiled), name="compiled", dynamo=rundir.info.dynamo)
     return compare_sides(side(rundir.eager, "eager"), compiled, run_info=rundir.info)
 
 

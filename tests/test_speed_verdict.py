@@ -18,6 +18,7 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES, op
+from tests.runinfo_builder import run_info
 from traceviz.analysis.speed import (
     FASTER,
     ONE_WINDOW,
@@ -33,6 +34,7 @@ from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json
 from traceviz.report.views import headline
 from traceviz.rundir import read_run_dir
+from traceviz.runner.runinfo import RunInfo
 
 Make = Callable[..., Path]
 
@@ -56,13 +58,13 @@ def _pair(make: Make, eager: list[float], compiled: list[float]) -> tuple[Path, 
     return make(_steps(eager, compiled=False)), make(_steps(compiled, compiled=True))
 
 
-def _timing(eager: np.ndarray, compiled: np.ndarray) -> dict:
-    return {
-        "timing": {
+def _timing(eager: np.ndarray, compiled: np.ndarray) -> RunInfo:
+    return run_info(
+        timing={
             "eager": {"median_us": float(np.median(eager)), "samples_us": eager.tolist()},
             "compiled": {"median_us": float(np.median(compiled)), "samples_us": compiled.tolist()},
         }
-    }
+    )
 
 
 def _ids(findings: list) -> dict[str, Severity]:

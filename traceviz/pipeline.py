@@ -27,6 +27,7 @@ from traceviz.errors import UsageError
 from traceviz.parse import load_trace
 from traceviz.report.bundle import Report
 from traceviz.rundir import default_names, is_run_dir, read_run_dir
+from traceviz.runner.runinfo import DynamoFacts, RunInfo, run_info_of
 from traceviz.trace import Trace
 
 __all__ = ["Report", "compare", "compare_run", "compare_sides", "open_report", "report_of"]
@@ -54,14 +55,15 @@ def compare_sides(
     a: Side,
     b: Side,
     *,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | dict[str, Any] | None = None,
     compile_log: Any = None,
     force: bool = False,
 ) -> Report:
     """Compare two analysed sides and diagnose the pair (analyse each trace once for many
-    pairs). ``compile_log`` as in :func:`compare`."""
+    pairs). ``run_info`` and ``compile_log`` as in :func:`compare`."""
     log = read_log(compile_log)
-    return report_of(compare_analysed(a, b, run_info=run_info, compile_log=log, force=force))
+    info = run_info_of(run_info)
+    return report_of(compare_analysed(a, b, run_info=info, compile_log=log, force=force))
 
 
 def compare(
@@ -69,14 +71,15 @@ def compare(
     b: SideInput,
     *,
     names: Sequence[str] = ("a", "b"),
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | dict[str, Any] | None = None,
     compile_log: Any = None,
     force: bool = False,
     load: Loader = _parse,
 ) -> Report:
     """Compare two traces (paths, Trace objects or analysed sides) into a report.
 
-    ``run_info`` is a runner's run.json (a dict), if any; ``compile_log`` the compiled side's
+    ``run_info`` is a runner's run.json (a :class:`RunInfo`, or its dict, validated: a bad
+    one raises TraceFormatError), if any; ``compile_log`` the compiled side's
     compile log (a run directory's log file or a TORCH_TRACE directory, or a read log) for a
     fusion map on the compiler's record; ``force`` computes the fusion figures even when the
     traces are not the same workload. A side given as a :class:`Side` is not analysed again
@@ -84,11 +87,12 @@ def compare(
     """
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
-    dynamo = (run_info or {}).get("dynamo") or None
+    info = run_info_of(run_info)
+    dynamo = info.dynamo if info is not None else None
     log = read_log(compile_log)
     side_a = _side(a, names[0], load)
     side_b = _side(b, names[1], load, dynamo=dynamo, compile_log=log)
-    return compare_sides(side_a, side_b, run_info=run_info, compile_log=log, force=force)
+    return compare_sides(side_a, side_b, run_info=info, compile_log=log, force=force)
 
 
 def _side(
@@ -96,7 +100,7 @@ def _side(
     name: str,
     load: Loader,
     *,
-    dynamo: dict[str, Any] | None = None,
+    dynamo: DynamoFacts | None = None,
     compile_log: Any = None,
 ) -> Side:
     if isinstance(value, Side):
@@ -136,7 +140,7 @@ def open_report(
     b: SideInput | None = None,
     *,
     names: Sequence[str] | None = None,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | dict[str, Any] | None = None,
     compile_log: Any = None,
     force: bool = False,
     load: Loader = _parse,

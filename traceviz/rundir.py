@@ -1,30 +1,27 @@
-"""A run directory (``traceviz run``'s output) as plain paths and a plain run.json dict, for
+"""A run directory (``traceviz run``'s output) as plain paths and its typed run.json, for
 the front door (:mod:`traceviz.pipeline`) that compares its two traces. Reading and
-validating run.json is the runner's job (:func:`traceviz.runner.load_run`, no torch needed);
-this only adapts its result.
+validating run.json is the runner's job (:func:`traceviz.runner.load_run`, no torch needed,
+malformed files raise TraceFormatError naming them); this only adapts its result.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from traceviz.errors import TraceFormatError
 from traceviz.runner.run import load_run
-from traceviz.runner.runinfo import RUN_JSON
+from traceviz.runner.runinfo import RUN_JSON, RunInfo
 
 
 @dataclass(frozen=True)
 class RunDir:
-    """Paths of a run directory's traces and its run.json as a plain dict."""
+    """Paths of a run directory's traces and its run.json (typed: :class:`RunInfo`)."""
 
     path: Path
     eager: Path
     compiled: Path
-    info: dict[str, Any]
+    info: RunInfo
     compile_log: Path | None = None  # structured compile log (Inductor provenance), when kept
 
 
@@ -44,7 +41,7 @@ def read_run_dir(path: Path) -> RunDir:
         path=path,
         eager=eager,
         compiled=compiled,
-        info=msgspec.to_builtins(run.info),
+        info=run.info,
         compile_log=run.compile_log,
     )
 

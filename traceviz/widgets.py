@@ -29,6 +29,7 @@ from traceviz.dashboard.loading import load_path
 from traceviz.dashboard.views import VIEWS, Component
 from traceviz.errors import UsageError
 from traceviz.pipeline import open_report, report_of
+from traceviz.runner.runinfo import RunInfo
 from traceviz.trace import Trace
 
 __all__ = ["VIEW_NAMES", "compare", "extension", "view"]
@@ -50,7 +51,7 @@ def compare(
     b: Trace | str | Path | None = None,
     *,
     names: tuple[str, str] | None = None,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | dict[str, Any] | None = None,
     compile_log: Any = None,
 ) -> Dashboard:
     """The dashboard for ``a`` vs ``b`` (traces or paths), a run directory or ``traceviz.Run``

@@ -28,6 +28,7 @@ from traceviz.analysis.launch import LaunchOverhead, launch_overhead
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
+from traceviz.runner.runinfo import DynamoFacts, RunInfo
 from traceviz.trace import Trace
 
 SIDES = ("a", "b")
@@ -79,7 +80,7 @@ class Comparison:
     kinds: pd.DataFrame
     regions: pd.DataFrame
     fusion: FusionMap
-    run_info: dict[str, Any] | None = None
+    run_info: RunInfo | None = None  # the run directory's run.json, typed
 
     def side(self, which: str) -> Side:
         if which not in SIDES:
@@ -98,7 +99,7 @@ def compare_sides(
     a: Side,
     b: Side,
     *,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | None = None,
     compile_log: Any = None,
     force: bool = False,
 ) -> Comparison:
@@ -130,7 +131,7 @@ def compare_sides(
 
 
 def analyze(
-    trace: Trace, *, name: str, dynamo: dict[str, Any] | None = None, compile_log: Any = None
+    trace: Trace, *, name: str, dynamo: DynamoFacts | None = None, compile_log: Any = None
 ) -> Side:
     """Everything the comparison needs from one trace; ``dynamo`` is run.json's Dynamo facts,
     ``compile_log`` its structured compile log (Inductor's byte estimates fill memory traffic

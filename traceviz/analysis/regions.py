@@ -18,14 +18,14 @@ itself and are attached as they are (see :func:`region_stats`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from traceviz.analysis.kernels import issue_us, issued_inside
 from traceviz.analysis.launch import step_windows
+from traceviz.runner.runinfo import DynamoFacts
 from traceviz.schema import ActivityKind, Kernels, RegionKind, Regions
 from traceviz.trace import Trace
 
@@ -88,14 +88,14 @@ class RegionStats:
     code_time_us: float  # inside a compiled region, not in a graph-break gap
     other_time_us: float  # outside every compiled region and every gap
     gaps: pd.DataFrame  # columns: Gap
-    dynamo: dict[str, Any] = field(default_factory=dict)  # from run.json when given
+    dynamo: DynamoFacts | None = None  # run.json's Dynamo facts when given
 
     @property
     def compiled(self) -> bool:
         return self.region_calls + self.fx_graph_calls + self.forward_calls > 0
 
 
-def region_stats(trace: Trace, *, dynamo: dict[str, Any] | None = None) -> RegionStats:
+def region_stats(trace: Trace, *, dynamo: DynamoFacts | None = None) -> RegionStats:
     """Compiled-region facts of ``trace``; ``dynamo`` is run.json's Dynamo section, if any."""
     regions = trace.regions
     kind = regions[Regions.kind].astype(str)
@@ -127,7 +127,7 @@ def region_stats(trace: Trace, *, dynamo: dict[str, Any] | None = None) -> Regio
         code_time_us=float(durs[is_kernel & inside_mask & ~in_gap].sum()),
         other_time_us=float(durs[outside & ~in_gap].sum()),
         gaps=gaps,
-        dynamo=dict(dynamo or {}),
+        dynamo=dynamo,
     )
 
 

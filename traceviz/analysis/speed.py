@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from traceviz.runner.runinfo import RunInfo
 from traceviz.schema import Steps
 from traceviz.trace import Trace
 
@@ -101,7 +102,7 @@ def speed_verdict(
     a: Trace,
     b: Trace,
     *,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | None = None,
     tolerance: float = TOLERANCE,
     resamples: int = RESAMPLES,
     level: float = LEVEL,
@@ -184,15 +185,13 @@ def _one_window(
 
 
 def _timed_samples(
-    run_info: dict[str, Any] | None,
+    run_info: RunInfo | None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None:
-    timing = (run_info or {}).get("timing") or {}
-    if not isinstance(timing, dict):
+    """run.json's timed step samples (µs) of eager and compiled, when both have enough."""
+    compiled = run_info.timing.compiled if run_info is not None else None
+    if run_info is None or compiled is None:
         return None
-    eager, compiled = timing.get("eager") or {}, timing.get("compiled") or {}
-    if not isinstance(eager, dict) or not isinstance(compiled, dict):
-        return None
-    xa, xb = _clean(eager.get("samples_us") or []), _clean(compiled.get("samples_us") or [])
+    xa, xb = _clean(run_info.timing.eager.samples_us), _clean(compiled.samples_us)
     if len(xa) < MIN_SAMPLES or len(xb) < MIN_SAMPLES:
         return None
     return xa, xb

@@ -90,22 +90,22 @@ def _card(c: Comparison, name: str, label: str) -> str:
 
 
 def _run_cards(c: Comparison) -> str:
-    info = c.run_info or {}
-    timing = info.get("timing") or {}
-    correctness = info.get("correctness") or {}
+    info = c.run_info
+    if info is None:
+        return ""
     cards = []
-    speedup = timing.get("speedup")
-    if isinstance(speedup, (int, float)) and math.isfinite(speedup):
+    speedup = info.timing.speedup
+    if speedup is not None and math.isfinite(speedup):
         cards.append(("speedup", f"{speedup:.2f}×", "median step time, outside the profiler"))
-    if correctness.get("checked"):
-        passed = correctness.get("passed")
-        text = "outputs match" if passed else "outputs DIFFER"
-        err = correctness.get("max_abs_error")
-        detail = f"max abs error {err:.3g}" if isinstance(err, (int, float)) else ""
+    correctness = info.correctness
+    if correctness.checked:
+        text = "outputs match" if correctness.passed else "outputs DIFFER"
+        err = correctness.max_abs_error
+        detail = f"max abs error {err:.3g}" if err is not None else ""
         cards.append(("correctness", text, detail))
-    compile_info = info.get("compile") or {}
-    if compile_info and not compile_info.get("ok", True):
-        cards.append(("compile", "FAILED", str((compile_info.get("error") or {}).get("type", ""))))
+    if not info.compile.ok:
+        error = info.compile.error
+        cards.append(("compile", "FAILED", error.type if error is not None else ""))
     return "".join(
         f"<div class='tv-card'><div>{html.escape(k)} <span class='tv-tag'>run.json</span></div>"
         f"<div class='v'>{html.escape(v)}</div><div class='d'>{html.escape(d)}</div></div>"
@@ -463,13 +463,12 @@ def regions(c: Comparison) -> pn.viewable.Viewable:
     view = regions_view(c)
     if view.rows or view.note:
         parts.append(html_pane(view_html(view)))
-    breaks = ((c.run_info or {}).get("dynamo") or {}).get("graph_breaks") or []
+    breaks = c.run_info.dynamo.graph_breaks if c.run_info is not None else []
     if breaks:
         items = "".join(
-            f"<li><b>{html.escape(str(g.get('reason', '?')))}</b> at "
-            f"{html.escape(str(g.get('file', '?')))}:{html.escape(str(g.get('line', '?')))}</li>"
+            f"<li><b>{html.escape(g.reason)}</b> at "
+            f"{html.escape(str(g.file))}:{html.escape(str(g.line))}</li>"
             for g in breaks
-            if isinstance(g, dict)
         )
         parts.append(
             html_pane(f"<h4>Graph breaks reported by Dynamo (run.json)</h4><ul>{items}</ul>")

@@ -59,6 +59,7 @@ from traceviz.diagnose.facts import TraceFacts, facts_of_side, facts_of_trace
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
 from traceviz.diagnose.rules.fused import already_fused
+from traceviz.runner.runinfo import RunInfo, run_info_of
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
@@ -92,12 +93,14 @@ def diagnose_trace(
     trace: Trace,
     *,
     name: str | None = None,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | dict[str, Any] | None = None,
     variant: str | None = None,
 ) -> list[Finding]:
     """The single-trace findings of ``trace``. ``run_info`` is a run.json and ``variant``
-    (``"eager"``/``"compiled"``) says which of its traces this is, when known."""
-    return diagnose_facts(facts_of_trace(trace, name=name, run_info=run_info, variant=variant))
+    (``"eager"``/``"compiled"``) says which of its traces this is, when known; a run.json
+    dict is validated into a :class:`RunInfo` (TraceFormatError when it does not fit)."""
+    info = run_info_of(run_info)
+    return diagnose_facts(facts_of_trace(trace, name=name, run_info=info, variant=variant))
 
 
 def diagnose_facts(facts: TraceFacts, *, sort: bool = True) -> list[Finding]:

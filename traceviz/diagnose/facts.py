@@ -13,13 +13,13 @@ their own start for CPU kernels), since a GPU kernel may run after its step's CP
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
@@ -31,6 +31,7 @@ from traceviz.analysis.launch import LaunchOverhead, step_windows
 from traceviz.analysis.regions import RegionStats
 from traceviz.analysis.summary import TraceSummary
 from traceviz.diagnose.finding import Unit, format_value
+from traceviz.runner.runinfo import DynamoFacts, RunInfo, TimingStats
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
 
@@ -60,7 +61,7 @@ class TraceFacts:
     regions: RegionStats
     expect_compiled: bool = False
     variant: str | None = None
-    run_info: dict[str, Any] | None = None
+    run_info: RunInfo | None = None
     _memo: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -70,7 +71,7 @@ class TraceFacts:
         *,
         expect_compiled: bool,
         variant: str | None = None,
-        run_info: dict[str, Any] | None = None,
+        run_info: RunInfo | None = None,
     ) -> TraceFacts:
         """The facts of an analysed ``side`` in a role (no analysis is repeated)."""
         return cls(
@@ -132,37 +133,36 @@ class TraceFacts:
         """A per-step time as a fraction of the mean step time (None without a step time)."""
         return per_step_us / self.step_us if self.step_us > 0 else None
 
-    def dynamo(self) -> dict[str, Any]:
-        """Dynamo's own facts about this trace's compilation (run.json), or {}."""
-        if self.regions.dynamo:
-            return dict(self.regions.dynamo)
-        if self.variant == COMPILED and self.run_info:
-            return dict(self.run_info.get("dynamo") or {})
-        return {}
+    def dynamo(self) -> DynamoFacts:
+        """Dynamo's own facts about this trace's compilation (run.json); empty facts (no
+        counts, no breaks) without them."""
+        if self.regions.dynamo is not None:
+            return self.regions.dynamo
+        if self.variant == COMPILED and self.run_info is not None:
+            return self.run_info.dynamo
+        return DynamoFacts()
 
-    def run_section(self, key: str) -> dict[str, Any]:
-        """run.json's ``key`` section for this variant (``timing``/``memory``: eager or
-        compiled), or {}."""
-        if not self.run_info or self.variant is None:
-            return {}
-        section = self.run_info.get(key) or {}
-        value = section.get(self.variant) if isinstance(section, dict) else None
-        return value if isinstance(value, dict) else {}
+    def timing(self) -> TimingStats | None:
+        """run.json's timed step statistics of this variant (eager or compiled), if any."""
+        if self.run_info is None or self.variant not in (EAGER, COMPILED):
+            return None
+        timing = self.run_info.timing
+        return timing.eager if self.variant == EAGER else timing.compiled
 
 
 def facts_of_trace(
     trace: Trace,
     *,
     name: str | None = None,
-    run_info: dict[str, Any] | None = None,
+    run_info: RunInfo | None = None,
     variant: str | None = None,
 ) -> TraceFacts:
     """Analyse ``trace`` (:func:`~traceviz.analysis.compare.analyze`, as for a side of a
     comparison) for the single-trace rules (``variant`` as in :class:`TraceFacts`)."""
     label = name or Path(trace.meta.source).name
-    dynamo = (run_info or {}).get("dynamo") if variant == COMPILED else None
+    dynamo = run_info.dynamo if variant == COMPILED and run_info is not None else None
     return TraceFacts.of(
-        analyze(trace, name=label, dynamo=dynamo or None),
+        analyze(trace, name=label, dynamo=dynamo),
         expect_compiled=variant == COMPILED or labelled_compiled(label, trace.meta.source),
         variant=variant,
         run_info=run_info,
@@ -179,8 +179,8 @@ def facts_of_side(comparison: Comparison, which: str) -> TraceFacts:
     """
     side = comparison.side(which)
     run_info = comparison.run_info
-    variant = (EAGER if which == "a" else COMPILED) if run_info else None
-    key = (variant, side.name, json.dumps(run_info, sort_keys=True, default=str))
+    variant = (EAGER if which == "a" else COMPILED) if run_info is not None else None
+    key = (variant, side.name, msgspec.json.encode(run_info))
     cached = _SIDE_FACTS.get(id(side))
     if cached is not None and cached[0]() is side and cached[1] == key:
         return cached[2]
@@ -200,8 +200,10 @@ def _forget(key: int) -> Callable[[Any], None]:
     return drop
 
 
-def _side_facts(side: Side, run_info: dict[str, Any] | None, variant: str | None) -> TraceFacts:
-    compiled_by_run = variant == COMPILED and bool((run_info or {}).get("traces", {}).get(COMPILED))
+def _side_facts(side: Side, run_info: RunInfo | None, variant: str | None) -> TraceFacts:
+    compiled_by_run = (
+        variant == COMPILED and run_info is not None and bool(run_info.traces.compiled)
+    )
     labelled = variant != EAGER and labelled_compiled(side.name, side.trace.meta.source)
     return TraceFacts.of(
         side, expect_compiled=compiled_by_run or labelled, variant=variant, run_info=run_info

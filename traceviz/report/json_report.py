@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import msgspec
 import pandas as pd
 
 from traceviz.analysis.blocking import BlockingColumns
@@ -44,7 +45,7 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
             "by_line": records(fusion.by_line, limit=top),
             "comparable": _comparable(fusion.comparability),
         },
-        "run": comparison.run_info,
+        "run": msgspec.to_builtins(comparison.run_info),
         "speed": comparison_speed(comparison).to_json(),
         "findings": [_finding(f) for f in comparison.findings],
     }

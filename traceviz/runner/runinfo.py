@@ -275,3 +275,17 @@ def decode(data: bytes, *, source: str | Path) -> RunInfo:
         return msgspec.convert(header, type=RunInfo)
     except msgspec.ValidationError as err:
         raise TraceFormatError(source, f"run.json does not match schema {version}: {err}") from err
+
+
+def run_info_of(
+    value: RunInfo | dict[str, Any] | None, *, source: str = "run_info"
+) -> RunInfo | None:
+    """``value`` as a :class:`RunInfo`: a RunInfo passes through, a dict (a run.json read with
+    ``json.load``) is validated like a file; a bad one raises :class:`TraceFormatError`."""
+    if value is None or isinstance(value, RunInfo):
+        return value
+    if not isinstance(value, dict):
+        raise TraceFormatError(
+            source, f"run info must be a RunInfo or a dict, not {type(value).__name__}"
+        )
+    return decode(msgspec.json.encode(value), source=source)

@@ -14,8 +14,6 @@ its recompile reasons.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
@@ -30,6 +28,7 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.runner.runinfo import CompileRecord, GraphBreak
 from traceviz.schema import Ops
 
 GRAPH_BREAK_ID = "graph-break"
@@ -46,7 +45,7 @@ GAP_GAIN_BASIS = (
 def graph_breaks(facts: TraceFacts) -> list[Finding]:
     """The graph-break finding: breaks seen in the trace or reported by Dynamo."""
     dynamo = facts.dynamo()
-    reported = _int(dynamo.get("graph_break_count"))
+    reported = dynamo.graph_break_count or 0
     seen = facts.regions.graph_breaks
     if seen == 0 and reported == 0:
         return []
@@ -54,9 +53,9 @@ def graph_breaks(facts: TraceFacts) -> list[Finding]:
     evidence: list[Evidence | str] = []
     if reported:
         evidence.append(Evidence("graph breaks Dynamo reported", reported, Unit.COUNT))
-        if _int(dynamo.get("graphs")):
-            evidence.append(Evidence("graphs Dynamo made", _int(dynamo.get("graphs")), Unit.COUNT))
-    evidence += _reasons(dynamo.get("graph_breaks"))
+        if dynamo.graphs:
+            evidence.append(Evidence("graphs Dynamo made", dynamo.graphs, Unit.COUNT))
+    evidence += _reasons(dynamo.graph_breaks)
     if seen:
         evidence.append(Evidence("compiled frames per step (trace)", seen + 1, Unit.COUNT))
     if layout:
@@ -93,7 +92,7 @@ def recompiles(facts: TraceFacts) -> list[Finding]:
     frames = facts.regions.frames
     recompiled = frames[pd.to_numeric(frames["recompile_id"], errors="coerce") > 0]
     dynamo = facts.dynamo()
-    reported = _int(dynamo.get("recompiles"))
+    reported = dynamo.recompiles
     if recompiled.empty and reported == 0:
         return []
     evidence: list[Evidence | str] = []
@@ -102,7 +101,7 @@ def recompiles(facts: TraceFacts) -> list[Finding]:
     if not recompiled.empty:
         evidence.append(Evidence("frames recompiled (trace)", facts.regions.recompiles, Unit.COUNT))
         evidence += _recompiled_frames(facts, recompiled)
-    evidence += _recompile_reasons(dynamo.get("compiles"))
+    evidence += _recompile_reasons(dynamo.compiles)
     return [
         Finding(
             id=RECOMPILE_ID,
@@ -123,27 +122,16 @@ def recompiles(facts: TraceFacts) -> list[Finding]:
 # --- evidence ----------------------------------------------------------------------------
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
-
-
-def _reasons(breaks: Any) -> list[Evidence | str]:
+def _reasons(breaks: list[GraphBreak]) -> list[Evidence | str]:
     """Dynamo's break reasons with their location and first hint, de-duplicated."""
-    if not isinstance(breaks, list):
-        return []
     lines: list[str] = []
     for item in breaks:
-        if not isinstance(item, dict):
-            continue
-        line = f"Dynamo: {item.get('reason') or 'graph break'}"
-        if item.get("file"):
-            line += f" at {item.get('file')}:{item.get('line')}"
-        if item.get("function"):
-            line += f" in {item.get('function')}()"
-        hint = _first_hint(str(item.get("detail") or ""))
+        line = f"Dynamo: {item.reason or 'graph break'}"
+        if item.file:
+            line += f" at {item.file}:{item.line}"
+        if item.function:
+            line += f" in {item.function}()"
+        hint = _first_hint(item.detail)
         if hint:
             line += f" — {hint}"
         if line not in lines:
@@ -177,13 +165,11 @@ def _recompiled_frames(facts: TraceFacts, recompiled: pd.DataFrame) -> list[str]
     ][:TOP_REASONS]
 
 
-def _recompile_reasons(compiles: Any) -> list[str]:
-    if not isinstance(compiles, list):
-        return []
+def _recompile_reasons(compiles: list[CompileRecord]) -> list[str]:
     lines: list[str] = []
     for item in compiles:
-        if isinstance(item, dict) and item.get("recompile_reason"):
-            line = f"Dynamo recompiled {item.get('compile_id')}: {item['recompile_reason']}"
+        if item.recompile_reason:
+            line = f"Dynamo recompiled {item.compile_id}: {item.recompile_reason}"
             lines.append(short_name(line.replace("\n", " "), 300))
     return [*dict.fromkeys(lines)][:TOP_REASONS]
 

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +35,7 @@ from traceviz.diagnose.facts import (
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.timeline import same_context, timeline
+from traceviz.runner.runinfo import RunInfo
 from traceviz.schema import Kernels, Ops
 
 EXTERN_GEMM_ID = "extern-gemm"
@@ -83,7 +83,7 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
         f"{name}: {calls:.3g} per step, {_us(t)} per step"
         for name, calls, t in top_names(names, durs, facts.n_steps)
     ]
-    mode = ((facts.run_info or {}).get("compile") or {}).get("mode")
+    mode = facts.run_info.compile.mode if facts.run_info is not None else None
     if mode:
         evidence.append(f"compile mode: {mode}")
     cpu = "" if facts.is_gpu else " On CPU, also set `torch._inductor.config.freezing = True` "
@@ -151,11 +151,11 @@ def matmul_add(facts: TraceFacts) -> list[Finding]:
     ]
 
 
-def _autotuned(run_info: dict[str, Any] | None) -> bool:
+def _autotuned(run_info: RunInfo | None) -> bool:
     """run.json says the compile already used max-autotune."""
-    compile_info = (run_info or {}).get("compile") or {}
-    config = compile_info.get("inductor_config") or {}
-    mode = str(compile_info.get("mode") or "")
+    if run_info is None:
+        return False
+    config, mode = run_info.compile.inductor_config, run_info.compile.mode
     return "max-autotune" in mode or bool(
         config.get("max_autotune") or config.get("max_autotune_gemm")
     )

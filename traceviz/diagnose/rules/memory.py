@@ -13,12 +13,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, facts_of_side, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
 from traceviz.diagnose.rules.chains import chain_groups
+from traceviz.runner.runinfo import RunInfo
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
@@ -115,16 +116,18 @@ def large_intermediates(facts: TraceFacts) -> list[Finding]:
     ]
 
 
-def _run_peaks(run_info: dict[str, Any] | None) -> tuple[int, int, str] | None:
+def _run_peaks(run_info: RunInfo | None) -> tuple[int, int, str] | None:
     """(eager, compiled, basis) peaks from run.json: device peak first, else profiled."""
-    memory = (run_info or {}).get("memory") or {}
-    eager, compiled = memory.get("eager") or {}, memory.get("compiled") or {}
-    for key, basis in (
-        ("device_peak_allocated_bytes", "torch.cuda.max_memory_allocated over timed steps"),
-        ("profiled_peak_bytes", "peak allocated per step during profiling (run.json)"),
+    if run_info is None or run_info.memory.compiled is None:
+        return None
+    eager, compiled = run_info.memory.eager, run_info.memory.compiled
+    device = (eager.device_peak_allocated_bytes, compiled.device_peak_allocated_bytes)
+    profiled = (eager.profiled_peak_bytes, compiled.profiled_peak_bytes)
+    for (a, b), basis in (
+        (device, "torch.cuda.max_memory_allocated over timed steps"),
+        (profiled, "peak allocated per step during profiling (run.json)"),
     ):
-        a, b = eager.get(key), compiled.get(key)
-        if isinstance(a, int) and isinstance(b, int):
+        if a is not None and b is not None:
             return a, b, basis
     return None
 

@@ -171,9 +171,9 @@ def _noisy(facts: TraceFacts) -> list[Finding]:
     durs = facts.trace.steps[Steps.dur_us].to_numpy(dtype=float)
     mean = float(np.mean(durs))
     cv = float(np.std(durs)) / mean if mean > 0 else 0.0
-    timing = facts.run_section("timing")
-    median, iqr = timing.get("median_us"), timing.get("iqr_us")
-    spread = float(iqr) / float(median) if median and iqr is not None else 0.0
+    timing = facts.timing()
+    median = timing.median_us if timing is not None else 0.0
+    spread = timing.iqr_us / median if timing is not None and median else 0.0
     if cv <= STEP_CV_MAX and spread <= TIMING_IQR_MAX:
         return []
     evidence: list[Evidence | str] = [
