@@ -41,6 +41,7 @@ from traceviz.analysis.fusion_names import (
     eager_op_base,
     fused_kernel_ops,
 )
+from traceviz.aten_ops import CONV_OPS, MATMUL_OPS, NORM_OPS, SOFTMAX_OPS
 from traceviz.schema import ActivityKind
 
 __all__ = [
@@ -150,9 +151,7 @@ OP_KIND_RULES: tuple[KindRule, ...] = (
           r"|broadcast|send|recv|barrier|monitored_barrier", "c10d::allreduce_"),
     _rule(K.ATTENTION, r".*(attention|_flash_|sdpa).*",
           "_scaled_dot_product_flash_attention_for_cpu, _flash_attention_forward"),
-    _rule(K.GEMM, r"mm|bmm|addmm|baddbmm|addbmm|matmul|linear|mv|addmv|dot|vdot|inner|outer"
-          r"|einsum|tensordot|_int_mm|_scaled_mm|_addmm_activation|_linear_pointwise"
-          r"|_mkl_linear|mkldnn_linear|_weight_int[48]pack_mm|.*gemm.*",
+    _rule(K.GEMM, "|".join(sorted(MATMUL_OPS)) + r"|.*gemm.*",
           "aten::addmm, aten::mm, mkldnn::_linear_pointwise"),
     _rule(K.CONV, r".*conv(?!ert).*", "aten::mkldnn_convolution, aten::cudnn_convolution"),
     _rule(K.NORMALIZATION, r".*(layer_norm|rms_norm|group_norm|batch_norm|instance_norm"
@@ -186,12 +185,7 @@ OP_KIND_RULES: tuple[KindRule, ...] = (
 
 _NAMESPACED = re.compile(r"^[A-Za-z_]\w*::")
 _EXTERN_NAMESPACE = re.compile(r"^(mkldnn|mkl|onednn|mkldnn_prepacked)::")
-_NORM_OPS = frozenset(
-    {"native_layer_norm", "layer_norm", "rms_norm", "_fused_rms_norm", "native_group_norm",
-     "group_norm", "native_batch_norm", "batch_norm", "_native_batch_norm_legit",
-     "_native_batch_norm_legit_no_training", "instance_norm", "var_mean", "rsqrt",
-     "_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"}
-)  # fmt: skip
+_NORM_OPS = NORM_OPS | SOFTMAX_OPS | {"var_mean", "rsqrt"}  # rsqrt: RMS norm
 _REDUCTION_OPS = frozenset(
     {"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "argmax", "argmin",
      "any", "all", "logsumexp", "linalg_vector_norm", "norm", "cumsum", "cumprod",
@@ -205,7 +199,7 @@ _COPY_OPS = frozenset(
      "embedding", "slice_scatter", "select_scatter", "alias", "repeat", "flip",
      "index_select", "empty", "empty_like", "empty_strided", "convert_element_type"}
 )  # fmt: skip
-_TEMPLATE_CONV = frozenset({"convolution", "_convolution", "conv2d", "conv1d", "conv3d"})
+_TEMPLATE_CONV = CONV_OPS
 _ATTENTION_OPS = re.compile(r"attention|flex|sdpa|_flash_|_efficient_")
 
 

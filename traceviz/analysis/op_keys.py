@@ -3,7 +3,8 @@
 An op's key is its base name (``aten::add_.Tensor`` → ``add``) mapped through
 :data:`OP_ALIASES` (names that do the same work: ``_softmax``/``softmax``,
 ``native_layer_norm``/``layer_norm``, ``addmm``/``mm``/``linear``, …). Views and other ops
-that move no data (:data:`NO_WORK_OPS`) have no key. An Inductor kernel's name stands for the
+that move no data (:data:`NO_WORK_OPS`, from :data:`traceviz.aten_ops.NO_DATA_OPS`) have
+no key. An Inductor kernel's name stands for the
 ops written into it (:func:`~traceviz.analysis.fusion_names.fused_kernel_ops`). Used by the
 fusion map, its guard (:mod:`~traceviz.analysis.comparable`), the matcher and the by-line view.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
-from traceviz.parse.cpu_kernels import NON_COMPUTE
+from traceviz.aten_ops import ATTENTION_OPS, NO_DATA_OPS, with_inplace
 
 __all__ = ["NO_WORK_OPS", "OP_ALIASES", "keys_of", "name_keys", "op_key"]
 
@@ -39,10 +40,7 @@ OP_ALIASES: dict[str, str] = _aliases(
         "group_norm": "group_norm native_group_norm",
         "convolution": "convolution _convolution conv1d conv2d conv3d cudnn_convolution"
         " mkldnn_convolution miopen_convolution",
-        "attention": "scaled_dot_product_attention _scaled_dot_product_flash_attention"
-        " _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention"
-        " _scaled_dot_product_cudnn_attention _flash_attention_forward"
-        " _efficient_attention_forward",
+        "attention": " ".join(sorted(ATTENTION_OPS)),
         "copy": "copy clone contiguous _to_copy to convert_element_type",
         "fill": "fill zero full full_like zeros zeros_like ones ones_like new_zeros new_ones"
         " new_full scalar_tensor",
@@ -56,11 +54,7 @@ OP_ALIASES: dict[str, str] = _aliases(
 )
 
 #: Ops that move no data: views, reshapes, metadata and allocations (no key, match nothing).
-NO_WORK_OPS: frozenset[str] = frozenset(
-    {op.rstrip("_") for op in NON_COMPUTE if not op.startswith("_")}
-    | NON_COMPUTE
-    | {"view", "_unsafe_view", "_reshape_alias", "lift_fresh", "permute", "expand"}
-) - frozenset(OP_ALIASES)
+NO_WORK_OPS: frozenset[str] = with_inplace(NO_DATA_OPS) - frozenset(OP_ALIASES)
 
 
 def op_key(name: str) -> str | None:

@@ -8,7 +8,7 @@ copy, view, alloc; the rules are described in :mod:`traceviz.analysis.traffic`),
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -20,6 +20,16 @@ from traceviz.analysis.traffic_args import (
     broadcast,
     numel,
     tensor_args,
+)
+from traceviz.aten_ops import (
+    ALLOC_OPS,
+    ATTENTION_OPS,
+    COPY_OPS,
+    NORM_BACKWARD_OPS,
+    NORM_OPS,
+    SOFTMAX_BACKWARD_OPS,
+    SOFTMAX_OPS,
+    VIEW_OPS,
 )
 
 __all__ = ["ALLOC_OPS", "OP_RULES", "VIEW_OPS", "TrafficEstimate", "TrafficRule"]
@@ -309,26 +319,8 @@ def _zero(rule: TrafficRule) -> Callable[[str, list[Arg], bool], TrafficEstimate
 _Rule = Callable[[str, list[Arg], bool], TrafficEstimate | None]
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-VIEW_OPS = _words(
-    """
-    view _unsafe_view reshape _reshape_alias as_strided transpose t permute expand expand_as
-    squeeze unsqueeze slice select narrow alias detach unbind split split_with_sizes chunk
-    unfold flatten unflatten view_as diagonal numpy_T lift_fresh resolve_conj resolve_neg
-    movedim swapaxes conj _conj view_as_real view_as_complex"""
-)
-ALLOC_OPS = _words(
-    """
-    empty empty_like empty_strided new_empty new_empty_strided resize resize_as set
-    record_stream"""
-)
-
-
-def _table(rule: _Rule, names: str) -> dict[str, _Rule]:
-    return dict.fromkeys(names.split(), rule)
+def _table(rule: _Rule, names: str | Iterable[str]) -> dict[str, _Rule]:
+    return dict.fromkeys(names.split() if isinstance(names, str) else sorted(names), rule)
 
 
 #: Op base name (``aten::add_`` → ``add``) → rule.
@@ -347,23 +339,12 @@ OP_RULES: dict[str, _Rule] = {
     **_table(_reduction, """
         sum nansum mean nanmean amax amin max min prod var std var_mean std_mean norm
         linalg_vector_norm argmax argmin all any logsumexp count_nonzero"""),
-    **_table(_matmul, " ".join(_MATMUL_ARITY)),
-    **_table(_conv, " ".join(_CONV_ARGS)),
-    **_table(_same_as_first(TrafficRule.NORM), """
-        layer_norm native_layer_norm batch_norm native_batch_norm _batch_norm_impl_index
-        cudnn_batch_norm miopen_batch_norm _native_batch_norm_legit
-        _native_batch_norm_legit_no_training _batch_norm_with_update group_norm
-        native_group_norm instance_norm rms_norm _fused_rms_norm native_layer_norm_backward
-        native_batch_norm_backward cudnn_batch_norm_backward native_group_norm_backward"""),
-    **_table(_same_as_first(TrafficRule.SOFTMAX), """
-        softmax _softmax log_softmax _log_softmax _safe_softmax _softmax_backward_data
-        _log_softmax_backward_data"""),
-    **_table(_attention, """
-        scaled_dot_product_attention _scaled_dot_product_flash_attention
-        _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention
-        _scaled_dot_product_cudnn_attention _flash_attention_forward
-        _efficient_attention_forward _scaled_dot_product_fused_attention_overrideable"""),
-    **_table(_copy, "copy clone contiguous _to_copy to _pin_memory pin_memory"),
-    **_table(_zero(TrafficRule.VIEW), " ".join(VIEW_OPS)),
-    **_table(_zero(TrafficRule.ALLOC), " ".join(ALLOC_OPS)),
+    **_table(_matmul, _MATMUL_ARITY),
+    **_table(_conv, _CONV_ARGS),
+    **_table(_same_as_first(TrafficRule.NORM), NORM_OPS | NORM_BACKWARD_OPS),
+    **_table(_same_as_first(TrafficRule.SOFTMAX), SOFTMAX_OPS | SOFTMAX_BACKWARD_OPS),
+    **_table(_attention, ATTENTION_OPS),
+    **_table(_copy, COPY_OPS | {"_pin_memory", "pin_memory"}),
+    **_table(_zero(TrafficRule.VIEW), VIEW_OPS),
+    **_table(_zero(TrafficRule.ALLOC), ALLOC_OPS),
 }  # fmt: skip

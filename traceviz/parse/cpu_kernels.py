@@ -36,29 +36,18 @@ import re
 import numpy as np
 import pandas as pd
 
+from traceviz.aten_ops import COPY_OPS, NO_DATA_OPS, with_inplace
 from traceviz.parse import nesting
 
 COMPUTE_NAMESPACES = ("aten", "mkldnn", "mkl", "quantized", "onednn", "_c10d_functional", "c10d")
 INDUCTOR_CPP_KERNEL = re.compile(r"^(graph_\d+_)?cpp_fused_|^cpp_")
 
-NON_COMPUTE = frozenset(
-    {
-        "alias", "as_strided", "as_strided_", "chunk", "detach", "detach_", "empty",
-        "empty_like", "empty_strided", "expand", "expand_as", "flatten", "is_nonzero",
-        "is_same_size", "lift_fresh", "movedim", "narrow", "new_empty", "new_empty_strided",
-        "numpy_T", "permute", "reshape", "_reshape_alias", "resize_", "resize_as_",
-        "resolve_conj", "resolve_neg", "result_type", "select", "set_", "size", "slice",
-        "split", "split_with_sizes", "squeeze", "squeeze_", "stride", "t", "transpose",
-        "transpose_", "unbind", "unflatten", "unfold", "unsqueeze", "unsqueeze_", "view",
-        "view_as", "_unsafe_view", "_nnpack_available", "_has_compatible_shallow_copy_type",
-        "record_stream", "_local_scalar_dense", "item", "is_pinned", "lift_fresh_copy",
-        "_reinterpret_tensor", "_alloc_from_pool", "dim", "numel", "contiguous_",
-        "_assert_async", "_assert_tensor_metadata", "sym_size", "sym_stride", "sym_numel",
-    }
-)  # fmt: skip
+#: Ops that move no data (views, allocations, metadata; :data:`traceviz.aten_ops.NO_DATA_OPS`)
+#: and their in-place forms: never kernels.
+NON_COMPUTE = with_inplace(NO_DATA_OPS)
 
 HELPERS = frozenset({"copy_", "fill_", "zero_"})
-COPY_WRAPPERS = frozenset({"clone", "_to_copy", "to", "contiguous", "copy", "type_as"})
+COPY_WRAPPERS = COPY_OPS | {"type_as"}
 
 
 def op_base_name(name: str) -> tuple[str, str]:
