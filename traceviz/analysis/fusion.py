@@ -43,6 +43,7 @@ from traceviz.analysis.fusion_match import (
     is_layout_kernel,
 )
 from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.memory import (
     Basis,
@@ -148,7 +149,9 @@ class FusionMap:
     ``kernels`` that are not fusions); ``credits`` (:class:`~traceviz.analysis.fusion_match.
     Credits`, one row per eager kernel instance, in eager-row order) is the partition the other
     tables sum; ``by_line`` (:class:`~traceviz.analysis.fusion_lines.ByLine`) the same per user
-    source line, empty when neither trace maps kernels to lines.
+    source line, empty when neither trace maps kernels to lines; ``ops``
+    (:class:`~traceviz.analysis.fusion_ops.KernelOps`) the matched credits per (compiled
+    kernel, eager op), the structured form of ``kernels.eager_ops``.
 
     ``comparability`` is the guard's verdict; when it withholds the figures (not comparable,
     not forced) every table above is empty and both headline figures are None.
@@ -176,6 +179,7 @@ class FusionMap:
     credits: pd.DataFrame = field(default_factory=lambda: _empty(CREDITS_DTYPES))
     by_line: pd.DataFrame = field(default_factory=lambda: _empty(BY_LINE_DTYPES))
     comparability: Comparability = field(default_factory=lambda: Comparability(True))
+    ops: pd.DataFrame = field(default_factory=lambda: _empty(KERNEL_OPS_DTYPES))
 
 
 def fusion_map(
@@ -232,7 +236,8 @@ def fusion_map(
     recorded = set(lines.recorded) if lines is not None else set()
     if compiler is not None and len(compiler):
         recorded |= set(compiler["kernel"].astype(str))
-    kernels = _kernel_table(compiled_classified, credits, recorded)
+    ops = kernel_ops(credits)
+    kernels = _kernel_table(compiled_classified, credits, ops, recorded)
     not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
     by_line = (
         lines_table(credits, compiled_classified, lines) if lines is not None else base.by_line
@@ -248,6 +253,7 @@ def fusion_map(
         est_bytes_saved=_bytes_saved(compiled, eager_traffic, compiled_traffic, scale),
         credits=credits,
         by_line=by_line,
+        ops=ops,
     )
 
 
@@ -277,7 +283,7 @@ def _time(rows: pd.DataFrame) -> pd.Series:
 
 
 def _kernel_table(
-    classified: pd.DataFrame, credits: pd.DataFrame, recorded: set[str]
+    classified: pd.DataFrame, credits: pd.DataFrame, ops: pd.DataFrame, recorded: set[str]
 ) -> pd.DataFrame:
     """One row per distinct compiled kernel name with what the credits gave it; ``recorded``
     names the kernels the compile log explains (basis ``compiler``)."""
@@ -305,7 +311,7 @@ def _kernel_table(
     table[FusionKernels.basis] = [
         COMPILER_BASIS if name in recorded else NAME_MATCH_BASIS for name in names
     ]
-    out = table.join(_credited(credits), on=FusionKernels.kernel)
+    out = table.join(_credited(credits, ops), on=FusionKernels.kernel)
     out[FusionKernels.eager_ops] = out[FusionKernels.eager_ops].fillna("")
     out[FusionKernels.eager_kernels] = out[FusionKernels.eager_kernels].fillna(0)
     out[FusionKernels.eager_time_us] = out[FusionKernels.eager_time_us].fillna(0.0)
@@ -315,20 +321,16 @@ def _kernel_table(
     return schema.conform(out.reset_index(drop=True), FUSION_KERNELS_DTYPES)
 
 
-def _credited(credits: pd.DataFrame) -> pd.DataFrame:
-    """Per compiled kernel credited: ``eager_ops`` text, ``eager_kernels``,
-    ``eager_time_us`` and the time-weighted ``confidence``."""
+def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
+    """Per compiled kernel credited (``ops``: :func:`kernel_ops` of ``credits``):
+    ``eager_ops`` text, ``eager_kernels``, ``eager_time_us`` and the time-weighted
+    ``confidence``."""
     matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
-    per_op = matched.groupby([Credits.kernel, Credits.op], sort=False).agg(
-        n=(Credits.time_us, "size"), t=(Credits.time_us, "sum")
-    )
-    per_op = per_op.reset_index().sort_values(
-        ["t", Credits.op], ascending=[False, True], kind="stable"
-    )
-    per_op["text"] = per_op[Credits.op] + " (" + per_op["n"].astype(str) + ")"
+    per_op = ops.rename(columns={KernelOps.kernels: "n", KernelOps.time_us: "t"})
+    per_op["text"] = per_op[KernelOps.op] + " (" + per_op["n"].astype(str) + ")"
     weight = matched[Credits.time_us].where(matched[Credits.time_us] > 0, 1e-9)
     weighted = (matched[Credits.confidence] * weight).groupby(matched[Credits.kernel]).sum()
-    grouped = per_op.groupby(Credits.kernel, sort=False)
+    grouped = per_op.groupby(KernelOps.kernel, sort=False)
     summary = pd.DataFrame(
         {
             FusionKernels.eager_ops: grouped["text"].agg(", ".join),

@@ -12,13 +12,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import panel as pn
 import param
 
 from traceviz.analysis.compare import Comparison, Metric
-from traceviz.analysis.kernels import Classified
+from traceviz.analysis.fusion_ops import KernelOps
+from traceviz.analysis.top_kernels import top_kernels
 from traceviz.records import records
 from traceviz.report import figures
 from traceviz.report.bundle import Report
@@ -26,6 +26,7 @@ from traceviz.report.html import finding_html
 from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     eager_only_view,
+    eager_ops_texts,
     fmt_delta,
     fmt_ratio,
     fmt_value,
@@ -141,45 +142,9 @@ def overview(c: Report) -> pn.viewable.Viewable:
 
 
 def kernel_table(c: Comparison) -> pd.DataFrame:
-    """One row per (trace, kernel name): kind, source, calls, device time (µs, measured),
-    share of its trace's device time, and the op that launched most of its calls."""
-    parts = []
-    for side in (c.a, c.b):
-        k = side.kernels
-        grouped = k.groupby(Kernels.name, observed=True, sort=False)
-        total = float(np.nansum(k[Kernels.excl_dur_us].to_numpy(dtype=float))) or 1.0
-        table = pd.DataFrame(
-            {
-                "kind": grouped[Classified.kind].first().astype(str),
-                "source": grouped[Classified.source].first().astype(str),
-                "calls": grouped.size(),
-                "time_us": grouped[Kernels.excl_dur_us].sum(),
-                "launched_by": grouped[Kernels.op_name].agg(_most_common),
-            }
-        )
-        table["mean_us"] = table["time_us"] / table["calls"]
-        table["share_pct"] = (100.0 * table["time_us"] / total).round(1)
-        table.index = table.index.astype(str)
-        parts.append(table.rename_axis("kernel").reset_index().assign(trace=side.name))
-    table = pd.concat(parts, ignore_index=True)
-    table = table.sort_values("time_us", ascending=False, ignore_index=True)
-    columns = [
-        "trace",
-        "kernel",
-        "kind",
-        "source",
-        "calls",
-        "time_us",
-        "mean_us",
-        "share_pct",
-        "launched_by",
-    ]
-    return table.loc[:, columns]
-
-
-def _most_common(values: pd.Series) -> str:
-    counts = values.value_counts(dropna=True)
-    return str(counts.index[0]) if len(counts) else "–"
+    """Both sides' kernels, one row per (trace, kernel name): columns
+    :class:`~traceviz.analysis.top_kernels.TopKernels`."""
+    return top_kernels([(side.name, side.kernels) for side in (c.a, c.b)])
 
 
 def _contains(df: pd.DataFrame, pattern: str) -> pd.DataFrame:
@@ -278,7 +243,8 @@ def explain_kernel(c: Comparison, trace: str, kernel: str) -> str:
             return f"<p><b>{name}</b>: not in the fusion map.</p>"
         r = rows.iloc[0]
         fused = html.escape(str(r["fused_ops"]) or "–")
-        eager = html.escape(str(r["eager_ops"]) or f"no {a} op matched")
+        ops = eager_ops_texts(c.fusion.ops[c.fusion.ops[KernelOps.kernel] == kernel])
+        eager = html.escape(ops.get(kernel) or f"no {a} op matched")
         return (
             f"<p><b>{name}</b> ({html.escape(str(r['source']))}"
             f"{', a fusion' if bool(r['is_fusion']) else ', not a fusion'}): "
@@ -290,7 +256,8 @@ def explain_kernel(c: Comparison, trace: str, kernel: str) -> str:
     side = c.a if trace == a else c.b
     ops = side.kernels.loc[side.kernels[Kernels.name] == kernel, Kernels.op_name].dropna()
     op = str(ops.iloc[0]) if len(ops) else kernel
-    into = fusion[fusion["eager_ops"].str.contains(op + " (", regex=False)]
+    credited = c.fusion.ops.loc[c.fusion.ops[KernelOps.op] == op, KernelOps.kernel]
+    into = fusion[fusion["kernel"].isin(set(credited))]
     if into.empty:
         return (
             f"<p><b>{name}</b> (op {html.escape(op)}): no {html.escape(b)} kernel replaced it.</p>"

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from traceviz.analysis.compare import Comparison, Metric, Side
 from traceviz.analysis.device import NOT_ANALYSED
+from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
 from traceviz.diagnose.rules.slower import basis_text, comparison_speed
 from traceviz.records import records
@@ -192,13 +194,26 @@ def withheld_note(comparison: Comparison) -> str:
     return f"fusion figures left out, the traces are not one workload: {why} (--force compares)"
 
 
+def eager_ops_texts(ops: pd.DataFrame) -> dict[str, str]:
+    """Per compiled kernel, the eager ops credited to it as ``"aten::add (3), aten::mul (3)"``
+    (op (eager kernels), largest device time first), from the structured
+    :class:`~traceviz.analysis.fusion_ops.KernelOps` rows (``FusionMap.ops``)."""
+    texts: dict[str, list[str]] = {}
+    for kernel, op, n in zip(
+        ops[KernelOps.kernel], ops[KernelOps.op], ops[KernelOps.kernels], strict=True
+    ):
+        texts.setdefault(str(kernel), []).append(f"{op} ({n})")
+    return {kernel: ", ".join(parts) for kernel, parts in texts.items()}
+
+
 def fusion_view(comparison: Comparison, *, top: int) -> View:
     a, b = comparison.names
     table = comparison.fusion.kernels.sort_values("time_us", ascending=False).head(top)
+    eager_ops = eager_ops_texts(comparison.fusion.ops)
     rows = [
         [
             fmt_name(str(r["kernel"]), 50) + (" (layout)" if r["is_layout"] else ""),
-            str(r["eager_ops"] or "–"),
+            eager_ops.get(str(r["kernel"])) or "–",
             f"{fmt_us(r['time_us'])} ({fmt_count(r['calls'])})",
             f"{fmt_us(r['eager_time_us'])} ({fmt_count(r['eager_kernels'])})",
             _basis(r["basis"], r["confidence"]),

@@ -1,0 +1,82 @@
+"""Kernels of several traces, one row per (trace, kernel name), by device time.
+
+:func:`top_kernels` is the table behind the dashboard's kernel explorer: per classified
+kernels table (:func:`~traceviz.analysis.kernels.classify`), each distinct kernel name with
+its kind, source, calls and exclusive device time (µs, measured), its share of its trace's
+device time and the op that launched most of its calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.kernels import Classified
+from traceviz.schema import Kernels
+
+__all__ = ["TOP_KERNELS_DTYPES", "TopKernels", "top_kernels"]
+
+
+class TopKernels:
+    """Columns of :func:`top_kernels`: one row per (trace, kernel name)."""
+
+    trace = "trace"  # name of the trace (str)
+    kernel = "kernel"  # kernel name (str)
+    kind = "kind"  # KernelKind of its first call (str)
+    source = "source"  # KernelSource of its first call (str)
+    calls = "calls"  # kernels of that name (int64)
+    time_us = "time_us"  # their exclusive device time, µs, measured (float64)
+    mean_us = "mean_us"  # time_us / calls, µs (float64)
+    share_pct = "share_pct"  # % of its trace's exclusive device time, 1 decimal (float64)
+    launched_by = "launched_by"  # op that launched most of its calls ("–": none) (str)
+
+
+TOP_KERNELS_DTYPES: dict[str, str] = {
+    TopKernels.trace: "object",
+    TopKernels.kernel: "object",
+    TopKernels.kind: "object",
+    TopKernels.source: "object",
+    TopKernels.calls: "int64",
+    TopKernels.time_us: schema.F64,
+    TopKernels.mean_us: schema.F64,
+    TopKernels.share_pct: schema.F64,
+    TopKernels.launched_by: "object",
+}
+
+
+def top_kernels(sides: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
+    """One row per (trace, kernel name) of each ``(name, classified kernels)`` pair, largest
+    ``time_us`` first (columns :class:`TopKernels`)."""
+    parts = [_one(name, kernels) for name, kernels in sides]
+    if not parts:
+        return schema.conform(pd.DataFrame({c: [] for c in TOP_KERNELS_DTYPES}),
+                              TOP_KERNELS_DTYPES)  # fmt: skip
+    table = pd.concat(parts, ignore_index=True)
+    table = table.sort_values(TopKernels.time_us, ascending=False, ignore_index=True)
+    return schema.conform(table, TOP_KERNELS_DTYPES)
+
+
+def _one(name: str, k: pd.DataFrame) -> pd.DataFrame:
+    grouped = k.groupby(Kernels.name, observed=True, sort=False)
+    total = float(np.nansum(k[Kernels.excl_dur_us].to_numpy(dtype=float))) or 1.0
+    table = pd.DataFrame(
+        {
+            TopKernels.kind: grouped[Classified.kind].first().astype(str),
+            TopKernels.source: grouped[Classified.source].first().astype(str),
+            TopKernels.calls: grouped.size(),
+            TopKernels.time_us: grouped[Kernels.excl_dur_us].sum(),
+            TopKernels.launched_by: grouped[Kernels.op_name].agg(_most_common),
+        }
+    )
+    table[TopKernels.mean_us] = table[TopKernels.time_us] / table[TopKernels.calls]
+    table[TopKernels.share_pct] = (100.0 * table[TopKernels.time_us] / total).round(1)
+    table.index = table.index.astype(str)
+    return table.rename_axis(TopKernels.kernel).reset_index().assign(**{TopKernels.trace: name})
+
+
+def _most_common(values: pd.Series) -> str:
+    counts = values.value_counts(dropna=True)
+    return str(counts.index[0]) if len(counts) else "–"
