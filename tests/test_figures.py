@@ -107,12 +107,21 @@ def test_timeline_aligns_both_traces_on_their_step_start(gpu_pair: Comparison) -
     assert min(starts) < 5.0  # ms: activity starts near the step start on both sides
 
 
-def test_fusion_ops_parse() -> None:
-    assert figures._ops_list("aten::add (3), aten::mul (1)") == [("aten::add", 3), ("aten::mul", 1)]
-    assert figures._ops_list("void k<float, 2> (4)") == [("void k<float, 2>", 4)]
-    assert figures._ops_list("gelu, gt") == [("gelu", 1), ("gt", 1)]
-    assert figures._ops_list("") == []
-    assert figures._ops_list(None) == []
+def test_fusion_sankey_reads_the_structured_ops(sample: Comparison) -> None:
+    """Each compiled kernel's links are its FusionMap.ops rows, no text parsed; link widths
+    split the kernel's measured eager time and add up to at most it."""
+    ops = figures._ops_by_kernel(sample.fusion.ops)
+    assert ops, "the sample pair credits eager ops to compiled kernels"
+    (sankey,) = figures.fusion_figure(sample).data
+    by_kernel = sample.fusion.kernels.set_index("kernel")
+    for kernel, pairs in ops.items():
+        assert all(n >= 1 for _, n in pairs)
+        assert sum(n for _, n in pairs) == by_kernel.loc[kernel, "eager_kernels"]
+    credited = float(sample.fusion.credits.query("outcome == 'matched'")["time_us"].sum())
+    eager_total = float(sample.a.kernels["excl_dur_us"].sum())
+    assert sum(sankey.link.value) <= eager_total + 1e-6
+    assert float(sample.fusion.ops["time_us"].sum()) == pytest.approx(credited)
+    assert credited <= eager_total + 1e-6
 
 
 def test_fusion_sankey_links_eager_ops_to_compiled_kernels(sample: Comparison) -> None:

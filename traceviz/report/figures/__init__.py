@@ -23,7 +23,7 @@ import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
 from traceviz.report.figures.fusion import (
-    _ops_list,
+    _ops_by_kernel,
     fusion_figure,
 )
 from traceviz.report.figures.launch import (
@@ -81,7 +81,7 @@ __all__ = [
     "TIMELINE_LAUNCH_CLASSES",
     "VIEW_FIGURES",
     "FigureBuilder",
-    "_ops_list",
+    "_ops_by_kernel",
     "all_figures",
     "allocated_figure",
     "fusion_figure",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
+import pandas as pd
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
+from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.report.figures.style import (
     SIDE_COLORS,
     _empty,
@@ -16,18 +15,16 @@ from traceviz.report.figures.style import (
 )
 from traceviz.units import fmt_count, fmt_name, fmt_us
 
-_OP_COUNT = re.compile(r"(.+?) \((\d+)\)(?:, |$)")
 
-
-def _ops_list(value: Any) -> list[tuple[str, int]]:
-    """``"aten::add (3), aten::mul (3)"`` (FusionKernels.eager_ops) → [(op, kernels), ...];
-    a plain comma-separated list counts 1 per op."""
-    if not isinstance(value, str) or not value.strip():
-        return []
-    found = _OP_COUNT.findall(value)
-    if found:
-        return [(op, int(n)) for op, n in found]
-    return [(part.strip(), 1) for part in value.split(",") if part.strip()]
+def _ops_by_kernel(ops: pd.DataFrame) -> dict[str, list[tuple[str, int]]]:
+    """Per compiled kernel, its credited eager ops as [(op, kernels), ...], largest device
+    time first (``FusionMap.ops``, columns :class:`KernelOps`)."""
+    out: dict[str, list[tuple[str, int]]] = {}
+    for kernel, op, n in zip(
+        ops[KernelOps.kernel], ops[KernelOps.op], ops[KernelOps.kernels], strict=True
+    ):
+        out.setdefault(str(kernel), []).append((str(op), int(n)))
+    return out
 
 
 def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
@@ -59,9 +56,10 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
             colors.append(color)
         return index[key]
 
+    credited = _ops_by_kernel(fusion.ops)
     src, dst, values, link_hover = [], [], [], []
     for r in _records(matched):
-        ops = _ops_list(r["eager_ops"])
+        ops = credited.get(str(r["kernel"]), [])
         total = sum(n for _, n in ops) or 1
         target = node(
             ("b", str(r["kernel"])),
