@@ -243,8 +243,8 @@ def explain_kernel(c: Comparison, trace: str, kernel: str) -> str:
             return f"<p><b>{name}</b>: not in the fusion map.</p>"
         r = rows.iloc[0]
         fused = html.escape(str(r["fused_ops"]) or "–")
-        ops = eager_ops_texts(c.fusion.ops[c.fusion.ops[KernelOps.kernel] == kernel])
-        eager = html.escape(ops.get(kernel) or f"no {a} op matched")
+        texts = eager_ops_texts(c.fusion.ops[c.fusion.ops[KernelOps.kernel] == kernel])
+        eager = html.escape(texts.get(kernel) or f"no {a} op matched")
         return (
             f"<p><b>{name}</b> ({html.escape(str(r['source']))}"
             f"{', a fusion' if bool(r['is_fusion']) else ', not a fusion'}): "
