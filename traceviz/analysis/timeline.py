@@ -1,4 +1,4 @@
-"""Kernels in the order they ran, per stream or thread: what "consecutive" means for the rules.
+"""Kernels in the order they ran, per stream or thread: what "consecutive" means.
 
 :func:`timeline` returns one row per kernel-table row (memcpy/memset included: they separate
 kernels), sorted by start within each **lane** (a GPU stream, or the CPU thread of a CPU-only
@@ -6,12 +6,8 @@ trace). Rows that start inside an earlier row's span on the same lane are droppe
 traces those are helpers nested inside a computing op (``aten::copy_`` inside ``aten::mul``),
 not separate steps of the computation.
 
-Columns: ``row`` (position in the kernels table), ``lane`` (code), ``ts``/``end``/``dur`` (µs),
-``step`` (step window index, −1 outside every step), ``in_region`` (bool), ``kind``,
-``source``, ``label`` (the eager op for GPU kernels of eager/extern ops, e.g. ``aten::add``,
-else the kernel name), ``key`` (the largest tensor shape the launching op reads, as text, or
-None when shapes were not recorded), ``op`` (row in ``Trace.ops`` of the launching op, float,
-NaN when none).
+Columns: :class:`Lane`. :func:`same_context` says which rows follow the row before them in
+the same lane, step and compiled-region status (the diagnosis rules' "directly after").
 """
 
 from __future__ import annotations
@@ -25,60 +21,82 @@ import pandas as pd
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
-from traceviz.diagnose.facts import TraceFacts, durations, kernel_steps
-from traceviz.schema import Kernels, Ops
+from traceviz.schema import DeviceKind, Kernels, Ops
+from traceviz.trace import Trace
+
+__all__ = ["NESTING_TOLERANCE_US", "Lane", "data_keys", "largest_shape", "same_context",
+           "timeline"]  # fmt: skip
 
 #: Overlap tolerance when deciding that a row is nested in the one before it, µs.
 NESTING_TOLERANCE_US = 1e-3
 _OP_LABEL_SOURCES = (KernelSource.EAGER_ATEN.value, KernelSource.EXTERN.value)
 
 
-def timeline(facts: TraceFacts) -> pd.DataFrame:
-    """The kernels of ``facts`` in lane order (see the module docstring); built once per facts."""
-    return facts.memo("timeline", lambda: _timeline(facts))
+class Lane:
+    """Columns of :func:`timeline`: one row per kernel-table row that is not nested."""
+
+    row = "row"  # position in the kernels table (int64)
+    lane = "lane"  # code of its stream (GPU: device + stream) or thread (CPU) (int64)
+    ts = "ts"  # start, µs (float64)
+    end = "end"  # ts + dur, µs (float64)
+    dur = "dur"  # duration as the trace gives it, µs, 0 when missing (float64)
+    step = "step"  # step window index, −1 outside every step (int64)
+    in_region = "in_region"  # inside a compiled region (bool)
+    kind = "kind"  # KernelKind value (object)
+    source = "source"  # KernelSource value (object)
+    label = "label"  # the eager op for GPU kernels of eager/extern ops, else the kernel name
+    key = "key"  # largest tensor shape the launching op reads, as text (None: not recorded)
+    op = "op"  # row in Trace.ops of the launching op (float64, NaN when none)
 
 
-def _timeline(facts: TraceFacts) -> pd.DataFrame:
-    kernels = facts.kernels
-    lanes = _lanes(facts)
+def timeline(
+    trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray[np.int64]
+) -> pd.DataFrame:
+    """The classified ``kernels`` of ``trace`` (:func:`~traceviz.analysis.kernels.classify`)
+    in lane order (see the module docstring); ``kernel_step`` is each kernel row's step window
+    index (−1: outside all). Columns :class:`Lane`."""
+    lanes = _lanes(trace, kernels)
     ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
-    dur = durations(kernels)
+    dur = np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan))
     order = np.lexsort((ts, lanes))
     frame = pd.DataFrame(
         {
-            "row": order,
-            "lane": lanes[order],
-            "ts": ts[order],
-            "end": (ts + dur)[order],
-            "dur": dur[order],
-            "step": kernel_steps(facts)[order],
-            "in_region": kernels[Classified.in_region].to_numpy(dtype=bool)[order],
-            "kind": kernels[Classified.kind].astype(object).to_numpy()[order],
-            "source": kernels[Classified.source].astype(object).to_numpy()[order],
-            "label": _labels(facts)[order],
-            "key": data_keys(facts)[order],
-            "op": kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[order],
+            Lane.row: order,
+            Lane.lane: lanes[order],
+            Lane.ts: ts[order],
+            Lane.end: (ts + dur)[order],
+            Lane.dur: dur[order],
+            Lane.step: np.asarray(kernel_step)[order],
+            Lane.in_region: kernels[Classified.in_region].to_numpy(dtype=bool)[order],
+            Lane.kind: kernels[Classified.kind].astype(object).to_numpy()[order],
+            Lane.source: kernels[Classified.source].astype(object).to_numpy()[order],
+            Lane.label: _labels(trace, kernels)[order],
+            Lane.key: data_keys(trace, kernels)[order],
+            Lane.op: kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[order],
         }
     )
-    frame = frame[np.isfinite(frame["ts"].to_numpy())]
+    frame = frame[np.isfinite(frame[Lane.ts].to_numpy())]
     return frame[~_nested(frame)].reset_index(drop=True)
 
 
 def same_context(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
-    """Per row: same lane, step and compiled-region status as the row before it (row 0: False),
-    and inside a step."""
-    lane, step = frame["lane"].to_numpy(), frame["step"].to_numpy()
-    region = frame["in_region"].to_numpy()
+    """Per row of a :func:`timeline`: same lane, step and compiled-region status as the row
+    before it (row 0: False), and inside a step."""
+    lane, step = frame[Lane.lane].to_numpy(), frame[Lane.step].to_numpy()
+    region = frame[Lane.in_region].to_numpy()
     same = np.zeros(len(frame), dtype=bool)
     same[1:] = (lane[1:] == lane[:-1]) & (step[1:] == step[:-1]) & (region[1:] == region[:-1])
     return same & (step >= 0)
 
 
-def _lanes(facts: TraceFacts) -> npt.NDArray[np.int64]:
+def _is_gpu(trace: Trace) -> bool:
+    return trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+
+
+def _lanes(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
     """Per kernel, a code for its stream (GPU: device + stream) or thread (CPU)."""
-    kernels = facts.kernels
     thread = kernels[Kernels.thread].astype(object).astype(str)
-    if facts.is_gpu:
+    if _is_gpu(trace):
         stream = kernels[Kernels.stream].astype(object).astype(str)
         device = kernels[Kernels.device].astype(object).astype(str)
         key = device + "/" + stream.where(kernels[Kernels.stream].notna(), "t" + thread)
@@ -90,16 +108,15 @@ def _lanes(facts: TraceFacts) -> npt.NDArray[np.int64]:
 
 def _nested(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
     """Rows that start inside an earlier row's span on the same lane."""
-    prev_end = frame.groupby("lane")["end"].shift(1)
-    reach = prev_end.groupby(frame["lane"]).cummax()
-    return (frame["ts"] < reach - NESTING_TOLERANCE_US).to_numpy(dtype=bool)
+    prev_end = frame.groupby(Lane.lane)[Lane.end].shift(1)
+    reach = prev_end.groupby(frame[Lane.lane]).cummax()
+    return (frame[Lane.ts] < reach - NESTING_TOLERANCE_US).to_numpy(dtype=bool)
 
 
-def _labels(facts: TraceFacts) -> npt.NDArray[np.object_]:
-    """The name to show per kernel (see the module docstring)."""
-    kernels = facts.kernels
+def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
+    """The name to show per kernel (:attr:`Lane.label`)."""
     names = kernels[Kernels.name].astype(object).to_numpy()
-    if not facts.is_gpu:
+    if not _is_gpu(trace):
         return names
     ops = kernels[Kernels.op_name].astype(object)
     by_op = kernels[Classified.source].astype(object).isin(_OP_LABEL_SOURCES).to_numpy()
@@ -107,11 +124,10 @@ def _labels(facts: TraceFacts) -> npt.NDArray[np.object_]:
     return np.where(use_op, ops.to_numpy(), names)
 
 
-def data_keys(facts: TraceFacts) -> npt.NDArray[np.object_]:
+def data_keys(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
     """Per kernel, the largest tensor shape its launching op reads, as text (None: unknown)."""
-    kernels = facts.kernels
     op_rows = kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
-    dims = facts.trace.ops[Ops.input_dims].astype(object).to_numpy()
+    dims = trace.ops[Ops.input_dims].astype(object).to_numpy()
     out = np.full(len(kernels), None, dtype=object)
     known = np.isfinite(op_rows) & (op_rows >= 0) & (op_rows < len(dims))
     rows = op_rows[known].astype(np.int64)

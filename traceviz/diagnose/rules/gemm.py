@@ -24,9 +24,11 @@ from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
+from traceviz.analysis.timeline import same_context, timeline
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
+    kernel_steps,
     kernel_times,
     middle_name,
     short_name,
@@ -34,7 +36,6 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.timeline import same_context, timeline
 from traceviz.runner.runinfo import RunInfo
 from traceviz.schema import Kernels, Ops
 
@@ -105,9 +106,15 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
     ]
 
 
+def _timeline(facts: TraceFacts) -> pd.DataFrame:
+    """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timeline.timeline`),
+    built once per facts."""
+    return facts.memo("timeline", lambda: timeline(facts.trace, facts.kernels, kernel_steps(facts)))
+
+
 def matmul_add(facts: TraceFacts) -> list[Finding]:
     """A matmul followed directly by an add on its output, as two kernels."""
-    seq = timeline(facts)
+    seq = _timeline(facts)
     if len(seq) < 2:
         return []
     pairs = _pairs(facts, seq)
