@@ -202,3 +202,24 @@ def test_dashboard_explains_kernels_from_the_structured_ops(pairs: list[Comparis
     assert html.escape(compiled) in text or html.escape(op_name) not in text
     table = kernel_table(c)
     assert list(table.columns) == list(TOP_KERNELS_DTYPES)
+
+
+@pytest.mark.parametrize("name", GPU_TRACES)
+def test_window_events_hold_every_activity_of_the_window_once(name: str) -> None:
+    from traceviz.analysis.timeline_events import WindowEvent, window_events
+
+    trace = gpu_trace(name)
+    side = analyze(trace, name="t")
+    ts = side.kernels[Kernels.ts_us].to_numpy(dtype=float)
+    start = float(np.nanmin(ts))
+    end = float(np.nanpercentile(ts, 50)) + 1e-3
+    events = window_events(side, start, end, ("kernel",))
+    assert list(events.columns) == [
+        v for k, v in vars(WindowEvent).items() if not k.startswith("_")
+    ]
+    inside = (ts >= start) & (ts < end)
+    device = events[events[WindowEvent.lane].str.startswith(("device ", "CPU ops "))]
+    assert len(device) == int(inside.sum())
+    measured = float(np.nansum(side.kernels[Kernels.dur_us].to_numpy(dtype=float)[inside]))
+    assert float(device[WindowEvent.dur].sum()) == pytest.approx(measured)
+    assert ((events[WindowEvent.ts] >= start) & (events[WindowEvent.ts] < end)).all()

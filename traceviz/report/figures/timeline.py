@@ -8,9 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Side
-from traceviz.analysis.kernels import Classified
+from traceviz.analysis.timeline_events import window_events
 from traceviz.report.figures.style import (
     KIND_COLORS,
     MAX_MARKS,
@@ -19,11 +18,6 @@ from traceviz.report.figures.style import (
     _sides,
 )
 from traceviz.schema import (
-    DeviceKind,
-    Kernels,
-    Launches,
-    RegionKind,
-    Regions,
     Steps,
 )
 from traceviz.units import fmt_count, fmt_name, fmt_us
@@ -48,66 +42,8 @@ def _window(side: Side, step: int | None) -> tuple[float, float, str]:
 
 
 def _timeline_events(side: Side, start: float, end: float) -> pd.DataFrame:
-    """Device activities, launch calls, compiled regions (one lane per Dynamo frame X/Y) and
-    compiled-graph calls (a gap between two graph calls of a step is a graph break) starting
-    in [start, end): lane, x0/x1 in ms from ``start``, kind, name, dur, op."""
-    k = side.kernels
-    ts = k[Kernels.ts_us].to_numpy(dtype=float)
-    pick = (ts >= start) & (ts < end)
-    k = k[pick]
-    if side.trace.device_kind is DeviceKind.CPU:
-        lanes = "CPU ops " + k[Kernels.thread].astype(str)
-    else:
-        lanes = (
-            "device " + k[Kernels.device].astype(str) + " stream " + k[Kernels.stream].astype(str)
-        )
-    kernels = pd.DataFrame(
-        {
-            "lane": lanes.to_numpy(),
-            "ts": k[Kernels.ts_us].to_numpy(dtype=float),
-            "dur": k[Kernels.dur_us].to_numpy(dtype=float, na_value=0.0),
-            "kind": k[Classified.kind].astype(str).to_numpy(),
-            "name": k[Kernels.name].astype(str).to_numpy(),
-            "op": k[Kernels.op_name].astype(object).fillna("–").astype(str).to_numpy(),
-        }
-    )
-    launches = side.trace.launches
-    lts = launches[Launches.ts_us].to_numpy(dtype=float)
-    blocking = np.zeros(len(launches), dtype=bool)
-    blocking[side.launch.blocking.calls[BlockingColumns.launch_row].to_numpy(dtype=np.int64)] = True
-    pick = (lts >= start) & (lts < end)
-    pick &= launches[Launches.launch_class].isin(TIMELINE_LAUNCH_CLASSES).to_numpy() | blocking
-    lau = launches[pick]
-    calls = pd.DataFrame(
-        {
-            "lane": ("CPU launches " + lau[Launches.thread].astype(str)).to_numpy(),
-            "ts": lau[Launches.ts_us].to_numpy(dtype=float),
-            "dur": lau[Launches.dur_us].to_numpy(dtype=float, na_value=0.0),
-            "kind": np.where(blocking[pick], "blocking call", "launch call"),
-            "name": lau[Launches.name].astype(str).to_numpy(),
-            "op": "–",
-        }
-    )
-    regions = side.trace.regions
-    rts = regions[Regions.ts_us].to_numpy(dtype=float)
-    kind = regions[Regions.kind].astype(str).to_numpy()
-    shown = (kind == RegionKind.COMPILED_REGION.value) | (kind == RegionKind.FX_GRAPH_CALL.value)
-    reg = regions[(rts >= start) & (rts < end) & shown]
-    is_graph = (reg[Regions.kind].astype(str) == RegionKind.FX_GRAPH_CALL.value).to_numpy()
-    frame = (
-        "region " + reg[Regions.frame_id].astype(str) + "/" + reg[Regions.recompile_id].astype(str)
-    ).to_numpy()
-    spans = pd.DataFrame(
-        {
-            "lane": np.where(is_graph, "compiled graph calls", frame),
-            "ts": reg[Regions.ts_us].to_numpy(dtype=float),
-            "dur": reg[Regions.dur_us].to_numpy(dtype=float, na_value=0.0),
-            "kind": np.where(is_graph, "compiled graph", "compiled region"),
-            "name": reg[Regions.name].astype(str).to_numpy(),
-            "op": "–",
-        }
-    )
-    events = pd.concat([kernels, calls, spans], ignore_index=True)
+    """:func:`~traceviz.analysis.timeline_events.window_events` plus x0/x1, ms from ``start``."""
+    events = window_events(side, start, end, TIMELINE_LAUNCH_CLASSES)
     events["x0"] = (events["ts"] - start) / 1e3
     events["x1"] = events["x0"] + np.maximum(events["dur"].to_numpy(), 0.0) / 1e3
     return events
