@@ -223,3 +223,30 @@ def test_window_events_hold_every_activity_of_the_window_once(name: str) -> None
     measured = float(np.nansum(side.kernels[Kernels.dur_us].to_numpy(dtype=float)[inside]))
     assert float(device[WindowEvent.dur].sum()) == pytest.approx(measured)
     assert ((events[WindowEvent.ts] >= start) & (events[WindowEvent.ts] < end)).all()
+
+
+@pytest.mark.parametrize("name", GPU_TRACES)
+def test_step_parts_add_up_to_at_most_the_step(name: str) -> None:
+    from traceviz.analysis.idle import IdleParts
+    from traceviz.analysis.step_parts import GPU_PARTS, step_parts
+
+    side = analyze(gpu_trace(name), name="t")
+    parts = step_parts(side.trace, side.launch)
+    assert [p for p, _ in parts] == list(GPU_PARTS)
+    per = side.launch.idle.per_step
+    wall = float(per[IdleParts.wall_us].sum()) / max(len(per), 1)
+    assert all(v >= 0 for _, v in parts)
+    assert sum(v for _, v in parts) <= wall * (1 + 1e-9) + 1e-6
+
+
+def test_step_parts_of_a_cpu_run(pairs: list[Comparison]) -> None:
+    from traceviz.analysis.launch import StepOverhead
+    from traceviz.analysis.step_parts import CPU_PARTS, step_parts
+
+    for c in pairs:
+        for side in (c.a, c.b):
+            parts = step_parts(side.trace, side.launch)
+            assert [p for p, _ in parts] == list(CPU_PARTS)
+            per = side.launch.per_step
+            wall = float(per[StepOverhead.wall_us].sum()) / max(len(per), 1)
+            assert sum(v for _, v in parts) <= wall * (1 + 1e-9) + 1e-6

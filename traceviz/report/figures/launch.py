@@ -9,6 +9,7 @@ from plotly.subplots import make_subplots
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.launch import StepOverhead
+from traceviz.analysis.step_parts import step_parts
 from traceviz.report.figures.style import (
     _empty,
     _layout,
@@ -73,17 +74,18 @@ _CPU_PARTS = {
 }
 
 
+_GPU_LABELS = {column: label for column, (label, _) in _STEP_PARTS.items()}
+_CPU_LABELS = {
+    StepOverhead.busy_us: "CPU kernels computing",
+    StepOverhead.idle_us: "framework overhead (no kernel running)",
+}
+
+
 def _idle_parts(side: Side) -> list[tuple[str, float]]:
-    """(display name, mean µs per step) of each part of a step, measured."""
-    if side.trace.device_kind is DeviceKind.CPU:
-        per = side.launch.per_step
-        n = max(len(per), 1)
-        busy = float(per[StepOverhead.busy_us].sum()) / n
-        idle = float(per[StepOverhead.idle_us].sum()) / n
-        return [("CPU kernels computing", busy), ("framework overhead (no kernel running)", idle)]
-    split = side.launch.idle
-    n = max(len(split.per_step), 1)
-    return [(label, split.total(column) / n) for column, (label, _) in _STEP_PARTS.items()]
+    """(display name, mean µs per step) of each part of a step, measured
+    (:func:`~traceviz.analysis.step_parts.step_parts`)."""
+    labels = _CPU_LABELS if side.trace.device_kind is DeviceKind.CPU else _GPU_LABELS
+    return [(labels[part], value) for part, value in step_parts(side.trace, side.launch)]
 
 
 def idle_figure(c: Comparison) -> go.Figure:
