@@ -1,0 +1,33 @@
+"""The Memory tab: traffic by kernel kind, allocated memory, and the memory metrics."""
+
+from __future__ import annotations
+
+import panel as pn
+
+from traceviz.analysis.compare import Comparison
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.report import figures
+from traceviz.report.snippet import view_html
+from traceviz.report.views import (
+    metrics_view,
+)
+
+
+def memory(c: Comparison) -> pn.viewable.Viewable:
+    names = (
+        "est_bytes",
+        "unestimated_time_share",
+        "peak_allocated_bytes",
+        "memcpy_bytes",
+        "est_bytes_saved",
+    )
+    view = metrics_view(c)
+    rows = [r for r in view.rows if r[0] in names]
+    table = view_html(type(view)("Memory", view.columns, rows))
+    return pn.Column(
+        plot(figures.memory_kind_figure(c)),
+        plot(figures.allocated_figure(c)),
+        html_pane(table),
+        sizing_mode=STRETCH,
+        name="memory",
+    )
