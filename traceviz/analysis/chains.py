@@ -40,17 +40,16 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
-from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
+from traceviz.analysis.timeline import Lane, timeline
 from traceviz.analysis.traffic import estimate_op
-from traceviz.schema import DeviceKind, Kernels, OpCategory, Ops
+from traceviz.schema import OpCategory, Ops
 from traceviz.trace import Trace
 
 FUSIBLE_KINDS = frozenset(
     {KernelKind.POINTWISE.value, KernelKind.REDUCTION.value, KernelKind.NORMALIZATION.value}
 )
 INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
-_OP_LABEL_SOURCES = (KernelSource.EAGER_ATEN.value, KernelSource.EXTERN.value)
 #: Two adjacent fusible kernels are common and often deliberate (a reduction, then a pointwise
 #: op on its result); three or more on the same data are a clear missed fusion.
 MIN_CHAIN_KERNELS = 3
@@ -58,8 +57,6 @@ MIN_CHAIN_KERNELS = 3
 MIN_CHAIN_OPS = 2
 #: Spans whose ops update unrelated tensors one after another (optimizers, foreach ops).
 OPTIMIZER = re.compile(r"optimizer|^aten::_foreach_", re.IGNORECASE)
-#: Overlap tolerance when deciding that a row is nested in the one before it, µs.
-NESTING_TOLERANCE_US = 1e-3
 SEPARATOR = "\x1f"  # joins op labels into one chain signature
 
 
@@ -147,56 +144,11 @@ def _empty() -> pd.DataFrame:
 
 
 def _lane_order(trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray) -> pd.DataFrame:
-    """Kernels sorted by start within each lane, nested helpers dropped."""
-    lanes = _lanes(trace, kernels)
-    ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
-    dur = np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan))
-    order = np.lexsort((ts, lanes))
-    frame = pd.DataFrame(
-        {
-            ChainMember.row: order,
-            ChainMember.lane: lanes[order],
-            ChainMember.ts_us: ts[order],
-            "end": (ts + dur)[order],
-            ChainMember.dur_us: dur[order],
-            ChainMember.step: np.asarray(kernel_step)[order],
-            ChainMember.in_region: kernels[Classified.in_region].to_numpy(dtype=bool)[order],
-            ChainMember.kind: kernels[Classified.kind].astype(object).to_numpy()[order],
-            ChainMember.source: kernels[Classified.source].astype(object).to_numpy()[order],
-            ChainMember.label: _labels(trace, kernels)[order],
-            ChainMember.op: kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[order],
-        }
-    )
-    frame = frame[np.isfinite(frame[ChainMember.ts_us].to_numpy())]
-    prev_end = frame.groupby(ChainMember.lane)["end"].shift(1)
-    reach = prev_end.groupby(frame[ChainMember.lane]).cummax()
-    nested = (frame[ChainMember.ts_us] < reach - NESTING_TOLERANCE_US).to_numpy(dtype=bool)
-    return frame[~nested].drop(columns="end").reset_index(drop=True)
-
-
-def _is_gpu(trace: Trace) -> bool:
-    return trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
-
-
-def _lanes(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
-    thread = kernels[Kernels.thread].astype(object).astype(str)
-    if _is_gpu(trace):
-        stream = kernels[Kernels.stream].astype(object).astype(str)
-        device = kernels[Kernels.device].astype(object).astype(str)
-        key = device + "/" + stream.where(kernels[Kernels.stream].notna(), "t" + thread)
-    else:
-        key = thread
-    codes, _ = pd.factorize(key)
-    return np.asarray(codes, dtype=np.int64)
-
-
-def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
-    names = kernels[Kernels.name].astype(object).to_numpy()
-    if not _is_gpu(trace):
-        return names
-    ops = kernels[Kernels.op_name].astype(object)
-    by_op = kernels[Classified.source].astype(object).isin(_OP_LABEL_SOURCES).to_numpy()
-    return np.where(by_op & ops.notna().to_numpy(), ops.to_numpy(), names)
+    """Kernels sorted by start within each lane, nested helpers dropped (the timeline's lanes,
+    under this table's column names)."""
+    lanes = timeline(trace, kernels, np.asarray(kernel_step), keys=False)
+    renamed = {Lane.ts: ChainMember.ts_us, Lane.dur: ChainMember.dur_us}
+    return lanes.drop(columns=[Lane.end, Lane.key]).rename(columns=renamed)
 
 
 # --- op context ---------------------------------------------------------------------------

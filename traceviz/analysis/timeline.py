@@ -50,11 +50,16 @@ class Lane:
 
 
 def timeline(
-    trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray[np.int64]
+    trace: Trace,
+    kernels: pd.DataFrame,
+    kernel_step: npt.NDArray[np.int64],
+    *,
+    keys: bool = True,
 ) -> pd.DataFrame:
     """The classified ``kernels`` of ``trace`` (:func:`~traceviz.analysis.kernels.classify`)
     in lane order (see the module docstring); ``kernel_step`` is each kernel row's step window
-    index (−1: outside all). Columns :class:`Lane`."""
+    index (−1: outside all). Columns :class:`Lane`; with ``keys=False`` the shape ``key`` is
+    left as None (it parses every launching op's shapes)."""
     lanes = _lanes(trace, kernels)
     ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
     dur = np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan))
@@ -71,7 +76,7 @@ def timeline(
             Lane.kind: kernels[Classified.kind].astype(object).to_numpy()[order],
             Lane.source: kernels[Classified.source].astype(object).to_numpy()[order],
             Lane.label: _labels(trace, kernels)[order],
-            Lane.key: data_keys(trace, kernels)[order],
+            Lane.key: data_keys(trace, kernels)[order] if keys else None,
             Lane.op: kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[order],
         }
     )
