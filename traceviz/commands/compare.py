@@ -34,8 +34,11 @@ FORMATS = names(COMPARISON)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="trace file, or a run directory")
-    parser.add_argument("b", metavar="B", nargs="?", help="second trace file")
+    add_pair_arguments(
+        parser,
+        force_help="compute the fusion figures even when A and B do not look like one workload "
+        "eager vs compiled (the finding traces-not-comparable still says so)",
+    )
     parser.add_argument("--format", choices=FORMATS, default="text", help="output format (text)")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="rows in long tables (10)")
@@ -45,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="exit 1 (after printing the report) when a finding of this severity or worse "
         "exists, to guard CI",
     )
+
+
+def add_pair_arguments(parser: argparse.ArgumentParser, *, force_help: str) -> None:
+    """The inputs of a comparison, shared by every command that builds one with :func:`build`:
+    A and B (or a run directory), --names, --compile-log and --force."""
+    parser.add_argument("a", metavar="A", help="trace file, or a run directory")
+    parser.add_argument("b", metavar="B", nargs="?", help="second trace file")
     parser.add_argument(
         "--names", nargs=2, metavar=("A_NAME", "B_NAME"), help="labels (default: eager compiled "
         "for a run directory, else the file names)"
@@ -56,12 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "file); the fusion map then follows Inductor's provenance (basis `compiler`). A run "
         "directory's own log is used without it",
     )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="compute the fusion figures even when A and B do not look like one workload "
-        "eager vs compiled (the finding traces-not-comparable still says so)",
-    )
+    parser.add_argument("--force", action="store_true", help=force_help)
 
 
 def build(args: argparse.Namespace) -> Report:

@@ -25,6 +25,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from traceviz.commands.compare import add_pair_arguments
 from traceviz.errors import UsageError
 
 if TYPE_CHECKING:
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("a", metavar="A", help="trace file, or a run directory")
-    parser.add_argument("b", metavar="B", nargs="?", help="second trace file")
+    add_pair_arguments(
+        parser, force_help="overlay the fusion map even when A and B do not look like one workload"
+    )
     parser.add_argument(
         "--perfetto",
         action="store_true",
@@ -41,21 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "-o", "--output", metavar="FILE", help="FILE.json, FILE.json.gz, or - for stdout"
-    )
-    parser.add_argument(
-        "--names", nargs=2, metavar=("A_NAME", "B_NAME"), help="labels (default: eager compiled "
-        "for a run directory, else the file names)"
-    )  # fmt: skip
-    parser.add_argument(
-        "--compile-log",
-        metavar="DIR",
-        help="the compiled side's compile log (TORCH_TRACE / tlparse directory or file), as for "
-        "`traceviz compare`",
-    )
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="overlay the fusion map even when A and B do not look like one workload",
     )
 
 
