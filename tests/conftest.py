@@ -24,6 +24,16 @@ CORPUS_ENV = "TRACEVIZ_CORPUS"
 CORPUS = Path(os.environ.get(CORPUS_ENV) or REPO.parent / "shared" / "corpus").expanduser()
 SAMPLES = REPO / "sample_traces"
 
+# An independent, plain count of a trace's JSON (the corpus MANIFEST's rules), for tests that
+# check traceviz's figures against it.
+KERNEL_CATS = {"kernel", "Kernel"}
+MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
+LAUNCH_NAMES = {
+    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+    "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "hipLaunchKernel", "hipModuleLaunchKernel",
+    "hipExtModuleLaunchKernel", "hipExtLaunchKernel", "hipGraphLaunch",
+}  # fmt: skip
+
 
 @cache
 def load_trace(path: Path) -> Trace:

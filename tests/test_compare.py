@@ -16,18 +16,20 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, read_json
+from tests.conftest import (
+    CORPUS,
+    KERNEL_CATS,
+    LAUNCH_NAMES,
+    MEMCPY_CATS,
+    SAMPLES,
+    corpus_files,
+    load_trace,
+    read_json,
+)
 from traceviz.analysis.compare import METRICS, Comparison, Side, analyze, compare_sides
 from traceviz.cli import main
 from traceviz.pipeline import compare
 
-KERNEL_CATS = {"kernel", "Kernel"}
-MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
-LAUNCH_NAMES = {
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "hipLaunchKernel", "hipModuleLaunchKernel",
-    "hipExtModuleLaunchKernel", "hipExtLaunchKernel", "hipGraphLaunch",
-}  # fmt: skip
 STEP = re.compile(r"ProfilerStep#\d+")
 RUN_FILES = ("eager.pt.trace.json.gz", "compiled.pt.trace.json.gz")
 

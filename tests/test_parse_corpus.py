@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, corpus_params, load_trace, read_json
+from tests.conftest import (
+    CORPUS,
+    KERNEL_CATS,
+    LAUNCH_NAMES,
+    MEMCPY_CATS,
+    corpus_params,
+    load_trace,
+    read_json,
+)
 from traceviz.analysis.summary import summarize
 from traceviz.schema import DeviceKind
-
-KERNEL_CATS = {"kernel", "Kernel"}
-MEMCPY_CATS = {"gpu_memcpy", "Memcpy"}
-LAUNCH_NAMES = {
-    "cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
-    "cudaLaunchCooperativeKernel", "cudaGraphLaunch", "hipLaunchKernel", "hipModuleLaunchKernel",
-    "hipExtModuleLaunchKernel", "hipExtLaunchKernel", "hipGraphLaunch",
-}  # fmt: skip
 
 
 @cache
