@@ -31,3 +31,19 @@ def plot(fig: Any) -> pn.pane.Plotly:
 
 def html_pane(text: str) -> pn.pane.HTML:
     return pn.pane.HTML(text, sizing_mode=STRETCH, stylesheets=[_CSS])
+
+
+def selectable_table(data: Any, **options: Any) -> pn.widgets.Tabulator:
+    """A read-only, paginated Tabulator whose rows are selected one at a time (the tabs watch
+    ``selection`` to explain a row); ``options`` add formatters, filters, titles."""
+    return pn.widgets.Tabulator(
+        data,
+        pagination="remote",
+        page_size=15,
+        show_index=False,
+        disabled=True,
+        selectable=1,
+        sizing_mode=STRETCH,
+        layout="fit_data_stretch",
+        **options,
+    )

@@ -12,7 +12,7 @@ import panel as pn
 import param
 
 from traceviz.analysis.compare import Comparison
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, selectable_table
 from traceviz.records import records
 from traceviz.report import figures
 from traceviz.report.snippet import view_html
@@ -68,15 +68,8 @@ class LinesView(pn.viewable.Viewer):
         self._c = comparison
         self._data = comparison.fusion.by_line.reset_index(drop=True)
         shown = self._data.drop(columns=["eager_ops"])
-        self._table = pn.widgets.Tabulator(
+        self._table = selectable_table(
             shown,
-            pagination="remote",
-            page_size=15,
-            show_index=False,
-            disabled=True,
-            selectable=1,
-            sizing_mode=STRETCH,
-            layout="fit_data_stretch",
             formatters={
                 "eager_time_us": {"type": "money", "precision": 1, "symbol": ""},
                 "compiled_time_us": {"type": "money", "precision": 1, "symbol": ""},

@@ -14,7 +14,7 @@ import param
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.top_kernels import top_kernels
-from traceviz.dashboard.tabs.common import STRETCH, html_pane
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table
 from traceviz.report.views import (
     eager_ops_texts,
 )
@@ -47,15 +47,8 @@ class KernelsView(pn.viewable.Viewer):
         self._c = c = comparison
         self._data = kernel_table(c)
         sides = list(c.names)
-        self._table = pn.widgets.Tabulator(
+        self._table = selectable_table(
             self._data,
-            pagination="remote",
-            page_size=15,
-            show_index=False,
-            disabled=True,
-            selectable=1,
-            sizing_mode=STRETCH,
-            layout="fit_data_stretch",
             header_filters={
                 "trace": {"type": "list", "values": sides, "clearable": True},
                 "kind": {"type": "input", "func": "like", "placeholder": "kind"},
