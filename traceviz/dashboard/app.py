@@ -2,7 +2,9 @@
 ``panel serve`` and a notebook.
 
 It shows a :class:`~traceviz.report.bundle.Report` (comparison and findings, made by
-:mod:`traceviz.pipeline`) in tabs (:data:`views.VIEWS`) and loads new traces uploaded in the
+:mod:`traceviz.pipeline`) in tabs (:data:`views.VIEWS`, those :func:`views.views_for` the
+report); a tab is built when it is first opened, so the first chart does not wait for the
+others. It loads new traces uploaded in the
 page: a bad file gives a message in the page (never a traceback), parsing runs in a worker
 thread behind a progress indicator, and parsed traces are
 cached (:mod:`traceviz.dashboard.loading`).
@@ -11,6 +13,7 @@ cached (:mod:`traceviz.dashboard.loading`).
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 from functools import partial
 from typing import Any
@@ -20,7 +23,7 @@ import param
 
 from traceviz.analysis.compare import Side
 from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB, load_upload
-from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane
+from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane, views_for
 from traceviz.errors import TraceVizError
 from traceviz.pipeline import Report, compare
 from traceviz.trace import Trace
@@ -33,8 +36,17 @@ log = logging.getLogger(__name__)
 
 
 def build_views(comparison: Report) -> list[tuple[str, Component]]:
-    """Every view of the comparison as (tab title, component): all server-side objects built."""
-    return [(title, build(comparison)) for title, build in VIEWS.items()]
+    """Every view the comparison shows as (tab title, component), all built at once (the
+    dashboard itself builds a tab only when it is first opened)."""
+    return [(title, VIEWS[title](comparison)) for title in views_for(comparison)]
+
+
+def build_view(comparison: Report, title: str) -> Component:
+    """One tab's component; a builder that fails gives a message in the tab, not a traceback."""
+    try:
+        return VIEWS[title](comparison)
+    except TraceVizError as err:
+        return html_pane(f"<p>{html.escape(title)}: {html.escape(str(err))}</p>")
 
 
 class Dashboard(pn.viewable.Viewer):
@@ -77,7 +89,10 @@ class Dashboard(pn.viewable.Viewer):
         self._spinner = pn.indicators.LoadingSpinner(value=True, size=22, visible=False)
         self._status = pn.pane.HTML("", name="status")
         self._tabs = pn.Tabs(dynamic=True, sizing_mode=STRETCH)
-        self._show(self.comparison, build_views(self.comparison) if self.comparison else None)
+        self._slots: dict[str, pn.Column] = {}
+        self._showing = False
+        self._tabs.param.watch(self._on_tab, "active")
+        self._show(self.comparison)
         self._layout = pn.Column(
             pn.Row(
                 pn.pane.HTML("<h2 style='margin:4px 0'>traceviz</h2>"),
@@ -116,8 +131,11 @@ class Dashboard(pn.viewable.Viewer):
     def _labels(self) -> tuple[str, str]:
         return self.comparison.names if self.comparison is not None else self.names
 
-    def _show(self, comparison: Report | None, views: list[tuple[str, Component]] | None) -> None:
-        if comparison is None or views is None:
+    def _show(self, comparison: Report | None, built: dict[str, Component] | None = None) -> None:
+        """Show ``comparison``'s tabs: each an empty slot until first opened, except the active
+        one (built now, or taken from ``built``)."""
+        if comparison is None:
+            self._slots = {}
             self._tabs[:] = [
                 (
                     "Start",
@@ -129,10 +147,37 @@ class Dashboard(pn.viewable.Viewer):
                 )
             ]
             return
-        active = self._tabs.active
-        self._tabs[:] = views
-        self._tabs.active = min(active, len(views) - 1)
+        titles = views_for(comparison)
+        active = min(self._tabs.active, len(titles) - 1)
         self.comparison = comparison
+        self._slots = {t: pn.Column(sizing_mode=STRETCH, name=t) for t in titles}
+        for title, component in (built or {}).items():
+            if title in self._slots:
+                self._slots[title][:] = [component]
+        self._fill(titles[active])
+        self._showing = True  # replacing the tabs may move `active` on the way: build nothing
+        try:
+            self._tabs[:] = list(self._slots.items())
+            self._tabs.active = active
+        finally:
+            self._showing = False
+
+    def _fill(self, title: str) -> None:
+        """Build the tab ``title`` into its slot unless it was built already."""
+        slot = self._slots.get(title)
+        if slot is None or len(slot) or self.comparison is None:
+            return
+        slot[:] = [build_view(self.comparison, title)]
+
+    def _on_tab(self, event: param.parameterized.Event) -> None:
+        titles = list(self._slots)
+        if not self._showing and 0 <= event.new < len(titles):
+            self._fill(titles[event.new])
+
+    @property
+    def built_tabs(self) -> list[str]:
+        """The titles of the tabs built so far (the others are built when first opened)."""
+        return [t for t, slot in self._slots.items() if len(slot)]
 
     def _set_error(self, message: str) -> None:
         self.error = message
@@ -176,8 +221,8 @@ class Dashboard(pn.viewable.Viewer):
                 return
             self._set_busy(True, f"Comparing with {filename}…")
             pair = (trace, other_side) if side == "a" else (other_side, trace)
-            comparison, views = await asyncio.to_thread(self._compare_and_build, *pair)
-            self._show(comparison, views)
+            comparison, built = await asyncio.to_thread(self._compare_and_build, *pair)
+            self._show(comparison, built)
             self._pending.clear()
             self._set_busy(False, f"Loaded {filename}.")
         except TraceVizError as err:
@@ -193,6 +238,9 @@ class Dashboard(pn.viewable.Viewer):
 
     def _compare_and_build(
         self, a: Trace | Side, b: Trace | Side
-    ) -> tuple[Report, list[tuple[str, Component]]]:
+    ) -> tuple[Report, dict[str, Component]]:
+        """The new report and its active tab, built off the event loop."""
         report = compare(a, b, names=self._labels())
-        return report, build_views(report)
+        titles = views_for(report)
+        title = titles[min(self._tabs.active, len(titles) - 1)]
+        return report, {title: build_view(report, title)}

@@ -5,11 +5,17 @@ Figures come from :mod:`traceviz.report.figures` and tables from :mod:`traceviz.
 parts (kernel table, step choice, click-to-explain), one module per tab in
 :mod:`traceviz.dashboard.tabs`. This module is their registry, :data:`VIEWS`; every tab's
 names stay importable from here.
+
+A tab that applies only to some reports (ONNX Runtime backends, many ranks) is added with
+:func:`register_view` and a ``when`` test; :func:`views_for` lists the tabs a report shows.
+The dashboard builds a tab only when it is first opened, so a registered builder costs
+nothing until then.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import panel as pn
 
@@ -42,6 +48,8 @@ __all__ = [
     "overview",
     "plot",
     "regions",
+    "register_view",
+    "views_for",
 ]
 
 #: Tab title → builder, in the order the dashboard shows them.
@@ -55,3 +63,35 @@ VIEWS: dict[str, Callable[[Report], Component]] = {
     "Memory": memory,
     "Regions": regions,
 }
+
+#: Tab title → test: the tab shows only for reports it accepts (a title not here: always).
+VIEW_WHEN: dict[str, Callable[[Report], bool]] = {}
+
+
+def register_view(
+    title: str,
+    build: Callable[[Report], Component],
+    *,
+    when: Callable[[Report], bool] | None = None,
+    before: str | None = None,
+) -> None:
+    """Add (or replace) the tab ``title``: ``build(report)`` makes its component when the tab
+    is first opened; ``when(report)`` says whether a report shows it at all; ``before`` puts it
+    in front of that tab (default: last)."""
+    VIEWS.pop(title, None)
+    VIEW_WHEN.pop(title, None)
+    if before is not None and before in VIEWS:
+        items: list[tuple[str, Any]] = list(VIEWS.items())
+        at = [t for t, _ in items].index(before)
+        items.insert(at, (title, build))
+        VIEWS.clear()
+        VIEWS.update(items)
+    else:
+        VIEWS[title] = build
+    if when is not None:
+        VIEW_WHEN[title] = when
+
+
+def views_for(report: Report) -> list[str]:
+    """The titles of the tabs ``report`` shows, in order."""
+    return [title for title in VIEWS if title not in VIEW_WHEN or VIEW_WHEN[title](report)]
