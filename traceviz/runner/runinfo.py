@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from traceviz.errors import TraceFormatError
+from traceviz.runner.runinfo_backends import Backends, Latency
 
 SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
@@ -56,6 +57,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     steps: int  # profiled (active) steps per trace
     warmup: int  # untimed, unprofiled iterations before timing and before profiling
     iters: int  # timed iterations outside the profiler
+    backends: tuple[str, ...] = ("eager", "compile")  # --backends; older runs: eager, compile
+    ort_offline: str | None = None  # --ort-offline, e.g. "transformers:gpt2"
 
 
 class Environment(msgspec.Struct, frozen=True, kw_only=True):
@@ -249,6 +252,9 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     dynamo: DynamoFacts
     memory: Memory
     traces: Traces
+    # --backends beyond eager/compile (runinfo_backends.py); empty / None for older runs.
+    backends: Backends = msgspec.field(default_factory=Backends)
+    latency: Latency | None = None
 
 
 def encode(info: RunInfo) -> bytes:
