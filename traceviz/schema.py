@@ -93,7 +93,9 @@ class Kernels:
     registers = "registers"  # registers per thread (Int32)
     shared_memory_bytes = "shared_memory_bytes"  # static + dynamic shared memory (Int64)
     occupancy_pct = "occupancy_pct"  # "est. achieved occupancy %" where present (float64)
-    bytes = "bytes"  # bytes moved, memcpy/memset only (Int64)
+    # bytes moved by a memcpy/memset; for an ONNX Runtime node, the sizes of the tensors it reads
+    # and writes as ORT recorded them (activation + parameter + output) (Int64)
+    bytes = "bytes"
     copy_kind = "copy_kind"  # memcpy direction "HtoD"/"DtoH"/"DtoD"/... (category)
     launch_row = "launch_row"  # row in Trace.launches of the launching API call (Int64)
     launch_name = "launch_name"  # launching API name, e.g. cudaLaunchKernel (category)

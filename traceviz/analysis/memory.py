@@ -19,6 +19,9 @@ from (:class:`Basis`):
 
   when one op launches several kernels, its bytes are split over them in proportion to their
   durations (evenly when a duration is missing), rounded so that they add up to the op's bytes;
+  a kernel whose trace records the sizes of its tensors (an ONNX Runtime node:
+  ``Kernels.bytes`` = activation + parameter sizes read, output size written, see
+  :mod:`traceviz.parse.ort_profile`) takes that sum, rule ``tensor_sizes``, before any op rule;
 - **compiler**: with a compile log (``provenance``, see
   :func:`traceviz.analysis.provenance.compiled_kernel_provenance`), a kernel row the rules above
   leave without a figure and that is an Inductor kernel call gets Inductor's own estimate
@@ -251,7 +254,11 @@ def kernel_traffic(trace: Trace, *, provenance: pd.DataFrame | None = None) -> p
         rule[rows] = RULES.index(kind.value)
     measured = has.copy()
     is_kernel = (activity == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
-    _estimate_from_ops(trace, is_kernel, est, has, rule)
+    sized = is_kernel & measured_bytes.notna().to_numpy(dtype=bool)  # ORT nodes' tensor sizes
+    est[sized] = measured_bytes[sized].to_numpy(dtype=np.int64)
+    has[sized] = True
+    rule[sized] = RULES.index(TrafficRule.TENSOR_SIZES.value)
+    _estimate_from_ops(trace, is_kernel & ~sized, est, has, rule)
     from_compiler = _from_compiler(provenance, n, is_kernel & ~has, est)
     has |= from_compiler
     basis = np.where(measured, 0, np.where(from_compiler, 3, np.where(has, 1, 2)))

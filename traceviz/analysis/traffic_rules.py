@@ -52,6 +52,9 @@ class TrafficRule(str, Enum):
     ALLOC = "alloc"
     TRITON_ARGS = "triton_args"  # sum of an Inductor kernel's tensor arguments
     INDUCTOR_NUM_GB = "inductor_num_gb"  # Inductor's own estimate (kernel_num_gb × 1e9)
+    # the profiler's own tensor sizes of the kernel (ONNX Runtime: activation + parameter read,
+    # output written; Kernels.bytes), each tensor once
+    TENSOR_SIZES = "tensor_sizes"
 
 
 @dataclass(frozen=True, slots=True)

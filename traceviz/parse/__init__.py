@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
+from traceviz.parse import readers
 from traceviz.parse.build import build_trace
 from traceviz.parse.read import decode_events, read_bytes
 from traceviz.trace import Trace, is_cache_dir, load_cache
@@ -35,6 +36,10 @@ def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
     gc.disable()
     try:
         data = read_bytes(source, limit=max_bytes)
+        reader = readers.reader_for(source, data)  # parse/readers.py: one per trace format
+        if reader is not readers.KINETO:
+            return reader.read(source, data)
+        # Kineto inline, so that its JSON bytes are freed before the tables are built.
         events, doc = decode_events(source, data)
         del data
         return build_trace(source, events, doc)

@@ -1,0 +1,378 @@
+"""ONNX Runtime profiles (``SessionOptions.enable_profiling``) → :class:`~traceviz.trace.Trace`.
+
+An ORT profile is a Chrome trace: a top-level JSON array of complete (``"ph": "X"``) events,
+``cat`` ``"Session"`` (``model_loading_uri``/``_array``, ``session_initialization``,
+``model_run``, ``SequentialExecutor::Execute``) and ``"Node"`` (``<node>_kernel_time``, with
+``args`` ``op_name``, ``provider``, ``node_index``, ``input_type_shape``, ``output_type_shape``,
+``activation_size``, ``parameter_size``, ``output_size``, ``thread_scheduling_stats``; older
+versions add ``<node>_fence_before``/``_fence_after``).
+
+Where each event goes (every event is counted once in :class:`~traceviz.trace.ParseStats`):
+
+- ``Node`` ``<node>_kernel_time`` → one row of ``Trace.ops`` (category ``cpu_op``, name = the
+  op type ``op_name``, ``input_dims``/``input_types`` from ``input_type_shape``) and, derived
+  from it, one row of ``Trace.kernels``: ``name`` = the node name (``<node>``, unique in the
+  graph), ``op_name`` = the op type, ``op_link`` ``self``, ``bytes`` = ``activation_size +
+  parameter_size + output_size`` (the bytes of the node's inputs read once and outputs written
+  once, as ORT recorded them; ``<NA>`` when ORT gave none; prepacked weights are not in ORT's
+  sizes), ``excl_dur_us`` = duration less nested nodes on the thread (subgraphs of If/Loop/Scan);
+- ``Session`` → ``Trace.ops`` rows of category ``user_annotation``; each ``model_run`` is also
+  one row of ``Trace.steps`` (numbered 0, 1, ... in time order);
+- ``<node>_fence_before``/``_fence_after`` → no row, ``ignored["fence"]``; events that are not
+  complete events → ``ignored["not_complete:<ph>"]``; a negative or infinite duration →
+  ``ignored["bad_duration"]``; any other complete event → ``Trace.spans``.
+
+The trace's device kind comes from the providers of the nodes: ``CUDAExecutionProvider``
+(and TensorRT) → ``cuda``, ``ROCMExecutionProvider``/``MIGraphXExecutionProvider`` → ``rocm``,
+CPU only → ``cpu``, anything else → ``other``. With a GPU provider a node's duration is the
+host-side time of running it (ORT does not synchronise per node). A profile cut short before
+its closing ``]`` (a process that never called ``end_profiling``) is read as if it were there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from traceviz import schema
+from traceviz.errors import TraceFormatError
+from traceviz.parse import cpu_kernels, nesting, tables
+from traceviz.parse.columns import floats, nullable_ints
+from traceviz.parse.meta import time_bounds
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops, Steps
+from traceviz.trace import ParseStats, Trace, TraceMeta
+
+__all__ = ["FORMAT", "detect", "read_profile"]
+
+FORMAT = "onnxruntime"
+KERNEL_SUFFIX = "_kernel_time"
+FENCE_SUFFIXES = ("_fence_before", "_fence_after")
+NODE, SESSION, MODEL_RUN = "Node", "Session", "model_run"
+_HEAD = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\[\s*\{[^{}]*"cat"\s*:\s*"(?:Session|Node)"')
+_DEVICE_OF_PROVIDER = {
+    "CPUExecutionProvider": DeviceKind.CPU,
+    "CUDAExecutionProvider": DeviceKind.CUDA,
+    "TensorrtExecutionProvider": DeviceKind.CUDA,
+    "ROCMExecutionProvider": DeviceKind.ROCM,
+    "MIGraphXExecutionProvider": DeviceKind.ROCM,
+}
+
+Num = int | float | str | None
+
+
+class OrtArgs(msgspec.Struct, frozen=True, gc=False):
+    """The ``args`` of an ORT event that traceviz reads (others, such as
+    ``thread_scheduling_stats``, string or object, are skipped by the decoder)."""
+
+    op_name: Any = None
+    provider: Any = None
+    node_index: Num = None
+    input_type_shape: Any = None  # [{"float": [4, 16]}, ...]
+    activation_size: Num = None
+    parameter_size: Num = None
+    output_size: Num = None
+
+
+class OrtEvent(msgspec.Struct, gc=False):
+    """One event of the profile's array."""
+
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Num = None
+    dur: Num = None
+    args: OrtArgs = OrtArgs()
+
+
+def detect(path: Path, head: bytes | bytearray) -> bool:
+    """An ORT profile: a JSON array whose first event has ``cat`` ``Session`` or ``Node``."""
+    return _HEAD.match(bytes(head[:4096])) is not None
+
+
+def read_profile(path: Path, data: bytes | bytearray) -> Trace:
+    """Parse an ORT profile's JSON bytes (rules in the module docstring). Raises
+    :class:`~traceviz.errors.TraceFormatError` naming ``path``."""
+    events = _decode(path, data)
+    ignored: Counter[str] = Counter()
+    nodes, sessions, spans = _route(events, ignored)
+    ops, node_rows = _op_table(nodes, sessions)
+    kernels = _kernel_table(ops, node_rows, nodes)
+    span_table = _span_table(spans, ops[Ops.thread].cat.categories)
+    start, end = time_bounds(
+        [(t[Ops.ts_us].to_numpy(), t[Ops.dur_us].to_numpy()) for t in (ops, span_table)]
+    )
+    providers = sorted({str(e.args.provider) for e in nodes if e.args.provider is not None})
+    meta = TraceMeta(
+        source=str(path),
+        device_kind=_device_kind(providers),
+        time_origin_us=start,
+        time_end_us=end,
+        trace_name=FORMAT,
+        profiler_flags={"format": FORMAT, "providers": providers},
+    )
+    stats = ParseStats(
+        events_in=len(events),
+        rows={"kernels": 0, "ops": len(ops), "launches": 0, "spans": len(span_table), "memory": 0},
+        ignored=dict(sorted(ignored.items())),
+    )
+    return Trace(
+        kernels=schema.conform(kernels, schema.KERNELS_DTYPES),
+        ops=schema.conform(ops, schema.OPS_DTYPES),
+        launches=schema.empty_table(schema.LAUNCHES_DTYPES),
+        regions=schema.empty_table(schema.REGIONS_DTYPES),
+        memory=schema.empty_table(schema.MEMORY_DTYPES),
+        spans=schema.conform(span_table, schema.SPANS_DTYPES),
+        steps=_step_table(ops),
+        meta=meta,
+        stats=stats,
+    )
+
+
+# --- decoding ----------------------------------------------------------------------------
+
+
+def _decode(path: Path, data: bytes | bytearray) -> list[OrtEvent]:
+    """The event array; a missing closing ``]`` (and a trailing comma) is tolerated."""
+    try:
+        return msgspec.json.decode(data, type=list[OrtEvent])
+    except msgspec.ValidationError as err:
+        raise TraceFormatError(path, f"not an ONNX Runtime profile: {err}") from err
+    except msgspec.DecodeError as err:
+        closed = _closed(data)
+        if closed is None:
+            raise TraceFormatError(path, f"ONNX Runtime profile is not valid JSON: {err}") from err
+        try:
+            return msgspec.json.decode(closed, type=list[OrtEvent])
+        except msgspec.ValidationError as again:
+            raise TraceFormatError(path, f"not an ONNX Runtime profile: {again}") from again
+        except msgspec.DecodeError:
+            raise TraceFormatError(path, f"ONNX Runtime profile is not valid JSON: {err}") from err
+
+
+def _closed(data: bytes | bytearray) -> bytes | None:
+    """The bytes with the closing ``]`` added, when they end with a complete event."""
+    body = bytes(data).rstrip()
+    if body.endswith(b"]"):
+        return None
+    body = body.rstrip(b", \t\r\n")
+    return body + b"]" if body.endswith(b"}") else None
+
+
+def _route(
+    events: list[OrtEvent], ignored: Counter[str]
+) -> tuple[list[OrtEvent], list[OrtEvent], list[OrtEvent]]:
+    """Node kernel events, Session events, other complete events; the rest counted in
+    ``ignored``."""
+    nodes: list[OrtEvent] = []
+    sessions: list[OrtEvent] = []
+    spans: list[OrtEvent] = []
+    durs = floats([e.dur for e in events])
+    for event, dur in zip(events, durs, strict=True):
+        name = event.name if isinstance(event.name, str) else ""
+        if event.ph != "X":
+            ignored[f"not_complete:{event.ph}"] += 1
+        elif event.cat == NODE and name.endswith(FENCE_SUFFIXES):
+            ignored["fence"] += 1
+        elif dur < 0 or np.isinf(dur):
+            ignored["bad_duration"] += 1
+        elif event.cat == NODE and name.endswith(KERNEL_SUFFIX):
+            nodes.append(event)
+        elif event.cat == SESSION:
+            sessions.append(event)
+        else:
+            spans.append(event)
+    return nodes, sessions, spans
+
+
+# --- tables ------------------------------------------------------------------------------
+
+
+def _threads(events: Sequence[OrtEvent]) -> list[str]:
+    return [f"{_label(e.pid)}/{_label(e.tid)}" for e in events]
+
+
+def _label(value: Any) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return str(value).strip()
+
+
+def _op_table(nodes: list[OrtEvent], sessions: list[OrtEvent]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Ops (nodes then sessions, sorted and nested as Kineto ops are) and, per node event in
+    input order, its row in the sorted table."""
+    events = [*nodes, *sessions]
+    n = len(events)
+    names = [_op_type(e) for e in nodes] + [str(e.name) for e in sessions]
+    categories = [OpCategory.CPU_OP.value] * len(nodes) + [OpCategory.USER_ANNOTATION.value] * len(
+        sessions
+    )
+    dims, types = (
+        zip(*(_shapes(e.args.input_type_shape) for e in nodes), strict=True) if nodes else ((), ())
+    )
+    none_i64 = pd.array([pd.NA] * n, dtype="Int64")
+    frame = pd.DataFrame(
+        {
+            Ops.name: pd.Categorical(names),
+            Ops.category: pd.Categorical(categories, categories=[c.value for c in OpCategory]),
+            Ops.thread: pd.Categorical(_threads(events)),
+            Ops.ts_us: floats([e.ts for e in events]),
+            Ops.dur_us: floats([e.dur for e in events]),
+            Ops.external_id: none_i64,
+            Ops.sequence_number: none_i64.copy(),
+            Ops.fwd_thread_id: none_i64.copy(),
+            Ops.input_dims: pd.Categorical([*dims, *([None] * len(sessions))]),
+            Ops.input_types: pd.Categorical([*types, *([None] * len(sessions))]),
+            Ops.concrete_inputs: pd.Categorical([None] * n),
+            Ops.kernel_backend: pd.Categorical([None] * n),
+            Ops.kernel_file: pd.Categorical([None] * n),
+            Ops.kernel_num_gb: np.full(n, np.nan),
+        }
+    )
+    order = nesting.sort_order(
+        np.asarray(frame[Ops.thread].cat.codes),
+        frame[Ops.ts_us].to_numpy(),
+        frame[Ops.dur_us].to_numpy(),
+    )
+    frame = frame.take(order).reset_index(drop=True)
+    tables.add_nesting(frame)
+    row_of = np.empty(n, dtype=np.int64)
+    row_of[order] = np.arange(n)
+    return frame, row_of[: len(nodes)]
+
+
+def _op_type(event: OrtEvent) -> str:
+    op = event.args.op_name
+    return op if isinstance(op, str) and op else "<unknown>"
+
+
+def _shapes(value: Any) -> tuple[str | None, str | None]:
+    """``input_type_shape`` ``[{"float": [4, 16]}, ...]`` as Kineto-style JSON text:
+    ``("[[4, 16], ...]", '["float", ...]')``; (None, None) when absent or unreadable."""
+    if not isinstance(value, list) or not value:
+        return None, None
+    dims: list[Any] = []
+    types: list[str] = []
+    for item in value:
+        if not isinstance(item, dict) or len(item) != 1:
+            return None, None
+        ((dtype, shape),) = item.items()
+        dims.append(shape if isinstance(shape, list) else [])
+        types.append(str(dtype))
+    return json.dumps(dims), json.dumps(types)
+
+
+def _kernel_table(ops: pd.DataFrame, node_rows: np.ndarray, nodes: list[OrtEvent]) -> pd.DataFrame:
+    """One kernel per node event, in time order, linked to its own ops row."""
+    n = len(nodes)
+    chosen = ops.iloc[node_rows]
+    durs = chosen[Ops.dur_us].to_numpy()
+    exclusive = cpu_kernels.exclusive_durations(
+        np.asarray(chosen[Ops.thread].cat.codes), chosen[Ops.ts_us].to_numpy(), durs
+    )
+    node_names = [str(e.name)[: -len(KERNEL_SUFFIX)] for e in nodes]
+    na_int = pd.array([pd.NA] * n, dtype="Int64")
+    frame = pd.DataFrame(
+        {
+            Kernels.name: pd.Categorical(node_names),
+            Kernels.activity: pd.Categorical(
+                [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
+            ),
+            Kernels.device: pd.array([pd.NA] * n, dtype="Int32"),
+            Kernels.stream: na_int,
+            Kernels.ts_us: chosen[Ops.ts_us].to_numpy(),
+            Kernels.dur_us: durs,
+            Kernels.excl_dur_us: exclusive,
+            Kernels.correlation: na_int.copy(),
+            Kernels.external_id: na_int.copy(),
+            Kernels.grid: pd.Categorical([None] * n),
+            Kernels.block: pd.Categorical([None] * n),
+            Kernels.registers: pd.array([pd.NA] * n, dtype="Int32"),
+            Kernels.shared_memory_bytes: na_int.copy(),
+            Kernels.occupancy_pct: np.full(n, np.nan),
+            Kernels.bytes: _node_bytes(nodes),
+            Kernels.copy_kind: pd.Categorical([None] * n),
+            Kernels.launch_row: na_int.copy(),
+            Kernels.launch_name: pd.Categorical([None] * n),
+            Kernels.launch_ts_us: np.full(n, np.nan),
+            Kernels.launch_dur_us: np.full(n, np.nan),
+            Kernels.launch_delay_us: np.full(n, np.nan),
+            Kernels.thread: chosen[Ops.thread].array,
+            Kernels.op_row: pd.array(node_rows, dtype="Int64"),
+            Kernels.op_name: chosen[Ops.name].array,
+            Kernels.op_link: pd.Categorical(
+                ["self"] * n, categories=["external_id", "time", "self"]
+            ),
+            Kernels.graph_launch_row: na_int.copy(),
+            Kernels.in_graph: np.zeros(n, dtype=bool),
+        }
+    )
+    return frame.sort_values(Kernels.ts_us, kind="stable").reset_index(drop=True)
+
+
+def _node_bytes(nodes: list[OrtEvent]) -> pd.arrays.IntegerArray:
+    """activation + parameter + output size per node; <NA> when ORT gave none of them, or a
+    size that is not a non-negative integer."""
+    parts = [
+        nullable_ints([getattr(e.args, key) for e in nodes])
+        for key in ("activation_size", "parameter_size", "output_size")
+    ]
+    stacked = np.stack([p.to_numpy(dtype=np.int64, na_value=0) for p in parts]) if nodes else None
+    if stacked is None:
+        return pd.array([], dtype="Int64")
+    present = np.stack([~np.asarray(p.isna()) for p in parts])
+    bad = (stacked < 0).any(axis=0)
+    total = pd.array(stacked.sum(axis=0), dtype="Int64")
+    total[~present.any(axis=0) | bad] = pd.NA
+    return total
+
+
+def _span_table(spans: list[OrtEvent], threads: pd.Index) -> pd.DataFrame:
+    """Complete events that are neither nodes nor session events."""
+    return pd.DataFrame(
+        {
+            schema.Spans.category: pd.Categorical([_text(e.cat) for e in spans]),
+            schema.Spans.name: pd.Categorical([_text(e.name) for e in spans]),
+            schema.Spans.thread: pd.Categorical(_threads(spans)),
+            schema.Spans.ts_us: floats([e.ts for e in spans]),
+            schema.Spans.dur_us: floats([e.dur for e in spans]),
+            schema.Spans.external_id: pd.array([pd.NA] * len(spans), dtype="Int64"),
+        }
+    )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _step_table(ops: pd.DataFrame) -> pd.DataFrame:
+    """One step per ``model_run`` session event, numbered in time order from 0."""
+    runs = ops[(ops[Ops.name] == MODEL_RUN) & (ops[Ops.category] == OpCategory.USER_ANNOTATION)]
+    runs = runs.sort_values(Ops.ts_us, kind="stable")
+    table = pd.DataFrame(
+        {
+            Steps.step: pd.array(np.arange(len(runs)), dtype="Int64"),
+            Steps.ts_us: runs[Ops.ts_us].to_numpy(),
+            Steps.dur_us: runs[Ops.dur_us].to_numpy(),
+        }
+    )
+    return schema.conform(table, schema.STEPS_DTYPES)
+
+
+def _device_kind(providers: list[str]) -> DeviceKind:
+    kinds = {_DEVICE_OF_PROVIDER.get(p, DeviceKind.OTHER) for p in providers}
+    for kind in (DeviceKind.CUDA, DeviceKind.ROCM, DeviceKind.OTHER):
+        if kind in kinds:
+            return kind
+    return DeviceKind.CPU
