@@ -67,3 +67,21 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert code == 0 and "pointwise" in out
     commands = {m for m in modules if m.startswith("traceviz.commands.")}
     assert commands == {"traceviz.commands.models"}
+
+
+# The ONNX extras (traceviz[onnx]) load only where a graph is read or evaluated.
+ONNX_EXTRAS = ("onnx", "onnxruntime", "onnxscript")
+
+
+def test_reading_an_ort_profile_imports_no_onnx_package() -> None:
+    profile = SAMPLES.parent / "tests" / "data" / "ort_all.profile.json"
+    code = (
+        "import sys, traceviz;"
+        "import traceviz.runner.onnx_reference;"
+        f"t = traceviz.load({str(profile)!r}, max_bytes=None);"
+        "assert len(t.kernels) > 0;"
+        f"heavy = [m for m in {ONNX_EXTRAS + HEAVY!r} if m in sys.modules];"
+        "sys.exit(f'imported {heavy}' if heavy else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
