@@ -46,7 +46,9 @@ def test_upload_parses_and_caches() -> None:
     cache = loading.TraceCache()
     first = loading.load_upload("compiled.json.gz", data, cache=cache)
     assert len(first.kernels) > 0
-    assert loading.load_upload("renamed.json.gz", data, cache=cache) is first
+    again = loading.load_upload("renamed.json.gz", data, cache=cache)
+    assert again.kernels is first.kernels  # parsed once
+    assert (first.meta.source, again.meta.source) == ("compiled.json.gz", "renamed.json.gz")
     plain = gzip.decompress(data).decode()  # text/* uploads arrive decoded
     assert len(loading.load_upload("compiled.json", plain, cache=cache).kernels) == len(
         first.kernels
@@ -118,7 +120,7 @@ def test_upload_replaces_one_side(sample: Comparison) -> None:
     assert app.error == ""
     assert app.comparison is not sample and app.comparison is not None
     assert app.comparison.a is sample.a  # the eager side is reused, not parsed again
-    assert app.comparison.names == sample.names
+    assert app.comparison.names == (sample.names[0], "other")  # the upload's own label
 
 
 def test_empty_app_waits_for_both_uploads() -> None:

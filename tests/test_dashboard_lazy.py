@@ -98,3 +98,35 @@ def test_upload_keeps_the_open_tab_and_builds_only_it(sample: Report) -> None:
     assert app.error == ""
     assert app._tabs.active == app._tabs._names.index("Memory")
     assert app.built_tabs == ["Memory"]
+
+
+# --- uploads: labels and failures ----------------------------------------------------------
+
+
+def test_an_upload_is_labelled_by_its_own_name(sample: Report) -> None:
+    import asyncio
+
+    app = Dashboard(comparison=sample)
+    data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
+    asyncio.run(app.load_upload("b", "pointwise-compiled.pt.trace.json.gz", data))
+    assert app.comparison is not None
+    assert app.comparison.names == ("eager", "pointwise-compiled")
+    assert app.comparison.b.trace.meta.source == "pointwise-compiled.pt.trace.json.gz"
+    assert "pointwise-compiled" in app._upload_names["b"].object
+    app._tabs.active = 0
+    overview = app._slots["Overview"].objects[0]
+    text = " ".join(str(p.object) for p in overview.select(pn.pane.HTML))
+    assert "traceviz-upload-" not in text and "/tmp" not in text
+    assert "pointwise-compiled" in text
+
+
+def test_a_failed_upload_resets_its_drop_zone(sample: Report) -> None:
+    import asyncio
+
+    app = Dashboard(comparison=sample)
+    before = app._uploads["a"]
+    asyncio.run(app.load_upload("a", "corrupt.json.gz", b"\x1f\x8bnot gzip"))
+    assert app.error.startswith("Could not load corrupt.json.gz")
+    assert app._uploads["a"] is not before and app._upload_slots["a"][1] is app._uploads["a"]
+    assert app._uploads["a"].value == {}
+    assert app.comparison is sample and app._labels() == sample.names

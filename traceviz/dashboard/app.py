@@ -22,7 +22,7 @@ import panel as pn
 import param
 
 from traceviz.analysis.compare import Side
-from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB, load_upload
+from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB, load_upload, upload_label
 from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane, views_for
 from traceviz.errors import TraceVizError
 from traceviz.pipeline import Report, compare
@@ -67,18 +67,13 @@ class Dashboard(pn.viewable.Viewer):
     def __init__(self, **params: Any) -> None:
         super().__init__(**params)
         self._pending: dict[str, Trace | Side] = {}
+        self._pending_names: dict[str, str] = {}
         self._seen: dict[str, tuple[str, int]] = {}
-        self._uploads = {
-            side: pn.widgets.FileDropper(
-                accepted_filetypes=[".json", ".gz", "application/json", "application/gzip"],
-                max_file_size=f"{self.max_upload_mb}MB",
-                multiple=False,
-                width=320,
-            )
-            for side in SIDES
+        self._uploads = {side: self._dropper(side) for side in SIDES}
+        self._upload_names = {side: pn.pane.HTML("") for side in SIDES}
+        self._upload_slots = {
+            side: pn.Column(self._upload_names[side], self._uploads[side]) for side in SIDES
         }
-        for side, widget in self._uploads.items():
-            widget.param.watch(partial(self._on_upload, side), "value")
         self._alert = pn.pane.Alert(
             self.error,
             alert_type="danger",
@@ -116,20 +111,49 @@ class Dashboard(pn.viewable.Viewer):
 
     # --- showing -------------------------------------------------------------------------
 
+    def _dropper(self, side: str) -> pn.widgets.FileDropper:
+        widget = pn.widgets.FileDropper(
+            accepted_filetypes=[".json", ".gz", "application/json", "application/gzip"],
+            max_file_size=f"{self.max_upload_mb}MB",
+            multiple=False,
+            width=320,
+        )
+        widget.param.watch(partial(self._on_upload, side), "value")
+        return widget
+
+    def _reset_upload(self, side: str) -> None:
+        """A fresh, empty drop zone for ``side`` (the browser's tile of a file that could not
+        be loaded must not stay green with "Upload complete"); the file is forgotten."""
+        self._uploads[side] = self._dropper(side)
+        self._upload_slots[side][1] = self._uploads[side]
+        self._seen.pop(side, None)
+        self._pending.pop(side, None)
+        self._pending_names.pop(side, None)
+        self._refresh_labels()
+
     def _upload_row(self) -> pn.viewable.Viewable:
-        a, b = self._labels()
+        self._refresh_labels()
         limit = f"up to {self.max_upload_mb} MB each"
         return pn.Row(
-            pn.Column(pn.pane.HTML(f"<b>A</b> ({a})"), self._uploads["a"]),
-            pn.Column(pn.pane.HTML(f"<b>B</b> ({b})"), self._uploads["b"]),
+            self._upload_slots["a"],
+            self._upload_slots["b"],
             html_pane(
                 f"<p class='tv-tag'>Upload either side to replace it ({limit}); "
                 "parsed traces are cached.</p>"
             ),
         )
 
+    def _refresh_labels(self) -> None:
+        for side, label in zip(SIDES, self._labels(), strict=True):
+            self._upload_names[side].object = f"<b>{side.upper()}</b> ({html.escape(label)})"
+
     def _labels(self) -> tuple[str, str]:
-        return self.comparison.names if self.comparison is not None else self.names
+        """The sides' labels: an uploaded trace's own (its file name), else the ones shown."""
+        shown = self.comparison.names if self.comparison is not None else self.names
+        a, b = (
+            self._pending_names.get(side, name) for side, name in zip(SIDES, shown, strict=True)
+        )
+        return a, b
 
     def _show(self, comparison: Report | None, built: dict[str, Component] | None = None) -> None:
         """Show ``comparison``'s tabs: each an empty slot until first opened, except the active
@@ -211,8 +235,11 @@ class Dashboard(pn.viewable.Viewer):
             trace = await asyncio.to_thread(
                 load_upload, filename, data, max_bytes=self.max_upload_mb * 2**20
             )
-            self._pending[side] = trace
             other = "b" if side == "a" else "a"
+            self._pending[side] = trace
+            labels = dict(zip(SIDES, self._labels(), strict=True))
+            self._pending_names[side] = upload_label(filename, labels[other])
+            self._refresh_labels()
             other_side = self._pending.get(other)
             if other_side is None and self.comparison is not None:
                 other_side = self.comparison.side(other)
@@ -224,9 +251,12 @@ class Dashboard(pn.viewable.Viewer):
             comparison, built = await asyncio.to_thread(self._compare_and_build, *pair)
             self._show(comparison, built)
             self._pending.clear()
+            self._pending_names.clear()
+            self._refresh_labels()
             self._set_busy(False, f"Loaded {filename}.")
         except TraceVizError as err:
             self._set_busy(False)
+            self._reset_upload(side)
             text = str(err)
             self._set_error(
                 "Could not load " + (text if text.startswith(filename) else f"{filename}: {text}")
@@ -234,6 +264,7 @@ class Dashboard(pn.viewable.Viewer):
         except Exception as err:  # never a traceback in the page; the server log has it
             log.exception("traceviz dashboard: loading %s failed", filename)
             self._set_busy(False)
+            self._reset_upload(side)
             self._set_error(f"Could not analyse {filename}: {type(err).__name__}: {err}")
 
     def _compare_and_build(

@@ -6,6 +6,7 @@ No Panel here: these functions are plain and tested without a browser.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import tempfile
 import threading
@@ -16,6 +17,7 @@ from pathlib import Path
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse import load_trace
 from traceviz.pipeline import Report, open_report
+from traceviz.rundir import file_stem
 from traceviz.trace import Trace
 
 UPLOAD_SUFFIXES = (".json", ".json.gz", ".gz")
@@ -74,7 +76,8 @@ def load_upload(
     max_bytes: int = DEFAULT_MAX_UPLOAD_MB * 2**20,
     cache: TraceCache = CACHE,
 ) -> Trace:
-    """Parse an uploaded trace (``.json`` / ``.json.gz``), cached by its SHA-256.
+    """Parse an uploaded trace (``.json`` / ``.json.gz``), cached by its SHA-256. Its
+    ``meta.source`` is the uploaded file's name (the temporary copy it was parsed from is gone).
 
     Raises :class:`TraceFormatError` naming ``filename`` for a wrong suffix, a file over
     ``max_bytes``, or content that is not a profiler trace.
@@ -92,7 +95,7 @@ def load_upload(
     key = "sha256:" + hashlib.sha256(payload).hexdigest()
     trace = cache.get(key)
     if trace is not None:
-        return trace
+        return _named(trace, name)
     with tempfile.TemporaryDirectory(prefix="traceviz-upload-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(payload)
@@ -100,8 +103,23 @@ def load_upload(
             trace = load_trace(path)
         except TraceFormatError as err:
             raise TraceFormatError(name, err.reason) from None
+    trace = _named(trace, name)
     cache.put(key, trace)
     return trace
+
+
+def _named(trace: Trace, name: str) -> Trace:
+    """``trace`` whose source is ``name`` (the same tables, not copied)."""
+    if trace.meta.source == name:
+        return trace
+    return dataclasses.replace(trace, meta=dataclasses.replace(trace.meta, source=name))
+
+
+def upload_label(filename: str, other: str) -> str:
+    """The label of an uploaded trace: its file name without ``.pt.trace.json.gz``
+    (``eager.pt.trace.json.gz`` → ``eager``), ``… (2)`` when the other side has that label."""
+    label = file_stem(Path(filename).name) or "upload"
+    return label if label != other else f"{label} (2)"
 
 
 def comparison_from_args(

@@ -21,7 +21,8 @@ import panel as pn
 
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
 from traceviz.dashboard.tabs.fusion import LinesView, explain_line, fusion
-from traceviz.dashboard.tabs.kernels import KernelsView, explain_kernel, kernel_table
+from traceviz.dashboard.tabs.kernel_diff import KernelDiffView
+from traceviz.dashboard.tabs.kernels import KernelsView, explain_kernel, kernel_table, kernels
 from traceviz.dashboard.tabs.launch import launch
 from traceviz.dashboard.tabs.memory import memory
 from traceviz.dashboard.tabs.overview import CARD_METRICS, findings_html, overview
@@ -34,6 +35,7 @@ __all__ = [
     "STRETCH",
     "VIEWS",
     "Component",
+    "KernelDiffView",
     "KernelsView",
     "LinesView",
     "TimelineView",
@@ -43,6 +45,7 @@ __all__ = [
     "fusion",
     "html_pane",
     "kernel_table",
+    "kernels",
     "launch",
     "memory",
     "overview",
@@ -56,7 +59,7 @@ __all__ = [
 Component = pn.viewable.Viewable | pn.viewable.Viewer
 VIEWS: dict[str, Callable[[Report], Component]] = {
     "Overview": overview,
-    "Kernels": lambda c: KernelsView(comparison=c),
+    "Kernels": kernels,
     "Timeline": lambda c: TimelineView(comparison=c),
     "Fusion": fusion,
     "Launch overhead": launch,

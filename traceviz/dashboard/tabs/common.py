@@ -1,10 +1,18 @@
-"""What every dashboard tab shares: sizing, the stylesheet, figure and HTML panes."""
+"""What every dashboard tab shares: sizing, the stylesheet, figure and HTML panes, tables
+with a CSV download."""
 
 from __future__ import annotations
 
+import io
+import re
+from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
 import panel as pn
+
+from traceviz.report.snippet import view_html
+from traceviz.report.views import View
 
 STRETCH = "stretch_width"
 
@@ -18,7 +26,15 @@ th, td { border: 1px solid #ddd; padding: 2px 8px; text-align: left; } th { back
 .finding { margin: 6px 0; padding: 4px 10px; border-left: 4px solid #888; }
 .sev-error { border-color: #d62728; } .sev-warning { border-color: #ff7f0e; }
 .sev-info { border-color: #1f77b4; }
+.tv-seg { display: flex; height: 10px; margin: 3px 0 1px; border-radius: 2px; overflow: hidden; }
+.tv-seg .est { background: #4C78A8; } .tv-seg .unk { background: repeating-linear-gradient(
+  45deg, #bbb, #bbb 3px, #e4e4e4 3px, #e4e4e4 6px); }
+.tv-partial { color: #b35900; font-weight: 600; }
 """
+
+#: Widest a name column of a Tabulator gets (px): longer names end in an ellipsis, the full
+#: name shows on hover and when the row is selected.
+NAME_WIDTH = 380
 
 
 def plot(fig: Any) -> pn.pane.Plotly:
@@ -33,9 +49,17 @@ def html_pane(text: str) -> pn.pane.HTML:
     return pn.pane.HTML(text, sizing_mode=STRETCH, stylesheets=[_CSS])
 
 
-def selectable_table(data: Any, **options: Any) -> pn.widgets.Tabulator:
+def selectable_table(
+    data: Any, *, names: tuple[str, ...] = (), **options: Any
+) -> pn.widgets.Tabulator:
     """A read-only, paginated Tabulator whose rows are selected one at a time (the tabs watch
-    ``selection`` to explain a row); ``options`` add formatters, filters, titles."""
+    ``selection`` to explain a row); ``options`` add formatters, filters, titles.
+
+    ``names`` are the columns holding kernel, op or source names: each gets a fixed width
+    (:data:`NAME_WIDTH`) with an ellipsis and the full name as a tooltip, so the numbers
+    beside them stay in view however long a name is."""
+    widths = {name: NAME_WIDTH for name in names} | options.pop("widths", {})
+    columns = [{"field": name, "tooltip": True} for name in names]
     return pn.widgets.Tabulator(
         data,
         pagination="remote",
@@ -45,5 +69,48 @@ def selectable_table(data: Any, **options: Any) -> pn.widgets.Tabulator:
         selectable=1,
         sizing_mode=STRETCH,
         layout="fit_data_stretch",
+        widths=widths,
+        configuration={"columns": columns},
         **options,
+    )
+
+
+def csv_download(
+    data: pd.DataFrame | Callable[[], pd.DataFrame], filename: str
+) -> pn.widgets.FileDownload:
+    """A button that downloads ``data`` (or what the callable returns when pressed, e.g. a
+    table's filtered rows) as CSV."""
+
+    def payload() -> io.StringIO:
+        frame = data() if callable(data) else data
+        return io.StringIO(frame.to_csv(index=False))
+
+    return pn.widgets.FileDownload(
+        callback=payload, filename=filename, label="CSV", embed=False, width=80, height=32
+    )
+
+
+def table_csv(table: pn.widgets.Tabulator, filename: str) -> pn.widgets.FileDownload:
+    """:func:`csv_download` of the rows a Tabulator shows now (its filters applied)."""
+    return csv_download(lambda: table.current_view, filename)
+
+
+def view_frame(view: View) -> pd.DataFrame:
+    """A view's display strings as a table (what its CSV download holds)."""
+    return pd.DataFrame(view.rows, columns=view.columns)
+
+
+def slug(text: str) -> str:
+    """``"Launch overhead (measured)"`` → ``"launch-overhead-measured"`` (for file names)."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
+
+
+def view_table(view: View, data: pd.DataFrame | None = None) -> pn.viewable.Viewable:
+    """A :class:`View` as its HTML table with a CSV download of ``data`` (default: the view's
+    own rows)."""
+    frame = view_frame(view) if data is None else data
+    return pn.Column(
+        html_pane(view_html(view)),
+        csv_download(frame, f"{slug(view.title)}.csv"),
+        sizing_mode=STRETCH,
     )

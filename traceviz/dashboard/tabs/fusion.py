@@ -12,10 +12,16 @@ import panel as pn
 import param
 
 from traceviz.analysis.compare import Comparison
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, selectable_table
+from traceviz.dashboard.tabs.common import (
+    STRETCH,
+    html_pane,
+    plot,
+    selectable_table,
+    table_csv,
+    view_table,
+)
 from traceviz.records import records
 from traceviz.report import figures
-from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     eager_only_view,
     fusion_view,
@@ -27,7 +33,7 @@ def fusion(c: Comparison, *, top: int = 20) -> pn.viewable.Viewable:
     parts: list[Any] = [plot(figures.fusion_figure(c, top=top))]
     for view in (fusion_view(c, top=top), eager_only_view(c, top=top)):
         if view.rows or view.note:
-            parts.append(html_pane(view_html(view)))
+            parts.append(view_table(view))
     if len(c.fusion.by_line):
         parts.append(LinesView(comparison=c))
     return pn.Column(*parts, sizing_mode=STRETCH, name="fusion")
@@ -86,4 +92,7 @@ class LinesView(pn.viewable.Viewer):
 
     def __panel__(self) -> pn.viewable.Viewable:
         title = html_pane("<h4>Fusion by source line (device time measured)</h4>")
-        return pn.Column(title, self._table, self._detail, sizing_mode=STRETCH, name="lines")
+        download = table_csv(self._table, "fusion-by-line.csv")
+        return pn.Column(
+            title, download, self._table, self._detail, sizing_mode=STRETCH, name="lines"
+        )

@@ -1,5 +1,5 @@
-"""The Kernels tab: both traces' kernels in one Tabulator; selecting one explains it
-from the fusion map.
+"""The Kernels tab: both traces side by side (:mod:`~traceviz.dashboard.tabs.kernel_diff`),
+then both traces' kernels in one Tabulator; selecting one explains it from the fusion map.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import param
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.top_kernels import top_kernels
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table, table_csv
+from traceviz.dashboard.tabs.kernel_diff import KernelDiffView
 from traceviz.report.views import (
     eager_ops_texts,
 )
@@ -49,6 +50,8 @@ class KernelsView(pn.viewable.Viewer):
         sides = list(c.names)
         self._table = selectable_table(
             self._data,
+            names=("kernel", "launched_by"),
+            css_classes=["tv-kernels"],
             header_filters={
                 "trace": {"type": "list", "values": sides, "clearable": True},
                 "kind": {"type": "input", "func": "like", "placeholder": "kind"},
@@ -95,14 +98,22 @@ class KernelsView(pn.viewable.Viewer):
             f"<p class='tv-tag'>{fmt_count(len(self._data))} distinct kernels in both traces; "
             "device time measured.</p>"
         )
+        download = table_csv(self._table, "kernels.csv")
         return pn.Column(
-            pn.Row(search, group),
+            pn.Row(search, group, download),
             note,
             self._table,
             self._detail,
             sizing_mode=STRETCH,
             name="kernels",
         )
+
+
+def kernels(c: Comparison) -> pn.viewable.Viewable:
+    """The Kernels tab: both traces side by side, then every kernel of each."""
+    return pn.Column(
+        KernelDiffView(comparison=c), KernelsView(comparison=c), sizing_mode=STRETCH, name="kernels"
+    )
 
 
 def explain_kernel(c: Comparison, trace: str, kernel: str) -> str:

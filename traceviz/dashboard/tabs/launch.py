@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from traceviz.analysis.compare import Comparison
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.analysis.compare import Comparison, Metric
+from traceviz.dashboard.tabs.common import STRETCH, plot, view_table
 from traceviz.report import figures
-from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     metrics_view,
 )
@@ -26,12 +25,13 @@ def launch(c: Comparison) -> pn.viewable.Viewable:
     )
     view = metrics_view(c)
     rows = [r for r in view.rows if r[0] in names]
-    table = view_html(type(view)("Launch overhead (measured)", view.columns, rows))
+    table = type(view)("Launch overhead (measured)", view.columns, rows)
+    data = c.metrics[c.metrics[Metric.name].isin(names)]
     return pn.Column(
         plot(figures.launch_delay_figure(c)),
         plot(figures.idle_figure(c)),
         plot(figures.per_step_figure(c)),
-        html_pane(table),
+        view_table(table, data),
         sizing_mode=STRETCH,
         name="launch",
     )

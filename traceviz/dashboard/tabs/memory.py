@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import panel as pn
 
-from traceviz.analysis.compare import Comparison
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.analysis.compare import Comparison, Metric
+from traceviz.dashboard.tabs.common import STRETCH, plot, view_table
 from traceviz.report import figures
-from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     metrics_view,
 )
@@ -23,11 +22,12 @@ def memory(c: Comparison) -> pn.viewable.Viewable:
     )
     view = metrics_view(c)
     rows = [r for r in view.rows if r[0] in names]
-    table = view_html(type(view)("Memory", view.columns, rows))
+    table = type(view)("Memory", view.columns, rows)
+    data = c.metrics[c.metrics[Metric.name].isin(names)]
     return pn.Column(
         plot(figures.memory_kind_figure(c)),
         plot(figures.allocated_figure(c)),
-        html_pane(table),
+        view_table(table, data),
         sizing_mode=STRETCH,
         name="memory",
     )

@@ -10,11 +10,10 @@ import math
 import panel as pn
 
 from traceviz.analysis.compare import Comparison, Metric
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, view_table
 from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.html import finding_html
-from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     fmt_delta,
     fmt_ratio,
@@ -91,7 +90,7 @@ def overview(c: Report) -> pn.viewable.Viewable:
         html_pane(f"<h4>Findings</h4>{findings_html(c)}"),
         plot(figures.metrics_figure(c)),
         plot(figures.kinds_figure(c)),
-        html_pane(view_html(metrics_view(c))),
+        view_table(metrics_view(c), c.metrics),
         sizing_mode=STRETCH,
         name="overview",
     )

@@ -8,9 +8,8 @@ from typing import Any
 import panel as pn
 
 from traceviz.analysis.compare import Comparison
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, view_table
 from traceviz.report import figures
-from traceviz.report.snippet import view_html
 from traceviz.report.views import (
     regions_view,
 )
@@ -20,7 +19,7 @@ def regions(c: Comparison) -> pn.viewable.Viewable:
     parts: list[Any] = [plot(figures.regions_figure(c))]
     view = regions_view(c)
     if view.rows or view.note:
-        parts.append(html_pane(view_html(view)))
+        parts.append(view_table(view))
     breaks = c.run_info.dynamo.graph_breaks if c.run_info is not None else []
     if breaks:
         items = "".join(
