@@ -55,6 +55,20 @@ def test_diagnose_gpu_trace() -> None:
     print(f"diagnose_gpu_trace ran in {seconds:.1f} s")
 
 
+def test_custom_fusion() -> None:
+    pytest.importorskip("onnx", reason="the ONNX extra: pip install 'traceviz[onnx]'")
+    pytest.importorskip("onnxruntime", reason="the ONNX extra: pip install 'traceviz[onnx]'")
+    notebook, seconds = execute(NOTEBOOKS / "custom_fusion.ipynb")
+    found = outputs(notebook)
+    assert not [o for o in found if o.get("output_type") == "error"]
+    text = str(found)
+    # the notebook asserts its checks; these say the cells that print them ran
+    assert "fused vs unfused: max abs diff 0" in text
+    assert "UnsupportedOpError: example.fusions:AddEye" in text
+    assert "com.microsoft" in text and "FusedMatMul" in text
+    print(f"custom_fusion ran in {seconds:.1f} s")
+
+
 def test_notebooks_are_saved_without_outputs() -> None:
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
