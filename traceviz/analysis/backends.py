@@ -1,0 +1,343 @@
+"""Every backend of a run side by side: eager, torch.compile and each ONNX Runtime level.
+
+:func:`backends_view` reads a run directory made with ``traceviz run MODEL --backends
+eager,compile,onnxruntime`` (its run.json ``latency`` and ``backends.onnxruntime`` sections,
+``docs/run-json.md``; its ``onnx/`` graphs and profiles) next to the eager-vs-compiled
+comparison, and gives a :class:`BackendsView`:
+
+- ``rows`` (:class:`BackendRow`): one row per backend or level;
+- ``op_counts``: nodes per ``domain:op_type`` of the exported graph and of each level
+  (:func:`~traceviz.analysis.onnx_graph.op_counts`);
+- ``fusion``: each node group ORT fused, mapped back to the exported nodes and aten ops it
+  replaced, its time, and the Inductor kernels that fused the same ops
+  (:func:`~traceviz.analysis.onnx_fusion.cross_fusion`);
+- ``folded``: exported nodes no optimized node stands for (constant-folded, removed).
+
+A run without ONNX Runtime data has no view (None). A level whose files are missing or
+unreadable is left out of the graph tables and named in ``problems``; it keeps its row.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.compare import Comparison, Metric
+from traceviz.analysis.onnx_fusion import CROSS_FUSION_DTYPES, cross_fusion
+from traceviz.analysis.onnx_graph import (
+    EXPORTED,
+    FOLDED_DTYPES,
+    GraphMapping,
+    map_graph,
+    op_counts,
+)
+from traceviz.analysis.onnx_nodes import Graph, read_graph
+from traceviz.analysis.ort_profile_nodes import ProfileNodes, read_profile_nodes
+from traceviz.errors import TraceFormatError, UsageError
+
+__all__ = ["BACKEND_DTYPES", "BackendRow", "BackendsView", "backends_view", "has_backends"]
+
+ORT_PREFIX = "onnxruntime:"
+EXPORTED_GRAPH = "onnx/model.onnx"
+LEVEL_ORDER = ("disable", "basic", "extended", "layout", "all")
+
+
+class BackendRow:
+    """Columns of :attr:`BackendsView.rows`: one row per backend (eager, compile,
+    ``onnxruntime:<level>``). Step times are measured outside any profiler (round-robin
+    rounds when run.json has them, else its eager/compiled timing); kernels and kernel time
+    are measured in the traces (Kineto; an ORT level's profile: its node events); bytes are
+    estimated."""
+
+    backend = "backend"  # "eager", "compile", "onnxruntime:<level>" (str)
+    step_median_us = "step_median_us"  # median step time, µs (float64; NaN: not timed)
+    step_iqr_us = "step_iqr_us"  # its interquartile range, µs (float64)
+    ratio_to_eager = "ratio_to_eager"  # median / eager's median (> 1: slower) (float64)
+    timing = "timing"  # "round-robin" (run.json latency) or "timed" (run.json timing) (str)
+    kernels_per_step = "kernels_per_step"  # kernels (ORT: node runs) per step (float64)
+    kernel_time_per_step_us = "kernel_time_per_step_us"  # their time per step, µs (float64)
+    est_bytes_per_step = "est_bytes_per_step"  # estimated traffic per step, bytes (float64)
+    max_abs_diff = "max_abs_diff"  # largest |output − eager output| (float64; NaN: eager)
+    check_passed = "check_passed"  # outputs allclose to eager's (boolean; NA: not checked)
+    one_time_s = "one_time_s"  # compile (first call), or export + session creation, s
+    one_time = "one_time"  # what one_time_s counts (str)
+    nodes = "nodes"  # nodes in the ORT level's graph (Int64; NA for eager/compile)
+    error = "error"  # the level failed: its error ("" none) (str)
+
+
+BACKEND_DTYPES: dict[str, str] = {
+    BackendRow.backend: "object",
+    BackendRow.step_median_us: schema.F64,
+    BackendRow.step_iqr_us: schema.F64,
+    BackendRow.ratio_to_eager: schema.F64,
+    BackendRow.timing: "object",
+    BackendRow.kernels_per_step: schema.F64,
+    BackendRow.kernel_time_per_step_us: schema.F64,
+    BackendRow.est_bytes_per_step: schema.F64,
+    BackendRow.max_abs_diff: schema.F64,
+    BackendRow.check_passed: "boolean",
+    BackendRow.one_time_s: schema.F64,
+    BackendRow.one_time: "object",
+    BackendRow.nodes: schema.I64,
+    BackendRow.error: "object",
+}
+
+
+@dataclass(frozen=True)
+class BackendsView:
+    """The backends of a run side by side (module docstring). ``export`` is run.json's
+    export record (exporter, opset, seconds, fallback_reason) as a dict; ``mappings`` each
+    level's :class:`~traceviz.analysis.onnx_graph.GraphMapping`; ``profiles`` each level's
+    :class:`~traceviz.analysis.ort_profile_nodes.ProfileNodes`."""
+
+    rows: pd.DataFrame
+    op_counts: pd.DataFrame
+    fusion: pd.DataFrame
+    folded: pd.DataFrame
+    export: dict[str, Any] = field(default_factory=dict)
+    ort_version: str | None = None
+    threads: int | None = None
+    latency_method: str | None = None
+    problems: tuple[str, ...] = ()
+    mappings: dict[str, GraphMapping] = field(default_factory=dict)
+    profiles: dict[str, ProfileNodes] = field(default_factory=dict)
+
+    @property
+    def levels(self) -> list[str]:
+        """The ORT levels, in run order."""
+        rows = self.rows[BackendRow.backend]
+        return [str(b)[len(ORT_PREFIX) :] for b in rows if str(b).startswith(ORT_PREFIX)]
+
+
+def has_backends(value: object) -> bool:
+    """Whether ``value`` (a report) carries a :class:`BackendsView`."""
+    return isinstance(getattr(value, "backends", None), BackendsView)
+
+
+def backends_view(directory: str | Path, comparison: Comparison) -> BackendsView | None:
+    """The backends of the run directory ``directory`` beside its ``comparison`` (eager vs
+    compiled); None when the run has no ONNX Runtime data."""
+    root = Path(directory)
+    sections = _sections(root, comparison.run_info)
+    ort, latency = sections.get("onnxruntime") or {}, sections.get("latency") or {}
+    levels = _levels(root, ort)
+    if not levels and not ort and not latency:
+        return None
+    problems: list[str] = []
+    exported = _graph(root, (ort.get("export") or {}).get("path") or EXPORTED_GRAPH, problems)
+    graphs: dict[str, Graph] = {}
+    profiles: dict[str, ProfileNodes] = {}
+    for level in levels:
+        name = str(level["name"])
+        graph = _graph(root, level.get("graph"), problems) if level.get("graph") else None
+        if graph is not None:
+            graphs[name] = graph
+        profile = _profile(root, level.get("profile"), problems)
+        if profile is not None:
+            profiles[name] = profile
+    mappings = {
+        name: map_graph(exported, graph, level=name) for name, graph in graphs.items()
+    } if exported is not None else {}  # fmt: skip
+    return BackendsView(
+        rows=_rows(comparison, ort, latency, levels, profiles),
+        op_counts=op_counts({EXPORTED: exported, **graphs} if exported else graphs),
+        fusion=_fusion(comparison, mappings, profiles),
+        folded=_concat([m.folded for m in mappings.values()], FOLDED_DTYPES),
+        export=dict(ort.get("export") or {}),
+        ort_version=ort.get("ort_version"),
+        threads=ort.get("threads") or latency.get("threads"),
+        latency_method=latency.get("method"),
+        problems=tuple(problems),
+        mappings=mappings,
+        profiles=profiles,
+    )
+
+
+def _sections(root: Path, info: Any) -> dict[str, Any]:
+    """run.json's ``backends.onnxruntime`` and ``latency`` as plain dicts: from the typed
+    RunInfo when it has them, else from the file itself (run.json written by a newer runner)."""
+    backends = getattr(info, "backends", None)
+    if info is not None and hasattr(info, "latency"):
+        ort = getattr(backends, "onnxruntime", None)
+        return {
+            "onnxruntime": msgspec.to_builtins(ort) if ort is not None else None,
+            "latency": msgspec.to_builtins(info.latency) if info.latency is not None else None,
+        }
+    path = root / "run.json"
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    raw_backends = raw.get("backends") if isinstance(raw, dict) else None
+    ort = raw_backends.get("onnxruntime") if isinstance(raw_backends, dict) else None
+    latency = raw.get("latency") if isinstance(raw, dict) else None
+    return {
+        "onnxruntime": ort if isinstance(ort, dict) else None,
+        "latency": latency if isinstance(latency, dict) else None,
+    }
+
+
+def _levels(root: Path, ort: dict[str, Any]) -> list[dict[str, Any]]:
+    """run.json's level records; without them, the ``onnx/ort_<level>.onnx`` files found."""
+    listed = [lvl for lvl in ort.get("levels") or [] if isinstance(lvl, dict) and lvl.get("name")]
+    if listed or ort:
+        return listed
+    found = sorted(
+        (p.name[len("ort_") : -len(".onnx")] for p in (root / "onnx").glob("ort_*.onnx")),
+        key=lambda n: (LEVEL_ORDER.index(n) if n in LEVEL_ORDER else len(LEVEL_ORDER), n),
+    )
+    return [
+        {
+            "name": name,
+            "graph": f"onnx/ort_{name}.onnx",
+            "profile": f"onnx/ort_{name}.profile.json"
+            if (root / "onnx" / f"ort_{name}.profile.json").is_file()
+            else None,
+        }
+        for name in found
+    ]
+
+
+def _graph(root: Path, relative: str | None, problems: list[str]) -> Graph | None:
+    if not relative:
+        return None
+    try:
+        return read_graph(root / relative)
+    except (TraceFormatError, UsageError) as err:
+        problems.append(str(err))
+        return None
+
+
+def _profile(root: Path, relative: str | None, problems: list[str]) -> ProfileNodes | None:
+    if not relative:
+        return None
+    try:
+        return read_profile_nodes(root / relative)
+    except TraceFormatError as err:
+        problems.append(str(err))
+        return None
+
+
+def _fusion(
+    comparison: Comparison,
+    mappings: dict[str, GraphMapping],
+    profiles: dict[str, ProfileNodes],
+) -> pd.DataFrame:
+    fusion = comparison.fusion
+    tables = [
+        cross_fusion(m, profile=profiles.get(n), kernel_ops=fusion.ops, by_line=fusion.by_line)
+        for n, m in mappings.items()
+    ]
+    return _concat(tables, CROSS_FUSION_DTYPES)
+
+
+def _concat(tables: list[pd.DataFrame], dtypes: dict[str, str]) -> pd.DataFrame:
+    tables = [t for t in tables if not t.empty]
+    if not tables:
+        return schema.conform(pd.DataFrame(columns=list(dtypes)), dtypes)
+    return schema.conform(pd.concat(tables, ignore_index=True), dtypes)
+
+
+def _rows(
+    comparison: Comparison,
+    ort: dict[str, Any],
+    latency: dict[str, Any],
+    levels: list[dict[str, Any]],
+    profiles: dict[str, ProfileNodes],
+) -> pd.DataFrame:
+    timed = {str(r.get("backend")): r for r in latency.get("rows") or [] if isinstance(r, dict)}
+    rows = [
+        _torch_row(comparison, "eager", "a", timed),
+        _torch_row(comparison, "compile", "b", timed),
+    ]
+    export_s = (ort.get("export") or {}).get("seconds")
+    for level in levels:
+        rows.append(_ort_row(level, timed, profiles.get(str(level["name"])), export_s))
+    eager_median = rows[0][BackendRow.step_median_us]
+    for row in rows:  # a ratio run.json did not give: from the medians
+        if _nan(row[BackendRow.ratio_to_eager]) and eager_median and not _nan(eager_median):
+            row[BackendRow.ratio_to_eager] = row[BackendRow.step_median_us] / eager_median
+    table = pd.DataFrame(rows, columns=list(BACKEND_DTYPES))
+    return schema.conform(table, BACKEND_DTYPES)
+
+
+def _torch_row(
+    comparison: Comparison, backend: str, side: str, timed: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    info = comparison.run_info
+    row = _blank(backend)
+    _timing(row, timed.get(backend))
+    if row[BackendRow.timing] == "" and info is not None:
+        stats = info.timing.eager if side == "a" else info.timing.compiled
+        if stats is not None:
+            row.update(step_median_us=stats.median_us, step_iqr_us=stats.iqr_us, timing="timed")
+    column = Metric.a if side == "a" else Metric.b
+    steps = comparison.metric("step_count")[column]
+    row[BackendRow.kernels_per_step] = comparison.metric("kernels_per_step")[column]
+    row[BackendRow.kernel_time_per_step_us] = comparison.metric("kernel_time_per_step_us")[column]
+    est = comparison.metric("est_bytes")[column]
+    row[BackendRow.est_bytes_per_step] = est / steps if steps and not _nan(steps) else math.nan
+    if side == "b" and info is not None:
+        row[BackendRow.max_abs_diff] = _float(info.correctness.max_abs_error)
+        row[BackendRow.check_passed] = info.correctness.passed
+        row[BackendRow.one_time_s] = _float(info.compile.time_s)
+        row[BackendRow.one_time] = "compile (first call)"
+    return row
+
+
+def _ort_row(
+    level: dict[str, Any],
+    timed: dict[str, dict[str, Any]],
+    profile: ProfileNodes | None,
+    export_s: Any,
+) -> dict[str, Any]:
+    row = _blank(ORT_PREFIX + str(level["name"]))
+    _timing(row, timed.get(row[BackendRow.backend]))
+    if profile is not None and profile.runs:
+        row[BackendRow.kernels_per_step] = profile.calls / profile.runs
+        row[BackendRow.kernel_time_per_step_us] = profile.time_us / profile.runs
+        row[BackendRow.est_bytes_per_step] = profile.est_bytes / profile.runs
+    check = level.get("check") or {}
+    row[BackendRow.max_abs_diff] = _float(check.get("max_abs_diff"))
+    row[BackendRow.check_passed] = check.get("passed")
+    session = _float(level.get("session_seconds"))
+    if not _nan(session):
+        export = _float(export_s)
+        row[BackendRow.one_time_s] = session + (0.0 if _nan(export) else export)
+        row[BackendRow.one_time] = "session" if _nan(export) else "export + session"
+    row[BackendRow.nodes] = level.get("nodes")
+    row[BackendRow.error] = str(level.get("error") or "")
+    return row
+
+
+def _blank(backend: str) -> dict[str, Any]:
+    row: dict[str, Any] = dict.fromkeys(BACKEND_DTYPES, math.nan)
+    row.update(backend=backend, timing="", one_time="", nodes=None, check_passed=None, error="")
+    return row
+
+
+def _timing(row: dict[str, Any], record: dict[str, Any] | None) -> None:
+    if record is None:
+        return
+    row[BackendRow.step_median_us] = _float(record.get("median_us"))
+    row[BackendRow.step_iqr_us] = _float(record.get("iqr_us"))
+    row[BackendRow.ratio_to_eager] = _float(record.get("ratio_to_eager"))
+    row[BackendRow.timing] = "round-robin"
+
+
+def _float(value: Any) -> float:
+    try:
+        return math.nan if value is None else float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _nan(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
