@@ -50,8 +50,23 @@ def snapshot(tree: Any) -> Any:
     return pytree.tree_map(lambda t: t.detach().clone() if isinstance(t, torch.Tensor) else t, tree)
 
 
-def compare_outputs(eager: Any, compiled: Any) -> Correctness:
-    """Check compiled outputs against eager ones elementwise (see :class:`Correctness`)."""
+def tf32_in_effect(model: Any, device: torch.device) -> bool:
+    """Whether this model's float32 GEMMs or convolutions run in TF32 on ``device``: on CUDA
+    when float32 matmul precision is not "highest", or when cuDNN may use TF32 (its default)
+    and the model has convolution layers."""
+    if device.type != "cuda":
+        return False
+    if torch.get_float32_matmul_precision() != "highest" or torch.backends.cuda.matmul.allow_tf32:
+        return True
+    convs = isinstance(model, torch.nn.Module) and any(
+        isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()
+    )
+    return bool(torch.backends.cudnn.allow_tf32 and convs)
+
+
+def compare_outputs(eager: Any, compiled: Any, *, tf32: bool = False) -> Correctness:
+    """Check compiled outputs against eager ones elementwise (see :class:`Correctness`);
+    ``tf32``: float32 outputs get TF32's tolerances (:func:`tf32_in_effect`)."""
     e_leaves, e_spec = pytree.tree_flatten_with_path(eager)
     c_leaves, c_spec = pytree.tree_flatten_with_path(compiled)
     if pytree.treespec_dumps(e_spec) != pytree.treespec_dumps(c_spec):
@@ -62,7 +77,8 @@ def compare_outputs(eager: Any, compiled: Any) -> Correctness:
         if isinstance(e, torch.Tensor)
     ]
     dtypes = [dtype_name(e.dtype) for _, e, _ in pairs if e.is_floating_point()]
-    rtol, atol = tolerance_for(dtypes)
+    tf32 = tf32 and "float32" in dtypes
+    rtol, atol = tolerance_for(["tf32" if d == "float32" and tf32 else d for d in dtypes])
     max_abs, max_rel, mismatched = 0.0, 0.0, []
     for path, e, c in pairs:
         abs_err, rel_err, ok = _compare_tensor(e, c, rtol=rtol, atol=atol)
@@ -78,6 +94,7 @@ def compare_outputs(eager: Any, compiled: Any) -> Correctness:
         rtol=rtol,
         atol=atol,
         mismatched=mismatched,
+        tf32=tf32,
         note="" if pairs else "the model returned no tensors",
     )
 

@@ -22,7 +22,13 @@ import torch
 from traceviz._version import __version__
 from traceviz.errors import UsageError
 from traceviz.runner import compile_log, dynamo, lines, measure
-from traceviz.runner.compare import compare_outputs, move_inputs, snapshot, tensor_specs
+from traceviz.runner.compare import (
+    compare_outputs,
+    move_inputs,
+    snapshot,
+    tensor_specs,
+    tf32_in_effect,
+)
 from traceviz.runner.environment import describe, resolve_device
 from traceviz.runner.models import LoadedModel, load_model
 from traceviz.runner.options import DEFAULT_ITERS, DEFAULT_STEPS, DEFAULT_WARMUP, Options
@@ -394,7 +400,7 @@ def _assemble(
     c_timing = compiled.timing
     speedup = eager.timing.median_us / c_timing.median_us if c_timing else None
     correctness = (
-        compare_outputs(eager.outputs, compiled.outputs)
+        compare_outputs(eager.outputs, compiled.outputs, tf32=tf32_in_effect(work.fn, device))
         if compiled.info.time_s is not None  # the first compiled call returned
         else Correctness(checked=False, note="no compiled outputs: compilation failed")
     )

@@ -145,6 +145,7 @@ class Correctness(msgspec.Struct, frozen=True, kw_only=True):
     rtol: float | None = None
     atol: float | None = None
     mismatched: list[str] = []  # output paths that failed, e.g. "out[0]"
+    tf32: bool = False  # float32 GEMMs/convs ran in TF32 on CUDA: rtol/atol are TF32's
     note: str = ""
 
 
