@@ -135,10 +135,15 @@ def sample_params() -> list[Any]:
 @pytest.mark.parametrize("run", sample_params())
 def test_sample_run_figures(run: Path) -> None:
     """A CPU run: steps and compiled regions equal plain counts (regions only on the compiled
-    side); no memcpy; kernel figures are those of each side's own summary."""
+    side); memcpy and launches do not apply (null, not 0: plainly none in the JSON); kernel
+    figures are those of each side's own summary."""
     eager, compiled = (run / name for name in RUN_FILES)
     comparison = compare_sides(side(eager), side(compiled))
-    _assert_figures(comparison, eager, compiled, [*HOST_FIGURES, "memcpy_count"])
+    _assert_figures(comparison, eager, compiled, HOST_FIGURES)
+    for name in ("memcpy_count", "launch_count"):
+        assert plain(eager)[name] == plain(compiled)[name] == 0, name
+        row = comparison.metric(name)
+        assert math.isnan(row.a) and math.isnan(row.b) and row.basis == "not-applicable", name
     assert comparison.metric("compiled_regions").a == 0 < comparison.metric("compiled_regions").b
     for which, path in (("a", eager), ("b", compiled)):
         summary = side(path).summary
@@ -217,7 +222,7 @@ def test_cli_formats(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = tmp_path / f"out.{fmt}"
     assert main(["compare", str(run), "--format", fmt, "-o", str(out), "--top", "3"]) == 0
     text = out.read_text()
-    assert "kernel_count" in text
+    assert ("kernel_count" if fmt == "json" else "kernel time") in text
     if fmt == "json":
         doc = json.loads(text)
         assert doc["schema_version"] == 1 and doc["names"] == {"a": "eager", "b": "compiled"}

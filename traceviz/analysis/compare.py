@@ -29,6 +29,7 @@ from traceviz.analysis.memory import MemoryTraffic, memory_traffic
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.runner.runinfo import DynamoFacts, RunInfo
+from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
 
 SIDES = ("a", "b")
@@ -343,13 +344,29 @@ HOST_METRICS = frozenset(
 )  # fmt: skip
 
 
+#: Metrics of what only a device with a launch API and copies has: a CPU trace cannot have them,
+#: so a CPU side's value is null (not 0) and the row's basis ``not-applicable``.
+DEVICE_ONLY_METRICS = frozenset(
+    {"memcpy_count", "memcpy_bytes", "memset_count", "launch_count", "launch_api_time_us",
+     "launch_delay_p50_us", "short_kernels", "cpu_wait_us"}
+)  # fmt: skip
+NOT_APPLICABLE = "not-applicable"
+
+
 def _metrics(side_a: Side, side_b: Side, fusion: FusionMap) -> pd.DataFrame:
     """One row per :data:`METRICS` entry plus the fusion headline rows. A device metric of a
-    side whose device traceviz does not model is null, and its row's basis ``not-analysed``."""
+    side whose device traceviz does not model is null, and its row's basis ``not-analysed``;
+    a :data:`DEVICE_ONLY_METRICS` row of a CPU side is null with basis ``not-applicable``."""
     analysed = (is_analysed(side_a.trace), is_analysed(side_b.trace))
     pair = (all(analysed), all(analysed))  # the fusion rows need both sides
+    cpu = (side_a.trace.device_kind is DeviceKind.CPU, side_b.trace.device_kind is DeviceKind.CPU)
     rows = [
-        _side_row(m.name, m.unit, m.basis, m.description, m.get(side_a), m.get(side_b), analysed)
+        _applicable(
+            _side_row(
+                m.name, m.unit, m.basis, m.description, m.get(side_a), m.get(side_b), analysed
+            ),
+            cpu,
+        )
         for m in METRICS
     ]
     rows.append(
@@ -388,6 +405,15 @@ def _side_row(
         return _row(name, unit, basis, text, a, b)
     a, b = (value if ok else None for value, ok in zip((a, b), analysed, strict=True))
     return _row(name, unit, NOT_ANALYSED, text, a, b)
+
+
+def _applicable(row: list[Any], cpu: tuple[bool, bool]) -> list[Any]:
+    """``row`` with its CPU sides nulled when it is a :data:`DEVICE_ONLY_METRICS` row."""
+    name, unit, a, b, _, _, basis, text = row
+    if name not in DEVICE_ONLY_METRICS or not any(cpu) or basis == NOT_ANALYSED:
+        return row
+    a, b = (None if is_cpu else value for value, is_cpu in zip((a, b), cpu, strict=True))
+    return _row(name, unit, NOT_APPLICABLE, text, a, b)
 
 
 def _row(name: str, unit: str, basis: str, text: str, a: Any, b: Any) -> list[Any]:

@@ -2,16 +2,19 @@
 
 :func:`console` is a rich console that lets a closed pipe (``traceviz compare … | head``) reach
 :func:`traceviz.cli.main` as :class:`BrokenPipeError` (rich would exit 1 itself, the
-``--fail-on`` code); the CLI then exits quietly with code 141.
+``--fail-on`` code); the CLI then exits quietly with code 141. In a file or a pipe its lines
+carry no trailing blanks.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
+from rich.segment import Segment
 
 from traceviz.errors import UsageError
 from traceviz.report.formats import Rendered
@@ -21,6 +24,13 @@ class _PipeConsole(Console):
     def on_broken_pipe(self) -> None:
         self.quiet = True
         raise BrokenPipeError
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        """Lines without the blanks rich pads them with, when they go to a file or pipe."""
+        text = super()._render_buffer(buffer)
+        if self.is_terminal:
+            return text
+        return "\n".join(line.rstrip() for line in text.split("\n"))
 
 
 def console(**kwargs: Any) -> Console:

@@ -1,21 +1,30 @@
-"""Terminal rendering with rich tables."""
+"""Terminal rendering with rich tables.
+
+Names are never cut: a table whose kernel, op or source names (:attr:`View.names`) do not fit
+the console's width whole (80 columns when piped, 140 with ``-o FILE``) is printed as one block
+per row instead (:func:`render_view`), and every cell folds rather than ends in "…".
+"""
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.diagnose.finding import Finding
 from traceviz.records import records
+from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
 from traceviz.report.views import View, comparison_views, headline
+from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
-from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_pct, fmt_us
+from traceviz.units import fmt_bytes, fmt_count, fmt_pct, fmt_us
 
 
 def print_summary(trace: Trace, console: Console, *, top: int = 10) -> None:
@@ -29,7 +38,7 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
     if len(summary.activities):
         console.print(_activities(summary))
     if len(summary.top_kernels):
-        console.print(_top_kernels(summary))
+        render_view(_top_kernels(summary), console)
     if len(summary.launch_classes):
         console.print(_launch_classes(summary))
     if len(summary.region_kinds):
@@ -69,6 +78,8 @@ def _headline(s: TraceSummary) -> Table:
     if not s.analysed:
         rows = [(what, _NA if what in _DEVICE_ROWS else value) for what, value in rows]
         rows.insert(3, ("device activity", _device_activity_text(s)))
+    elif s.device == DeviceKind.CPU.value:
+        rows = [(what, _NA_CPU if what in _CPU_NA_ROWS else value) for what, value in rows]
     for what, value in rows:
         table.add_row(what, value)
     return table
@@ -76,6 +87,8 @@ def _headline(s: TraceSummary) -> Table:
 
 _NA = "n/a (device not analysed)"
 _DEVICE_ROWS = ("kernels", "memcpy", "memset", "launch API calls")
+_NA_CPU = "n/a (a CPU trace has no device copies or launch calls)"
+_CPU_NA_ROWS = ("memcpy", "memset", "launch API calls")
 
 
 def _device_activity_text(s: TraceSummary) -> str:
@@ -109,20 +122,23 @@ def _activities(s: TraceSummary) -> Table:
     return table
 
 
-def _top_kernels(s: TraceSummary) -> Table:
-    table = Table(title=f"Top {len(s.top_kernels)} kernels by device time", title_justify="left")
-    table.add_column("kernel")
-    for col in ("calls", "total", "mean", "share"):
-        table.add_column(col, justify="right")
-    for row in records(s.top_kernels):
-        table.add_row(
-            fmt_name(str(row["name"])),
+def _top_kernels(s: TraceSummary) -> View:
+    rows = [
+        [
+            str(row["name"]),
             fmt_count(row["count"]),
             fmt_us(row["time_us"]),
             fmt_us(row["mean_us"]),
             fmt_pct(row["share_pct"]),
-        )
-    return table
+        ]
+        for row in records(s.top_kernels)
+    ]
+    return View(
+        f"Top {len(s.top_kernels)} kernels by device time",
+        ["kernel", "calls", "total", "mean", "share"],
+        rows,
+        names=(0,),
+    )
 
 
 def _launch_classes(s: TraceSummary) -> Table:
@@ -152,15 +168,121 @@ def _regions(s: TraceSummary) -> Table:
 def render_comparison(comparison: Report, console: Console, *, top: int = 10) -> None:
     """Print a report: headline, every table of :func:`comparison_views`, then the findings."""
     for line in headline(comparison):
-        console.print(line)
-    for view in comparison_views(comparison, top=top):
-        table = Table(title=view.title, title_justify="left", caption=view.note or None)
-        for i, column in enumerate(view.columns):
-            table.add_column(column, justify="left" if i == 0 or not _numeric(view, i) else "right")
-        for row in view.rows:
-            table.add_row(*row)
-        console.print(table)
+        console.print(Text(line))
+    for view in [*comparison_views(comparison, top=top), *backends_views(comparison, top=top)]:
+        render_view(view, console)
     render_findings(comparison.findings, console)
+
+
+def render_view(view: View, console: Console) -> None:
+    """Print ``view`` as a table when its names fit the console whole, on one line each (texts
+    may wrap between their words); otherwise one block per row: the row's first name on a line
+    of its own, its other names and texts under it with their column titles, then the other
+    cells aligned under one header line. A name longer than the console folds at its edge, so
+    it reads back whole; no cell is ever cut."""
+    if not view.names or _width(_widths(view, whole=False)) <= console.width:
+        console.print(_table(view, console.width))
+    else:
+        _print_blocks(view, console)
+
+
+def _table(view: View, width: int) -> Table:
+    """The view as a rich table. Where the words (numbers with their units, whole names) fit
+    side by side, each column gets at least its longest one, so text wraps between words; the
+    widest columns give way first."""
+    table = Table(title=view.title, title_justify="left", caption=view.note or None)
+    widths = _fit(_widths(view, whole=False), _widths(view, whole=True), width)
+    for i, column in enumerate(view.columns):
+        right = i > 0 and _numeric(view, i) and i not in view.names
+        table.add_column(
+            column,
+            justify="right" if right else "left",
+            overflow="fold",
+            width=widths[i] if widths else None,
+        )
+    for row in view.rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
+def _fit(minimums: list[int], naturals: list[int], width: int) -> list[int] | None:
+    """Column widths within ``width``: the natural ones, the columns with most room above
+    their minimum narrowed first; ``None`` when even the minimums do not fit."""
+    if _width(minimums) > width:
+        return None
+    widths = list(naturals)
+    while _width(widths) > width:
+        _, i = max((w - m, i) for i, (w, m) in enumerate(zip(widths, minimums, strict=True)))
+        widths[i] -= 1
+    return widths
+
+
+def _widths(view: View, *, whole: bool) -> list[int]:
+    """Each column's width with every cell and header whole (``whole``), or wrapped between
+    words, except names (whole) and numbers (a number never leaves its unit)."""
+    widths = []
+    for i, column in enumerate(view.columns):
+        keep = whole or i in view.names or _numeric(view, i)
+        cells = [cell_len(row[i]) if keep else _longest_word(row[i]) for row in view.rows]
+        widths.append(max([cell_len(column) if whole else _longest_word(column), *cells]))
+    return widths
+
+
+def _width(widths: list[int]) -> int:
+    """A table's width from its columns': one space either side and a border per column."""
+    return sum(w + 3 for w in widths) + 1
+
+
+def _longest_word(text: str) -> int:
+    return max((cell_len(word) for word in text.split()), default=0)
+
+
+_INDENT = 4
+
+
+def _indented(text: Text, indent: int = _INDENT) -> Padding:
+    """``text`` with every wrapped line indented (long words fold at the edge, never cut)."""
+    text.overflow = "fold"
+    return Padding(text, (0, 0, 0, indent), expand=False)
+
+
+def _print_blocks(view: View, console: Console) -> None:
+    """The block layout of :func:`render_view`."""
+    head, *names = view.names
+    names = sorted([*names, *view.texts])
+    others = [i for i in range(len(view.columns)) if i != head and i not in names]
+    widths = {
+        i: max([cell_len(view.columns[i]), *(cell_len(r[i]) for r in view.rows)]) for i in others
+    }
+    console.print(Text(view.title, style="italic"))
+    header = Text(f"{view.columns[head]}", style="bold")
+    console.print(header)
+    console.print(
+        Padding(
+            _cells([view.columns[i] for i in others], others, widths, "bold"), (0, 0, 0, _INDENT)
+        )
+    )
+    for row in view.rows:
+        console.print(Text(row[head], style="bold cyan"), overflow="fold")
+        for i in names:
+            line = Text(f"{view.columns[i]}: ", style="dim") + Text(row[i])
+            console.print(_indented(line))
+        console.print(
+            Padding(
+                _cells([row[i] for i in others], others, widths, ""),
+                (0, 0, 0, _INDENT),
+                expand=False,
+            )
+        )
+    if view.note:
+        console.print(Text(view.note, style="dim"))
+
+
+def _cells(cells: list[str], columns: list[int], widths: dict[int, int], style: str) -> Text:
+    """Cells right-aligned to their columns' widths, two spaces apart."""
+    return Text(
+        "  ".join(c.rjust(widths[i]) for c, i in zip(cells, columns, strict=True)), style=style
+    )
 
 
 SEVERITY_STYLES = {"error": "bold white on red", "warning": "bold black on yellow",
@@ -188,16 +310,14 @@ def _render_finding(finding: Finding, console: Console) -> None:
     head.append(f"({finding.id})", style="dim")
     console.print(head)
     for line in finding.evidence_lines():
-        console.print(Text(f"    • {line}"))
+        console.print(_indented(Text(f"• {line}"), 4))
     if finding.est_gain_us is not None:
-        console.print(Text("    estimated gain: ", style="green") + Text(finding.gain_text()))
+        console.print(_indented(Text("estimated gain: ", style="green") + finding.gain_text()))
     if finding.next_step:
-        console.print(Text("    next step: ", style="bold") + Text(finding.next_step))
+        console.print(_indented(Text("next step: ", style="bold") + finding.next_step))
     if finding.docs_url:
-        console.print(
-            Text("    docs: ", style="dim")
-            + Text(finding.docs_url, style="link " + finding.docs_url)
-        )
+        link = Text(finding.docs_url, style="link " + finding.docs_url)
+        console.print(_indented(Text("docs: ", style="dim") + link))
     console.print()
 
 

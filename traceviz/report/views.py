@@ -4,36 +4,45 @@ renderers (so each only decides how to draw a table, not what is in it)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.compare import Comparison, Metric, Side
+from traceviz.analysis.compare import NOT_APPLICABLE, Comparison, Metric, Side
 from traceviz.analysis.device import NOT_ANALYSED
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
 from traceviz.diagnose.rules.slower import basis_text, comparison_speed
 from traceviz.records import records
+from traceviz.report.metric_names import is_share, metric_label
 from traceviz.schema import Steps
-from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_us
+from traceviz.units import fmt_bytes, fmt_count, fmt_pct, fmt_us
 
 
 @dataclass(frozen=True)
 class View:
-    """One titled table: ``columns`` names and ``rows`` of display strings."""
+    """One titled table: ``columns`` names and ``rows`` of display strings. ``names`` are the
+    indices of columns holding one kernel, op or source name each, ``texts`` those holding
+    lists of names or code: no renderer may cut either (the text renderer gives them lines of
+    their own when the names do not fit a table whole; a text may wrap between its words)."""
 
     title: str
     columns: list[str]
     rows: list[list[str]]
     note: str = ""
+    names: tuple[int, ...] = ()
+    texts: tuple[int, ...] = ()
 
 
-def fmt_value(value: float, unit: str) -> str:
-    """A metric value in its unit."""
+def fmt_value(value: float, unit: str, *, share: bool = False) -> str:
+    """A metric value in its unit (a ``share``, 0–1, as a percentage)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
+    if share:
+        return fmt_pct(100 * value)
     if unit == "us":
         return fmt_us(value)
     if unit == "bytes":
@@ -43,10 +52,13 @@ def fmt_value(value: float, unit: str) -> str:
     return fmt_count(value) if float(value).is_integer() else f"{value:,.1f}"
 
 
-def fmt_delta(value: float, unit: str) -> str:
+def fmt_delta(value: float, unit: str, *, share: bool = False) -> str:
+    """A difference in its unit with its sign (of two shares: percentage points, ``pp``)."""
     if value is None or math.isnan(value):
         return "–"
     sign = "+" if value > 0 else ""
+    if share:
+        return f"{sign}{100 * value:.1f} pp"
     return sign + fmt_value(value, unit)
 
 
@@ -139,28 +151,37 @@ def _spread(side: Side) -> str:
     return f"{durs.max() / durs.min():.2f}×" if len(durs) else "–"
 
 
-def metrics_view(comparison: Comparison) -> View:
+def metrics_view(
+    comparison: Comparison, *, only: Sequence[str] | None = None, title: str = "Metrics"
+) -> View:
+    """The metric rows (those named in ``only``, in the table's order, when given) by display
+    name (:func:`~traceviz.report.metric_names.metric_label`), values in their units, shares
+    as %, ``n/a`` where a metric does not apply to or is not analysed on a side."""
     a, b = comparison.names
+    table = comparison.metrics
+    if only is not None:
+        table = table[table[Metric.name].isin(list(only))]
     rows = [
         [
-            str(r[Metric.name]),
+            metric_label(str(r[Metric.name]), comparison.names),
             _metric_value(r, Metric.a),
             _metric_value(r, Metric.b),
-            fmt_delta(r[Metric.delta], r[Metric.unit]),
+            fmt_delta(r[Metric.delta], r[Metric.unit], share=is_share(str(r[Metric.name]))),
             fmt_ratio(r[Metric.ratio]),
             str(r[Metric.basis]),
         ]
-        for r in records(comparison.metrics)
+        for r in records(table)
     ]
-    return View("Metrics", ["metric", a, b, "Δ", "ratio", "basis"], rows)
+    return View(title, ["metric", a, b, "Δ", "ratio", "basis"], rows)
 
 
 def _metric_value(row: Any, side: str) -> str:
-    """A metric row's value for one side; ``n/a`` where the side's device is not analysed."""
+    """A metric row's value for one side; ``n/a`` where the side's device is not analysed or
+    the metric does not apply to it (launch calls or memcpy on a CPU trace)."""
     value = row[side]
-    if row[Metric.basis] == NOT_ANALYSED and (value is None or math.isnan(value)):
+    if row[Metric.basis] in (NOT_ANALYSED, NOT_APPLICABLE) and (value is None or math.isnan(value)):
         return "n/a"
-    return fmt_value(value, row[Metric.unit])
+    return fmt_value(value, row[Metric.unit], share=is_share(str(row[Metric.name])))
 
 
 def kinds_view(comparison: Comparison) -> View:
@@ -212,7 +233,7 @@ def fusion_view(comparison: Comparison, *, top: int) -> View:
     eager_ops = eager_ops_texts(comparison.fusion.ops)
     rows = [
         [
-            fmt_name(str(r["kernel"]), 50) + (" (layout)" if r["is_layout"] else ""),
+            str(r["kernel"]) + (" (layout)" if r["is_layout"] else ""),
             eager_ops.get(str(r["kernel"])) or "–",
             f"{fmt_us(r['time_us'])} ({fmt_count(r['calls'])})",
             f"{fmt_us(r['eager_time_us'])} ({fmt_count(r['eager_kernels'])})",
@@ -236,6 +257,8 @@ def fusion_view(comparison: Comparison, *, top: int) -> View:
         ],
         rows,
         note=note if rows or not comparison.fusion.comparability.comparable else "",
+        names=(0,),
+        texts=(1,),
     )
 
 
@@ -258,6 +281,7 @@ def eager_only_view(comparison: Comparison, *, top: int) -> View:
         ["op", "outcome", "kernels", "time"],
         rows,
         note="removed: moves no data, or a copy/fill folded away" if rows else "",
+        names=(0,),
     )
 
 
@@ -268,13 +292,12 @@ def by_line_view(comparison: Comparison, *, top: int) -> View:
     rows = [
         [
             f"{_short_path(str(r['file']))}:{r['line']}",
-            fmt_name(str(r["code"]), 50),
+            str(r["code"]),
             fmt_count(r["eager_kernels"]),
             fmt_us(r["eager_time_us"]),
-            fmt_name(str(r["compiled_kernels"]), 60) or "–",
+            str(r["compiled_kernels"]) or "–",
             fmt_us(r["compiled_time_us"]),
-            fmt_name(", ".join(_short_path(x) for x in str(r["fused_with"]).split(", ") if x), 40)
-            or "–",
+            ", ".join(_short_path(x) for x in str(r["fused_with"]).split(", ") if x) or "–",
         ]
         for r in records(table)
     ]
@@ -283,6 +306,8 @@ def by_line_view(comparison: Comparison, *, top: int) -> View:
         ["line", "code", f"{a} kernels", f"{a} time", f"{b} kernels", f"{b} time", "fused with"],
         rows,
         note=f"{b} time: each kernel's measured time split over the lines it holds" if rows else "",
+        names=(0,),
+        texts=(1, 4, 6),
     )
 
 
