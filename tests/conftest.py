@@ -45,6 +45,14 @@ def load_trace(path: Path) -> Trace:
     return traceviz.load(path)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _parse_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """traceviz.load's automatic parse cache writes into this session's temporary directory,
+    never into the user's home (subprocesses inherit it)."""
+    os.environ.pop("TRACEVIZ_NO_CACHE", None)
+    os.environ["TRACEVIZ_CACHE_DIR"] = str(tmp_path_factory.mktemp("traceviz-parse-cache"))
+
+
 @pytest.fixture(scope="session")
 def corpus_trace():  # type: ignore[no-untyped-def]
     """Fixture form of :func:`load_trace`: ``corpus_trace(path)`` -> the shared parsed Trace."""

@@ -44,15 +44,18 @@ __all__ = [
 ]
 
 
-def load(path: str | Any, *, max_bytes: int | None = None) -> Trace:
+def load(path: str | Any, *, max_bytes: int | None = None, cache: bool | str | Any = True) -> Trace:
     """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``) or a saved cache directory.
 
     ``max_bytes`` caps the trace's JSON size after gzip (default: the ``TRACEVIZ_MAX_BYTES``
     environment variable, else 4 GiB); a larger trace raises :class:`TraceFormatError`.
+    ``cache``: a parsed trace is kept (Parquet) and read back on the next load of the same
+    unchanged file: ``True`` (default; in ``$TRACEVIZ_CACHE_DIR``, else
+    ``~/.cache/traceviz``; ``TRACEVIZ_NO_CACHE=1`` turns it off), ``False``, or a directory.
     """
     from traceviz.parse import load_trace
 
-    return load_trace(path, max_bytes=max_bytes)
+    return load_trace(path, max_bytes=max_bytes, cache=cache)
 
 
 _LAZY = {

@@ -80,6 +80,7 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
         module.add_arguments(cmd)
         if command.reads_traces:
             _add_max_bytes(cmd)
+            _add_cache_options(cmd)
         cmd.set_defaults(_module=module)
     return parser
 
@@ -114,6 +115,38 @@ def _apply_max_bytes(args: argparse.Namespace) -> None:
             raise UsageError(f"--max-bytes: {err}") from None
 
 
+def _add_cache_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where parsed traces are kept, so that the next look at an unchanged trace "
+        "skips the parse (default: $TRACEVIZ_CACHE_DIR, else ~/.cache/traceviz)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the parse cache (also: TRACEVIZ_NO_CACHE=1)",
+    )
+
+
+def _apply_cache_options(args: argparse.Namespace) -> None:
+    """--cache-dir and --no-cache reach every trace load of this process through the
+    environment, as --max-bytes does."""
+    no_cache = bool(getattr(args, "no_cache", False))
+    directory = str(getattr(args, "cache_dir", None) or "")
+    if not (no_cache or directory):
+        return
+    from traceviz.parse.cache import CACHE_DIR_ENV, NO_CACHE_ENV
+
+    if no_cache:
+        os.environ[NO_CACHE_ENV] = "1"
+        return
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise UsageError(f"--cache-dir: {directory} is not a directory")
+    os.environ[CACHE_DIR_ENV] = directory
+    os.environ.pop(NO_CACHE_ENV, None)
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so that the interpreter's last flush cannot fail again."""
     try:
@@ -134,6 +167,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         _apply_max_bytes(args)
+        _apply_cache_options(args)
         code = int(args._module.run(args))
         sys.stdout.flush()  # a closed pipe shows here, not after main has returned
         return code

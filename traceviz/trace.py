@@ -21,7 +21,7 @@ from traceviz.errors import TraceFormatError
 from traceviz.schema import DeviceKind
 
 CACHE_MARKER = "traceviz-trace.json"
-CACHE_FORMAT_VERSION = 2  # 2: kernels.excl_dur_us
+CACHE_FORMAT_VERSION = 3  # 2: kernels.excl_dur_us; 3: categories Parquet cannot keep
 
 
 @dataclass(frozen=True)
@@ -130,6 +130,7 @@ class Trace:
             "format_version": CACHE_FORMAT_VERSION,
             "meta": self.meta.to_json(),
             "stats": self.stats.to_json(),
+            "categories": {name: _bare_categories(t) for name, t in self.tables().items()},
         }
         (out / CACHE_MARKER).write_text(json.dumps(header, indent=1, default=str))
         return out
@@ -165,6 +166,8 @@ def load_cache(directory: Path) -> Trace:
             for name, dtypes in schema.TABLE_DTYPES.items()
         }
         tables = {name: future.result() for name, future in futures.items()}
+    for name, columns in header.get("categories", {}).items():
+        _restore_categories(tables[name], columns)
     meta = TraceMeta.from_json(header["meta"])
     stats = ParseStats(**header["stats"])
     return Trace(meta=meta, stats=stats, **tables)
@@ -176,3 +179,25 @@ def _read_table(directory: Path, name: str, dtypes: dict[str, str]) -> pd.DataFr
     except Exception as err:  # pyarrow raises many types for a damaged file
         raise TraceFormatError(directory, f"unreadable cache table {name}: {err}") from err
     return schema.conform(table, dtypes)
+
+
+def _bare_categories(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """The categories Parquet does not keep: those of a categorical column with no values
+    (an empty table, or a column with no categories), with their dtype."""
+    out: dict[str, dict[str, Any]] = {}
+    for column in table.columns:
+        dtype = table[column].dtype
+        if isinstance(dtype, pd.CategoricalDtype) and (table.empty or len(dtype.categories) == 0):
+            categories = dtype.categories
+            out[column] = {"values": [str(v) for v in categories], "dtype": str(categories.dtype)}
+    return out
+
+
+def _restore_categories(table: pd.DataFrame, columns: dict[str, dict[str, Any]]) -> None:
+    """Put back what :func:`_bare_categories` kept (the columns hold no values to recode)."""
+    for column, kept in columns.items():
+        if column not in table.columns:
+            continue
+        codes = table[column].cat.codes.to_numpy() if len(table) else []
+        categories = pd.Index(kept["values"], dtype=kept["dtype"])
+        table[column] = pd.Categorical.from_codes(codes, categories=categories)

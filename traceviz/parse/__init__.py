@@ -14,35 +14,54 @@ from pathlib import Path
 
 from traceviz.parse import readers
 from traceviz.parse.build import build_trace
-from traceviz.parse.read import decode_events, read_bytes
+from traceviz.parse.cache import CacheOption, lookup, with_source
+from traceviz.parse.read import check_json_bytes, decode_events, read_bytes
 from traceviz.trace import Trace, is_cache_dir, load_cache
 
 __all__ = ["load_trace"]
 
 
-def load_trace(path: str | Path, *, max_bytes: int | None = None) -> Trace:
+def load_trace(
+    path: str | Path, *, max_bytes: int | None = None, cache: CacheOption = True
+) -> Trace:
     """Parse a trace file (``.json``, ``.json.gz``, bare array) or a saved cache directory.
 
     ``max_bytes`` caps the JSON bytes read (after gzip; see :func:`traceviz.parse.read.max_bytes`
-    for the default). Raises :class:`~traceviz.errors.TraceFormatError` naming the file and the
-    problem.
+    for the default). ``cache``: the automatic parse cache (:mod:`traceviz.parse.cache`):
+    ``True`` (default: ``$TRACEVIZ_CACHE_DIR`` or ``~/.cache/traceviz``, off when
+    ``TRACEVIZ_NO_CACHE=1``), ``False``, or a directory. Raises
+    :class:`~traceviz.errors.TraceFormatError` naming the file and the problem.
     """
     source = Path(path)
     if is_cache_dir(source):
         return load_cache(source)
+    entry = lookup(source, cache)
+    if entry is not None and (hit := entry.read()) is not None:
+        trace, json_bytes = hit
+        check_json_bytes(source, json_bytes, limit=max_bytes)
+        return with_source(trace, source)
+    trace, json_bytes = _parse(source, max_bytes)
+    if entry is not None:
+        entry.write(trace, json_bytes)
+    return trace
+
+
+def _parse(source: Path, max_bytes: int | None) -> tuple[Trace, int]:
+    """The trace parsed from its JSON, and the number of JSON bytes it had."""
     # The parse makes millions of short-lived objects and no cycles: the cyclic collector
     # would only rescan them again and again.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         data = read_bytes(source, limit=max_bytes)
+        json_bytes = len(data)
         reader = readers.reader_for(source, data)  # parse/readers.py: one per trace format
         if reader is not readers.KINETO:
-            return reader.read(source, data)
+            return reader.read(source, data), json_bytes
         # Kineto inline, so that its JSON bytes are freed before the tables are built.
         events, doc = decode_events(source, data)
         del data
-        return build_trace(source, events, doc)
+        return build_trace(source, events, doc), json_bytes
     finally:
         if was_enabled:
             gc.enable()

@@ -89,6 +89,14 @@ def read_bytes(path: Path, *, limit: int | None = None) -> bytes | bytearray:
     return raw
 
 
+def check_json_bytes(path: Path, json_bytes: int, *, limit: int | None = None) -> None:
+    """Refuse, as :func:`read_bytes` would, a trace of ``json_bytes`` bytes of JSON over the
+    cap (for a trace read back from the parse cache)."""
+    cap = max_bytes(limit)
+    if json_bytes > cap:
+        raise TraceFormatError(path, _too_big(f"holds {json_bytes:,} bytes of JSON, more", cap))
+
+
 def _read_plain(path: Path, handle: Any, cap: int) -> bytes:
     size = os.fstat(handle.fileno()).st_size
     if size > cap:

@@ -1,0 +1,321 @@
+"""The automatic parse cache (traceviz/parse/cache.py): a second load of an unchanged trace is
+read back from the cache, identical to a fresh parse; a changed file, another version, a
+corrupt entry, concurrent runs and a full cache are all handled without an error."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import traceviz
+import traceviz.parse as parse_pkg
+from tests.conftest import CORPUS, REPO, SAMPLES, corpus_files, kernel, launch, op, write_trace
+from traceviz.errors import TraceFormatError, UsageError
+from traceviz.parse import cache
+from traceviz.trace import Trace
+
+# Real traces of several kinds (CUDA graphs, eager, legacy bare array, ROCm, CPU only).
+REAL = [
+    "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
+    "nvidia/a100_eager_nccl_rank.json.gz",
+    "nvidia/resnet50_eager_legacy_bare_array.json.gz",
+    "amd/mi300x_compiled_flux_hipgraph.json.gz",
+    "cpu/cpu_only_rank.json.gz",
+]
+
+
+def _real(name: str) -> Path:
+    path = CORPUS / name
+    if not path.exists():
+        pytest.skip(f"{name} not found in the corpus at {CORPUS}")
+    return path
+
+
+def assert_same_trace(fresh: Trace, cached: Trace) -> None:
+    """Every table equal, value for value and dtype for dtype; meta and stats equal."""
+    for name, table in fresh.tables().items():
+        pd.testing.assert_frame_equal(cached.tables()[name], table, check_exact=True, obj=name)
+    assert cached.meta == fresh.meta
+    assert cached.stats == fresh.stats
+
+
+def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From here on, a parse of JSON fails the test: loads must come from the cache."""
+
+    def refuse(*_: object) -> None:
+        raise AssertionError("parsed the JSON again instead of reading the cache")
+
+    monkeypatch.setattr(parse_pkg, "_parse", refuse)
+
+
+def _entries(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if (p / cache.ENTRY_FILE).is_file())
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_second_load_is_the_cache_and_identical(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _real(name)
+    monkeypatch.setattr(cache, "MIN_FILE_BYTES", 0)  # the CPU-only trace is small
+    fresh = traceviz.load(path, cache=False)
+    first = traceviz.load(path, cache=tmp_path)
+    assert len(_entries(tmp_path)) == 1
+    _no_parse(monkeypatch)
+    again = traceviz.load(path, cache=tmp_path)
+    assert_same_trace(fresh, first)
+    assert_same_trace(fresh, again)
+    # Every event still accounted for, read back from the cache as it was parsed.
+    assert again.stats.events_in == again.stats.accounted > 0
+
+
+def test_every_corpus_trace_round_trips_through_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = corpus_files()
+    if not files:
+        pytest.skip(f"corpus not found at {CORPUS}")
+    monkeypatch.setattr(cache, "MIN_FILE_BYTES", 0)
+    for path in files:
+        try:
+            fresh = traceviz.load(path, cache=False)
+        except TraceFormatError:
+            continue  # deliberately broken corpus files: nothing to cache
+        traceviz.load(path, cache=tmp_path)
+        with monkeypatch.context() as patch:
+            _no_parse(patch)
+            assert_same_trace(fresh, traceviz.load(path, cache=tmp_path))
+
+
+@pytest.mark.parametrize("run", ["pointwise", "mlp", "graph-break"])
+def test_sample_runs_round_trip(run: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cache, "MIN_FILE_BYTES", 0)  # sample traces are small
+    for path in sorted((SAMPLES / run).glob("*.pt.trace.json.gz")):
+        fresh = traceviz.load(path, cache=tmp_path)
+        with monkeypatch.context() as patch:
+            _no_parse(patch)
+            assert_same_trace(fresh, traceviz.load(path, cache=tmp_path))
+
+
+def _small_trace(path: Path, n: int = 3) -> Path:
+    events = [op("aten::add", 10.0 * i, 5.0, **{"External id": i + 1}) for i in range(n)]
+    events += [
+        launch("cudaLaunchKernel", 12.0, 1.0, 7, **{"External id": 1}),
+        kernel("k", 20.0, 2.0, 7),
+    ]
+    return write_trace(path, events)
+
+
+@pytest.fixture
+def small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setattr(cache, "MIN_FILE_BYTES", 0)
+    return _small_trace(tmp_path / "t.json")
+
+
+def test_a_changed_file_is_parsed_again(small: Path, tmp_path: Path) -> None:
+    root = tmp_path / "c"
+    assert len(traceviz.load(small, cache=root).ops) == 3
+    stat = small.stat()
+    _small_trace(small, n=5)
+    os.utime(small, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert len(traceviz.load(small, cache=root).ops) == 5
+    assert len(_entries(root)) == 2  # the old entry waits for eviction
+
+
+def test_the_key_holds_path_size_mtime_version_and_parser(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entry = cache.Entry.of(small, tmp_path)
+    assert entry is not None
+    stat = small.stat()
+    assert entry.key["path"] == str(small.resolve())
+    assert (entry.key["size"], entry.key["mtime_ns"]) == (stat.st_size, stat.st_mtime_ns)
+    assert entry.key["traceviz"] == traceviz.__version__
+    assert entry.key["parser"]
+    # Another spelling of the same file is the same entry, and the trace names the spelling.
+    monkeypatch.chdir(small.parent)
+    assert cache.Entry.of(Path(small.name), tmp_path) == entry
+    traceviz.load(small, cache=tmp_path)
+    assert traceviz.load(Path(small.name), cache=tmp_path).meta.source == small.name
+
+
+def test_another_version_misses(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    traceviz.load(small, cache=tmp_path)
+    monkeypatch.setattr(cache, "__version__", "999.0")
+    entry = cache.Entry.of(small, tmp_path)
+    assert entry is not None and not entry.directory.exists()
+    assert entry.read() is None
+
+
+def test_off_writes_nothing(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "c"
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(root))
+    traceviz.load(small, cache=False)
+    assert not root.exists()
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    traceviz.load(small)
+    assert not root.exists()
+    traceviz.load(small, cache=root)  # an explicit directory wins over the variable
+    assert len(_entries(root)) == 1
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "0")
+    assert cache.cache_dir() == root
+
+
+def test_default_directory_is_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(cache.CACHE_DIR_ENV, raising=False)
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert cache.cache_dir() == tmp_path / "traceviz"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert cache.cache_dir() == Path.home() / ".cache" / "traceviz"
+
+
+def test_small_files_are_not_cached(tmp_path: Path) -> None:
+    path = _small_trace(tmp_path / "t.json")
+    assert path.stat().st_size < cache.MIN_FILE_BYTES
+    traceviz.load(path, cache=tmp_path / "c")
+    assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("damage", ["table", "header", "entry", "empty-dir"])
+def test_a_damaged_entry_is_ignored_and_rewritten(
+    small: Path, tmp_path: Path, damage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "c"
+    fresh = traceviz.load(small, cache=root)
+    entry = cache.Entry.of(small, root)
+    assert entry is not None
+    if damage == "table":
+        (entry.directory / "ops.parquet").write_bytes(b"PAR1 not really")
+    elif damage == "header":
+        (entry.directory / "traceviz-trace.json").write_text("{")
+    elif damage == "entry":
+        (entry.directory / cache.ENTRY_FILE).write_text("[]")
+    else:
+        for file in entry.directory.iterdir():
+            file.unlink()
+    assert_same_trace(fresh, traceviz.load(small, cache=root))  # no error
+    _no_parse(monkeypatch)
+    assert_same_trace(fresh, traceviz.load(small, cache=root))  # and rewritten whole
+
+
+def test_max_bytes_still_applies_to_a_cached_trace(small: Path, tmp_path: Path) -> None:
+    traceviz.load(small, cache=tmp_path)
+    size = small.stat().st_size
+    with pytest.raises(TraceFormatError, match="more than the limit"):
+        traceviz.load(small, cache=tmp_path, max_bytes=size - 1)
+    assert len(traceviz.load(small, cache=tmp_path, max_bytes=size).ops) == 3
+
+
+def test_an_unwritable_cache_is_no_error(small: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert len(traceviz.load(small, cache=blocker / "sub").ops) == 3
+
+
+def test_a_cache_path_that_is_a_file_is_a_usage_error(small: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    with pytest.raises(UsageError, match="not a directory"):
+        traceviz.load(small, cache=blocker)
+    with pytest.raises(UsageError, match="True, False or a directory"):
+        traceviz.load(small, cache=3)  # type: ignore[arg-type]
+
+
+def test_eviction_removes_least_recently_used_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cache, "MIN_FILE_BYTES", 0)
+    root = tmp_path / "c"
+    paths = [_small_trace(tmp_path / f"t{i}.json", n=i + 1) for i in range(3)]
+    for i, path in enumerate(paths):
+        traceviz.load(path, cache=root)
+        entry = cache.Entry.of(path, root)
+        assert entry is not None
+        os.utime(entry.directory / cache.ENTRY_FILE, (1000 + i, 1000 + i))
+    traceviz.load(paths[0], cache=root)  # a hit: now the most recently used
+    sizes = {p: sum(f.stat().st_size for f in p.iterdir()) for p in _entries(root)}
+    removed = cache.evict(root, limit=sum(sizes.values()) - 1)
+    oldest = cache.Entry.of(paths[1], root)
+    assert oldest is not None and removed == [oldest.directory]
+    assert cache.evict(root, limit=0, keep=_entries(root)[0]) != []
+    assert len(_entries(root)) == 1
+    # The bound from the environment applies after each write.
+    monkeypatch.setenv(cache.MAX_CACHE_BYTES_ENV, "1")
+    traceviz.load(paths[2], cache=root)
+    assert len(_entries(root)) == 1
+
+
+def test_bad_size_bound_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cache.MAX_CACHE_BYTES_ENV, "lots")
+    with pytest.raises(UsageError, match=cache.MAX_CACHE_BYTES_ENV):
+        cache.max_cache_bytes()
+
+
+CONCURRENT = """
+import sys, traceviz
+from traceviz.parse import cache
+cache.MIN_FILE_BYTES = 0
+trace = traceviz.load(sys.argv[1], cache=sys.argv[2])
+print(trace.stats.events_in, len(trace.kernels))
+"""
+
+
+def test_concurrent_runs_share_one_entry(tmp_path: Path) -> None:
+    path = SAMPLES / "mlp" / "eager.pt.trace.json.gz"
+    root = tmp_path / "c"
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT, str(path), str(root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), [err for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1
+    assert len(_entries(root)) == 1
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp-")]
+    header = json.loads((_entries(root)[0] / cache.ENTRY_FILE).read_text())
+    assert header["key"]["path"] == str(path.resolve())
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "traceviz.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def test_cli_cache_options(tmp_path: Path) -> None:
+    path = _real("nvidia/a100_eager_nccl_rank.json.gz")
+    root = tmp_path / "c"
+    done = _cli("summary", str(path), "--no-cache", "--cache-dir", str(root))
+    assert done.returncode == 0, done.stderr
+    assert not root.exists()
+    first = _cli("summary", str(path), "--cache-dir", str(root), env={cache.NO_CACHE_ENV: "1"})
+    assert first.returncode == 0, first.stderr
+    assert len(_entries(root)) == 1
+    second = _cli("summary", str(path), "--cache-dir", str(root))
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    bad = _cli("summary", str(path), "--cache-dir", str(path))
+    assert bad.returncode == 2
+    assert "--cache-dir" in bad.stderr and "not a directory" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

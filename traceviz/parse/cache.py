@@ -1,0 +1,256 @@
+"""The automatic parse cache: a trace file parsed once is read back from Parquet afterwards.
+
+``traceviz.load(path)`` of a JSON trace looks for an entry keyed by the file's absolute path,
+size and ``st_mtime_ns``, the traceviz version, the cache format and a fingerprint of the
+parser's own source files (so a changed parser never reads a stale entry). An entry is a
+directory written by :meth:`~traceviz.trace.Trace.save` plus ``entry.json`` (the key and the
+JSON byte count, so ``max_bytes`` is still enforced on a hit).
+
+Where: ``cache=<dir>``, else ``$TRACEVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceviz``, else
+``~/.cache/traceviz``. Off: ``cache=False`` or ``TRACEVIZ_NO_CACHE=1`` (an explicit directory
+still turns it on). Size: at most ``TRACEVIZ_CACHE_MAX_BYTES`` (default
+:data:`DEFAULT_MAX_CACHE_BYTES`); the least recently used entries go first. Files smaller than
+:data:`MIN_FILE_BYTES` are not cached: they parse faster than seven Parquet files load.
+
+Safe under concurrent runs: an entry is written into a temporary directory and renamed into
+place in one step; an entry that cannot be read (half-deleted, corrupt, another version) is
+removed and written again, never an error. A cache directory that cannot be written only
+means no cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from traceviz._version import __version__
+from traceviz.errors import UsageError
+from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
+
+CACHE_DIR_ENV = "TRACEVIZ_CACHE_DIR"
+NO_CACHE_ENV = "TRACEVIZ_NO_CACHE"
+MAX_CACHE_BYTES_ENV = "TRACEVIZ_CACHE_MAX_BYTES"
+DEFAULT_MAX_CACHE_BYTES = 2 * 2**30
+# Below this file size a parse (~10 ms per 100 kB of gzip) beats reading seven Parquet files.
+MIN_FILE_BYTES = 256 * 2**10
+ENTRY_FILE = "entry.json"
+ENTRY_FORMAT = 1
+STALE_TEMP_S = 3600.0  # a temporary directory older than this belongs to a crashed writer
+
+#: ``traceviz.load``'s ``cache`` argument: on (default place), off, or a directory.
+CacheOption = bool | str | os.PathLike[str] | None
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def cache_dir(option: CacheOption = True) -> Path | None:
+    """The cache directory ``option`` asks for, or ``None`` when caching is off.
+
+    ``True``/``None``: ``$TRACEVIZ_CACHE_DIR`` or the XDG default, unless ``TRACEVIZ_NO_CACHE``
+    is set; ``False``: off; a path: that directory. A path that exists and is not a directory
+    raises :class:`~traceviz.errors.UsageError`.
+    """
+    if option is False:
+        return None
+    if option is None or option is True:
+        if _env_flag(NO_CACHE_ENV):
+            return None
+        env = os.environ.get(CACHE_DIR_ENV)
+        base = Path(env) if env else _default_dir()
+        origin = CACHE_DIR_ENV if env else "the cache directory"
+    elif isinstance(option, str | os.PathLike):
+        base, origin = Path(option), "cache"
+    else:
+        raise UsageError(f"cache must be True, False or a directory, not {option!r}")
+    base = base.expanduser()
+    if base.exists() and not base.is_dir():
+        raise UsageError(f"{origin} {base} is not a directory")
+    return base
+
+
+def _default_dir() -> Path:
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "traceviz"
+
+
+def _env_flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def max_cache_bytes() -> int:
+    """The size bound of the cache directory: ``$TRACEVIZ_CACHE_MAX_BYTES`` (``"2GiB"``, ...)
+    or :data:`DEFAULT_MAX_CACHE_BYTES`."""
+    env = os.environ.get(MAX_CACHE_BYTES_ENV)
+    if not env:
+        return DEFAULT_MAX_CACHE_BYTES
+    from traceviz.parse.read import parse_size
+
+    try:
+        return parse_size(env)
+    except UsageError as err:
+        raise UsageError(f"{MAX_CACHE_BYTES_ENV}: {err}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """Where one trace file's cache entry lives, and the key it must hold."""
+
+    directory: Path
+    key: dict[str, Any]
+
+    @classmethod
+    def of(cls, source: Path, root: Path) -> Entry | None:
+        """The entry for ``source`` in ``root``; ``None`` when the file is not worth caching
+        (small, not a regular file) or cannot be stat'ed (the parse will say why)."""
+        try:
+            path = source.resolve()
+            st = path.stat()
+        except (OSError, RuntimeError):
+            return None
+        if not path.is_file() or st.st_size < MIN_FILE_BYTES:
+            return None
+        key = {
+            "path": str(path),
+            "size": st.st_size,
+            "mtime_ns": st.st_mtime_ns,
+            "traceviz": __version__,
+            "format": [CACHE_FORMAT_VERSION, ENTRY_FORMAT],
+            "parser": _parser_fingerprint(),
+        }
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+        return cls(root / digest, key)
+
+    def read(self) -> tuple[Trace, int] | None:
+        """The cached trace and its JSON byte count; ``None`` on a miss. A damaged entry is
+        removed (so the next write replaces it)."""
+        marker = self.directory / ENTRY_FILE
+        if not marker.is_file():
+            return None
+        try:
+            header = json.loads(marker.read_text())
+            if header.get("key") != self.key or not is_cache_dir(self.directory):
+                raise ValueError("key mismatch")
+            trace = load_cache(self.directory)
+            json_bytes = int(header["json_bytes"])
+        except Exception:  # any damage at all is a miss, never an error
+            _remove(self.directory)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(marker)  # recently used: evicted last
+        return trace, json_bytes
+
+    def write(self, trace: Trace, json_bytes: int) -> bool:
+        """Store ``trace``; ``False`` when the cache directory cannot be written (no error)."""
+        root = self.directory.parent
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            temp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+        except OSError:
+            return False
+        try:
+            trace.save(temp)
+            header = {"key": self.key, "json_bytes": json_bytes, "source": self.key["path"]}
+            (temp / ENTRY_FILE).write_text(json.dumps(header, indent=1))
+            try:
+                os.rename(temp, self.directory)  # atomic; fails if another run got there first
+            except OSError:
+                if not (self.directory / ENTRY_FILE).is_file():
+                    _remove(self.directory)  # a damaged entry in the way: replace it
+                    os.rename(temp, self.directory)
+        except Exception:
+            _remove(temp)
+            return False
+        finally:
+            if temp.exists():
+                _remove(temp)
+        evict(root, keep=self.directory)
+        return True
+
+
+def lookup(source: Path, option: CacheOption) -> Entry | None:
+    """The cache entry ``source`` would use under ``option`` (``None``: no caching)."""
+    root = cache_dir(option)
+    if root is None:
+        return None
+    return Entry.of(source, root)
+
+
+def with_source(trace: Trace, source: Path) -> Trace:
+    """``trace`` as if just parsed from ``source`` (the entry may have been written from
+    another spelling of the same path)."""
+    if trace.meta.source == str(source):
+        return trace
+    return dataclasses.replace(trace, meta=dataclasses.replace(trace.meta, source=str(source)))
+
+
+def evict(root: Path, *, keep: Path | None = None, limit: int | None = None) -> list[Path]:
+    """Remove the least recently used entries until ``root`` holds at most ``limit`` bytes
+    (default :func:`max_cache_bytes`), never ``keep``; also temporary directories left by
+    crashed writers. Returns the removed entries."""
+    bound = max_cache_bytes() if limit is None else limit
+    now = time.time()
+    entries: list[tuple[float, int, Path]] = []
+    try:
+        children = list(root.iterdir())
+    except OSError:
+        return []
+    for child in children:
+        try:
+            if child.name.startswith(".tmp-"):
+                if now - child.stat().st_mtime > STALE_TEMP_S:
+                    _remove(child)
+                continue
+            marker = child / ENTRY_FILE
+            if not child.is_dir() or not marker.is_file():
+                continue
+            size = sum(f.stat().st_size for f in child.iterdir())
+            entries.append((marker.stat().st_mtime, size, child))
+        except OSError:  # removed by another run meanwhile
+            continue
+    total = sum(size for _, size, _ in entries)
+    removed: list[Path] = []
+    for _, size, child in sorted(entries, key=lambda e: e[0]):
+        if total <= bound:
+            break
+        if keep is not None and child == keep:
+            continue
+        _remove(child)
+        removed.append(child)
+        total -= size
+    return removed
+
+
+def _remove(directory: Path) -> None:
+    """Delete ``directory`` so that no reader sees it half-deleted: rename it aside first."""
+    aside = directory.with_name(f".tmp-gone-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(directory, aside)
+    except OSError:
+        aside = directory
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+@functools.cache
+def _parser_fingerprint() -> str:
+    """Names, sizes and mtimes of the source files the parse runs: a changed parser (a new
+    release or a working copy) makes every old entry a miss."""
+    parts: list[str] = []
+    for folder in (_PACKAGE, _PACKAGE / "parse"):
+        try:
+            files = sorted(folder.glob("*.py"))
+        except OSError:
+            continue
+        for file in files:
+            with contextlib.suppress(OSError):
+                st = file.stat()
+                parts.append(f"{file.relative_to(_PACKAGE)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
