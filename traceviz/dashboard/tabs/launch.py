@@ -23,9 +23,7 @@ def launch(c: Comparison) -> pn.viewable.Viewable:
         "device_idle_us",
         "cpu_wait_us",
     )
-    view = metrics_view(c)
-    rows = [r for r in view.rows if r[0] in names]
-    table = type(view)("Launch overhead (measured)", view.columns, rows)
+    table = metrics_view(c, only=names, title="Launch overhead (measured)")
     data = c.metrics[c.metrics[Metric.name].isin(names)]
     return pn.Column(
         plot(figures.launch_delay_figure(c)),

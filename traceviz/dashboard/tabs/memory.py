@@ -20,9 +20,7 @@ def memory(c: Comparison) -> pn.viewable.Viewable:
         "memcpy_bytes",
         "est_bytes_saved",
     )
-    view = metrics_view(c)
-    rows = [r for r in view.rows if r[0] in names]
-    table = type(view)("Memory", view.columns, rows)
+    table = metrics_view(c, only=names, title="Memory")
     data = c.metrics[c.metrics[Metric.name].isin(names)]
     return pn.Column(
         plot(figures.memory_kind_figure(c)),
