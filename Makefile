@@ -20,8 +20,8 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "==> [3/4] $(TORCH), CPU build (a large download the first time)"
 	@$(BIN)/python -m pip install $(PIP_QUIET) $(TORCH)
-	@echo "==> [4/4] traceviz and its extras (runner, dashboard, distributed, dev)"
-	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[runner,dashboard,distributed,dev]'
+	@echo "==> [4/4] traceviz and its extras (runner, dashboard, distributed, dev, onnx, gpt2)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[runner,dashboard,distributed,dev,onnx,gpt2]'
 	@touch $(STAMP)
 	@echo "==> set-up done"
 

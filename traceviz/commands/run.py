@@ -11,6 +11,7 @@ examples:
   traceviz run pointwise --device cpu
   traceviz run attention --mode max-autotune --dtype bfloat16 --out runs/attn
   traceviz run my_model.py:make_model --train --steps 3
+  traceviz run gpt2 --backends eager,compile,onnxruntime   # + ONNX Runtime (docs/onnxruntime.md)
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from traceviz.commands import output
 from traceviz.runner import Run
 from traceviz.runner.display import print_run
 from traceviz.runner.options import (
+    BACKENDS,
+    DEFAULT_BACKENDS,
     DEFAULT_ITERS,
     DEFAULT_MODEL,
     DEFAULT_STEPS,
@@ -32,6 +35,7 @@ from traceviz.runner.options import (
     DEVICES,
     DTYPES,
     MODES,
+    parse_backends,
 )
 
 
@@ -71,9 +75,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="profile a training step (forward + backward) instead of inference",
     )
+    parser.add_argument(
+        "--backends",
+        type=parse_backends,
+        default=DEFAULT_BACKENDS,
+        metavar="LIST",
+        help=f"comma-separated, from {', '.join(BACKENDS)} (default: {','.join(DEFAULT_BACKENDS)});"
+        " onnxruntime exports the model and runs every ORT optimization level, needs"
+        " pip install 'traceviz[onnx]'",
+    )
+    parser.add_argument(
+        "--ort-offline",
+        metavar="transformers:TYPE",
+        help="with onnxruntime: add onnxruntime.transformers' offline optimizer for model type"
+        " TYPE (e.g. transformers:gpt2) as one more level",
+    )
 
 
-RUN_ONLY = ("batch_size", "train", "steps", "warmup", "iters")
+RUN_ONLY = ("batch_size", "train", "steps", "warmup", "iters", "backends", "ort_offline")
 
 
 def add_run_options(parser: argparse.ArgumentParser) -> None:

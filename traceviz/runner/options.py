@@ -14,6 +14,10 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 DTYPES = ("float32", "bfloat16", "float16")
 DEFAULT_MODEL = "mlp"
 
+BACKENDS = ("eager", "compile", "onnxruntime")  # --backends; eager and compile are required
+DEFAULT_BACKENDS = ("eager", "compile")
+OFFLINE_OPTIMIZERS = ("transformers",)  # --ort-offline <optimizer>:<model_type>
+
 DEFAULT_STEPS = 5
 DEFAULT_WARMUP = 3
 DEFAULT_ITERS = 20
@@ -46,6 +50,8 @@ class Options:
     steps: int = DEFAULT_STEPS
     warmup: int = DEFAULT_WARMUP
     iters: int = DEFAULT_ITERS
+    backends: tuple[str, ...] = DEFAULT_BACKENDS
+    ort_offline: str | None = None
 
     def __post_init__(self) -> None:
         _check_choice("device", self.device, DEVICES)
@@ -61,6 +67,32 @@ class Options:
         _check_count("iters", self.iters, minimum=1)
         if self.batch_size is not None:
             _check_count("batch-size", self.batch_size, minimum=1)
+        _check_backends(self.backends, self.ort_offline, train=self.train)
+
+
+def parse_backends(text: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``"eager,compile,onnxruntime"`` (or a sequence of names) → a tuple of names."""
+    names = text.split(",") if isinstance(text, str) else list(text)
+    return tuple(n.strip() for n in names if n.strip())
+
+
+def _check_backends(backends: tuple[str, ...], offline: str | None, *, train: bool) -> None:
+    for name in backends:
+        _check_choice("backends", name, BACKENDS)
+    if not {"eager", "compile"} <= set(backends):
+        raise UsageError(f"--backends must include eager and compile, not {','.join(backends)!r}")
+    if "onnxruntime" in backends and train:
+        raise UsageError("--backends onnxruntime runs inference only; drop --train")
+    if offline is None:
+        return
+    if "onnxruntime" not in backends:
+        raise UsageError("--ort-offline needs --backends ...,onnxruntime")
+    optimizer, _, model_type = offline.partition(":")
+    if optimizer not in OFFLINE_OPTIMIZERS or not model_type:
+        raise UsageError(
+            f"--ort-offline must be transformers:<model_type> (e.g. transformers:gpt2), "
+            f"not {offline!r}"
+        )
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import re
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,7 +32,14 @@ from traceviz.runner.compare import (
 )
 from traceviz.runner.environment import describe, resolve_device
 from traceviz.runner.models import LoadedModel, load_model
-from traceviz.runner.options import DEFAULT_ITERS, DEFAULT_STEPS, DEFAULT_WARMUP, Options
+from traceviz.runner.options import (
+    DEFAULT_BACKENDS,
+    DEFAULT_ITERS,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP,
+    Options,
+    parse_backends,
+)
 from traceviz.runner.progress import Reporter, RichProgress, Silent
 from traceviz.runner.run import Run
 from traceviz.runner.runinfo import (
@@ -53,6 +61,7 @@ from traceviz.runner.runinfo import (
     Traces,
     encode,
 )
+from traceviz.runner.runinfo_backends import ONNX_DIR, Backends, Latency
 
 Backend = str | Callable[..., Any]
 
@@ -92,6 +101,7 @@ class CompiledResult:
     outputs: Any = None
     traced: bool = False
     compile_log: str | None = None  # file name in the run directory
+    fn: Any = None  # the compiled model, when it ran through (for other backends' latency)
 
 
 def profile_model(
@@ -111,6 +121,8 @@ def profile_model(
     out: str | Path | None = None,
     progress: bool | Reporter = False,
     command: str | None = None,
+    backends: str | tuple[str, ...] = DEFAULT_BACKENDS,
+    ort_offline: str | None = None,
 ) -> Run:
     """Profile ``model`` eagerly and compiled; write a run directory, return it as a :class:`Run`.
 
@@ -124,6 +136,9 @@ def profile_model(
     floating inputs ("float32", "bfloat16", "float16"); None leaves them as they are.
     ``out`` is the run directory (default ``traceviz-runs/<name>-<device>-<time>``).
     ``progress=True`` shows a rich progress display on stderr.
+    ``backends`` ("eager,compile" or with ",onnxruntime") adds backends beyond eager and
+    compiled (docs/onnxruntime.md); ``ort_offline="transformers:<model_type>"`` adds the
+    offline ``onnxruntime.transformers`` optimizer as one more ONNX Runtime level.
 
     The module is moved (and cast) in place, as ``nn.Module.to`` does; its train/eval mode is
     restored afterwards. ``torch._dynamo.reset()`` runs before and after, so code compiled
@@ -144,7 +159,14 @@ def profile_model(
         steps=steps,
         warmup=warmup,
         iters=iters,
+        backends=parse_backends(backends),
+        ort_offline=ort_offline,
     )
+    if "onnxruntime" in options.backends:  # a missing extra fails now, not after compiling
+        from traceviz.runner.onnx.extra import require
+
+        require("onnx")
+        require("onnxruntime")
     loaded = _resolve(model, example_inputs, name=name, batch_size=batch_size)
     _check_backend(backend)
     reporter: Reporter = RichProgress() if progress is True else (progress or Silent())
@@ -174,16 +196,18 @@ def _profile(
         RUN_JSON,
     ):  # a rerun into the same directory
         (directory / stale).unlink(missing_ok=True)
+    shutil.rmtree(directory / ONNX_DIR, ignore_errors=True)
     dynamo.reset()
     try:
         with measure.grad_mode(options.train):
             eager = _run_eager(work, options, directory / EAGER_TRACE, reporter)
             compiled = _run_compiled(work, options, backend, directory, reporter)
+            extra = _run_backends(work, options, eager, compiled, directory, reporter)
     finally:
         dynamo.reset()
         if isinstance(was_training, bool):
             work.fn.train(was_training)
-    info = _assemble(work, options, device, eager, compiled, command)
+    info = _assemble(work, options, device, eager, compiled, command, extra)
     (directory / RUN_JSON).write_bytes(encode(info))
     return Run(directory=directory, info=info)
 
@@ -330,6 +354,7 @@ def _run_compiled(
         outputs=attempt.outputs,
         traced=measured is not None,
         compile_log=COMPILE_LOG if inductor else None,
+        fn=compiled_fn if attempt.error is None else None,
     )
 
 
@@ -384,6 +409,38 @@ def _explain(work: Workload) -> tuple[Any, RunError | None]:
         return None, _run_error("explain", err)
 
 
+def _run_backends(
+    work: Workload,
+    options: Options,
+    eager: Measured,
+    compiled: CompiledResult,
+    directory: Path,
+    reporter: Reporter,
+) -> tuple[Backends, Latency | None]:
+    """The backends beyond eager and compiled (``--backends``); none: empty sections."""
+    if "onnxruntime" not in options.backends:
+        return Backends(), None
+    from traceviz.runner.onnx.backend import OrtJob, run_onnxruntime
+
+    calls = {"eager": work.step(work.fn)}
+    if compiled.fn is not None:
+        calls["compile"] = work.step(compiled.fn)
+    job = OrtJob(
+        fn=work.fn,
+        args=work.args,
+        kwargs=work.kwargs,
+        eager_outputs=eager.outputs,
+        calls=calls,
+        sync=measure.synchronizer(work.device),
+        device_type=work.device.type,
+        warmup=options.warmup,
+        steps=options.steps,
+        iters=options.iters,
+        offline=options.ort_offline,
+    )
+    return run_onnxruntime(job, directory, reporter)
+
+
 def _mode_arg(mode: str) -> str | None:
     return None if mode == "default" else mode
 
@@ -395,6 +452,7 @@ def _assemble(
     eager: Measured,
     compiled: CompiledResult,
     command: str | None,
+    extra: tuple[Backends, Latency | None] = (Backends(), None),
 ) -> RunInfo:
     """Every measured fact, as run.json."""
     c_timing = compiled.timing
@@ -419,6 +477,8 @@ def _assemble(
             steps=options.steps,
             warmup=options.warmup,
             iters=options.iters,
+            backends=options.backends,
+            ort_offline=options.ort_offline,
         ),
         environment=describe(device),
         profiler=measure.profiler_settings(
@@ -442,6 +502,8 @@ def _assemble(
             compiled=COMPILED_TRACE if compiled.traced else None,
             compile_log=compiled.compile_log,
         ),
+        backends=extra[0],
+        latency=extra[1],
     )
 
 
