@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from traceviz.analysis.backends import backends_view
 from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.compare import compare_sides as compare_analysed
 from traceviz.analysis.fusion_lines import read_log
@@ -124,7 +125,7 @@ def compare_run(
     if not is_run_dir(path):
         raise UsageError(f"{directory}: give two traces, or a run directory made by `traceviz run`")
     run = read_run_dir(path)
-    return compare(
+    report = compare(
         run.eager,
         run.compiled,
         names=tuple(names or RUN_NAMES),
@@ -133,6 +134,8 @@ def compare_run(
         force=force,
         load=load,
     )
+    backends = backends_view(path, report)  # ONNX Runtime levels beside eager and compiled
+    return report if backends is None else dataclasses.replace(report, backends=backends)
 
 
 def open_report(

@@ -19,6 +19,7 @@ from typing import Any
 
 import panel as pn
 
+from traceviz.dashboard.tabs.backends import backends, has_backends
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
 from traceviz.dashboard.tabs.fusion import LinesView, explain_line, fusion
 from traceviz.dashboard.tabs.kernel_diff import KernelDiffView
@@ -98,3 +99,7 @@ def register_view(
 def views_for(report: Report) -> list[str]:
     """The titles of the tabs ``report`` shows, in order."""
     return [title for title in VIEWS if title not in VIEW_WHEN or VIEW_WHEN[title](report)]
+
+
+# Tabs shown only for some reports.
+register_view("Backends", backends, when=has_backends)  # runs with ONNX Runtime backends

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from traceviz.analysis.backends import BackendsView
 from traceviz.analysis.compare import Comparison
 from traceviz.diagnose.finding import Finding
 from traceviz.report.snippet import comparison_html_snippet
@@ -25,6 +26,9 @@ class Report(Comparison):
     """
 
     findings: list[Finding] = field(default_factory=list)
+    #: eager, compiled and each ONNX Runtime level side by side (run directories with ORT
+    #: backends; :func:`traceviz.analysis.backends.backends_view`), else None
+    backends: BackendsView | None = None
 
     @classmethod
     def of(cls, comparison: Comparison, findings: list[Finding]) -> Report:

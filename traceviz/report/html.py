@@ -14,6 +14,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from traceviz.analysis.compare import Comparison
+from traceviz.report.backends_html import backends_sections
 from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES
 from traceviz.report.snippet import view_html
@@ -53,6 +54,7 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
             for i, build in enumerate(builders)
         )
         sections.append((f"view-{number}", view, figures))
+    sections += backends_sections(comparison, top=top)  # runs with ONNX Runtime backends
     tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
     sections.append(("tables", "Tables", tables))
     nav = "".join(f'<a href="#{key}">{html.escape(name)}</a>' for key, name, _ in sections)

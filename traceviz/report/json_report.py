@@ -13,6 +13,7 @@ from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Side
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
+from traceviz.report.backends_json import backends_json, onnxruntime_json
 from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
 
@@ -46,6 +47,8 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
             "comparable": _comparable(fusion.comparability),
         },
         "run": msgspec.to_builtins(comparison.run_info),
+        "backends": backends_json(comparison.backends),
+        "onnxruntime": onnxruntime_json(comparison.backends),
         "speed": comparison_speed(comparison).to_json(),
         "findings": [_finding(f) for f in comparison.findings],
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
 from traceviz.report.views import View, comparison_views, headline
 
@@ -11,7 +12,7 @@ def comparison_markdown(comparison: Report, *, top: int = 10) -> str:
     a, b = comparison.names
     parts = [f"# traceviz: {a} vs {b}", ""]
     parts += [f"- {line}" for line in headline(comparison)]
-    for view in comparison_views(comparison, top=top):
+    for view in [*comparison_views(comparison, top=top), *backends_views(comparison, top=top)]:
         parts += ["", f"## {view.title}", "", _table(view)]
         if view.note:
             parts += ["", f"_{view.note}_"]

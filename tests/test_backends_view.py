@@ -1,0 +1,225 @@
+"""Backends side by side on a run directory with ONNX Runtime levels: a sample run (linear-add)
+exported with the dynamo exporter, optimized and profiled at every level here, with run.json's
+``backends.onnxruntime`` and ``latency`` sections as the runner writes them. Checked: the rows
+against independent counts of the profiles, the partitions, the JSON sections, every renderer,
+the dashboard tab, the figures, bad files, and that plain runs are unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import ort_fixtures as fx
+from tests.conftest import SAMPLES
+from traceviz.analysis.backends import ORT_PREFIX, BackendRow, backends_view
+from traceviz.pipeline import compare_run
+from traceviz.report.backends_views import backends_views
+
+pytest.importorskip("onnxruntime")
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def ort_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fx.make_ort_run(tmp_path_factory.mktemp("ort") / "run", sample=SAMPLES / "linear-add")
+
+
+@pytest.fixture(scope="module")
+def report(ort_run: Path) -> Any:
+    return compare_run(ort_run)
+
+
+def _run_json(run: Path) -> dict[str, Any]:
+    return json.loads((run / "run.json").read_text())
+
+
+def _profile_events(run: Path, relative: str) -> list[dict[str, Any]]:
+    return json.loads((run / relative).read_text())
+
+
+def test_one_row_per_backend_in_run_order(report: Any, ort_run: Path) -> None:
+    levels = [lvl["name"] for lvl in _run_json(ort_run)["backends"]["onnxruntime"]["levels"]]
+    rows = report.backends.rows
+    assert list(rows[BackendRow.backend]) == ["eager", "compile"] + [
+        ORT_PREFIX + name for name in levels
+    ]
+    assert report.backends.levels == levels
+
+
+def test_ort_rows_agree_with_a_plain_count_of_each_profile(report: Any, ort_run: Path) -> None:
+    rows = report.backends.rows.set_index(BackendRow.backend)
+    latency = {r["backend"]: r for r in _run_json(ort_run)["latency"]["rows"]}
+    for level in _run_json(ort_run)["backends"]["onnxruntime"]["levels"]:
+        events = _profile_events(ort_run, level["profile"])
+        runs = sum(e.get("name") == "model_run" for e in events)
+        nodes = [e for e in events if e.get("cat") == "Node"]
+        row = rows.loc[ORT_PREFIX + level["name"]]
+        assert row[BackendRow.kernels_per_step] == pytest.approx(len(nodes) / runs)
+        assert row[BackendRow.kernel_time_per_step_us] == pytest.approx(
+            sum(e["dur"] for e in nodes) / runs
+        )
+        assert row[BackendRow.max_abs_diff] == pytest.approx(level["check"]["max_abs_diff"])
+        assert row[BackendRow.nodes] == level["nodes"]
+        timed = latency[ORT_PREFIX + level["name"]]
+        assert row[BackendRow.step_median_us] == timed["median_us"]
+        assert row[BackendRow.ratio_to_eager] == pytest.approx(timed["ratio_to_eager"])
+
+
+def test_torch_rows_come_from_the_comparison(report: Any) -> None:
+    rows = report.backends.rows.set_index(BackendRow.backend)
+    for backend, column in (("eager", "a"), ("compile", "b")):
+        want = report.metric("kernels_per_step")[column]
+        assert rows.loc[backend, BackendRow.kernels_per_step] == pytest.approx(want)
+    assert rows.loc["compile", BackendRow.one_time_s] == pytest.approx(
+        report.run_info.compile.time_s
+    )
+
+
+def test_credits_add_up_to_at_most_what_was_measured(report: Any, ort_run: Path) -> None:
+    view = report.backends
+    for level in view.levels:
+        fused = view.fusion[view.fusion["level"] == level]
+        profile = view.profiles[level]
+        assert fused["time_us"].sum() <= profile.time_us / profile.runs + 1e-9
+        claimed = [n for names in fused["exported_nodes"] for n in names.split(", ") if n]
+        mapping = view.mappings[level]
+        assert len(claimed) == len(set(claimed)) <= mapping.exported_nodes
+        assert not set(claimed) & set(mapping.folded["node"])
+
+
+def test_the_fused_gemm_names_its_aten_ops_and_the_inductor_kernel(report: Any) -> None:
+    fusion = report.backends.fusion
+    assert len(fusion), "ORT fuses linear-add's MatMul+Add from level basic up"
+    compiled = set(report.fusion.ops["kernel"])
+    for row in fusion.to_dict("records"):
+        assert row["exported_count"] >= 2 and row["aten_ops"].startswith("aten::")
+        assert row["inductor_kernels"] and set(row["inductor_kernels"].split(", ")) <= compiled
+        assert row["time_us"] > 0
+
+
+def test_json_sections(report: Any) -> None:
+    from traceviz.report.json_report import comparison_json
+
+    data = json.loads(json.dumps(comparison_json(report)))
+    assert [r["backend"] for r in data["backends"]] == list(report.backends.rows["backend"])
+    ort = data["onnxruntime"]
+    assert ort["export"]["exporter"] == "dynamo" and ort["levels"] == report.backends.levels
+    assert {r["graph"] for r in ort["op_counts"]} == {"exported", *report.backends.levels}
+    assert len(ort["fusion"]) == len(report.backends.fusion)
+    assert all(isinstance(r["exported_count"], int) for r in ort["fusion"])
+    assert ort["folded"] == [] and ort["problems"] == []
+
+
+def test_a_plain_run_has_no_backends() -> None:
+    from traceviz.report.json_report import comparison_json
+
+    plain = compare_run(SAMPLES / "linear-add")
+    assert plain.backends is None and backends_views(plain) == []
+    data = comparison_json(plain)
+    assert data["backends"] is None and data["onnxruntime"] is None
+
+
+def test_every_renderer_shows_the_backends(report: Any) -> None:
+    from rich.console import Console
+
+    from traceviz.report.html import comparison_html
+    from traceviz.report.markdown import comparison_markdown
+    from traceviz.report.text import render_comparison
+
+    console = Console(width=200, record=True)
+    render_comparison(report, console)
+    text = console.export_text()
+    markdown = comparison_markdown(report)
+    html = comparison_html(report)
+    for out in (text, markdown, html):
+        assert "Backends side by side" in out and "ONNX Runtime fusion" in out
+        for backend in report.backends.rows["backend"]:
+            assert backend in out
+    assert 'id="backends"' in html and len(set(re.findall(r"fig-backends-\d+", html))) == 3
+
+
+def test_dashboard_tab_only_for_runs_with_ort(report: Any) -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.views import VIEWS, views_for
+
+    assert "Backends" in views_for(report)
+    assert "Backends" not in views_for(compare_run(SAMPLES / "linear-add"))
+    tab = VIEWS["Backends"](report)
+    tables = [o for o in tab.objects if type(o).__name__ == "Tabulator"]
+    assert len(tables) == 1 and len(tables[0].value) == len(report.backends.fusion)
+
+
+def test_figures(report: Any) -> None:
+    pytest.importorskip("plotly")
+    from traceviz.report.figures.backends import (
+        kernels_per_step_figure,
+        latency_figure,
+        op_counts_figure,
+    )
+
+    rows = report.backends.rows
+    (bar,) = latency_figure(report).data
+    assert list(bar.x) == list(rows["backend"])
+    assert list(bar.y) == pytest.approx(list(rows["step_median_us"]))
+    assert list(bar.error_y.array) == pytest.approx(list(rows["step_iqr_us"] / 2))
+    (kernels,) = kernels_per_step_figure(report).data
+    assert list(kernels.y) == pytest.approx(list(rows["kernels_per_step"]))
+    assert {t.name for t in op_counts_figure(report).data} == {"exported", *report.backends.levels}
+    plain = compare_run(SAMPLES / "linear-add")
+    assert not latency_figure(plain).data  # an empty figure that says why
+
+
+def test_run_json_read_raw_when_the_typed_record_lacks_the_sections(
+    report: Any, ort_run: Path
+) -> None:
+    raw = backends_view(ort_run, dataclasses.replace(report, run_info=None))
+    assert raw is not None
+    typed = report.backends
+    ort_rows = typed.rows[typed.rows["backend"].str.startswith(ORT_PREFIX)].reset_index(drop=True)
+    raw_rows = raw.rows[raw.rows["backend"].str.startswith(ORT_PREFIX)].reset_index(drop=True)
+    assert ort_rows.equals(raw_rows)
+    assert raw.fusion.equals(typed.fusion)
+
+
+def test_unreadable_files_are_named_and_the_rest_still_shown(ort_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    broken = shutil.copytree(ort_run, tmp_path / "broken")
+    (broken / "onnx" / "ort_all.onnx").write_bytes(b"not onnx")
+    (broken / "onnx" / "ort_basic.profile.json").write_text("{")
+    report = compare_run(broken)
+    problems = " | ".join(report.backends.problems)
+    assert "ort_all.onnx" in problems and "ort_basic.profile.json" in problems
+    assert "all" not in report.backends.mappings and "basic" in report.backends.mappings
+    rows = report.backends.rows.set_index("backend")
+    assert rows.loc[ORT_PREFIX + "all", "step_median_us"] > 0  # the row stays
+
+
+def test_an_onnx_folder_without_run_json_sections_is_found(ort_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    bare = shutil.copytree(ort_run, tmp_path / "bare")
+    info = _run_json(bare)
+    info.pop("backends"), info.pop("latency")
+    (bare / "run.json").write_text(json.dumps(info))
+    view = compare_run(bare).backends
+    assert view is not None and view.levels == list(fx.LEVELS)
+    assert len(view.fusion) and view.rows["step_median_us"].iloc[2:].isna().all()
+
+
+def test_plain_compare_does_not_import_onnx() -> None:
+    code = (
+        "import sys; from traceviz.pipeline import compare_run;"
+        f"compare_run({str(SAMPLES / 'linear-add')!r});"
+        "bad = [m for m in ('onnx', 'onnxruntime', 'torch') if m in sys.modules];"
+        "sys.exit(f'imported {bad}' if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]

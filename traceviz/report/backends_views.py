@@ -1,0 +1,227 @@
+"""The backends of a run as titled tables (text, Markdown, HTML, dashboard): eager,
+torch.compile and each ONNX Runtime level side by side, what each level fused, and the op
+counts. Empty for a report without ONNX Runtime data (:attr:`Report.backends` is None)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import pandas as pd
+
+from traceviz.analysis.backends import BackendRow, BackendsView
+from traceviz.analysis.onnx_fusion import CrossFusion
+from traceviz.analysis.onnx_graph import EXPORTED, Folded, OpCounts
+from traceviz.records import records
+from traceviz.report.views import View, fmt_ratio
+from traceviz.units import fmt_bytes, fmt_count, fmt_us
+
+__all__ = ["backends_views", "fusion_level", "level_summary_view"]
+
+NAMES_SHOWN = 6  # exported node names listed per fused node
+
+
+def backends_views(report: Any, *, top: int = 10) -> list[View]:
+    """Every backends table of ``report`` (none without ONNX Runtime data)."""
+    view: BackendsView | None = getattr(report, "backends", None)
+    if view is None:
+        return []
+    views = [backends_table(view), level_summary_view(view), fusion_view(view, top=top),
+             op_counts_view(view), folded_view(view, top=top)]  # fmt: skip
+    return [v for v in views if v.rows or v.note]
+
+
+def _view(title: str, columns: list[str], rows: list[list[str]], note: str = "",
+          names: tuple[int, ...] = ()) -> View:  # fmt: skip
+    """A View; ``names`` (columns no renderer may cut) where this View has the field."""
+    fields = {f.name for f in dataclasses.fields(View)}
+    extra = {"names": names} if "names" in fields and names else {}
+    return View(title, columns, rows, note, **extra)
+
+
+def backends_table(view: BackendsView) -> View:
+    """One row per backend: step time (median ± IQR, ×eager), kernels and kernel time per
+    step, estimated bytes, the output check and the one-time cost."""
+    rows = []
+    for row in records(view.rows):
+        rows.append([
+            str(row[BackendRow.backend]),
+            _us(row[BackendRow.step_median_us]),
+            _us(row[BackendRow.step_iqr_us]),
+            fmt_ratio(_num(row[BackendRow.ratio_to_eager])),
+            _number(row[BackendRow.kernels_per_step]),
+            _us(row[BackendRow.kernel_time_per_step_us]),
+            _bytes(row[BackendRow.est_bytes_per_step]),
+            _check(row),
+            _seconds(row[BackendRow.one_time_s], row[BackendRow.one_time]),
+        ])  # fmt: skip
+    method = view.latency_method or "run.json timing"
+    threads = f", {view.threads} threads" if view.threads else ""
+    note = (
+        f"Step time: median and IQR measured outside the profiler ({method}{threads}); "
+        "kernels and kernel time measured in the traces (ORT: its profile's node runs); "
+        "bytes estimated (ORT: input and output sizes of each node)."
+    )
+    errors = [f"{r[BackendRow.backend]}: {r[BackendRow.error]}" for r in records(view.rows)
+              if r[BackendRow.error]]  # fmt: skip
+    if errors:
+        note += " Failed: " + "; ".join(errors)
+    columns = ["backend", "step median", "IQR", "× eager", "kernels/step", "kernel time/step",
+               "est. bytes/step", "output check (max |Δ|)", "one-time cost"]  # fmt: skip
+    return _view("Backends side by side", columns, rows, note, names=(0,))
+
+
+def level_summary_view(view: BackendsView) -> View:
+    """Per ORT level: nodes, fused groups and the exported nodes they replaced, folded
+    nodes, and the fused op types with their counts."""
+    rows = []
+    for level in view.levels:
+        mapping = view.mappings.get(level)
+        if mapping is None:
+            rows.append([level, "–", "–", "–", "–", "graph not read"])
+            continue
+        fused = mapping.fused
+        ops = fused[CrossFusion.op].value_counts()
+        rows.append([
+            level,
+            f"{mapping.exported_nodes} → {mapping.optimized_nodes}",
+            fmt_count(len(fused)),
+            fmt_count(int(fused[CrossFusion.exported_count].sum())),
+            fmt_count(len(mapping.folded)),
+            ", ".join(f"{_short_op(str(op))} ×{n}" for op, n in ops.items()) or "–",
+        ])  # fmt: skip
+    export = view.export
+    note = ""
+    if export.get("exporter"):
+        note = f"Exported with the {export['exporter']} exporter"
+        note += f", opset {export['opset']}" if export.get("opset") else ""
+        note += f" in {export['seconds']:.1f} s" if export.get("seconds") is not None else ""
+        note += (
+            f" (fell back: {export['fallback_reason']})" if export.get("fallback_reason") else ""
+        )
+        note += f"; ONNX Runtime {view.ort_version}" if view.ort_version else ""
+        note += ". "
+    note += "Nodes mapped back to the exported graph by dataflow; each exported node is "
+    note += "credited to at most one fused node."
+    if view.problems:
+        note += " Not read: " + "; ".join(view.problems)
+    columns = ["level", "nodes", "fused nodes", "exported nodes fused", "folded", "fused ops"]
+    return _view("ONNX Runtime levels: what each fused", columns, rows, note)
+
+
+def fusion_level(view: BackendsView) -> str | None:
+    """The level whose fusion is shown in detail: the last level that fused anything."""
+    fused = [lvl for lvl in view.levels if lvl in view.mappings and len(view.mappings[lvl].fused)]
+    return fused[-1] if fused else None
+
+
+def fusion_view(view: BackendsView, *, top: int) -> View:
+    """The cross-backend fusion table of :func:`fusion_level`, longest ORT time first."""
+    level = fusion_level(view)
+    if level is None:
+        return _view("ONNX Runtime fusion", [], [])
+    table = view.fusion[view.fusion[CrossFusion.level] == level]
+    table = table.sort_values(
+        CrossFusion.time_us, ascending=False, kind="stable", na_position="last"
+    )
+    rows = [
+        [
+            _short_op(str(r[CrossFusion.op])),
+            str(r[CrossFusion.node]),
+            _names(str(r[CrossFusion.exported_nodes]), int(r[CrossFusion.exported_count])),
+            str(r[CrossFusion.aten_ops]) or "–",
+            _us(r[CrossFusion.time_us]),
+            str(r[CrossFusion.inductor_kernels]) or "–",
+        ]
+        for r in records(table.head(top))
+    ]
+    note = (
+        f"{len(table)} fused nodes at level {level}"
+        + (f", {top} shown" if len(table) > top else "")
+        + ". Time: per run, measured in the level's ORT profile. Inductor kernels: compiled "
+        "kernels the fusion map credits with the same aten ops (matched, not credited)."
+    )
+    columns = ["ORT op", "ORT node", "exported nodes replaced", "aten ops", "time/run",
+               "Inductor kernels"]  # fmt: skip
+    return _view(f"ONNX Runtime fusion ({level}) vs Inductor", columns, rows, note,
+                 names=(1, 2, 5))  # fmt: skip
+
+
+def op_counts_view(view: BackendsView) -> View:
+    """Nodes per op: the exported graph and each level, ops whose count changes first."""
+    counts = view.op_counts
+    if counts.empty:
+        return _view("ONNX op counts", [], [])
+    table = counts.pivot_table(
+        index=OpCounts.op, columns=OpCounts.graph, values=OpCounts.count, aggfunc="sum",
+        fill_value=0, observed=True,
+    )  # fmt: skip
+    graphs = [g for g in [EXPORTED, *view.levels] if g in table.columns]
+    table = table.loc[:, graphs]
+    changed = table.nunique(axis=1) > 1
+    order = pd.DataFrame({"changed": changed, "total": table.sum(axis=1)})
+    order = order.sort_values(["changed", "total"], ascending=[False, False], kind="stable")
+    rows = [[_short_op(str(op)), *(str(int(v)) for v in table.loc[op])] for op in order.index]
+    return _view("ONNX op counts per graph", ["op", *graphs], rows,
+                 "Ops whose count changes between graphs first.")  # fmt: skip
+
+
+def folded_view(view: BackendsView, *, top: int) -> View:
+    """The exported nodes the detailed level folded or removed."""
+    level = view.levels[-1] if view.levels else None
+    folded = view.folded[view.folded[Folded.level] == level] if level else view.folded.head(0)
+    if folded.empty:
+        return _view("Folded exported nodes", [], [])
+    rows = [
+        [str(r[Folded.node]), _short_op(str(r[Folded.op])), str(r[Folded.aten_op]) or "–",
+         str(r[Folded.reason])]
+        for r in records(folded.head(top))
+    ]  # fmt: skip
+    note = f"{len(folded)} exported nodes have no node standing for them at level {level}"
+    note += f", {top} shown." if len(folded) > top else "."
+    return _view(f"Folded exported nodes ({level})", ["exported node", "op", "aten op", "why"],
+                 rows, note, names=(0,))  # fmt: skip
+
+
+def _short_op(op: str) -> str:
+    """``ai.onnx:MatMul`` → ``MatMul``; other domains kept (``com.microsoft:FastGelu``)."""
+    return "+".join(part.removeprefix("ai.onnx:") for part in op.split("+"))
+
+
+def _names(names: str, count: int) -> str:
+    parts = [n for n in names.split(", ") if n]
+    shown = ", ".join(parts[:NAMES_SHOWN])
+    return f"{count}: {shown}" + (f", … {count - NAMES_SHOWN} more" if count > NAMES_SHOWN else "")
+
+
+def _check(row: dict[str, Any]) -> str:
+    passed, diff = row[BackendRow.check_passed], _num(row[BackendRow.max_abs_diff])
+    if passed is None and math.isnan(diff):
+        return "reference" if row[BackendRow.backend] == "eager" else "–"
+    verdict = "–" if passed is None else ("ok" if passed else "FAILED")
+    return verdict + ("" if math.isnan(diff) else f" ({diff:.2g})")
+
+
+def _num(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _us(value: Any) -> str:
+    return "–" if math.isnan(_num(value)) else fmt_us(value)
+
+
+def _bytes(value: Any) -> str:
+    return "–" if math.isnan(_num(value)) else fmt_bytes(value)
+
+
+def _number(value: Any) -> str:
+    number = _num(value)
+    if math.isnan(number):
+        return "–"
+    return fmt_count(number) if number.is_integer() else f"{number:,.1f}"
+
+
+def _seconds(value: Any, what: Any) -> str:
+    number = _num(value)
+    return "–" if math.isnan(number) else f"{number:.2f} s {what}"
