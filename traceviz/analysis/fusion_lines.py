@@ -38,7 +38,7 @@ from traceviz.analysis.fusion_match import (
     nearest_kernel,
     own_key,
 )
-from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
 from traceviz.analysis.op_keys import name_keys
 from traceviz.analysis.provenance import compiled_kernel_provenance, eager_kernel_lines
 from traceviz.parse.compile_log import CompileLog, read_compile_log
@@ -131,6 +131,11 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     # a layout kernel shares the line of the GEMM/conv it prepares but never does its work
     layout = layout_kernels(c)
     pairs = pairs[~(pairs["kernel"].isin(layout) & pairs["key"].isin(HEAVY_KEYS))]
+    # a GEMM/conv/attention's work runs in a library kernel or an Inductor template, never in
+    # a pointwise kernel that only carries its epilogue (the bias add of addmm)
+    pairs = pairs[~pairs["key"].isin(HEAVY_KEYS) | pairs["kernel"].map(_runs_heavy_work)]
+    if pairs.empty:
+        return out
     ops = {name: lines.compiled_ops.get(name, frozenset()) | frozenset(name_keys(name))
            for name in set(pairs["kernel"])}  # fmt: skip
     parts = {
@@ -142,19 +147,22 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     ]  # its own op, else a part of one of the kernel's ops (addmm's bias add), else neither
     best = pairs.groupby("i")["has_op"].transform("max")
     pairs = pairs[pairs["has_op"] == best]
+    # Sharing a line is evidence only when the line names one compiled kernel: on a coarse
+    # line (a whole model called from one line) a kernel without the eager op is a guess.
+    alone = pairs.groupby("i")["kernel"].transform("nunique") == 1
+    pairs = pairs[(pairs["has_op"] > 0) | alone]
+    if pairs.empty:
+        return out
     by_name = instances_by_name(c)
     picked: list[pd.DataFrame] = []
-    candidates = pairs.groupby("i")["kernel"].agg(lambda s: ", ".join(sorted(set(s))))
+    # a tuple, not a joined string: library kernel names hold ", " in their template arguments
+    candidates = pairs.groupby("i")["kernel"].agg(lambda s: tuple(sorted(set(s))))
     for names, members in candidates.groupby(candidates, sort=False):
         instances = members.index.to_numpy()
-        chosen = nearest_kernel(str(names).split(", "), by_name, e.pos[instances])
+        chosen = nearest_kernel(list(names), by_name, e.pos[instances])
         picked.append(
             pd.DataFrame(
-                {
-                    "eager_row": e.rows[instances],
-                    "kernel": chosen,
-                    "confidence": 1.0 / len(str(names).split(", ")),
-                }
+                {"eager_row": e.rows[instances], "kernel": chosen, "confidence": 1.0 / len(names)}
             )
         )
     return pd.concat(picked, ignore_index=True) if picked else out
@@ -192,6 +200,12 @@ def _same_files(eager_files: pd.Series, compiled_files: pd.Series) -> pd.Series:
         if len(found) == 1:
             spelled[name] = found[0]
     return eager_files.astype(str).replace(spelled) if spelled else eager_files
+
+
+def _runs_heavy_work(kernel: str) -> bool:
+    """A library kernel or an Inductor template: where a GEMM/conv/attention can run."""
+    decoded = fused_kernel_ops(kernel)
+    return decoded is None or decoded.subkind is TritonSubkind.TEMPLATE
 
 
 def lines_table(

@@ -129,25 +129,36 @@ def _kernel_ops(kernels: pd.DataFrame) -> np.ndarray:
 
 
 def _match_generated(kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame) -> pd.DataFrame:
-    """Generated (non-extern) kernels, matched by name in their compiled region."""
+    """Generated (non-extern) kernels, matched by name in their compiled region.
+
+    One kernel can be called at several places of a graph (the same fused kernel for each
+    layer): the log then has one entry per call site, and the k-th launch of that name within
+    one graph call is the k-th entry in handle order."""
     gen = log[~log[P.extern]]
     by_name = {name: group for name, group in gen.groupby(P.kernel, sort=False)}
     op_rows = _kernel_ops(kernels)
+    names = kernels[K.name].astype(str).to_numpy()
     out = []
-    memo: dict[tuple[str, str | None, bool], str | None] = {}  # steps repeat the same kernels
-    for row, (name, op_row) in enumerate(zip(kernels[K.name].astype(str), op_rows, strict=True)):
+    memo: dict[tuple[str, str | None, bool, int], str | None] = {}  # steps repeat the kernels
+    seen: dict[tuple[int, str], int] = {}  # (graph call, name) → launches so far
+    order = np.argsort(kernels[K.ts_us].to_numpy(), kind="stable")
+    for row in order:
+        name, op_row = str(names[row]), int(op_rows[row])
         prefix = _GRAPH_PREFIX.match(name)
         base = name[prefix.end() :] if prefix else name
         candidates = by_name.get(base)
         if candidates is None:
             continue
-        key = (name, ctx.compile_id_of(int(op_row)), _is_backward(ctx, int(op_row)))
+        call = int(ctx.call[op_row]) if op_row >= 0 else _NONE
+        k = seen.get((call, name), 0)
+        seen[(call, name)] = k + 1
+        key = (name, ctx.compile_id_of(op_row), _is_backward(ctx, op_row), k)
         if key not in memo:
             graph = int(prefix.group(1)) if prefix else None
-            memo[key] = _choose(candidates, key[1], key[2], graph)
+            memo[key] = _choose(candidates, key[1], key[2], graph, k)
         chosen = memo[key]
         if chosen is not None:
-            out.append((row, chosen, True))
+            out.append((int(row), chosen, True))
     return _rows(out)
 
 
@@ -156,9 +167,11 @@ def _is_backward(ctx: _OpContext, op_row: int) -> bool:
 
 
 def _choose(
-    candidates: pd.DataFrame, compile_id: str | None, backward: bool, graph: int | None
+    candidates: pd.DataFrame, compile_id: str | None, backward: bool, graph: int | None, k: int
 ) -> str | None:
-    """The one log entry a trace kernel is, narrowed by compile id, graph_N_, direction."""
+    """The one log entry a trace kernel is, narrowed by compile id, graph_N_, direction, and
+    among several call sites of the same kernel in one graph by ``k``, its launch index in
+    the graph call."""
     pool = candidates
     if compile_id is not None and (pool[P.compile_id] == compile_id).any():
         pool = pool[pool[P.compile_id] == compile_id]
@@ -168,6 +181,8 @@ def _choose(
         side = pool[P.graph_index] > 0 if backward else pool[P.graph_index] == 0
         if side.any():
             pool = pool[side.fillna(False)]
+    if len(pool) > 1 and pool[[P.compile_id, P.graph_index]].drop_duplicates().shape[0] == 1:
+        pool = pool.sort_values(P.handle).iloc[k : k + 1]  # call sites of one graph
     return str(pool[P.prov_kernel].iloc[0]) if len(pool) == 1 else None
 
 
