@@ -43,6 +43,7 @@ __all__ = [
     "canonical_collective",
     "is_collective_kernel",
     "node_of",
+    "plain",
     "reduce_rank",
 ]
 
@@ -214,6 +215,15 @@ def node_of(meta_distributed: dict[str, Any], source: str) -> str:
             return str(value)
     match = _KINETO_FILE.match(Path(source).name)
     return match.group("host") if match else ""
+
+
+def plain(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its categorical columns as plain objects (a dataset reads names back
+    dictionary-encoded; the cross-rank analyses group and compare them as strings)."""
+    cats = [c for c in frame.columns if isinstance(frame[c].dtype, pd.CategoricalDtype)]
+    if not cats:
+        return frame
+    return frame.assign(**{c: frame[c].astype(object) for c in cats})
 
 
 # --- summary --------------------------------------------------------------------------------

@@ -1,0 +1,335 @@
+"""Cross-rank analyses (traceviz/ranks: reduce, collectives, stragglers, spread, compare,
+findings, render) on jobs made in the test (tests/ranks_fixtures.py) and the corpus' NCCL rank.
+
+GIVEN ranks with known clock offsets and a planted straggler, WHEN they are reduced one by one
+and analysed together, THEN the straggler is found, the offsets recovered, the collective time
+split into transfer and waiting that add up to what was measured, and nothing is flagged in a
+uniform job.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, load_trace
+from tests.ranks_fixtures import Job, ranks_from_trace, synthetic_job, write_ranks
+from traceviz.errors import TraceFormatError, UsageError
+from traceviz.ranks.analyse import analyse_pair, analyse_ranks
+from traceviz.ranks.collectives import Arrival, Instance, bus_factor, match_collectives
+from traceviz.ranks.comm_args import collective_args
+from traceviz.ranks.compare import compare_ranks, odd_compile_ranks
+from traceviz.ranks.reduce import Collectives, RankSummary, canonical_collective, reduce_rank
+from traceviz.ranks.render import render_pair, render_ranks
+from traceviz.ranks.spread import kernel_spread, step_spread
+from traceviz.ranks.stragglers import find_stragglers, robust_outliers
+
+NCCL_TRACE = CORPUS / "nvidia" / "a100_eager_nccl_rank.json.gz"
+needs_nccl = pytest.mark.skipif(not NCCL_TRACE.is_file(), reason=f"corpus not at {CORPUS}")
+
+
+def reduced(paths: list[Path]) -> SimpleNamespace:
+    """The ranks' small tables, concatenated as a dataset would hold them."""
+    tables = [reduce_rank(traceviz.load(p), r, str(p)) for r, p in enumerate(paths)]
+    return SimpleNamespace(
+        summary=pd.concat([t.summary for t in tables], ignore_index=True),
+        collectives=pd.concat([t.collectives for t in tables], ignore_index=True),
+        kernel_summary=pd.concat([t.kernel_summary for t in tables], ignore_index=True),
+    )
+
+
+def job_tables(tmp_path: Path, name: str, **options: Any) -> tuple[Job, SimpleNamespace]:
+    job = synthetic_job(**options)
+    return job, reduced(write_ranks(tmp_path / name, job.docs))
+
+
+@pytest.fixture(scope="module")
+def straggler_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Job, SimpleNamespace]:
+    return job_tables(tmp_path_factory.mktemp("job"), "straggler", straggler=3, seed=7)
+
+
+# --- reduce_rank --------------------------------------------------------------------------
+
+
+def _raw_collective_kernels(path: Path) -> list[dict[str, Any]]:
+    with gzip.open(path, "rt") as handle:
+        events = json.load(handle)["traceEvents"]
+    return [
+        e for e in events
+        if e.get("cat") == "kernel" and re.match(r"nccl", e.get("name", ""), re.IGNORECASE)
+    ]  # fmt: skip
+
+
+@needs_nccl
+def test_reduce_rank_reads_the_nccl_ranks_collectives_and_their_sizes() -> None:
+    trace = load_trace(NCCL_TRACE)
+    tables = reduce_rank(trace, 0, str(NCCL_TRACE))
+    raw = _raw_collective_kernels(NCCL_TRACE)
+    comms = tables.collectives.sort_values(Collectives.ts_us, ignore_index=True)
+    raw.sort(key=lambda e: e["ts"])
+    assert len(comms) == len(raw) > 0
+    sizes = {"Float": 4, "Long": 8, "Int": 4, "BFloat16": 2, "Half": 2}
+    expected = [
+        max(e["args"]["In msg nelems"], e["args"]["Out msg nelems"]) * sizes[e["args"]["dtype"]]
+        for e in raw
+    ]
+    assert comms[Collectives.bytes].astype(int).tolist() == expected
+    assert comms[Collectives.dtype].tolist() == [e["args"]["dtype"] for e in raw]
+    names = {canonical_collective(e["args"]["Collective name"]) for e in raw}
+    assert set(comms[Collectives.name]) == names
+    summary = tables.summary.iloc[0]
+    assert summary[RankSummary.comm_time_us] == pytest.approx(sum(e["dur"] for e in raw))
+    assert summary[RankSummary.comm_kernels] == len(raw)
+    assert summary[RankSummary.world_size] == trace.meta.distributed["world_size"]
+
+
+@needs_nccl
+def test_reduce_rank_credits_add_up_to_what_was_measured() -> None:
+    trace = load_trace(NCCL_TRACE)
+    tables = reduce_rank(trace, 0, str(NCCL_TRACE))
+    s = tables.summary.iloc[0]
+    assert s[RankSummary.busy_us] + s[RankSummary.idle_us] == pytest.approx(s[RankSummary.wall_us])
+    assert s[RankSummary.comm_time_us] <= s[RankSummary.kernel_time_us]
+    assert s[RankSummary.wait_time_us] <= s[RankSummary.idle_us] + 1e-6
+    ks = tables.kernel_summary
+    assert ks["total_us"].sum() == pytest.approx(s[RankSummary.kernel_time_us])
+    assert ks["calls"].sum() == s[RankSummary.kernels]
+    steps = trace.steps["dur_us"].to_numpy()
+    assert s[RankSummary.step_p50_us] == pytest.approx(np.median(steps))
+
+
+@pytest.mark.parametrize("run", ["graph-break", "pointwise"])
+def test_reduce_rank_on_sample_runs_has_no_collectives(run: str) -> None:
+    path = Path(__file__).parents[1] / "sample_traces" / run / "compiled.pt.trace.json.gz"
+    trace = load_trace(path)
+    tables = reduce_rank(trace, 5, str(path))
+    assert tables.collectives.empty
+    s = tables.summary.iloc[0]
+    assert s[RankSummary.rank] == 5
+    assert tables.kernel_summary["total_us"].sum() == pytest.approx(s[RankSummary.kernel_time_us])
+    frames = trace.regions.loc[trace.regions["kind"] == "compiled_region", "frame_id"].nunique()
+    assert s[RankSummary.compiled_frames] == frames
+
+
+def test_collective_sizes_are_missing_not_guessed_without_the_file(tmp_path: Path) -> None:
+    job = synthetic_job(2, straggler=None, steps=1, collectives=2)
+    path = write_ranks(tmp_path, job.docs)[0]
+    trace = traceviz.load(path)
+    with_file = reduce_rank(trace, 0, str(path)).collectives
+    assert (with_file[Collectives.bytes] == job.nelems * 4).all()
+    gone = reduce_rank(trace, 0, str(tmp_path / "moved.json")).collectives
+    assert len(gone) == len(with_file)
+    assert gone[Collectives.bytes].isna().all()
+
+
+def test_collective_args_of_a_broken_file_is_one_format_error(tmp_path: Path) -> None:
+    bad = tmp_path / "rank0.json"
+    bad.write_text('{"traceEvents": [ {"ph": "X", ')
+    with pytest.raises(TraceFormatError, match=r"rank0\.json"):
+        collective_args(bad)
+
+
+def test_canonical_collective_names() -> None:
+    assert canonical_collective("ncclKernel_AllReduce_RING_LL_Sum_float") == "all_reduce"
+    assert canonical_collective("_allgather_base") == "all_gather"
+    assert canonical_collective("reduce_scatter_tensor_coalesced") == "reduce_scatter"
+    assert canonical_collective("ncclDevKernel_SendRecv(ncclDevComm*)") == "send_recv"
+    assert canonical_collective("broadcast") == "broadcast"
+    assert canonical_collective("ncclDevKernel_Generic") == "other"
+
+
+# --- alignment, wait vs transfer, stragglers ----------------------------------------------
+
+
+def test_planted_straggler_is_found(straggler_job: tuple[Job, SimpleNamespace]) -> None:
+    job, t = straggler_job
+    found = find_stragglers(t.summary, t.collectives)
+    assert found.ranks == [job.straggler]
+    row = found.per_rank.set_index("rank").loc[job.straggler]
+    assert row["arrived_last_share"] == 1.0
+    assert row["lateness_p50_us"] == pytest.approx(job.slow_us, abs=10.0)
+    assert found.to_json()[0]["rank"] == job.straggler
+
+
+def test_alignment_recovers_the_planted_clock_offsets(
+    straggler_job: tuple[Job, SimpleNamespace],
+) -> None:
+    job, t = straggler_job
+    offsets = match_collectives(t.collectives).offsets.set_index("rank")["offset_us"]
+    planted = np.array(job.offsets_us)
+    got = offsets.sort_index().to_numpy()
+    np.testing.assert_allclose(got - got[0], planted - planted[0], atol=1e-3)
+
+
+def test_wait_and_transfer_add_up_to_the_measured_durations(
+    straggler_job: tuple[Job, SimpleNamespace],
+) -> None:
+    job, t = straggler_job
+    match = match_collectives(t.collectives)
+    a = match.arrivals
+    np.testing.assert_allclose(a[Arrival.transfer_us] + a[Arrival.wait_us], a[Arrival.dur_us])
+    assert (a[Arrival.wait_us] >= 0).all()
+    per = match.per_rank().set_index("rank").sort_index()
+    measured = t.collectives.groupby(Collectives.rank)[Collectives.dur_us].sum().sort_index()
+    assert (per["transfer_us"] + per["wait_us"] <= measured.to_numpy() + 1e-6).all()
+    np.testing.assert_allclose(per["wait_us"].to_numpy(), job.wait_us, atol=1e-6)
+    np.testing.assert_allclose(match.instances[Instance.transfer_us], job.transfer_us)
+
+
+def test_uniform_jobs_flag_nobody(tmp_path: Path) -> None:
+    for seed in range(4):
+        _, t = job_tables(tmp_path, f"uniform{seed}", straggler=None, seed=seed, jitter_us=30.0)
+        assert find_stragglers(t.summary, t.collectives).ranks == []
+        assert step_spread(t.summary).slow_ranks == []
+        assert kernel_spread(t.kernel_summary).empty
+        ids = {f.id for f in analyse_ranks(t).findings}
+        assert not ids & {"rank-straggler", "step-time-spread", "kernel-spread"}
+
+
+@needs_nccl
+def test_straggler_and_offsets_on_ranks_made_from_the_corpus_nccl_trace(tmp_path: Path) -> None:
+    with gzip.open(NCCL_TRACE, "rt") as handle:
+        doc = json.load(handle)
+    offsets = [0.0, 12_345.5, -40_000.25]
+    docs = ranks_from_trace(doc, 3, offsets_us=offsets, straggler=2, lateness_us=800.0)
+    t = reduced(write_ranks(tmp_path, docs))
+    found = find_stragglers(t.summary, t.collectives)
+    assert found.ranks == [2]
+    got = found.match.offsets.set_index("rank")["offset_us"].sort_index().to_numpy()
+    np.testing.assert_allclose(got - got[0], np.array(offsets) - offsets[0], atol=1e-3)
+    per = found.match.per_rank()
+    assert (per["transfer_us"] + per["wait_us"] <= per["comm_us"] + 1e-6).all()
+
+
+def test_robust_rule() -> None:
+    flags, score, threshold = robust_outliers(np.array([10.0, 11, 9, 10, 10, 50]), k=3.5)
+    assert flags.tolist() == [False] * 5 + [True]
+    assert threshold < 50 and score[-1] > 3.5
+    flags, _, _ = robust_outliers(np.array([10.0, 10, 10, 10.5]), floor=5.0)
+    assert not flags.any()
+    flags, _, threshold = robust_outliers(np.array([np.nan, 3.0]))
+    assert not flags.any()
+
+
+# --- bus bandwidth ------------------------------------------------------------------------
+
+
+def _instance_rows(name: str, n: int, nbytes: int, durs: list[float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            Collectives.rank: range(n), Collectives.seq: 0, Collectives.name: name,
+            Collectives.kernel: "ncclDevKernel_x", Collectives.stream: 7,
+            Collectives.channel: "pg 0", Collectives.step: pd.array([1] * n, dtype="Int64"),
+            Collectives.ts_us: [100.0 - d for d in durs], Collectives.dur_us: durs,
+            Collectives.end_us: 100.0, Collectives.bytes: pd.array([nbytes] * n, dtype="Int64"),
+            Collectives.dtype: "Float", Collectives.group_size: pd.array([n] * n, dtype="Int64"),
+        }
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "factor"),
+    [("all_reduce", lambda n: 2 * (n - 1) / n), ("all_gather", lambda n: (n - 1) / n),
+     ("reduce_scatter", lambda n: (n - 1) / n), ("broadcast", lambda n: 1.0)],
+)  # fmt: skip
+def test_bus_bandwidth_follows_nccl_tests(name: str, factor: Any) -> None:
+    n, nbytes = 8, 2_000_000_000
+    durs = [20_000.0 + 1_000 * r for r in range(n)]  # the shortest is the transfer: 20 ms
+    inst = match_collectives(_instance_rows(name, n, nbytes, durs)).instances.iloc[0]
+    algbw = nbytes / (min(durs) * 1e-6) / 1e9
+    assert inst[Instance.algbw_gbps] == pytest.approx(algbw)
+    assert inst[Instance.busbw_gbps] == pytest.approx(algbw * factor(n))
+    assert bus_factor(name, n) == pytest.approx(factor(n))
+    assert inst[Instance.wait_us] == pytest.approx(sum(durs) - n * min(durs))
+
+
+# --- spread, compare, findings, rendering -------------------------------------------------
+
+
+def test_kernel_spread_names_the_slow_rank(tmp_path: Path) -> None:
+    scale = [1.0] * 6 + [1.6, 1.0]
+    _, t = job_tables(tmp_path, "slowkernel", n_ranks=8, straggler=None, compute_scale=scale)
+    slow = kernel_spread(t.kernel_summary)
+    assert slow["rank"].tolist() == [6]
+    assert slow["ratio"].iloc[0] == pytest.approx(1.6, rel=0.02)
+    assert "kernel-spread" in {f.id for f in analyse_ranks(t).findings}
+
+
+def test_step_spread_flags_a_slow_rank() -> None:
+    summary = pd.DataFrame(
+        {RankSummary.rank: range(8), RankSummary.node: "n0",
+         RankSummary.step_p50_us: [1000.0, 1002, 998, 1001, 999, 1300, 1000, 1003],
+         RankSummary.step_p95_us: 1400.0}
+    )  # fmt: skip
+    spread = step_spread(summary)
+    assert spread.slow_ranks == [5]
+    assert spread.spread == pytest.approx(1300 / 998)
+
+
+def test_categorical_tables_give_the_same_answer(
+    straggler_job: tuple[Job, SimpleNamespace],
+) -> None:
+    _, t = straggler_job
+    cat = lambda f: f.astype({c: "category" for c in f.columns if f[c].dtype == object})  # noqa: E731
+    plain = find_stragglers(t.summary, t.collectives)
+    coded = find_stragglers(cat(t.summary), cat(t.collectives))
+    pd.testing.assert_frame_equal(plain.per_rank, coded.per_rank)
+
+
+def test_compare_ranks_per_rank_speedup_and_odd_compile(tmp_path: Path) -> None:
+    _, a = job_tables(tmp_path, "a", straggler=None, seed=1)
+    _, b = job_tables(tmp_path, "b", straggler=None, seed=2, compute_us=500.0,
+                      regions=[1, 1, 1, 2, 1, 1, 1, 1])  # fmt: skip
+    cmp = compare_ranks(a, b, names=("eager", "compiled"))
+    expected = a.summary[RankSummary.step_p50_us] / b.summary[RankSummary.step_p50_us]
+    np.testing.assert_allclose(cmp.per_rank["speedup"], expected)
+    assert cmp.per_rank.loc[cmp.per_rank["odd_b"], "rank"].tolist() == [3]
+    assert odd_compile_ranks(a.summary).empty
+    pair = analyse_pair(a, b, names=("eager", "compiled"))
+    odd = [f for f in pair.findings if f.id == "rank-compile-differs"]
+    assert len(odd) == 1 and odd[0].trace == "compiled"
+
+
+def test_uneven_speedup_is_a_finding(tmp_path: Path) -> None:
+    _, a = job_tables(tmp_path, "a2", n_ranks=4, straggler=None, seed=1)
+    b = SimpleNamespace(**vars(a))
+    b.summary = a.summary.copy()
+    b.summary[RankSummary.step_p50_us] = a.summary[RankSummary.step_p50_us] / [2.0, 2.0, 2.0, 0.9]
+    pair = analyse_pair(a, b)
+    uneven = [f for f in pair.findings if f.id == "rank-speedup-uneven"]
+    assert len(uneven) == 1 and "rank 3" in uneven[0].title
+
+
+def test_compare_ranks_refuses_what_is_not_ranks() -> None:
+    with pytest.raises(UsageError):
+        compare_ranks(object(), object())
+
+
+def test_render_json_text_markdown(straggler_job: tuple[Job, SimpleNamespace]) -> None:
+    job, t = straggler_job
+    t.failed = pd.DataFrame({"source": ["rank9.json"], "rank": [9], "error": ["not JSON"]})
+    analysis = analyse_ranks(t)
+    data = json.loads(render_ranks(analysis, "json"))
+    assert {"schema_version", "ranks", "stragglers", "failed", "findings"} <= set(data)
+    assert [s["rank"] for s in data["stragglers"]] == [job.straggler]
+    assert len(data["ranks"]) == len(job.docs)
+    assert data["failed"][0]["source"] == "rank9.json"
+    assert {f["id"] for f in data["findings"]} >= {"rank-straggler", "ranks-failed"}
+    totals = data["collectives"]
+    assert totals["transfer_us"] + totals["wait_us"] == pytest.approx(totals["comm_us"])
+    text = render_ranks(analysis, "text", top=3)
+    assert f"rank {job.straggler}" in text and "straggler" in text
+    assert render_ranks(analysis, "markdown").startswith("# Ranks")
+    pair = json.loads(render_pair(analyse_pair(t, t), "json"))
+    assert pair["median_speedup"] == pytest.approx(1.0)
+    with pytest.raises(UsageError):
+        render_ranks(analysis, "html")
