@@ -19,6 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_files
@@ -392,3 +394,78 @@ def test_bad_profiles_name_the_file(tmp_path: Path, text: str, reason: str) -> N
         traceviz.load(path)
     assert err.value.path == str(path)
     assert main(["summary", str(path)]) == 2
+
+
+# --- hostile input ---------------------------------------------------------------------------
+
+
+def _mutate(data: bytearray, how: str, where: int, junk: bytes) -> bytes:
+    at = where % len(data)
+    if how == "truncate":
+        del data[at:]
+    elif how == "flip":
+        data[at] ^= junk[0]
+    elif how == "insert":
+        data[at:at] = junk
+    else:
+        del data[at : at + len(junk)]
+    return bytes(data)
+
+
+@settings(
+    max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    how=st.sampled_from(["truncate", "flip", "insert", "delete"]),
+    where=st.integers(min_value=0, max_value=10**9),
+    junk=st.binary(min_size=1, max_size=8),
+)
+def test_mutated_real_profile_loads_or_raises(
+    tmp_path: Path, how: str, where: int, junk: bytes
+) -> None:
+    path = tmp_path / "mutant.json"
+    path.write_bytes(_mutate(bytearray(COMMITTED.read_bytes()), how, where, junk))
+    try:
+        trace = traceviz.load(path)
+    except TraceFormatError as err:
+        assert err.path == str(path)
+    else:
+        assert trace.stats.accounted == trace.stats.events_in
+
+
+ODD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)  # fmt: skip
+
+
+@settings(
+    max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.sampled_from(["ph", "cat", "name", "pid", "tid", "ts", "dur", "args"]),
+    arg=st.sampled_from([*SIZES, "op_name", "provider", "input_type_shape", "node_index"]),
+    in_args=st.booleans(),
+    value=ODD_VALUES,
+    index=st.integers(min_value=1, max_value=10**6),
+)
+def test_odd_field_values_load_or_raise(
+    tmp_path: Path, key: str, arg: str, in_args: bool, value: Any, index: int
+) -> None:
+    events = json.loads(COMMITTED.read_text())
+    event = events[index % len(events)]
+    if in_args:
+        event["args"][arg] = value
+    else:
+        event[key] = value
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(events))
+    try:
+        trace = traceviz.load(path)
+    except TraceFormatError as err:
+        assert err.path == str(path)
+    else:
+        assert trace.stats.accounted == trace.stats.events_in
+        assert (trace.kernels[Kernels.bytes].dropna() >= 0).all()
+        memory_traffic(trace)

@@ -66,6 +66,7 @@ _DEVICE_OF_PROVIDER = {
 }
 
 Num = int | float | str | None
+_MAX_SIZE = (2**63 - 1) // 3
 
 
 class OrtArgs(msgspec.Struct, frozen=True, gc=False):
@@ -323,7 +324,7 @@ def _kernel_table(ops: pd.DataFrame, node_rows: np.ndarray, nodes: list[OrtEvent
 
 def _node_bytes(nodes: list[OrtEvent]) -> pd.arrays.IntegerArray:
     """activation + parameter + output size per node; <NA> when ORT gave none of them, or a
-    size that is not a non-negative integer."""
+    size that is not a non-negative integer (or is beyond any real tensor: above 2^63 / 3)."""
     parts = [
         nullable_ints([getattr(e.args, key) for e in nodes])
         for key in ("activation_size", "parameter_size", "output_size")
@@ -332,7 +333,7 @@ def _node_bytes(nodes: list[OrtEvent]) -> pd.arrays.IntegerArray:
     if stacked is None:
         return pd.array([], dtype="Int64")
     present = np.stack([~np.asarray(p.isna()) for p in parts])
-    bad = (stacked < 0).any(axis=0)
+    bad = ((stacked < 0) | (stacked > _MAX_SIZE)).any(axis=0)  # the sum could not overflow
     total = pd.array(stacked.sum(axis=0), dtype="Int64")
     total[~present.any(axis=0) | bad] = pd.NA
     return total
