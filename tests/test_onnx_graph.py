@@ -127,6 +127,11 @@ def test_a_node_two_groups_need_is_claimed_once_and_counted_as_shared() -> None:
     assert set(str(rows.loc["F1", Mapped.exported_nodes]).split(", ")) == {"X", "Y"}
     assert rows.loc["F2", Mapped.exported_nodes] == "Z"
     assert rows.loc["F2", Mapped.shared] == 1 and rows.loc["F1", Mapped.shared] == 0
+    table = cross_fusion(mapping)
+    assert dict(zip(table[CrossFusion.node], table[CrossFusion.shared], strict=True)) == {
+        "F1": 0,
+        "F2": 1,
+    }
 
 
 def test_profile_reader_counts_runs_and_tolerates_a_cut_short_file(tmp_path: Path) -> None:

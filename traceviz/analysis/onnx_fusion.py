@@ -60,6 +60,7 @@ class CrossFusion:
     time_us = "time_us"  # their time per run, µs, measured (float64; NaN: no profile)
     inductor_kernels = "inductor_kernels"  # compiled kernels fusing the same ops (str)
     match = "match"  # "aten-op+line", "aten-op", "onnx-op", or "" (no kernel matched) (str)
+    shared = Mapped.shared  # exported nodes it needed that an earlier group claimed (Int64)
 
 
 CROSS_FUSION_DTYPES: dict[str, str] = {
@@ -71,6 +72,7 @@ CROSS_FUSION_DTYPES: dict[str, str] = {
     CrossFusion.time_us: schema.F64,
     CrossFusion.inductor_kernels: "object",
     CrossFusion.match: "object",
+    CrossFusion.shared: schema.I64,
 }
 
 
@@ -93,9 +95,8 @@ def cross_fusion(
         nodes = [n for n in str(row[Mapped.ort_nodes]).split(", ") if n]
         calls, time_us = _time(nodes, per_node, profile)
         names, match = _inductor(row, kernels, lines)
-        rows.append(
-            [row[c] for c in list(CROSS_FUSION_DTYPES)[:8]] + [calls, time_us, names, match]
-        )
+        head = [row[c] for c in list(CROSS_FUSION_DTYPES)[:8]]
+        rows.append([*head, calls, time_us, names, match, row[Mapped.shared]])
     table = pd.DataFrame(rows, columns=list(CROSS_FUSION_DTYPES))
     return schema.conform(table, CROSS_FUSION_DTYPES)
 
