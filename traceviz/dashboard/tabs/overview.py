@@ -13,6 +13,7 @@ from traceviz.analysis.compare import Comparison, Metric
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, view_table
 from traceviz.report import figures
 from traceviz.report.bundle import Report
+from traceviz.report.figures.overview import traffic_partial
 from traceviz.report.html import finding_html
 from traceviz.report.views import (
     fmt_delta,
@@ -21,6 +22,7 @@ from traceviz.report.views import (
     headline,
     metrics_view,
 )
+from traceviz.units import fmt_pct
 
 CARD_METRICS = (
     ("kernel_count", "kernels"),
@@ -33,18 +35,95 @@ CARD_METRICS = (
 )
 
 
+#: Metrics that add up over steps: shown per step first when the step counts differ.
+PER_STEP = frozenset(
+    {"kernel_count", "kernel_time_us", "launch_count", "launch_api_time_us", "est_bytes",
+     "compiled_regions"}
+)  # fmt: skip
+
+
+def _steps(c: Comparison) -> tuple[int, int] | None:
+    """Both sides' step counts when they differ and neither is zero, else None."""
+    a, b = c.a.summary.step_count, c.b.summary.step_count
+    return (a, b) if a and b and a != b else None
+
+
 def _card(c: Comparison, name: str, label: str) -> str:
     try:
         row = c.metric(name)
     except KeyError:
         return ""
-    unit = str(row[Metric.unit])
-    value = f"{fmt_value(row[Metric.a], unit)} → {fmt_value(row[Metric.b], unit)}"
+    unit, basis = str(row[Metric.unit]), str(row[Metric.basis])
+    va, vb = float(row[Metric.a]), float(row[Metric.b])
+    total = f"{fmt_value(va, unit)} → {fmt_value(vb, unit)}"
     change = f"Δ {fmt_delta(row[Metric.delta], unit)} ({fmt_ratio(row[Metric.ratio])})"
+    steps = _steps(c) if name in PER_STEP else None
+    lines = [total, change]
+    if steps is not None:
+        pa, pb = va / steps[0], vb / steps[1]
+        ratio = pb / pa if pa else math.nan
+        lines = [
+            f"{fmt_value(pa, unit)} → {fmt_value(pb, unit)} per step",
+            f"Δ {fmt_delta(pb - pa, unit)} ({fmt_ratio(ratio)}) per step; "
+            f"total ({steps[0]} vs {steps[1]} steps): {total} ({fmt_ratio(row[Metric.ratio])})",
+        ]
+    extra, tags = "", [basis]
+    if name == "est_bytes":
+        lines, extra, partial = _traffic_lines(c, lines, steps)
+        if partial:
+            tags.append("partial")
+    tag = " ".join(
+        f"<span class='{'tv-partial' if t == 'partial' else 'tv-tag'}'>{html.escape(t)}</span>"
+        for t in tags
+    )
     return (
-        f"<div class='tv-card'><div>{html.escape(label)} <span class='tv-tag'>"
-        f"{html.escape(str(row[Metric.basis]))}</span></div><div class='v'>{html.escape(value)}"
-        f"</div><div class='d'>{html.escape(change)}</div></div>"
+        f"<div class='tv-card' data-metric='{html.escape(name)}'><div>{html.escape(label)} "
+        f"{tag}</div><div class='v'>{html.escape(lines[0])}</div>"
+        f"<div class='d'>{html.escape(lines[1])}</div>{extra}</div>"
+    )
+
+
+def _traffic_lines(
+    c: Comparison, lines: list[str], steps: tuple[int, int] | None
+) -> tuple[list[str], str, bool]:
+    """The memory card's lines, its segments (each side's kernel time with and without a
+    traffic estimate) and whether it is partial. Unestimated kernels are not counted as
+    moving nothing: their bytes are unknown, so an estimate that leaves any out is a lower
+    bound (≥), and with a large part unknown there is no ratio."""
+    shares = [s.traffic.unestimated_time_share for s in (c.a, c.b)]
+    partial = traffic_partial(c)
+    row = c.metric("est_bytes")
+    values = [float(row[Metric.a]), float(row[Metric.b])]
+    if steps is not None:
+        values = [v / n for v, n in zip(values, steps, strict=True)]
+    bound = [
+        ("≥ " if x else "") + fmt_value(v, "bytes") for v, x in zip(values, shares, strict=True)
+    ]
+    first = f"{bound[0]} → {bound[1]}" + (" per step" if steps is not None else "")
+    if partial:
+        unknown = " and ".join(
+            f"{fmt_pct(100 * x) if x is not None else '–'} of {n}'s"
+            for x, n in zip(shares, c.names, strict=True)
+        )
+        second = f"no ratio: {unknown} kernel time has no estimate"
+    else:
+        second = lines[1]
+    segments = "".join(_segment(name, share) for name, share in zip(c.names, shares, strict=True))
+    return [first, second], segments, partial
+
+
+def _segment(name: str, share: float | None) -> str:
+    """One side's kernel time as two segments: with a traffic estimate, and without."""
+    if share is None:
+        return ""
+    est, unk = 100 * (1 - share), 100 * share
+    title = f"{name}: {fmt_pct(est)} of kernel time estimated, {fmt_pct(unk)} with no estimate"
+    return (
+        f"<div class='tv-seg' title='{html.escape(title)}'>"
+        f"<span class='est' style='width:{est:.1f}%'></span>"
+        f"<span class='unk' style='width:{unk:.1f}%'></span></div>"
+        f"<div class='tv-tag'>{html.escape(name)}: no estimate for {fmt_pct(unk)} of kernel "
+        "time</div>"
     )
 
 

@@ -6,6 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
+from traceviz.analysis.fusion import FusionKernels
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.report.figures.style import (
     SIDE_COLORS,
@@ -27,6 +28,36 @@ def _ops_by_kernel(ops: pd.DataFrame) -> dict[str, list[tuple[str, int]]]:
     return out
 
 
+#: Above this share of the fusion kernels' device time in kernels whose names carry no op
+#: names, a name match cannot tell what they replaced: the figure says so instead.
+OPAQUE_SHARE = 0.5
+
+
+def opaque_fusions(kernels: pd.DataFrame) -> str | None:
+    """Why the fusion figure cannot be drawn when the compiled kernels' names say nothing (old
+    Triton ``triton__0d1d2d…``: Inductor-made, no op names) and no compiler record stands in
+    for them; None when the names, or the compile log, are enough. ``kernels``:
+    ``FusionMap.kernels`` (columns :class:`~traceviz.analysis.fusion.FusionKernels`)."""
+    fusions = kernels[kernels[FusionKernels.is_fusion].astype(bool)]
+    if fusions.empty:
+        return None
+    time = fusions[FusionKernels.time_us].astype(float).fillna(0.0)
+    blind = (fusions[FusionKernels.fused_ops].fillna("") == "") & (
+        fusions[FusionKernels.basis].astype(str) != "compiler"
+    )
+    total = float(time.sum())
+    share = float(time[blind].sum()) / total if total > 0 else float(blind.mean())
+    if share <= OPAQUE_SHARE:
+        return None
+    example = fmt_name(str(fusions.loc[blind, FusionKernels.kernel].iloc[0]), 32)
+    return (
+        f"{int(blind.sum())} of {len(fusions)} fused kernels ({share:.0%} of their device time) "
+        f"have names without op names (e.g. {example}),<br>so what they replaced cannot be "
+        "matched by name. Profile with `traceviz run` (Inductor's own record) or pass "
+        "--compile-log (a TORCH_TRACE log)."
+    )
+
+
 def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
     """Sankey: a's ops → the b kernels that replaced them; link width = a's device time."""
     a, b = c.names
@@ -37,6 +68,9 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
     fusion = c.fusion
     if fusion.comparability.withheld:
         return _empty(title, f"no fusion map: {a} and {b} are not one workload (see findings)")
+    opaque = opaque_fusions(fusion.kernels)
+    if opaque is not None:
+        return _empty(title, opaque, height=300)
     kernels = fusion.kernels.sort_values("eager_time_us", ascending=False)
     matched = kernels[kernels["eager_time_us"].fillna(0) > 0].head(top)
     only = fusion.eager_only.sort_values("time_us", ascending=False).head(top)
@@ -48,10 +82,16 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
     colors: list[str] = []
     index: dict[tuple[str, str], int] = {}
 
+    shown: dict[str, int] = {}
+
     def node(key: tuple[str, str], text: str, color: str) -> int:
         if key not in index:
             index[key] = len(labels)
-            labels.append(fmt_name(key[1], 48))
+            label = fmt_name(key[1], 48)
+            shown[label] = shown.get(label, 0) + 1
+            if shown[label] > 1:  # two names cut to one label: number them (hover: full name)
+                label = f"{label} #{shown[label]}"
+            labels.append(label)
             hover.append(text)
             colors.append(color)
         return index[key]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -11,50 +12,102 @@ from traceviz.analysis.compare import Comparison, Metric
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
     KIND_COLORS,
-    SIDE_COLORS,
     _empty,
     _layout,
     _records,
 )
+from traceviz.report.metric_names import metric_label
 from traceviz.report.views import fmt_value
 from traceviz.units import fmt_count, fmt_us
 
+#: Colours of a ratio: lower is better for every headline metric (time, counts, bytes).
+BETTER, WORSE, SAME = "#54A24B", "#E45756", "#9D9D9D"
+#: Above this share of a side's kernel time with no traffic estimate, memory traffic is
+#: partial: a lower bound, not a total, so its ratio gets no better/worse colour.
+PARTIAL_SHARE = 0.2
+#: Bars of an estimated metric are drawn lighter, with a pattern.
+ESTIMATED_PATTERN = {"shape": "/", "fgcolor": "white", "fgopacity": 0.6}
+
 
 def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) -> go.Figure:
-    """b / a of the headline metrics as bars on a log axis (1 = unchanged)."""
+    """b ÷ a of the headline metrics as bars on a log axis (1 = unchanged): green where b is
+    lower (better: every headline metric counts a cost), red where higher; estimated metrics
+    hatched; ticks as ×0.5, ×1, ×2."""
     a, b = c.names
     title = (
-        f"{b} ÷ {a} for headline metrics (measured; estimated ones in grey; 1 = unchanged, "
-        "log scale; hover for values)"
+        f"{b} ÷ {a} for headline metrics (measured; hatched: estimated; green: {b} lower, "
+        f"red: {b} higher; 1 = unchanged, log scale; hover for values)"
     )
     rows = c.metrics[c.metrics[Metric.name].isin(names)]
     rows = rows[np.isfinite(rows[Metric.ratio].astype(float)) & (rows[Metric.ratio] > 0)]
     if rows.empty:
         return _empty(title, "no metric is defined on both traces")
-    fig = go.Figure()
-    for basis, color in (("measured", SIDE_COLORS[1]), ("estimated", "#BAB0AC")):
-        part = rows[rows[Metric.basis] == basis]
-        if part.empty:
-            continue
-        hover = [
-            f"{r['name']}: {fmt_value(r['a'], r['unit'])} → "
-            f"{fmt_value(r['b'], r['unit'])} ({basis})<br>{r['description']}"
-            for r in _records(part)
-        ]
-        fig.add_bar(
-            x=part[Metric.ratio],
-            y=part[Metric.name],
+    records = _records(rows)
+    ratios = [float(r["ratio"]) for r in records]
+    labels = [metric_label(str(r["name"]), c.names) for r in records]
+    colors = [_ratio_color(x) for x in ratios]
+    if traffic_partial(c):  # unknown bytes are not zero: no colour, and said so
+        for i, r in enumerate(records):
+            if r["name"] == "est_bytes":
+                labels[i], colors[i] = f"{labels[i]} (partial)", SAME
+    hover = [
+        f"{label}: {fmt_value(r['a'], r['unit'])} → {fmt_value(r['b'], r['unit'])} "
+        f"({r['basis']})<br>{r['description']}"
+        for label, r in zip(labels, records, strict=True)
+    ]
+    shapes = ["/" if r["basis"] == "estimated" else "" for r in records]
+    fig = go.Figure(
+        go.Bar(
+            x=ratios,
+            y=labels,
             orientation="h",
-            name=basis,
-            marker_color=color,
-            text=[f"×{v:.2f}" for v in part[Metric.ratio]],
+            marker={"color": colors, "pattern": {**ESTIMATED_PATTERN, "shape": shapes}},
+            text=[f"×{v:.2f}" for v in ratios],
+            textposition="outside",
+            cliponaxis=False,
             hovertext=hover,
             hoverinfo="text",
+            showlegend=False,
         )
+    )
     fig.add_vline(x=1, line_dash="dot", line_color="#444")
-    fig.update_xaxes(type="log", title_text=f"{b} / {a}")
+    ticks = log_ticks(min(ratios), max(ratios))
+    fig.update_xaxes(
+        type="log",
+        tickvals=ticks,
+        ticktext=[f"×{t:g}" for t in ticks],
+        range=[math.log10(min(ticks)), math.log10(max(ticks))],
+        title_text=f"{b} ÷ {a}  (left of ×1: {b} lower · right: {b} higher)",
+    )
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, title, height=120 + 28 * len(rows))
+
+
+def traffic_partial(c: Comparison) -> bool:
+    """True when either side has more than :data:`PARTIAL_SHARE` of its kernel time with no
+    traffic estimate."""
+    shares = [s.traffic.unestimated_time_share for s in (c.a, c.b)]
+    return any(x is not None and x > PARTIAL_SHARE for x in shares)
+
+
+def _ratio_color(ratio: float) -> str:
+    if abs(math.log(ratio)) < math.log(1.02):  # within 2 %: unchanged
+        return SAME
+    return BETTER if ratio < 1 else WORSE
+
+
+def log_ticks(low: float, high: float) -> list[float]:
+    """Tick values 1-2-5 per decade spanning ``[low, high]`` and 1 (e.g. 0.2, 0.5, 1, 2)."""
+    low, high = min(low, 1.0) / 1.3, max(high, 1.0) * 1.3
+    ticks = [
+        m * 10.0**e
+        for e in range(math.floor(math.log10(low)), math.ceil(math.log10(high)) + 1)
+        for m in (1, 2, 5)
+    ]
+    inside = [t for t in ticks if low <= t <= high]
+    below = [t for t in ticks if t < low]
+    above = [t for t in ticks if t > high]
+    return ([below[-1]] if below else []) + inside + ([above[0]] if above else [])
 
 
 def kinds_figure(c: Comparison) -> go.Figure:
@@ -87,4 +140,8 @@ def kinds_figure(c: Comparison) -> go.Figure:
     fig.update_layout(barmode="stack")
     fig.update_xaxes(title_text="device time (ms, measured)")
     fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, height=260)
+    fig = _layout(fig, title, height=max(260, 90 + 20 * len(order)))
+    # the legend to the right, tall enough for every kind: below the plot it ran into the
+    # axis title
+    fig.update_layout(legend={"orientation": "v", "x": 1.01, "y": 1, "title": {"text": "kind"}})
+    return fig

@@ -31,6 +31,7 @@ KIND_COLORS: dict[str, str] = {
     "compiled region": "#7F3C8D",
     "compiled graph": "#CF9FD6",
 }
+TITLE_WIDTH = 110  # characters per title line (a 14 px title fits ~1000 px)
 MAX_MARKS = 20_000  # timeline marks, both traces together
 TIMELINE_LAUNCH_CLASSES = (
     LaunchClass.KERNEL_LAUNCH.value,
@@ -52,15 +53,31 @@ HEADLINE_METRICS = (
 
 
 def _layout(fig: go.Figure, title: str, *, height: int = 380, **extra: Any) -> go.Figure:
+    """Title (wrapped: plotly never wraps one, and a long one runs off the figure), size,
+    template, margins and a legend below the plot; the height grows with the title's lines."""
+    lines = wrap_title(title)
+    top = 34 + 19 * len(lines)
     fig.update_layout(
-        title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 14}},
-        height=height,
+        title={"text": "<br>".join(lines), "x": 0.01, "xanchor": "left", "font": {"size": 14}},
+        height=height + top - 53,
         template="plotly_white",
-        margin={"l": 60, "r": 20, "t": 70, "b": 50},
+        margin={"l": 60, "r": 20, "t": top, "b": 50},
         legend={"orientation": "h", "y": -0.18},
         **extra,
-    )
+    )  # fmt: skip
     return fig
+
+
+def wrap_title(text: str, width: int = TITLE_WIDTH) -> list[str]:
+    """``text`` as lines of at most ``width`` characters, broken at spaces (a longer word
+    keeps a line of its own)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
 
 
 def _empty(title: str, message: str, *, height: int = 260) -> go.Figure:
