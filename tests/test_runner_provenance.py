@@ -78,7 +78,11 @@ def test_run_json_names_the_compile_log(run: Run) -> None:
     assert run.compile_log == run.directory / COMPILE_LOG and run.compile_log.is_file()
     assert load_run(run.directory).compile_log == run.compile_log
     assert read_run_dir(run.directory).compile_log == run.compile_log
-    assert run.info.profiler.eager_with_stack
+    assert run.info.profiler.eager_line_marks and not run.info.profiler.eager_with_stack
+    eager = run.load_eager()
+    # the marks name the lines; Python frames would only slow the profiled eager steps down
+    assert (eager.ops["category"] == "python_function").sum() == 0
+    assert eager.ops["name"].str.startswith("traceviz line ").any()
 
 
 @pytest.mark.slow

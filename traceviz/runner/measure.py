@@ -125,7 +125,7 @@ def timing_stats(samples_us: list[float]) -> TimingStats:
 
 
 def profiler_settings(
-    device: torch.device, steps: int, *, cpp_kernel_profile: bool, eager_with_stack: bool = False
+    device: torch.device, steps: int, *, cpp_kernel_profile: bool, eager_line_marks: bool = False
 ) -> ProfilerSettings:
     return ProfilerSettings(
         activities=[a.name for a in _activities(device)],
@@ -135,7 +135,7 @@ def profiler_settings(
         record_shapes=True,
         profile_memory=True,
         cpp_kernel_profile=cpp_kernel_profile,
-        eager_with_stack=eager_with_stack,
+        eager_line_marks=eager_line_marks,
     )
 
 

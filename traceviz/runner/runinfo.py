@@ -222,8 +222,12 @@ class ProfilerSettings(msgspec.Struct, frozen=True, kw_only=True):
     record_shapes: bool
     profile_memory: bool
     cpp_kernel_profile: bool  # torch._inductor.config.cpp.enable_kernel_profile while compiling
-    eager_with_stack: bool = False  # the eager trace has Python frames (with_stack=True)
-    # and "traceviz line <file>(<line>): <function>" spans around each torch call from user code
+    # the eager trace has Python frames (with_stack=True; runs before traceviz 0.1.0's line
+    # marks alone, kept for reading older run.json files)
+    eager_with_stack: bool = False
+    # the eager trace has "traceviz line <file>(<line>): <function>" spans around each torch
+    # call from user code (older runs: with eager_with_stack)
+    eager_line_marks: bool = False
 
 
 class Traces(msgspec.Struct, frozen=True, kw_only=True):
