@@ -197,22 +197,63 @@ def test_export_failure_of_both_exporters_is_recorded(
     )
 
 
-@pytest.mark.skipif(importlib.util.find_spec("transformers") is None, reason="needs transformers")
-def test_gpt2_exports_with_an_explicit_attention_mask(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def gpt2_export(tmp_path_factory: pytest.TempPathFactory) -> tuple[export.Exported, np.ndarray]:
+    """The built-in gpt2 exported (no compile): the export and eager's logits."""
+    if importlib.util.find_spec("transformers") is None:
+        pytest.skip("needs transformers (traceviz[gpt2])")
     from traceviz.runner.zoo import gpt2
 
     model, (ids,) = gpt2(batch_size=1)
     model.eval()
-    done = export.export_model(model, (ids,), {}, tmp_path)
+    done = export.export_model(model, (ids,), {}, tmp_path_factory.mktemp("gpt2"))
+    with torch.no_grad():
+        return done, model(ids).numpy()
+
+
+def test_gpt2_exports_with_an_explicit_attention_mask(
+    gpt2_export: tuple[export.Exported, np.ndarray],
+) -> None:
+    done, expected = gpt2_export
     assert done.info.exporter == "dynamo" and done.info.attention_mask is True
     assert done.info.inputs == ["input_ids", "attention_mask"]
-    assert np.array_equal(done.feeds["attention_mask"], np.ones_like(ids.numpy()))
+    ids = done.feeds["input_ids"]
+    assert np.array_equal(done.feeds["attention_mask"], np.ones_like(ids))
     assert done.path is not None
+    assert (done.path.parent / "model.onnx.data").is_file()  # weights beside the structure
     session = ort.InferenceSession(str(done.path), providers=["CPUExecutionProvider"])
     (logits,) = session.run(None, done.feeds)
-    with torch.no_grad():
-        expected = model(ids).numpy()
     np.testing.assert_allclose(logits, expected, rtol=1e-3, atol=1e-4)
+
+
+def test_isolation_names_a_broken_fused_node_of_real_gpt2(
+    gpt2_export: tuple[export.Exported, np.ndarray], tmp_path: Path
+) -> None:
+    """ORT (extended) fuses gpt2; the fused graph passes. With the SkipLayerNormalization's
+    epsilon set to 1.0 the level check fails and isolation names exactly that node."""
+    import onnx
+
+    from traceviz.runner.onnx import check, isolate
+
+    done, expected = gpt2_export
+    assert done.path is not None
+    graph = tmp_path / "ort_extended.onnx"
+    session, _ = sessions.timed_session(done.path, "extended", 1, ["CPUExecutionProvider"], graph)
+    eager = [torch.from_numpy(expected)]
+    assert check.level_check(eager, session.run(None, done.feeds)).passed is True
+    exported, fused = onnx.load(str(done.path)), onnx.load(str(graph))
+    assert isolate.find_culprit(exported, fused, done.feeds) is None
+    skip = [n for n in fused.graph.node if n.op_type == "SkipLayerNormalization"]
+    assert skip, "ORT no longer fuses SkipLayerNormalization in gpt2"
+    for attribute in skip[0].attribute:
+        if attribute.name == "epsilon":
+            attribute.f = 1.0
+    broken = ort.InferenceSession(fused.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert check.level_check(eager, broken.run(None, done.feeds)).passed is False
+    culprit = isolate.find_culprit(exported, fused, done.feeds)
+    assert culprit is not None
+    assert (culprit.node, culprit.op_type) == (skip[0].name, "com.microsoft:SkipLayerNormalization")
+    assert culprit.error.startswith(f"output {skip[0].output[0]}: max abs diff")
 
 
 def test_non_hf_models_get_no_mask() -> None:
