@@ -333,3 +333,93 @@ def test_render_json_text_markdown(straggler_job: tuple[Job, SimpleNamespace]) -
     assert pair["median_speedup"] == pytest.approx(1.0)
     with pytest.raises(UsageError):
         render_ranks(analysis, "html")
+
+
+# --- the CLI on datasets made by traceviz ingest ------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Job]:
+    """Two ingested jobs: a (a straggler, rank 3, and one corrupt rank file) and b (faster
+    compute, a graph break on rank 5 only)."""
+    from traceviz.ranks.ingest import ingest
+
+    root = tmp_path_factory.mktemp("datasets")
+    job_a = synthetic_job(8, straggler=3, seed=3)
+    write_ranks(root / "a", job_a.docs)
+    (root / "a" / "rank8.json").write_text('{"traceEvents": [')
+    job_b = synthetic_job(8, straggler=None, seed=4, compute_us=500.0,
+                          regions=[1, 1, 1, 1, 1, 2, 1, 1])  # fmt: skip
+    write_ranks(root / "b", job_b.docs)
+    ingest(root / "a", root / "ds_a")
+    ingest(root / "b", root / "ds_b")
+    return root / "ds_a", root / "ds_b", job_a
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from traceviz.cli import main
+
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_summary_ranks_json_names_the_straggler_and_the_failed_rank(
+    datasets: tuple[Path, Path, Job], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds_a, _, job = datasets
+    code, out, _ = _cli(["summary", str(ds_a), "--ranks", "--format", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert [s["rank"] for s in data["stragglers"]] == [job.straggler]
+    assert sorted(r["rank"] for r in data["ranks"]) == list(range(8))
+    assert len(data["failed"]) == 1 and data["failed"][0]["source"].endswith("rank8.json")
+    code, out, _ = _cli(["summary", str(ds_a), "--ranks", "--format", "markdown"], capsys)
+    assert code == 0 and out.startswith("# Ranks") and "straggler" in out
+
+
+def test_compare_ranks_cli(
+    datasets: tuple[Path, Path, Job], capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds_a, ds_b, _ = datasets
+    argv = ["compare", str(ds_a), str(ds_b), "--ranks", "--names", "eager", "compiled"]
+    code, out, _ = _cli([*argv, "--format", "json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["names"] == ["eager", "compiled"]
+    assert [r["rank"] for r in data["odd_compile"]["compiled"]] == [5]
+    assert data["median_speedup"] > 1
+    code, out, _ = _cli([*argv, "--fail-on", "warning"], capsys)
+    assert code == 1 and "compiled differently" in out
+
+
+def test_ranks_cli_bad_input_is_one_line(
+    datasets: tuple[Path, Path, Job], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ds_a, _, _ = datasets
+    code, _, err = _cli(["summary", str(tmp_path), "--ranks"], capsys)
+    assert code == 2 and "ranks dataset" in err and len(err.strip().splitlines()) == 1
+    code, _, err = _cli(["compare", str(ds_a), "--ranks"], capsys)
+    assert code == 2 and "two ranks datasets" in err
+    code, _, err = _cli(["summary", str(ds_a), "--ranks", "--format", "json", "--top", "-1"],
+                        capsys)  # fmt: skip
+    assert code == 2
+    sample = Path(__file__).parents[1] / "sample_traces" / "mlp" / "eager.pt.trace.json.gz"
+    code, _, err = _cli(["summary", str(sample), "--format", "markdown"], capsys)
+    assert code == 2 and "--ranks" in err
+
+
+def test_summary_ranks_stays_light(datasets: tuple[Path, Path, Job]) -> None:
+    import subprocess
+    import sys
+
+    ds_a, _, _ = datasets
+    heavy = ("dask", "distributed", "torch", "plotly", "panel")
+    code = (
+        "import sys; from traceviz.cli import main;"
+        f"rc = main(['summary', {str(ds_a)!r}, '--ranks', '--format', 'json']);"
+        f"bad = [m for m in {heavy!r} if m in sys.modules];"
+        "sys.exit(f'imported {bad}' if bad else rc)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -6,6 +6,11 @@ run directory made by `traceviz run` (eager vs compiled, with run.json's timings
 facts). Findings (the diagnosis: what slows the compiled model, with evidence and next steps)
 come last, most severe first. The JSON form is documented in docs/compare-json.md.
 
+With --ranks, A and B are ranks datasets made by `traceviz ingest` (e.g. the eager and the
+compiled run of one job): per-rank kernel counts and speedups, ranks whose compiled regions,
+graph breaks or recompiles differ from the others, each side's stragglers (text, json or
+markdown; the JSON form is documented in docs/ranks.md).
+
 Exit status: 0; 1 with --fail-on when a finding of that severity or worse exists (the report is
 printed first); 2 for bad input (an unwritable -o included); 141, quietly, when the reader of
 the output closes the pipe early (`| head`).
@@ -18,6 +23,7 @@ examples:
   traceviz compare runs/mlp --fail-on error     # exit 1 when a finding is an error
   traceviz compare eager.json.gz compiled.json.gz --compile-log /tmp/torch_trace
   traceviz compare a100.json.gz mi300x.json.gz --force   # fusion figures for an odd pair
+  traceviz compare eager-ranks/ compiled-ranks/ --ranks --names eager compiled
 """
 
 from __future__ import annotations
@@ -47,6 +53,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("warning", "error"),
         help="exit 1 (after printing the report) when a finding of this severity or worse "
         "exists, to guard CI",
+    )
+    parser.add_argument(
+        "--ranks",
+        action="store_true",
+        help="A and B are ranks datasets (traceviz ingest): compare the two runs rank by rank",
     )
 
 
@@ -81,6 +92,10 @@ def build(args: argparse.Namespace) -> Report:
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
+    if getattr(args, "ranks", False):
+        from traceviz.commands import ranks_compare
+
+        return ranks_compare.run(args)
     report = build(args)
     emit(renderer(args.format).comparison(report, top=args.top), args.output)
     return fail_status(report, args.fail_on)

@@ -3,9 +3,14 @@
 TRACE is a Chrome/Kineto trace (.json, .json.gz) or a cache directory written by
 Trace.save. The JSON form is documented in docs/summary-json.md.
 
+With --ranks, TRACE is a ranks dataset made by `traceviz ingest`: one job's ranks —
+stragglers, waiting inside collectives, step and kernel spread, failed ranks, findings
+(text, json or markdown; the JSON form is documented in docs/ranks.md).
+
 examples:
   traceviz summary eager.pt.trace.json.gz
   traceviz summary trace.json.gz --format json --top 5 > summary.json
+  traceviz summary ranks-dataset/ --ranks --format json > ranks.json
 """
 
 from __future__ import annotations
@@ -18,14 +23,36 @@ from traceviz.commands.output import emit
 from traceviz.diagnose import diagnose_trace
 from traceviz.report.formats import SUMMARY, names, renderer
 
+RANKS_FORMATS = ("text", "json", "markdown")  # traceviz.ranks.render.FORMATS
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("trace", help="trace file (.json / .json.gz) or trace cache directory")
-    parser.add_argument("--format", choices=names(SUMMARY), default="text", help="output format")
+    parser.add_argument(
+        "--format",
+        choices=sorted({*names(SUMMARY), *RANKS_FORMATS}),
+        default="text",
+        help="output format (markdown: with --ranks)",
+    )
     parser.add_argument("--top", type=int, default=10, metavar="N", help="kernels to list (10)")
+    parser.add_argument(
+        "--ranks",
+        action="store_true",
+        help="TRACE is a ranks dataset (traceviz ingest): summarise the job across its ranks "
+        "(--top: ranks listed)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "ranks", False):
+        from traceviz.commands import ranks_summary
+
+        return ranks_summary.run(args)
+    if args.format not in names(SUMMARY):
+        raise traceviz.UsageError(
+            f"--format {args.format} is for --ranks; a trace's summary renders "
+            + ", ".join(names(SUMMARY))
+        )
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
     trace = traceviz.load(args.trace)

@@ -191,7 +191,7 @@ def pair_text(pair: RanksPair, top: int = 10) -> str:
         f"speedup ({a} step / {b} step): median {_x(cmp.median_speedup)}, "
         f"lowest {_x(low)}, highest {_x(high)}",
         "",
-        *_pair_table(cmp.per_rank, top, markdown=False),
+        *_pair_table(cmp.per_rank, top, cmp.names, markdown=False),
     ]
     lines += _findings_text(pair.findings)
     return "\n".join(lines) + "\n"
@@ -205,7 +205,7 @@ def pair_markdown(pair: RanksPair, top: int = 10) -> str:
         "",
         f"- median speedup {_x(cmp.median_speedup)}, lowest {_x(low)}, highest {_x(high)}",
         "",
-        *_pair_table(cmp.per_rank, top, markdown=True),
+        *_pair_table(cmp.per_rank, top, cmp.names, markdown=True),
         "",
         "## Findings",
         "",
@@ -262,12 +262,17 @@ def _table_lines(table: pd.DataFrame, *, markdown: bool) -> list[str]:
     return _grid(cells, markdown)
 
 
-def _pair_table(per: pd.DataFrame, top: int, *, markdown: bool) -> list[str]:
+def _pair_table(
+    per: pd.DataFrame, top: int, names: tuple[str, str], *, markdown: bool
+) -> list[str]:
+    a, b = names
     spec = (
-        ("rank", RankPair.rank, Unit.COUNT), ("kernels a", RankPair.kernels_a, Unit.COUNT),
-        ("kernels b", RankPair.kernels_b, Unit.COUNT), ("step a", RankPair.step_a_us, Unit.US),
-        ("step b", RankPair.step_b_us, Unit.US), ("speedup", RankPair.speedup, Unit.FACTOR),
-        ("breaks b", RankPair.graph_breaks_b, Unit.COUNT),
+        ("rank", RankPair.rank, Unit.COUNT),
+        (f"kernels {a}", RankPair.kernels_a, Unit.COUNT),
+        (f"kernels {b}", RankPair.kernels_b, Unit.COUNT),
+        (f"step {a}", RankPair.step_a_us, Unit.US), (f"step {b}", RankPair.step_b_us, Unit.US),
+        ("speedup", RankPair.speedup, Unit.FACTOR),
+        (f"breaks {b}", RankPair.graph_breaks_b, Unit.COUNT),
     )  # fmt: skip
     rows = per.sort_values([RankPair.speedup, RankPair.rank]).head(max(top, 0))
     cells = [[h for h, _, _ in spec] + [""]]
