@@ -236,9 +236,10 @@ def dynamo_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
             super().__init__()
             self.fc1 = torch.nn.Linear(16, 16)
             self.ln = torch.nn.LayerNorm(16)
+            self.mlp = torch.nn.Sequential(torch.nn.Linear(16, 16))
 
         def forward(self, x):  # type: ignore[no-untyped-def]
-            return self.ln(x + torch.relu(self.fc1(x)))
+            return self.mlp(self.ln(x + torch.relu(self.fc1(x))))
 
     path = tmp_path_factory.mktemp("dynamo") / "model.onnx"
     torch.onnx.export(Block().eval(), (torch.randn(2, 4, 16),), str(path), dynamo=True)
@@ -248,7 +249,8 @@ def dynamo_export(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_dynamo_export_metadata_gives_aten_ops_scopes_and_lines(dynamo_export: Path) -> None:
     graph = read_graph(dynamo_export)
     by_op = {n.op_type: n for n in graph.nodes}
-    assert by_op["MatMul"].aten_op == "aten::linear" and by_op["MatMul"].scope == "fc1"
+    linear = [n for n in graph.nodes if n.aten_op == "aten::linear"]
+    assert {n.scope for n in linear} == {"fc1", "mlp.0"}  # each module's full path
     assert by_op["LayerNormalization"].aten_op == "aten::layer_norm"
     assert all(n.aten_op.startswith("aten::") for n in graph.nodes)
     assert all(n.source.startswith(__file__) for n in graph.nodes)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from traceviz.errors import TraceFormatError, UsageError
+from traceviz.parse.compile_log import is_library
 
 __all__ = [
     "DEFAULT_DOMAIN",
@@ -54,7 +55,8 @@ class Node:
     ``name`` is unique in its graph (``<op_type>_<index>`` for a node the file left unnamed);
     ``aten_op`` is the aten op the exporter recorded (``aten::linear``; ``""`` when none);
     ``scope`` the module path (``fc1``, ``transformer.h.0.mlp``; ``""`` at the top);
-    ``source`` the innermost user frame outside torch as ``file:line`` (``""`` when none).
+    ``source`` the innermost user frame (outside torch, transformers, site-packages) as
+    ``file:line`` (``""`` when none).
     """
 
     index: int
@@ -171,16 +173,17 @@ def _aten_op(meta: dict[str, str]) -> str:
 
 def _scope(meta: dict[str, str], name: str) -> str:
     scopes = _literal_list(meta.get(_NAME_SCOPES, ""))
-    if scopes:  # ['', 'fc1', 'linear']: the root, the modules, the op's own FX node
-        return ".".join(s for s in scopes[1:-1] if s)
+    if scopes:  # ['', 'h', 'h.0', 'h.0.mlp', 'gelu']: root, each module's full path, FX node
+        return scopes[-2] if len(scopes) > 2 else ""
     if name.startswith("/"):  # legacy exporter: /fc1/act/Mul → fc1.act
         return ".".join(p for p in name.split("/")[1:-1] if p)
     return ""
 
 
 def _source(stack: str) -> str:
-    """The innermost frame outside torch's own files, ``file:line``."""
-    frames = [(f, line) for f, line in _FRAME.findall(stack) if "/torch/" not in f]
+    """The innermost user frame, ``file:line`` (library frames folded to their caller, as the
+    fusion map's by-line view does)."""
+    frames = [(f, line) for f, line in _FRAME.findall(stack) if not is_library(f)]
     return f"{frames[-1][0]}:{frames[-1][1]}" if frames else ""
 
 
