@@ -179,3 +179,21 @@ def test_drop_runs_keeps_the_profiled_steps_only() -> None:
     assert {"n1_kernel_time", "n2_kernel_time"} <= set(names)
     assert json.loads(sessions._dump(kept)) == kept
     assert json.loads(sessions._closed('[\n{"a":1},\n{"b":2},\n')) == [{"a": 1}, {"b": 2}]
+
+
+def test_round_robin_alternates_backends_and_keeps_every_sample() -> None:
+    from traceviz.runner.onnx.latency import round_robin
+    from traceviz.runner.progress import Silent
+
+    order: list[str] = []
+    calls = {name: (lambda n=name: order.append(n)) for name in ("eager", "compile", "ort")}
+    timed = round_robin(calls, rounds=4, warmup=1, threads=3, sync=lambda: None, reporter=Silent())
+    assert order == ["eager", "compile", "ort"] * 5  # one warm-up round, then four timed
+    assert (timed.method, timed.threads) == ("round-robin", 3)
+    assert [r.backend for r in timed.rows] == ["eager", "compile", "ort"]
+    eager = timed.rows[0]
+    for row in timed.rows:
+        assert len(row.samples_us) == 4 and row.median_us == pytest.approx(
+            float(np.median(row.samples_us)), rel=1e-3
+        )
+        assert row.ratio_to_eager == pytest.approx(row.median_us / eager.median_us)

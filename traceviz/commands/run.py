@@ -4,10 +4,9 @@ MODEL is a built-in name (see `traceviz models`), path/to/file.py:factory or
 package.module:factory, where the factory returns (model, example_inputs). The run directory
 gets eager.pt.trace.json.gz, compiled.pt.trace.json.gz and run.json (docs/run-json.md).
 
-It ends with the commands to type next (compare, dashboard, HTML report on the run directory).
-
 Exit status: 0 when the compiled model ran and matches eager; 1 when compilation failed (the
-eager trace and run.json are still written) or the outputs differ; 2 for bad usage.
+eager trace and run.json are still written) or the outputs differ (compiled, or an ONNX Runtime
+level with --backends ...,onnxruntime); 2 for bad usage.
 
 examples:
   traceviz run pointwise --device cpu
@@ -26,7 +25,7 @@ from rich.console import Console
 
 from traceviz.commands import output
 from traceviz.runner import Run
-from traceviz.runner.display import next_steps, print_run
+from traceviz.runner.display import print_run
 from traceviz.runner.options import (
     BACKENDS,
     DEFAULT_BACKENDS,
@@ -122,11 +121,20 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from traceviz.runner.onnx.display import print_backends
+
     result = profile_from_args(args)
-    console = output.console()
-    print_run(result, console)
-    console.print(next_steps(result))
-    return 0 if result.ok else 1
+    print_run(result, output.console())
+    print_backends(result.info, output.console())
+    return 0 if result.ok and not _ort_outputs_differ(result) else 1
+
+
+def _ort_outputs_differ(result: Run) -> bool:
+    """An ONNX Runtime level's outputs differ from eager's (--backends ...,onnxruntime)."""
+    ort = result.info.backends.onnxruntime
+    return ort is not None and any(
+        level.check is not None and level.check.passed is False for level in ort.levels
+    )
 
 
 def profile_from_args(args: argparse.Namespace) -> Run:
