@@ -24,12 +24,14 @@ from traceviz.errors import TraceFormatError, TraceVizError, UsageError
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
     from traceviz.pipeline import compare
+    from traceviz.ranks import Ranks, load_ranks
     from traceviz.report.bundle import Report
     from traceviz.runner import Run, load_run, profile_model
     from traceviz.trace import Trace
 
 __all__ = [
     "Comparison",
+    "Ranks",
     "Report",
     "Run",
     "Trace",
@@ -39,12 +41,19 @@ __all__ = [
     "__version__",
     "compare",
     "load",
+    "load_ranks",
     "load_run",
     "profile_model",
 ]
 
 
-def load(path: str | Any, *, max_bytes: int | None = None, cache: bool | str | Any = True) -> Trace:
+def load(
+    path: str | Any,
+    *,
+    max_bytes: int | None = None,
+    cache: bool | str | Any = True,
+    rank: int | None = None,
+) -> Trace:
     """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``) or a saved cache directory.
 
     ``max_bytes`` caps the trace's JSON size after gzip (default: the ``TRACEVIZ_MAX_BYTES``
@@ -52,10 +61,28 @@ def load(path: str | Any, *, max_bytes: int | None = None, cache: bool | str | A
     ``cache``: a parsed trace is kept (Parquet) and read back on the next load of the same
     unchanged file: ``True`` (default; in ``$TRACEVIZ_CACHE_DIR``, else
     ``~/.cache/traceviz``; ``TRACEVIZ_NO_CACHE=1`` turns it off), ``False``, or a directory.
+    ``rank``: ``path`` is a ranks dataset (``traceviz ingest``) and this rank's Trace is read
+    from it (:func:`traceviz.ranks.load_rank_trace`).
     """
+    if rank is not None or _is_ranks_dataset(path):
+        from traceviz.ranks.load import load_rank_trace
+
+        if rank is None:
+            raise UsageError(f"{path} is a ranks dataset: say which rank, load(path, rank=N)")
+        return load_rank_trace(path, rank)
     from traceviz.parse import load_trace
 
     return load_trace(path, max_bytes=max_bytes, cache=cache)
+
+
+def _is_ranks_dataset(path: Any) -> bool:
+    """A directory written by ``traceviz ingest`` (its marker file), told without pandas."""
+    import os
+
+    try:
+        return os.path.isfile(os.path.join(os.fspath(path), "_dataset.json"))
+    except TypeError:  # not a path
+        return False
 
 
 _LAZY = {
@@ -66,6 +93,8 @@ _LAZY = {
     "Run": ("traceviz.runner", "Run"),
     "profile_model": ("traceviz.runner", "profile_model"),
     "load_run": ("traceviz.runner", "load_run"),
+    "Ranks": ("traceviz.ranks.load", "Ranks"),
+    "load_ranks": ("traceviz.ranks.load", "load_ranks"),
 }
 
 

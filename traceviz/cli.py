@@ -46,6 +46,7 @@ COMMANDS: dict[str, Command] = {
     "export": Command(
         "export", "Write both traces with the analysis overlaid as one Perfetto trace.", True
     ),
+    "ingest": Command("ingest", "Ingest many ranks' traces into a Parquet dataset (Dask)."),
 }
 EXIT_PIPE_CLOSED = 141
 

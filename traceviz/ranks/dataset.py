@@ -30,6 +30,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 
 from traceviz import schema
@@ -207,7 +208,7 @@ def write_rank(
             part = staging / name / PART
             part.parent.mkdir(parents=True)
             stored = table.drop(columns=[RANK_KEY]) if RANK_KEY in table.columns else table
-            stored.to_parquet(part, index=False, compression=COMPRESSION)
+            _write_parquet(stored, part)
             written += part.stat().st_size
         meta_file = staging / META / META_FILE
         meta_file.parent.mkdir(parents=True)
@@ -275,12 +276,46 @@ def read_rank_table(root: Path, table: str, rank: int) -> pd.DataFrame:
     return frame
 
 
+def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
+    """``frame`` as Parquet, with the categories of its categorical columns that hold no
+    values (an empty table, or no categories) in the file's metadata: Parquet keeps no
+    categories without values, and a stored table should read back equal to the parsed one."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    bare = {
+        str(c): {
+            "values": [str(v) for v in frame[c].cat.categories],
+            "dtype": str(frame[c].cat.categories.dtype),
+        }
+        for c in frame.columns
+        if isinstance(frame[c].dtype, pd.CategoricalDtype)
+        and (frame.empty or len(frame[c].cat.categories) == 0)
+    }
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if bare:
+        metadata = dict(table.schema.metadata or {})
+        metadata[_BARE_KEY] = json.dumps(bare).encode()
+        table = table.replace_schema_metadata(metadata)
+    pq.write_table(table, path, compression=COMPRESSION or "none")
+
+
+_BARE_KEY = b"traceviz.bare_categories"
+
+
 def _read_parquet(path: Path) -> pd.DataFrame:
     import pyarrow.parquet as pq
 
     names = pq.read_schema(path).names
     dictionary = [c for c in DICTIONARY_COLUMNS if c in names]
-    return pq.read_table(path, read_dictionary=dictionary).to_pandas()
+    table = pq.read_table(path, read_dictionary=dictionary)
+    frame = table.to_pandas()
+    bare = json.loads((table.schema.metadata or {}).get(_BARE_KEY, b"{}"))
+    for column, kept in bare.items():  # no values: nothing to recode
+        categories = pd.Index(kept["values"], dtype=kept["dtype"])
+        codes = [-1] * len(frame)
+        frame[column] = pd.Categorical.from_codes(codes, categories=categories)
+    return frame
 
 
 def read_table(root: Path, table: str, ranks: Iterable[int]) -> pd.DataFrame:
@@ -333,18 +368,33 @@ def empty_manifest() -> pd.DataFrame:
 
 def manifest_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Manifest rows (dicts keyed by :class:`ManifestColumns`) as a typed table, sorted by
-    rank then source; absent keys are <NA>."""
+    rank then source; absent keys and None are <NA> (NaN for floats)."""
     if not rows:
         return empty_manifest()
-    frame = pd.DataFrame.from_records(rows)
-    for column in MANIFEST_DTYPES:
-        if column not in frame.columns:
-            frame[column] = pd.NA
-    frame = schema.conform(frame, MANIFEST_DTYPES)
+    frame = pd.DataFrame(
+        {c: _typed_column([r.get(c) for r in rows], dt) for c, dt in MANIFEST_DTYPES.items()}
+    )
     order = frame.sort_values(
         [ManifestColumns.rank, ManifestColumns.source], na_position="last", kind="stable"
     )
     return order.reset_index(drop=True)
+
+
+def _typed_column(values: list[Any], dtype: str) -> pd.Series:
+    """``values`` (with None / NA / NaN for missing) as a Series of ``dtype``, exactly
+    (int64 nanoseconds do not pass through float)."""
+    missing = [v is None or v is pd.NA or (isinstance(v, float) and v != v) for v in values]
+    if dtype == "float64":
+        return pd.Series(
+            [float("nan") if m else float(v) for v, m in zip(values, missing, strict=True)],
+            dtype=dtype,
+        )
+    if dtype == "Int64":
+        ints = [0 if m else int(v) for v, m in zip(values, missing, strict=True)]
+        return pd.Series(pd.arrays.IntegerArray(np.array(ints, dtype=np.int64), np.array(missing)))
+    return pd.Series(
+        [None if m else str(v) for v, m in zip(values, missing, strict=True)], dtype=dtype
+    )
 
 
 def read_manifest(root: Path) -> pd.DataFrame:

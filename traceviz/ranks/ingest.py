@@ -99,7 +99,8 @@ def ingest_rank(task: RankTask) -> dict[str, Any]:
     root = Path(task.dataset)
     start = time.perf_counter()
     try:
-        trace = load_trace(task.source, max_bytes=task.max_bytes)
+        # the dataset is this trace's cache: no second copy in the parse cache
+        trace = load_trace(task.source, max_bytes=task.max_bytes, cache=False)
     except (TraceVizError, OSError, MemoryError) as err:
         return _failed(row, err)
     except Exception as err:  # a bug in the parser: this rank fails, the job goes on
@@ -175,7 +176,8 @@ def lost_task(task: RankTask, err: BaseException) -> dict[str, Any]:
 def expand_inputs(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
     """Trace files from paths, directories (searched recursively for ``*.json``,
     ``*.json.gz``, skipping ranks datasets) and globs; absolute, sorted, unique.
-    :class:`UsageError` when nothing matches."""
+    :class:`UsageError` when no file is there (a missing one among others becomes a failed
+    manifest row)."""
     items = [inputs] if isinstance(inputs, str | Path) else list(inputs)
     found: set[Path] = set()
     for item in items:
@@ -190,7 +192,7 @@ def expand_inputs(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
             found.update(m for m in matches if m.is_file() and not _inside_dataset(m))
         else:
             found.add(path)  # a missing file becomes a failed manifest row
-    if not found:
+    if not any(p.exists() for p in found):
         raise UsageError(f"no trace files (*.json, *.json.gz) in {', '.join(map(str, items))}")
     return sorted(p.absolute() for p in found)
 
@@ -298,8 +300,9 @@ def _same(value: Any, expected: int) -> bool:
 
 
 def _carried_over(previous: pd.DataFrame, plan: _Plan) -> list[dict[str, Any]]:
-    """Rows of earlier ingests for files not given this time, kept when their rank is not
-    claimed by a file given now (missing-rank rows are recomputed, so dropped)."""
+    """Rows of earlier ingests for files not given this time, kept when the file is still
+    there and its rank not claimed by a file given now (a rank can be added in pieces); rows
+    of files gone and missing-rank rows are dropped (the rank is missing again)."""
     given = {t.source for t in plan.tasks} | {str(r[M.source]) for r in plan.kept + plan.failed}
     ranks_now = {t.rank for t in plan.tasks} | {
         int(r[M.rank]) for r in plan.kept + plan.failed if _is_int(r.get(M.rank))
@@ -307,7 +310,7 @@ def _carried_over(previous: pd.DataFrame, plan: _Plan) -> list[dict[str, Any]]:
     kept = []
     for row in _records(previous):
         source = str(row[M.source]) if row[M.source] is not pd.NA else ""
-        if not source or source in given:
+        if not source or source in given or not Path(source).exists():
             continue
         if _is_int(row[M.rank]) and int(row[M.rank]) in ranks_now:
             continue

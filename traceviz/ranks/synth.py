@@ -3,10 +3,10 @@
 a straggler.
 
 A planted straggler computes slower (its non-collective kernels last ``slow`` times longer)
-and arrives last at every collective: each of its collective kernels starts later by
-``late`` of its duration and ends at the same time, so it waits least while the others (whose
-collectives are as recorded) wait for it. Offsets shift every timestamp of a rank by a seeded
-random number of µs, as unsynchronised host clocks do.
+and arrives last at every collective: the other ranks' collective kernels start up to
+``late_us`` earlier (never before the previous kernel on their stream ends) and end as
+recorded, so they wait for it while its own collectives are as recorded. Offsets shift every
+timestamp of a rank by a seeded random number of µs, as unsynchronised host clocks do.
 """
 
 from __future__ import annotations
@@ -62,12 +62,14 @@ def make_rank_doc(
     *,
     offset_us: float = 0.0,
     straggler: bool = False,
+    waits: bool = False,
     slow: float = 1.3,
-    late: float = 0.9,
+    late_us: float = 10_000.0,
     host: str | None = None,
 ) -> dict[str, Any]:
-    """Trace document ``base`` made rank ``rank`` of ``world_size`` (see module); its events
-    are changed in place."""
+    """Trace document ``base`` made rank ``rank`` of ``world_size`` (see module): the
+    ``straggler``'s compute is slower; a rank that ``waits`` starts its collectives early.
+    Its events are changed in place."""
     doc = {k: v for k, v in base.items() if k != "traceEvents"}
     info = dict(doc.get("distributedInfo") or {})
     info.update(rank=rank, world_size=world_size)
@@ -75,19 +77,43 @@ def make_rank_doc(
         info["host"] = host
     header = {k: v for k, v in doc.items() if k != "distributedInfo"}
     events = base["traceEvents"]
+    if waits:
+        _start_collectives_early(events, late_us)
     for event in events:
         if not isinstance(event, dict) or not isinstance(event.get("ts"), int | float):
             continue
-        if straggler and isinstance(event.get("dur"), int | float):
-            if _is_collective(event):
-                shift = event["dur"] * late
-                event["ts"] += shift
-                event["dur"] -= shift
-            elif event.get("cat") in DEVICE_CATS:
-                event["dur"] *= slow
+        slower = straggler and event.get("cat") in DEVICE_CATS and not _is_collective(event)
+        if slower and isinstance(event.get("dur"), int | float):
+            event["dur"] *= slow
         event["ts"] += offset_us
     # distributedInfo before traceEvents, where Kineto writes it.
     return {**header, "distributedInfo": info, "traceEvents": events}
+
+
+def _start_collectives_early(events: list[Any], late_us: float) -> None:
+    """Each collective kernel starts up to ``late_us`` earlier, not before the previous
+    device event of its stream (pid, tid) ends; its end stays."""
+    lanes: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
+    for event in events:
+        if (
+            isinstance(event, dict)
+            and event.get("ph") == "X"
+            and isinstance(event.get("ts"), int | float)
+            and isinstance(event.get("dur"), int | float)
+            and str(event.get("cat", "")).lower().startswith(("kernel", "gpu_mem"))
+        ):
+            lanes.setdefault((event.get("pid"), event.get("tid")), []).append(event)
+    for lane in lanes.values():
+        lane.sort(key=lambda e: e["ts"])
+        previous_end = float("-inf")
+        for event in lane:
+            end = event["ts"] + event["dur"]
+            if _is_collective(event):
+                start = max(event["ts"] - late_us, previous_end)
+                if start < event["ts"]:
+                    event["dur"] += event["ts"] - start
+                    event["ts"] = start
+            previous_end = max(previous_end, end)
 
 
 def make_ranks(
@@ -119,6 +145,7 @@ def make_ranks(
             world_size,
             offset_us=offset,
             straggler=rank == straggler,
+            waits=straggler is not None and rank != straggler,
             host=f"node{rank // per_host}" if hosts > 1 else None,
         )
         path = out / name.format(rank=rank)

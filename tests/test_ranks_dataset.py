@@ -1,0 +1,286 @@
+"""The ranks dataset (traceviz.ranks: detect, dataset, ingest, load; `traceviz ingest`).
+
+Jobs of 8 ranks are made in the test from real traces (traceviz.ranks.synth): each rank its
+own distributedInfo and clock offset, rank 5 planted as a straggler (its collectives start
+late, its compute is slower). ``nccl_job`` is made from the corpus trace with NCCL kernels
+(skipped without the corpus); ``sample_job`` from a sample run (always there).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace
+from traceviz.cli import main
+from traceviz.errors import TraceFormatError, UsageError
+from traceviz.ranks import dataset as ds
+from traceviz.ranks.detect import RankBasis, detect_rank, read_prefix
+from traceviz.ranks.ingest import ingest
+from traceviz.ranks.load import load_ranks, open_dataset
+from traceviz.ranks.reduce import reduce_rank
+from traceviz.ranks.synth import make_ranks
+
+NCCL_TRACE = CORPUS / "nvidia" / "a100_eager_nccl_rank.json.gz"
+SAMPLE_TRACE = SAMPLES / "mlp" / "eager.pt.trace.json.gz"
+WORLD = 8
+STRAGGLER = 5
+M = ds.ManifestColumns
+
+
+@pytest.fixture(scope="session")
+def nccl_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not NCCL_TRACE.is_file():
+        pytest.skip(f"corpus trace {NCCL_TRACE} not found")
+    out = tmp_path_factory.mktemp("nccl_job")
+    make_ranks(NCCL_TRACE, out, WORLD, straggler=STRAGGLER, seed=7, hosts=2)
+    return out
+
+
+@pytest.fixture(scope="session")
+def sample_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sample_job")
+    make_ranks(SAMPLE_TRACE, out, WORLD, straggler=STRAGGLER, seed=3)
+    return out
+
+
+@pytest.fixture(scope="session")
+def nccl_ranks(nccl_job: Path, tmp_path_factory: pytest.TempPathFactory) -> traceviz.Ranks:
+    return load_ranks(nccl_job, tmp_path_factory.mktemp("nccl_ds") / "ds")
+
+
+def copy_job(job: Path, to: Path) -> Path:
+    shutil.copytree(job, to)
+    return to
+
+
+def rows(manifest: pd.DataFrame, status: str) -> pd.DataFrame:
+    return manifest[manifest[M.status] == status]
+
+
+# --- rank detection --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_detected_rank_is_the_parsed_headers_rank(path: Path) -> None:
+    trace = load_trace(path)
+    info = detect_rank(path)
+    rank = trace.meta.distributed.get("rank")
+    if rank is not None:
+        assert (info.rank, info.basis) == (int(rank), RankBasis.header)
+        assert info.world_size == trace.meta.distributed.get("world_size")
+    else:
+        assert info.rank is None  # corpus names carry no "rank<N>": no false match either
+
+
+def test_rank_from_the_path_when_the_header_has_none(tmp_path: Path) -> None:
+    doc = {"schemaVersion": 1, "traceEvents": []}
+    path = tmp_path / "job_RANK-12" / "worker3.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc))
+    assert (detect_rank(path).rank, detect_rank(path).basis) == (12, RankBasis.path)
+    assert detect_rank(path, rank_regex=r"worker(\d+)").rank == 3
+    assert detect_rank(path, rank_regex=r"nothing(\d+)").rank is None
+    with pytest.raises(UsageError, match="group"):
+        detect_rank(path, rank_regex=r"worker\d+")
+    with pytest.raises(UsageError, match="not a regular expression"):
+        detect_rank(path, rank_regex=r"worker(\d+")
+
+
+def test_header_rank_wins_over_the_path_and_survives_a_truncated_gzip(tmp_path: Path) -> None:
+    doc = {"schemaVersion": 1, "distributedInfo": {"rank": 6, "world_size": 8}}
+    doc["traceEvents"] = [{"ph": "X", "name": "x" * 100, "ts": i, "dur": 1} for i in range(5000)]
+    whole = gzip.compress(json.dumps(doc).encode())
+    path = tmp_path / "rank2.json.gz"
+    path.write_bytes(whole[: len(whole) // 3])  # cut off: only the head inflates
+    info = detect_rank(path)
+    assert (info.rank, info.world_size, info.basis) == (6, 8, RankBasis.header)
+    assert len(read_prefix(path, limit=4096)) == 4096
+
+
+# --- ingest and read back ----------------------------------------------------------------------
+
+
+def test_ingest_round_trips_every_rank(nccl_job: Path, nccl_ranks: traceviz.Ranks) -> None:
+    assert nccl_ranks.ranks == list(range(WORLD))
+    assert nccl_ranks.failed.empty
+    for rank in (0, STRAGGLER):
+        source = nccl_job / f"rank{rank}.pt.trace.json.gz"
+        parsed = traceviz.load(source)
+        stored = nccl_ranks.trace(rank)
+        for name, table in parsed.tables().items():
+            pd.testing.assert_frame_equal(stored.tables()[name], table, obj=name)
+        assert stored.meta == parsed.meta and stored.stats == parsed.stats
+        small = reduce_rank(parsed, rank, str(source))
+        for name in ("summary", "kernel_summary", "collectives"):
+            got = getattr(nccl_ranks, name)
+            got = got[got["rank"] == rank].reset_index(drop=True)
+            pd.testing.assert_frame_equal(
+                _plain(got), _plain(getattr(small, name)), obj=name, check_dtype=False
+            )
+    via_load = traceviz.load(nccl_ranks.dataset, rank=3)
+    pd.testing.assert_frame_equal(via_load.kernels, nccl_ranks.trace(3).kernels)
+
+
+def _plain(frame: pd.DataFrame) -> pd.DataFrame:
+    """Categorical (dictionary-read) columns as plain objects, for comparing with reduce_rank."""
+    out = frame.copy()
+    for column in out.columns:
+        if isinstance(out[column].dtype, pd.CategoricalDtype):
+            out[column] = out[column].astype(object)
+    return out
+
+
+def test_credits_add_up_to_what_was_parsed(nccl_job: Path, nccl_ranks: traceviz.Ranks) -> None:
+    manifest = nccl_ranks.manifest
+    events = {
+        int(r): traceviz.load(nccl_job / f"rank{int(r)}.pt.trace.json.gz").stats.events_in
+        for r in (0, STRAGGLER)
+    }
+    for rank, count in events.items():
+        assert int(manifest.loc[manifest[M.rank] == rank, M.events].iloc[0]) == count
+    run = nccl_ranks.runs.iloc[-1]
+    assert run[ds.RunColumns.events] == manifest[M.events].sum()
+    kernels = nccl_ranks.table("kernels")
+    per_rank = kernels.groupby("rank").size()
+    assert sorted(per_rank.index) == nccl_ranks.ranks
+    assert per_rank.sum() == sum(len(nccl_ranks.trace(r).kernels) for r in nccl_ranks.ranks)
+    comm = nccl_ranks.collectives.groupby("rank")["dur_us"].sum()
+    summary = nccl_ranks.summary.set_index("rank")
+    # every rank's collectives are at most its measured kernel time, and what the summary says
+    assert (comm <= summary["comm_time_us"] + 1e-6).all()
+    assert (summary["comm_time_us"] <= summary["kernel_time_us"] + summary["comm_time_us"]).all()
+
+
+def test_names_are_dictionary_encoded_on_disk_and_categorical_in_memory(
+    nccl_ranks: traceviz.Ranks,
+) -> None:
+    part = ds.rank_dir(nccl_ranks.dataset, "kernels", 0) / ds.PART
+    assert str(pq.read_schema(part).field("name").type).startswith("dictionary")
+    assert isinstance(nccl_ranks.table("kernels")["name"].dtype, pd.CategoricalDtype)
+    assert isinstance(nccl_ranks.kernel_summary["name"].dtype, pd.CategoricalDtype)
+    assert "rank" not in pq.read_schema(part).names  # the partition key lives in the path
+
+
+def test_the_planted_straggler_is_found(nccl_ranks: traceviz.Ranks) -> None:
+    pytest.importorskip("traceviz.ranks.stragglers")
+    found = nccl_ranks.stragglers()
+    flagged = found.per_rank.loc[found.per_rank["straggler"], "rank"].tolist()
+    assert flagged == [STRAGGLER]
+
+
+def test_reingest_skips_unchanged_ranks(sample_job: Path, tmp_path: Path) -> None:
+    job = copy_job(sample_job, tmp_path / "job")
+    first = ingest(job, tmp_path / "ds")
+    part = ds.rank_dir(first.dataset, "ops", 2) / ds.PART
+    written = part.stat().st_mtime_ns
+    again = ingest(job, tmp_path / "ds")
+    assert (first.ingested, again.ingested, again.skipped) == (WORLD, 0, WORLD)
+    assert part.stat().st_mtime_ns == written
+    assert again.manifest.equals(first.manifest)
+    # the same size and mtime but another head: the hash sees it
+    target = job / "rank4.pt.trace.json.gz"
+    stat = target.stat()
+    doc = json.loads(gzip.decompress(target.read_bytes()))
+    doc["distributedInfo"]["backend"] = "gloo"
+    data = gzip.compress(json.dumps(doc).encode(), compresslevel=1)
+    target.write_bytes(data[: stat.st_size].ljust(stat.st_size, b"\0"))  # corrupt, same size
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    third = ingest(job, tmp_path / "ds")
+    assert (third.ingested + third.failed, third.skipped) == (1, WORLD - 1)
+    runs = open_dataset(first.dataset).runs
+    assert len(runs) == 3
+    assert runs[ds.RunColumns.run_id].iloc[0] == runs[ds.RunColumns.run_id].iloc[1]
+    assert runs[ds.RunColumns.run_id].iloc[2] != runs[ds.RunColumns.run_id].iloc[0]
+
+
+def test_corrupt_missing_unranked_and_duplicate_ranks_are_rows(
+    sample_job: Path, tmp_path: Path
+) -> None:
+    job = copy_job(sample_job, tmp_path / "job")
+    ok = ingest(job, tmp_path / "ds")
+    assert ok.failed == 0 and ds.has_rank(ok.dataset, 7)
+    seven = job / "rank7.pt.trace.json.gz"
+    seven.write_bytes(seven.read_bytes()[:3000])  # truncated: header readable, body not
+    (job / "rank2.pt.trace.json.gz").unlink()  # missing
+    (job / "notes.json").write_text("{not json")  # no rank, not a trace
+    shutil.copy(job / "rank3.pt.trace.json.gz", job / "copy_of_rank3.pt.trace.json.gz")
+    result = ingest(job, tmp_path / "ds")
+    failed = rows(result.manifest, ds.Status.failed).set_index(M.source)[[M.rank, M.error]]
+    errors = dict(zip(failed.index, failed[M.error], strict=True))
+    assert str(seven) in errors and str(seven) in errors[str(seven)]
+    assert errors[""].startswith("missing: no trace file for rank 2")
+    assert errors[str(job / "notes.json")].startswith("no rank")
+    assert "rank 3 is claimed by 2 files" in errors[str(job / "copy_of_rank3.pt.trace.json.gz")]
+    assert result.failed == len(failed) == 5
+    ranks = open_dataset(result.dataset)
+    assert ranks.ranks == [0, 1, 4, 5, 6]
+    assert not ds.has_rank(result.dataset, 7)  # a rank that now fails leaves no stale tables
+    assert set(ranks.summary["rank"]) == set(ranks.ranks)
+    assert not (result.dataset / ds.TMP).exists() or not any((result.dataset / ds.TMP).iterdir())
+
+
+def test_a_failed_write_leaves_the_old_partitions(tmp_path: Path) -> None:
+    trace = load_trace(SAMPLE_TRACE)
+    small = reduce_rank(trace, 0, str(SAMPLE_TRACE))
+    tables = {**trace.tables(), "summary": small.summary}
+    root = tmp_path / "ds"
+    ds.ensure_dataset(root)
+    ds.write_rank(root, 0, tables, {"meta": trace.meta.to_json(), "stats": {}})
+    before = ds.read_rank_table(root, "ops", 0)
+    broken = dict(tables, spans="not a table")
+    with pytest.raises(AttributeError):
+        ds.write_rank(root, 0, broken, {"meta": {}, "stats": {}})  # type: ignore[arg-type]
+    pd.testing.assert_frame_equal(ds.read_rank_table(root, "ops", 0), before)
+    assert not any((root / ds.TMP).iterdir())
+
+
+def test_bad_dataset_directories_are_one_clear_error(sample_job: Path, tmp_path: Path) -> None:
+    other = tmp_path / "not_a_dataset"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    with pytest.raises(TraceFormatError, match="not a traceviz ranks dataset"):
+        ingest(sample_job, other)
+    with pytest.raises(TraceFormatError, match="not a traceviz ranks dataset"):
+        open_dataset(other)
+    with pytest.raises(UsageError, match="no trace files"):
+        ingest(tmp_path / "nowhere" / "*.json.gz", tmp_path / "ds")
+    assert not (tmp_path / "ds").exists()
+
+
+def test_load_without_a_rank_on_a_dataset_says_so(sample_job: Path, tmp_path: Path) -> None:
+    result = ingest(sample_job, tmp_path / "ds")
+    assert traceviz._is_ranks_dataset(result.dataset)
+    assert (result.dataset / ds.MARKER).is_file()
+    with pytest.raises(UsageError, match="rank="):
+        traceviz.load(result.dataset)
+    with pytest.raises(UsageError, match=r"no rank 9 .*ranks: 0-7"):
+        traceviz.load(result.dataset, rank=9)
+
+
+def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
+    sample_job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    job = copy_job(sample_job, tmp_path / "job")
+    dataset = tmp_path / "ds"
+    assert main(["ingest", str(job), "--cache", str(dataset), "--quiet"]) == 0
+    assert f"{dataset}: {WORLD} ranks ({WORLD} ingested, 0 unchanged), 0 failed" in (
+        capsys.readouterr().out
+    )
+    (job / "rank1.pt.trace.json.gz").write_bytes(b"\x1f\x8b broken")
+    assert main(["ingest", str(job / "*.json.gz"), "--cache", str(dataset)]) == 1
+    captured = capsys.readouterr()
+    assert "7 unchanged" in captured.out and "failed: rank 1 " in captured.out
+    assert "rank1.pt.trace.json.gz" in captured.out
+    assert "ranks 7/8 done, 1 failed" in captured.err
+    assert main(["ingest", str(tmp_path / "none*.json"), "--cache", str(dataset)]) == 2
+    assert "traceviz ingest: error: no trace files" in capsys.readouterr().err
+    assert main(["ingest", str(job), "--workers", "two"]) == 2
