@@ -423,3 +423,44 @@ def test_summary_ranks_stays_light(datasets: tuple[Path, Path, Job]) -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+# --- the figure and the dashboard view ----------------------------------------------------
+
+
+def test_ranks_figure_bars_add_up_and_outline_the_straggler(
+    straggler_job: tuple[Job, SimpleNamespace],
+) -> None:
+    pytest.importorskip("plotly")
+    from traceviz.ranks.render import per_rank_table
+    from traceviz.report.figures.ranks import STRAGGLER_COLOR, ranks_figure
+
+    job, t = straggler_job
+    table = per_rank_table(analyse_ranks(t))
+    fig = ranks_figure(table)
+    bars = {tr.name: np.asarray(tr.y, dtype=float) for tr in fig.data if tr.type == "bar"}
+    per_step = table["steps"].to_numpy(dtype=float)
+    comm = (table["comm_time_us"].to_numpy(dtype=float) / per_step) / 1e3
+    np.testing.assert_allclose(bars["collective transfer"] + bars["waiting for other ranks"], comm)
+    outline = list(fig.data[0].marker.line.color)
+    assert [i for i, c in enumerate(outline) if c == STRAGGLER_COLOR] == [job.straggler]
+    assert f"stragglers: {job.straggler}" in fig.layout.title.text
+    assert "no ranks" in str(ranks_figure(table.iloc[:0]).layout.annotations[0].text)
+
+
+def test_ranks_view_selects_a_rank(straggler_job: tuple[Job, SimpleNamespace]) -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.tabs.ranks import RanksView, has_ranks
+    from traceviz.dashboard.views import VIEWS
+
+    job, t = straggler_job
+    analysis = analyse_ranks(t)
+    view = RanksView(analysis=analysis)
+    view.__panel__().get_root()
+    assert view.rank == job.straggler  # the straggler is shown first
+    other = next(r for r in range(len(job.docs)) if r != job.straggler)
+    view._grid.selection = [int(np.flatnonzero(view._grid.value["rank"] == other)[0])]
+    assert view.rank == other
+    assert f"Rank {other}" in view._detail.objects[0].object
+    assert "Ranks" in VIEWS and has_ranks(SimpleNamespace(ranks=analysis))
+    assert not has_ranks(SimpleNamespace())

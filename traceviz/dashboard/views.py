@@ -27,6 +27,7 @@ from traceviz.dashboard.tabs.kernels import KernelsView, explain_kernel, kernel_
 from traceviz.dashboard.tabs.launch import launch
 from traceviz.dashboard.tabs.memory import memory
 from traceviz.dashboard.tabs.overview import CARD_METRICS, findings_html, overview
+from traceviz.dashboard.tabs.ranks import RanksView, has_ranks, ranks
 from traceviz.dashboard.tabs.regions import regions
 from traceviz.dashboard.tabs.timeline import TimelineView
 from traceviz.report.bundle import Report
@@ -39,6 +40,7 @@ __all__ = [
     "KernelDiffView",
     "KernelsView",
     "LinesView",
+    "RanksView",
     "TimelineView",
     "explain_kernel",
     "explain_line",
@@ -103,3 +105,4 @@ def views_for(report: Report) -> list[str]:
 
 # Tabs shown only for some reports.
 register_view("Backends", backends, when=has_backends)  # runs with ONNX Runtime backends
+register_view("Ranks", ranks, when=has_ranks)  # reports that carry a job's ranks

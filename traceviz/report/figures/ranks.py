@@ -1,0 +1,84 @@
+"""Many ranks: per rank, the step and where its device time per step goes, stragglers marked.
+
+Drawn from a plain per-rank table (the rows of ``traceviz.ranks.render.per_rank_table``, whose
+columns are named below), so this module does not depend on the ranks package above it. Bars
+per rank, stacked, µs per step: compute (kernel time outside collectives), collective transfer,
+waiting for other ranks inside collectives; a marker for the median step. Collectives may
+overlap compute on another stream, so a stack may pass the step time. Stragglers are outlined
+in red and named in the title.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from traceviz.report.figures.style import KIND_COLORS, _empty, _layout
+
+#: Columns read from the per-rank table (µs unless stated).
+RANK, STEPS, STEP_P50 = "rank", "steps", "step_p50_us"
+COMPUTE, TRANSFER, WAIT = "compute_time_us", "collective_transfer_us", "collective_wait_us"
+STRAGGLER, NODE = "straggler", "node"
+PARTS = (
+    (COMPUTE, "compute", KIND_COLORS["gemm"]),
+    (TRANSFER, "collective transfer", KIND_COLORS["communication"]),
+    (WAIT, "waiting for other ranks", "#E45756"),
+)
+#: Ranks drawn at most (the slowest steps and every straggler first).
+MAX_RANKS = 256
+STRAGGLER_COLOR = "#D62728"
+
+
+def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
+    """Per-rank stacked bars of compute, collective transfer and waiting per step (µs, measured)
+    with each rank's median step as a marker; stragglers outlined."""
+    if per_rank.empty:
+        return _empty(title, "no ranks")
+    table = _shown(per_rank)
+    steps = pd.to_numeric(table[STEPS], errors="coerce").to_numpy(dtype=float)
+    per_step = np.where(steps > 0, steps, 1.0)
+    x = [str(int(r)) for r in table[RANK]]
+    late = table[STRAGGLER].fillna(False).astype(bool).to_numpy() if STRAGGLER in table else None
+    outline = [STRAGGLER_COLOR if s else "rgba(0,0,0,0)" for s in (late if late is not None
+               else np.zeros(len(table), dtype=bool))]  # fmt: skip
+    fig = go.Figure()
+    for column, label, color in PARTS:
+        if column not in table:
+            continue
+        values = pd.to_numeric(table[column], errors="coerce")
+        if values.isna().all():
+            continue
+        fig.add_bar(
+            x=x,
+            y=values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3,
+            name=label,
+            marker={"color": color, "line": {"color": outline, "width": 2}},
+            hovertemplate=f"rank %{{x}}<br>{label}: %{{y:.3f}} ms per step<extra></extra>",
+        )
+    fig.add_scatter(
+        x=x,
+        y=pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3,
+        mode="markers",
+        name="median step",
+        marker={"symbol": "line-ew-open", "size": 14, "color": "#2F2F2F"},
+        hovertemplate="rank %{x}<br>median step: %{y:.3f} ms<extra></extra>",
+    )
+    flagged = [x[i] for i in np.flatnonzero(late)] if late is not None else []
+    note = f"stragglers: {', '.join(flagged)}" if flagged else "no straggler"
+    shown = "" if len(table) == len(per_rank) else f"; {len(table)} of {len(per_rank)} ranks"
+    fig.update_layout(barmode="stack", xaxis={"type": "category", "title": "rank"})
+    fig.update_yaxes(title_text="ms per step")
+    return _layout(fig, f"{title} — device time per step (measured), {note}{shown}", height=400)
+
+
+def _shown(per_rank: pd.DataFrame) -> pd.DataFrame:
+    """Every rank, or at most :data:`MAX_RANKS`: stragglers first, then the slowest steps;
+    drawn in rank order."""
+    table = per_rank.sort_values(RANK)
+    if len(table) <= MAX_RANKS:
+        return table
+    late = table[STRAGGLER].fillna(False).astype(bool) if STRAGGLER in table else False
+    order = table.assign(_late=~late, _step=-pd.to_numeric(table[STEP_P50], errors="coerce"))
+    keep = order.sort_values(["_late", "_step"]).head(MAX_RANKS).index
+    return table.loc[table.index.isin(keep)]
