@@ -237,3 +237,52 @@ def test_fused_graph_against_unfused_graph() -> None:
     (want,) = reference_outputs(model, {"x": x})
     (got,) = reference_outputs(optimized, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+ACTIVATIONS = [
+    ("", []),
+    ("Relu", []),
+    ("Tanh", []),
+    ("Sigmoid", []),
+    ("LeakyRelu", [0.2]),
+    ("Clip", [-0.5, 0.5]),
+    ("HardSigmoid", [0.3, 0.4]),
+]
+
+
+@pytest.mark.parametrize(("activation", "params"), ACTIVATIONS)
+def test_fused_conv_matches_ort(activation: str, params: list[float]) -> None:
+    x, w, b = _randn(2, 4, 6, 6), _randn(8, 4, 3, 3), _randn(8)
+    attrs: dict[str, Any] = {"pads": [1, 1, 1, 1], "strides": [1, 1]}
+    if activation:
+        attrs["activation"] = activation
+    if params:
+        attrs["activation_params"] = params
+    _check(_model("FusedConv", {"x": x, "w": w, "b": b}, ["y"], **attrs), {"x": x, "w": w, "b": b})
+
+
+def test_fused_conv_with_sum_input_groups_and_strides() -> None:
+    x, w, b = _randn(1, 4, 7, 7), _randn(4, 2, 3, 3), _randn(4)
+    z = _randn(1, 4, 3, 3)
+    feeds = {"x": x, "w": w, "b": b, "z": z}
+    model = _model("FusedConv", feeds, ["y"], group=2, strides=[2, 2], activation="Relu")
+    _check(model, feeds)
+
+
+# ORT's FusedGemm always has an activation, and never Clip ("unknown kernel type")
+@pytest.mark.parametrize(("activation", "params"), ACTIVATIONS[1:5] + ACTIVATIONS[6:])
+def test_fused_gemm_matches_ort(activation: str, params: list[float]) -> None:
+    a, b, c = _randn(5, 3), _randn(4, 3), _randn(4)
+    attrs: dict[str, Any] = {"transB": 1, "alpha": 0.5, "beta": 2.0}
+    if activation:
+        attrs["activation"] = activation
+    for name, value in zip(("activation_alpha", "activation_beta"), params, strict=False):
+        attrs[name] = value
+    _check(_model("FusedGemm", {"a": a, "b": b, "c": c}, ["y"], **attrs), {"a": a, "b": b, "c": c})
+
+
+def test_fused_gemm_transposed_a_without_c() -> None:
+    a, b = _randn(3, 5), _randn(3, 4)
+    _check(
+        _model("FusedGemm", {"a": a, "b": b}, ["y"], transA=1, activation="Relu"), {"a": a, "b": b}
+    )

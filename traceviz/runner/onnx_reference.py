@@ -1,16 +1,19 @@
 """ONNX Runtime's fused (contrib) ops for ``onnx.reference``, and an ORT-free evaluation of a graph.
 
 ORT's graph optimizer replaces groups of standard nodes by its own fused nodes (domain
-``com.microsoft``): SkipLayerNormalization, FastGelu, BiasGelu, Gelu, FusedMatMul, QuickGelu.
-``onnx.reference.ReferenceEvaluator`` knows none of them. The :class:`OpRun` classes
-here implement each one in NumPy from ORT's documented semantics (float64 inside, the input
-dtype out), so that :func:`reference_outputs` can evaluate an *optimized* graph without ORT:
-a second, independent check that ORT's fused graph still computes what the exported graph did.
+``com.microsoft``): SkipLayerNormalization, FastGelu, BiasGelu, Gelu, FusedMatMul, QuickGelu,
+FusedConv, FusedGemm. ``onnx.reference.ReferenceEvaluator`` knows none of them. The
+:class:`OpRun` classes here implement each one in NumPy from ORT's documented semantics
+(float64 inside, the input dtype out), so that :func:`reference_outputs` can evaluate an
+*optimized* graph without ORT: a second, independent check that ORT's fused graph still
+computes what the exported graph did.
 
 Each class is tested against ORT itself on a one-node graph (``tests/test_onnx_reference.py``).
 A graph holding a non-standard op that is not here raises :class:`UnsupportedOpError` naming
-the op, before anything runs. Needs the ``onnx`` extra (``pip install 'traceviz[onnx]'``);
-never imports torch or onnxruntime.
+the op, before anything runs: for example the NCHWc layout ops (``com.microsoft.nchwc``) that
+level ALL puts around convolutions on x86 (their weights are stored in a CPU-specific
+layout). Needs the ``onnx`` extra (``pip install 'traceviz[onnx]'``); never imports torch
+or onnxruntime.
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def _onnx() -> Any:
         import onnx
         import onnx.reference
         import onnx.reference.op_run
+        import onnx.reference.ops.op_conv
     except ImportError as err:  # pragma: no cover - the extra is installed in CI
         raise UsageError(f"the ONNX reference check needs the onnx package: {EXTRA_HINT}") from err
     return onnx
@@ -79,6 +83,29 @@ def _batch_first_last(a: np.ndarray) -> np.ndarray:
 
 def _swap_last(a: np.ndarray) -> np.ndarray:
     return np.swapaxes(a, -1, -2) if a.ndim >= 2 else a
+
+
+def _activation(
+    y: np.ndarray, name: str, alpha: float | None = None, beta: float | None = None
+) -> np.ndarray:
+    """ORT's fused activations (``activation`` of FusedConv/FusedGemm), in float64."""
+    if isinstance(name, bytes):
+        name = name.decode()
+    if name == "Relu":
+        return np.maximum(y, 0.0)
+    if name == "Tanh":
+        return np.tanh(y)
+    if name == "Sigmoid":
+        return 1.0 / (1.0 + np.exp(-y))
+    if name == "LeakyRelu":
+        return np.where(y >= 0, y, (0.01 if alpha is None else alpha) * y)
+    if name == "Clip":
+        low = -np.inf if alpha is None else alpha
+        return np.clip(y, low, np.inf if beta is None else beta)
+    if name == "HardSigmoid":
+        a, b = (0.2 if alpha is None else alpha), (0.5 if beta is None else beta)
+        return np.clip(a * y + b, 0.0, 1.0)
+    raise UsageError(f"FusedConv/FusedGemm activation {name!r} has no reference implementation")
 
 
 def _make_ops() -> list[type]:
@@ -175,7 +202,72 @@ def _make_ops() -> list[type]:
             )
             return results[: max(1, len(self.output))]
 
-    return [Gelu, BiasGelu, FastGelu, QuickGelu, FusedMatMul, SkipLayerNormalization]
+    conv = _onnx().reference.ops.op_conv.Conv
+
+    class FusedConv(conv):  # type: ignore[misc, valid-type]
+        """``Y = activation(Conv(X, W, B) + Z)``: ONNX Conv's attributes plus ``activation``
+        (Relu, Tanh, Sigmoid, LeakyRelu, Clip, HardSigmoid) and ``activation_params``."""
+
+        op_domain = MS_DOMAIN
+
+        def _run(
+            self,
+            x: np.ndarray,
+            w: np.ndarray,
+            b: np.ndarray | None = None,
+            z: np.ndarray | None = None,
+            activation: str = "",
+            activation_params: list[float] | None = None,
+            auto_pad: str = "NOTSET",
+            dilations: list[int] | None = None,
+            group: int = 1,
+            kernel_shape: list[int] | None = None,
+            pads: list[int] | None = None,
+            strides: list[int] | None = None,
+        ) -> tuple[np.ndarray]:
+            (y,) = conv._run(
+                self, x, w, b, auto_pad=auto_pad, dilations=dilations, group=group,
+                kernel_shape=kernel_shape, pads=pads, strides=strides,
+            )  # fmt: skip
+            y64 = _plus(y.astype(np.float64), z)
+            params = list(activation_params or [])
+            if activation:
+                y64 = _activation(y64, activation, *params[:2])
+            return (y64.astype(x.dtype),)
+
+    class FusedGemm(op_run):  # type: ignore[misc, valid-type]
+        """``Y = activation(alpha · op(A) @ op(B) + beta · C)`` (Gemm's attributes plus
+        ``activation`` and ``activation_alpha``/``activation_beta``)."""
+
+        op_domain = MS_DOMAIN
+
+        def _run(
+            self,
+            a: np.ndarray,
+            b: np.ndarray,
+            c: np.ndarray | None = None,
+            alpha: float = 1.0,
+            beta: float = 1.0,
+            transA: int = 0,
+            transB: int = 0,
+            activation: str = "",
+            activation_alpha: float | None = None,
+            activation_beta: float | None = None,
+            activation_gamma: float | None = None,
+        ) -> tuple[np.ndarray]:
+            a64 = (a.T if transA else a).astype(np.float64)
+            b64 = (b.T if transB else b).astype(np.float64)
+            y = alpha * (a64 @ b64)
+            if c is not None:
+                y = y + beta * c.astype(np.float64)
+            if activation:
+                y = _activation(y, activation, activation_alpha, activation_beta)
+            return (y.astype(a.dtype),)
+
+    return [
+        Gelu, BiasGelu, FastGelu, QuickGelu, FusedMatMul, SkipLayerNormalization, FusedConv,
+        FusedGemm,
+    ]  # fmt: skip
 
 
 CONTRIB_OP_NAMES = (
@@ -185,6 +277,8 @@ CONTRIB_OP_NAMES = (
     "QuickGelu",
     "FusedMatMul",
     "SkipLayerNormalization",
+    "FusedConv",
+    "FusedGemm",
 )
 _OPS: list[type] = []
 
