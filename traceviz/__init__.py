@@ -54,7 +54,8 @@ def load(
     cache: bool | str | Any = True,
     rank: int | None = None,
 ) -> Trace:
-    """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``) or a saved cache directory.
+    """Parse a Chrome/Kineto trace (``.json``, ``.json.gz``), an ONNX Runtime profile
+    (``docs/onnxruntime-profile.md``) or a saved cache directory.
 
     ``max_bytes`` caps the trace's JSON size after gzip (default: the ``TRACEVIZ_MAX_BYTES``
     environment variable, else 4 GiB); a larger trace raises :class:`TraceFormatError`.

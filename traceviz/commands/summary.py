@@ -1,7 +1,9 @@
 """Summarise one trace: device, steps, kernels, launches, compiled regions, memory.
 
-TRACE is a Chrome/Kineto trace (.json, .json.gz) or a cache directory written by
-Trace.save. The JSON form is documented in docs/summary-json.md.
+TRACE is a Chrome/Kineto trace (.json, .json.gz), an ONNX Runtime profile (written with
+SessionOptions.enable_profiling: its nodes are the kernels, each session.run a step; see
+docs/onnxruntime-profile.md) or a cache directory written by Trace.save. The JSON form is
+documented in docs/summary-json.md.
 
 With --ranks, TRACE is a ranks dataset made by `traceviz ingest`: one job's ranks —
 stragglers, waiting inside collectives, step and kernel spread, failed ranks, findings
@@ -10,6 +12,7 @@ stragglers, waiting inside collectives, step and kernel spread, failed ranks, fi
 examples:
   traceviz summary eager.pt.trace.json.gz
   traceviz summary trace.json.gz --format json --top 5 > summary.json
+  traceviz summary onnxruntime_profile_2026-11-30_16-16-16.json
   traceviz summary ranks-dataset/ --ranks --format json > ranks.json
 """
 
@@ -27,7 +30,10 @@ RANKS_FORMATS = ("text", "json", "markdown")  # traceviz.ranks.render.FORMATS
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("trace", help="trace file (.json / .json.gz) or trace cache directory")
+    parser.add_argument(
+        "trace",
+        help="trace file (.json / .json.gz, Kineto or ONNX Runtime) or trace cache directory",
+    )
     parser.add_argument(
         "--format",
         choices=sorted({*names(SUMMARY), *RANKS_FORMATS}),
