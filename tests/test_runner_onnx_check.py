@@ -197,3 +197,105 @@ def test_round_robin_alternates_backends_and_keeps_every_sample() -> None:
             float(np.median(row.samples_us)), rel=1e-3
         )
         assert row.ratio_to_eager == pytest.approx(row.median_us / eager.median_us)
+
+
+def _job(steps: int = 2, warmup: int = 1) -> object:
+    from traceviz.runner.onnx.backend import OrtJob
+
+    return OrtJob(
+        fn=None, args=(), kwargs={}, eager_outputs=torch.from_numpy(expected()), calls={},
+        sync=lambda: None, device_type="cpu", warmup=warmup, steps=steps, iters=1,
+    )  # fmt: skip
+
+
+def _exported(tmp_path: Path, model: object) -> object:
+    from traceviz.runner.onnx.export import Exported
+    from traceviz.runner.runinfo_backends import EXPORTED_GRAPH, ExportInfo
+
+    path = tmp_path / EXPORTED_GRAPH
+    path.parent.mkdir(parents=True)
+    onnx.save(model, path)
+    return Exported(info=ExportInfo(exporter="dynamo"), path=path, feeds={"x": X})
+
+
+def test_a_level_row_has_its_graph_check_and_steps_only_profile(tmp_path: Path) -> None:
+    from traceviz.runner.onnx.backend import _run_level
+
+    done = _exported(tmp_path, exported())
+    eager = [torch.from_numpy(expected())]
+    level = _run_level(
+        "all", done, _job(steps=2), eager, 1, ["CPUExecutionProvider"], tmp_path / "onnx"
+    )  # type: ignore[arg-type]
+    row = level.row
+    assert row.error is None and level.session is not None
+    assert (row.graph, row.profile) == ("onnx/ort_all.onnx", "onnx/ort_all.profile.json")
+    assert row.nodes == len(onnx.load(str(tmp_path / row.graph)).graph.node)
+    assert row.check is not None and row.check.passed is True and row.check.culprit is None
+    assert row.check.reference is not None and row.check.reference.passed is True
+    events = json.loads((tmp_path / row.profile).read_text())
+    assert sum(e.get("name") == "model_run" for e in events) == 2
+
+
+def test_a_failing_level_gets_its_culprit_in_the_row(tmp_path: Path) -> None:
+    """The "exported" graph itself wrong vs eager at level disable: the check fails; the
+    culprit search compares the graph with itself and finds nothing to blame."""
+    from traceviz.runner.onnx.backend import _run_level
+
+    done = _exported(tmp_path, exported())
+    wrong = [torch.from_numpy(expected() + 1.0)]
+    level = _run_level(
+        "disable", done, _job(), wrong, 1, ["CPUExecutionProvider"], tmp_path / "onnx"
+    )  # type: ignore[arg-type]
+    check_ = level.row.check
+    assert (
+        check_ is not None and check_.passed is False and check_.max_abs_diff == pytest.approx(1.0)
+    )
+    assert check_.culprit is None  # every node agrees with the exported graph
+
+
+def test_an_unknown_offline_model_type_is_an_error_row(tmp_path: Path) -> None:
+    from traceviz.runner.onnx.backend import _run_level
+
+    done = _exported(tmp_path, exported())
+    eager = [torch.from_numpy(expected())]
+    level = _run_level(
+        "transformers-nosuch",
+        done,
+        _job(),
+        eager,
+        1,
+        ["CPUExecutionProvider"],
+        tmp_path / "onnx",  # type: ignore[arg-type]
+    )
+    assert level.session is None and level.row.graph is None and level.row.check is None
+    assert level.row.error is not None and "unknown model type 'nosuch'" in level.row.error
+
+
+def test_a_broken_offline_graph_fails_its_check_and_names_the_culprit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An offline optimizer that writes a wrong fusion (Gemm with alpha 2): the level's row
+    says FAIL, the reference evaluator agrees, and the culprit is the fused node."""
+    from traceviz.runner.onnx import backend
+
+    def broken_optimizer(model_type: str, model: Path, dest: Path) -> None:
+        onnx.save(fused(alpha=2.0), dest)
+
+    monkeypatch.setattr(sessions, "offline_optimize", broken_optimizer)
+    done = _exported(tmp_path, exported())
+    eager = [torch.from_numpy(expected())]
+    level = backend._run_level(
+        "transformers-fake",
+        done,
+        _job(),
+        eager,
+        1,
+        ["CPUExecutionProvider"],
+        tmp_path / "onnx",  # type: ignore[arg-type]
+    )
+    row = level.row
+    assert row.error is None and row.nodes == 2 and row.check is not None
+    assert row.check.passed is False
+    assert row.check.reference is not None and row.check.reference.passed is False
+    assert row.check.culprit is not None
+    assert (row.check.culprit.node, row.check.culprit.op_type) == ("fused_gemm", "Gemm")

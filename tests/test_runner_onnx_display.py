@@ -91,3 +91,40 @@ def test_exit_status_is_1_when_a_level_differs(
     result = Run(directory=tmp_path, info=_info(levels))
     monkeypatch.setattr(run_command, "profile_from_args", lambda args: result)
     assert run_command.run(argparse.Namespace()) == status
+
+
+SAMPLE = Path(__file__).resolve().parents[1] / "sample_traces" / "gpt2-ort"
+
+
+@pytest.mark.skipif(not (SAMPLE / "run.json").is_file(), reason="no sample_traces/gpt2-ort yet")
+def test_the_gpt2_ort_sample_is_whole_and_its_profiles_add_up() -> None:
+    """Every level of the sample has its graph structure and profile; node time credited to a
+    profiled step never exceeds the step; the directory stays small."""
+    import json
+
+    from traceviz.runner import load_run
+
+    run = load_run(SAMPLE)
+    ort = run.info.backends.onnxruntime
+    assert ort is not None and ort.export.attention_mask and run.info.latency is not None
+    assert [r.backend for r in run.info.latency.rows][2:] == [
+        f"onnxruntime:{lv.name}" for lv in ort.levels if lv.error is None
+    ]
+    onnx = pytest.importorskip("onnx")
+    for level in ort.levels:
+        if level.error is not None:
+            continue
+        assert level.graph and level.profile and level.check and level.check.passed
+        graph = onnx.load(str(SAMPLE / level.graph), load_external_data=False)
+        assert len(graph.graph.node) == level.nodes
+        events = json.loads((SAMPLE / level.profile).read_text())
+        runs = [e for e in events if e.get("name") == "model_run"]
+        assert len(runs) == run.info.options.steps
+        for step in runs:
+            inside = [
+                e["dur"] for e in events
+                if e.get("cat") == "Node" and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]
+            ]  # fmt: skip
+            assert inside and sum(inside) <= step["dur"]
+    size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
+    assert size < 3 * 2**20
