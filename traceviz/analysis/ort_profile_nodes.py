@@ -1,31 +1,27 @@
-"""Per-node time and sizes from an ONNX Runtime profile (``enable_profiling``'s JSON).
+"""Per-node time and sizes of an ONNX Runtime profile (``enable_profiling``'s JSON), per run.
 
-The profile is a Chrome trace: a top-level JSON array of ``X`` events; ``cat`` "Node" events
-are named ``<node>_kernel_time`` (the optimized graph's node name) with ``args`` ``op_name``,
-``provider``, ``activation_size``, ``parameter_size``, ``output_size`` (bytes, as strings);
-``cat`` "Session" ``model_run`` events are the runs. ``_fence_before``/``_fence_after``
-events and a missing closing ``]`` (a profile cut short) are tolerated.
-
-This small reader gives the graph analyses what they need (µs and bytes per node and run);
-``traceviz.load`` reads the same file into a full Trace.
+The profile is read by ``traceviz.load`` (:mod:`traceviz.parse.ort_profile`: Node events
+``<node>_kernel_time`` become kernels named after the optimized graph's node, with ORT's
+tensor sizes as ``bytes``; ``model_run`` events the steps; fences and a missing closing ``]``
+tolerated); this sums its kernels per node for the graph analyses, which credit time to
+groups of optimized nodes.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from traceviz import schema
 from traceviz.errors import TraceFormatError
+from traceviz.parse import load_trace
+from traceviz.schema import ActivityKind, Kernels
 
 __all__ = ["NODE_TIMES_DTYPES", "NodeTimes", "ProfileNodes", "read_profile_nodes"]
 
-KERNEL_SUFFIX = "_kernel_time"
-SIZE_ARGS = ("activation_size", "parameter_size", "output_size")
+ORT_FORMAT = "onnxruntime"  # TraceMeta.profiler_flags["format"] of an ORT profile
 
 
 class NodeTimes:
@@ -69,64 +65,22 @@ class ProfileNodes:
     def est_bytes(self) -> int:
         return int(self.nodes[NodeTimes.est_bytes].sum())
 
-    def per_run(self, value: float) -> float | None:
-        return value / self.runs if self.runs else None
-
 
 def read_profile_nodes(path: str | Path) -> ProfileNodes:
     """Read the ORT profile at ``path``; a file that is not one raises TraceFormatError."""
-    events = _events(Path(path))
-    rows: dict[str, list[Any]] = {}
-    runs = 0
-    for event in events:
-        if not isinstance(event, dict) or event.get("ph") != "X":
-            continue
-        name = str(event.get("name", ""))
-        if event.get("cat") == "Session" and name == "model_run":
-            runs += 1
-        elif event.get("cat") == "Node" and name.endswith(KERNEL_SUFFIX):
-            args = event.get("args") or {}
-            row = rows.setdefault(
-                name[: -len(KERNEL_SUFFIX)], [str(args.get("op_name", "")), 0, 0.0, 0]
-            )
-            row[1] += 1
-            row[2] += _number(event.get("dur"))
-            row[3] += sum(int(_number(args.get(key))) for key in SIZE_ARGS)
-    table = pd.DataFrame(
-        [[node, *values] for node, values in rows.items()], columns=list(NODE_TIMES_DTYPES)
+    trace = load_trace(Path(path))
+    if trace.meta.profiler_flags.get("format") != ORT_FORMAT:
+        raise TraceFormatError(path, "not an ONNX Runtime profile (no Node/Session events)")
+    kernels = trace.kernels[trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value]
+    per_node = kernels.groupby(Kernels.name, sort=False, observed=True).agg(
+        **{
+            NodeTimes.op: (Kernels.op_name, "first"),
+            NodeTimes.calls: (Kernels.dur_us, "size"),
+            NodeTimes.time_us: (Kernels.dur_us, "sum"),
+            NodeTimes.est_bytes: (Kernels.bytes, "sum"),
+        }
     )
-    return ProfileNodes(str(path), schema.conform(table, NODE_TIMES_DTYPES), runs)
-
-
-def _events(path: Path) -> list[Any]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise TraceFormatError(path, "no such ONNX Runtime profile") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise TraceFormatError(path, f"cannot read the ONNX Runtime profile: {err}") from err
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
-        data = _cut_short(path, text)
-    if isinstance(data, dict):
-        data = data.get("traceEvents")
-    if not isinstance(data, list):
-        raise TraceFormatError(path, "not an ONNX Runtime profile (no JSON array of events)")
-    return data
-
-
-def _cut_short(path: Path, text: str) -> Any:
-    """A profile whose writer stopped before the closing ``]``."""
-    body = text.rstrip().rstrip(",")
-    try:
-        return json.loads(body + "]")
-    except json.JSONDecodeError as err:
-        raise TraceFormatError(path, f"not valid JSON: {err}") from err
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
+    table = per_node.reset_index().rename(columns={Kernels.name: NodeTimes.node})
+    table[NodeTimes.node] = table[NodeTimes.node].astype(str)
+    table[NodeTimes.op] = table[NodeTimes.op].astype(str)
+    return ProfileNodes(str(path), schema.conform(table, NODE_TIMES_DTYPES), len(trace.steps))
