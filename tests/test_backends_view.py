@@ -223,3 +223,38 @@ def test_plain_compare_does_not_import_onnx() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+ORT_SAMPLES = sorted(p.parent for p in SAMPLES.glob("*/onnx") if (p.parent / "run.json").is_file())
+
+
+def check_real_ort_run(run: Path) -> None:
+    """On a run the runner made: every level with a graph is mapped, each exported node is
+    claimed at most once, fused time per run is at most the profile's node time per run, and
+    the rows' node runs per step are the profile's own count."""
+    report = compare_run(run)
+    view = report.backends
+    assert view is not None and view.levels
+    levels = {lvl["name"]: lvl for lvl in _run_json(run)["backends"]["onnxruntime"]["levels"]}
+    rows = view.rows.set_index(BackendRow.backend)
+    for name, mapping in view.mappings.items():
+        claimed = [n for s in mapping.nodes["exported_nodes"] for n in s.split(", ") if n]
+        assert len(claimed) == len(set(claimed)) <= mapping.exported_nodes
+        assert not set(claimed) & set(mapping.folded["node"])
+        assert mapping.optimized_nodes == levels[name]["nodes"]
+        profile = view.profiles.get(name)
+        if profile is not None and profile.runs:
+            fused = view.fusion[view.fusion["level"] == name]
+            assert fused["time_us"].sum() <= profile.time_us / profile.runs + 1e-6
+            events = _profile_events(run, levels[name]["profile"])
+            nodes = sum(e.get("cat") == "Node" and e["name"].endswith("_kernel_time")
+                        for e in events)  # fmt: skip
+            runs = sum(e.get("name") == "model_run" for e in events)
+            assert rows.loc[ORT_PREFIX + name, BackendRow.kernels_per_step] == pytest.approx(
+                nodes / runs
+            )
+
+
+@pytest.mark.parametrize("run", ORT_SAMPLES, ids=[p.name for p in ORT_SAMPLES])
+def test_sample_runs_with_ort(run: Path) -> None:
+    check_real_ort_run(run)
