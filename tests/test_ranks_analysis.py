@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, load_trace
+from tests.conftest import CORPUS, corpus_params, load_trace
 from tests.ranks_fixtures import Job, ranks_from_trace, synthetic_job, write_ranks
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks.analyse import analyse_pair, analyse_ranks
@@ -105,6 +105,30 @@ def test_reduce_rank_credits_add_up_to_what_was_measured() -> None:
     assert ks["calls"].sum() == s[RankSummary.kernels]
     steps = trace.steps["dur_us"].to_numpy()
     assert s[RankSummary.step_p50_us] == pytest.approx(np.median(steps))
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_reduce_rank_on_every_corpus_trace_adds_up(path: Path) -> None:
+    trace = load_trace(path)
+    tables = reduce_rank(trace, 0, str(path))
+    s = tables.summary.iloc[0]
+    assert s[RankSummary.busy_us] + s[RankSummary.idle_us] == pytest.approx(s[RankSummary.wall_us])
+    assert s[RankSummary.busy_us] <= s[RankSummary.wall_us] + 1e-6
+    assert s[RankSummary.comm_time_us] <= s[RankSummary.kernel_time_us] + 1e-6
+    assert s[RankSummary.wait_time_us] + s[RankSummary.cpu_wait_us] <= s[RankSummary.idle_us] + 1e-6
+    ks = tables.kernel_summary
+    assert ks["total_us"].sum() == pytest.approx(s[RankSummary.kernel_time_us], abs=1e-6)
+    assert ks["calls"].sum() == s[RankSummary.kernels] == len(_raw_kernels(trace))
+    assert len(tables.collectives) == s[RankSummary.comm_kernels]
+    keys = tables.collectives.groupby(KEY_COLUMNS, dropna=False).size()
+    assert (keys == 1).all()  # one row per collective instance key
+
+
+KEY_COLUMNS = [Collectives.step, Collectives.channel, Collectives.name, Collectives.seq]
+
+
+def _raw_kernels(trace: traceviz.Trace) -> pd.DataFrame:
+    return trace.kernels[trace.kernels["activity"] == "kernel"]
 
 
 @pytest.mark.parametrize("run", ["graph-break", "pointwise"])
