@@ -47,7 +47,7 @@ def _events(path: Path) -> list[dict]:
 @pytest.mark.slow
 def test_every_level_has_its_graph_profile_and_check(mlp_run: Run) -> None:
     info = mlp_run.info
-    assert info.options.backends == ("eager", "compile", "onnxruntime")
+    assert info.options.backends == ["eager", "compile", "onnxruntime"]
     ort_info = info.backends.onnxruntime
     assert ort_info is not None
     assert ort_info.export.exporter == "dynamo" and ort_info.export.opset == 18
@@ -131,7 +131,7 @@ def test_a_rerun_without_onnxruntime_removes_the_onnx_files(mlp_run: Run, tmp_pa
         "pointwise", device="cpu", steps=1, warmup=0, iters=1, batch_size=4, out=out
     )
     assert run.info.backends.onnxruntime is None and run.info.latency is None
-    assert run.info.options.backends == ("eager", "compile")
+    assert run.info.options.backends == ["eager", "compile"]
     assert not (out / "onnx").exists()
 
 

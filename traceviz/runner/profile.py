@@ -479,7 +479,7 @@ def _assemble(
             steps=options.steps,
             warmup=options.warmup,
             iters=options.iters,
-            backends=options.backends,
+            backends=list(options.backends),
             ort_offline=options.ort_offline,
         ),
         environment=describe(device),

@@ -57,7 +57,8 @@ class RunOptions(msgspec.Struct, frozen=True, kw_only=True):
     steps: int  # profiled (active) steps per trace
     warmup: int  # untimed, unprofiled iterations before timing and before profiling
     iters: int  # timed iterations outside the profiler
-    backends: tuple[str, ...] = ("eager", "compile")  # --backends; older runs: eager, compile
+    # --backends; older runs: eager, compile
+    backends: list[str] = msgspec.field(default_factory=lambda: ["eager", "compile"])
     ort_offline: str | None = None  # --ort-offline, e.g. "transformers:gpt2"
 
 
