@@ -330,9 +330,11 @@ def test_thread_scheduling_stats_as_string(tmp_path: Path) -> None:
 )
 def test_device_kind_from_provider(tmp_path: Path, provider: str, kind: DeviceKind) -> None:
     events = _run(10, _node("a", "MatMul", 12, 8, provider=provider), _node("s", "Shape", 30, 1))
-    trace = traceviz.load(_write(tmp_path / "gpu.json", events))
+    path = _write(tmp_path / "gpu.json", events)
+    trace = traceviz.load(path)
     assert trace.device_kind is kind
     assert trace.meta.profiler_flags["providers"] == sorted([provider, "CPUExecutionProvider"])
+    assert main(["summary", str(path), "--format", "json"]) == 0
 
 
 def test_nested_nodes_count_their_time_once(tmp_path: Path) -> None:
