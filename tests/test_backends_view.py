@@ -258,3 +258,16 @@ def check_real_ort_run(run: Path) -> None:
 @pytest.mark.parametrize("run", ORT_SAMPLES, ids=[p.name for p in ORT_SAMPLES])
 def test_sample_runs_with_ort(run: Path) -> None:
     check_real_ort_run(run)
+
+
+def test_a_failed_export_is_said_and_the_torch_rows_stay(tmp_path: Path) -> None:
+    import shutil
+
+    run = shutil.copytree(SAMPLES / "linear-add", tmp_path / "failed")
+    info = _run_json(run)
+    info["backends"] = {"onnxruntime": {"export": {"error": "RuntimeError: cannot export"}}}
+    (run / "run.json").write_text(json.dumps(info))
+    report = compare_run(run)
+    assert list(report.backends.rows["backend"]) == ["eager", "compile"]
+    notes = " ".join(v.note for v in backends_views(report))
+    assert "The export failed: RuntimeError: cannot export" in notes

@@ -102,6 +102,8 @@ def level_summary_view(view: BackendsView) -> View:
         )
         note += f"; ONNX Runtime {view.ort_version}" if view.ort_version else ""
         note += ". "
+    elif export.get("error"):
+        note = f"The export failed: {export['error']}. "
     note += "Nodes mapped back to the exported graph by dataflow; each exported node is "
     note += "credited to at most one fused node."
     if view.problems:
