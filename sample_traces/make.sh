@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 TRACEVIZ=${1:-.venv/bin/traceviz}
 export TORCH_COMPILE_FORCE_DISABLE_CACHES=1
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
-for model in pointwise linear-add mlp layernorm-gelu attention conv-bn-relu graph-break; do
+for model in block pointwise linear-add mlp layernorm-gelu attention conv-bn-relu graph-break; do
   "$TRACEVIZ" run "$model" --device cpu --steps 3 --warmup 3 --iters 30 \
     --out "sample_traces/$model" 2>/dev/null
 done

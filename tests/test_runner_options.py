@@ -123,8 +123,8 @@ def test_demo_parses_its_options() -> None:
 
 def test_every_builtin_model_has_a_story_and_an_importable_factory_path() -> None:
     assert set(BUILTIN_MODELS) == {
-        "pointwise", "linear-add", "mlp", "layernorm-gelu", "attention", "conv-bn-relu",
-        "graph-break", "gpt2",
+        "block", "pointwise", "linear-add", "mlp", "layernorm-gelu", "attention",
+        "conv-bn-relu", "graph-break", "gpt2",
     }  # fmt: skip
     for model in BUILTIN_MODELS.values():
         assert model.story and ":" in model.factory
@@ -132,7 +132,7 @@ def test_every_builtin_model_has_a_story_and_an_importable_factory_path() -> Non
 
 
 def test_unknown_model_names_the_choices() -> None:
-    with pytest.raises(UsageError, match="unknown model 'nope'; built-in models are pointwise"):
+    with pytest.raises(UsageError, match="unknown model 'nope'; built-in models are block, pointwise"):
         load_model("nope")
 
 
@@ -164,7 +164,7 @@ FACTORY = """
 def test_file_factory_is_called_with_the_batch_size(tmp_path: Path) -> None:
     path = write_factory(tmp_path, FACTORY)
     loaded = load_model(f"{path}:make", batch_size=5)
-    assert loaded.name == "make" and loaded.spec == f"{path}:make"
+    assert loaded.name == "my_model" and loaded.spec == f"{path}:make"  # the file's name
     assert tuple(loaded.inputs[0].shape) == (5, 4)
     assert tuple(load_model(f"{path}:make").inputs[0].shape) == (3, 4)
 
@@ -172,7 +172,7 @@ def test_file_factory_is_called_with_the_batch_size(tmp_path: Path) -> None:
 def test_module_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_factory(tmp_path, FACTORY)
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert load_model("my_model:no_batch").name == "no_batch"
+    assert load_model("my_model:no_batch").name == "my_model"  # the module's name
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""List the built-in models, one line each: name and the fusion story it tells.
+"""List the built-in models, one line each: name, the fusion story it tells, and its kernels per
+step eager → compiled as `traceviz compare` counts them on its sample run (CPU, float32).
 
 Run one with `traceviz run NAME`. Your own model: `traceviz run path/to/file.py:factory`,
 where factory() returns (model, example_inputs).
@@ -8,6 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shutil
+import sys
+import textwrap
 
 from traceviz.runner import BUILTIN_MODELS, DEFAULT_MODEL
 
@@ -19,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     del args
     width = max(len(name) for name in BUILTIN_MODELS)
+    columns = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
     for model in BUILTIN_MODELS.values():
         notes = []
         if model.name == DEFAULT_MODEL:
@@ -26,7 +31,10 @@ def run(args: argparse.Namespace) -> int:
         if model.extra and not _extra_installed(model.extra):
             notes.append(f"needs pip install 'traceviz[{model.extra}]'")
         suffix = f" [{'; '.join(notes)}]" if notes else ""
-        print(f"{model.name:<{width}}  {model.story}{suffix}")
+        line = f"{model.name:<{width}}  {model.line}{suffix}"
+        if columns:  # a terminal: wrap under the story; a pipe keeps one line per model
+            line = textwrap.fill(line, columns - 1, subsequent_indent=" " * (width + 2))
+        print(line)
     return 0
 
 

@@ -4,6 +4,8 @@ MODEL is a built-in name (see `traceviz models`), path/to/file.py:factory or
 package.module:factory, where the factory returns (model, example_inputs). The run directory
 gets eager.pt.trace.json.gz, compiled.pt.trace.json.gz and run.json (docs/run-json.md).
 
+It ends with the commands to type next (compare, dashboard, HTML report on the run directory).
+
 Exit status: 0 when the compiled model ran and matches eager; 1 when compilation failed (the
 eager trace and run.json are still written) or the outputs differ (compiled, or an ONNX Runtime
 level with --backends ...,onnxruntime); 2 for bad usage.
@@ -25,7 +27,7 @@ from rich.console import Console
 
 from traceviz.commands import output
 from traceviz.runner import Run
-from traceviz.runner.display import print_run
+from traceviz.runner.display import next_steps, print_run
 from traceviz.runner.options import (
     BACKENDS,
     DEFAULT_BACKENDS,
@@ -124,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
     from traceviz.runner.onnx.display import print_backends
 
     result = profile_from_args(args)
-    print_run(result, output.console())
-    print_backends(result.info, output.console())
+    console = output.console()
+    print_run(result, console)
+    print_backends(result.info, console)
+    console.print(next_steps(result))
     return 0 if result.ok and not _ort_outputs_differ(result) else 1
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -79,42 +80,82 @@ def compare_outputs(eager: Any, compiled: Any, *, tf32: bool = False) -> Correct
     dtypes = [dtype_name(e.dtype) for _, e, _ in pairs if e.is_floating_point()]
     tf32 = tf32 and "float32" in dtypes
     rtol, atol = tolerance_for(["tf32" if d == "float32" and tf32 else d for d in dtypes])
-    max_abs, max_rel, mismatched = 0.0, 0.0, []
+    total = Elements()
+    mismatched = []
     for path, e, c in pairs:
-        abs_err, rel_err, ok = _compare_tensor(e, c, rtol=rtol, atol=atol)
-        max_abs, max_rel = max(max_abs, abs_err), max(max_rel, rel_err)
-        if not ok:
+        found = _compare_tensor(e, c, rtol=rtol, atol=atol, path=path)
+        total = total.plus(found)
+        if found.failed:
             mismatched.append(path)
     return Correctness(
         checked=True,
         passed=not mismatched,
         outputs_compared=len(pairs),
-        max_abs_error=max_abs,
-        max_rel_error=max_rel,
+        max_abs_error=total.max_abs,
+        max_rel_error=total.max_rel,
         rtol=rtol,
         atol=atol,
         mismatched=mismatched,
         tf32=tf32,
+        elements_compared=total.count,
+        over_rtol=total.over_rtol,
+        failed_elements=total.failed,
+        worst=total.worst,
         note="" if pairs else "the model returned no tensors",
     )
 
 
+@dataclass(frozen=True)
+class Elements:
+    """What the elementwise check found in one output tensor (or several, summed)."""
+
+    count: int = 0
+    failed: int = 0  # outside atol + rtol·|eager| (or a shape/type/integer mismatch)
+    over_rtol: int = 0  # relative error |c − e| / max(|e|, atol) above rtol
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    worst: str | None = None  # where max_rel is, with both values
+
+    def plus(self, other: Elements) -> Elements:
+        top = other if other.max_rel > self.max_rel else self
+        return Elements(
+            count=self.count + other.count,
+            failed=self.failed + other.failed,
+            over_rtol=self.over_rtol + other.over_rtol,
+            max_abs=max(self.max_abs, other.max_abs),
+            max_rel=top.max_rel,
+            worst=top.worst,
+        )
+
+
 def _compare_tensor(
-    eager: torch.Tensor, compiled: Any, *, rtol: float, atol: float
-) -> tuple[float, float, bool]:
-    """(max abs error, max rel error, within tolerance) of one output tensor."""
+    eager: torch.Tensor, compiled: Any, *, rtol: float, atol: float, path: str
+) -> Elements:
+    """The elementwise check of one output tensor."""
+    inf = float("inf")
     if not isinstance(compiled, torch.Tensor) or compiled.shape != eager.shape:
-        return float("inf"), float("inf"), False
+        return Elements(count=eager.numel(), failed=max(eager.numel(), 1), max_abs=inf, max_rel=inf)
     if not eager.is_floating_point():
-        equal = bool(torch.equal(eager.cpu(), compiled.cpu().to(eager.dtype)))
-        return (0.0, 0.0, True) if equal else (float("inf"), float("inf"), False)
+        unequal = int((eager.cpu() != compiled.cpu().to(eager.dtype)).sum())
+        bad = inf if unequal else 0.0
+        return Elements(count=eager.numel(), failed=unequal, max_abs=bad, max_rel=bad)
     e = eager.detach().to(device="cpu", dtype=torch.float64)
     c = compiled.detach().to(device="cpu", dtype=torch.float64)
     same = (c == e) | (e.isnan() & c.isnan())  # equal infinities and matching NaNs agree
     diff = torch.where(same, 0.0, (c - e).abs().nan_to_num(nan=float("inf")))
     if diff.numel() == 0:
-        return 0.0, 0.0, True
+        return Elements()
     ref = e.abs().nan_to_num(nan=0.0, posinf=0.0)
     rel = diff / ref.clamp_min(atol)
-    ok = bool((diff <= atol + rtol * ref).all())
-    return float(diff.max()), float(rel.max()), ok
+    at = int(rel.argmax())
+    index = ", ".join(str(int(i)) for i in torch.unravel_index(torch.tensor(at), e.shape))
+    where = f"{path}[{index}]" if index else path
+    values = f"eager {e.flatten()[at].item():.6g}, compiled {c.flatten()[at].item():.6g}"
+    return Elements(
+        count=diff.numel(),
+        failed=int((diff > atol + rtol * ref).sum()),
+        over_rtol=int((rel > rtol).sum()),
+        max_abs=float(diff.max()),
+        max_rel=float(rel.max()),
+        worst=f"{where}: {values}",
+    )

@@ -8,6 +8,7 @@ panel first, so they cannot be missed.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -16,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traceviz.runner.run import Run
-from traceviz.runner.runinfo import RunInfo, TimingStats
+from traceviz.runner.runinfo import Correctness, RunInfo, TimingStats
 from traceviz.units import fmt_bytes, fmt_us
 
 
@@ -97,17 +98,42 @@ def _correctness_line(info: RunInfo) -> Text:
     c = info.correctness
     if not c.checked:
         return Text(f"correctness: not checked ({c.note})", style="yellow")
+    if c.max_abs_error is None or c.max_rel_error is None or c.rtol is None or c.atol is None:
+        verdict = ("PASS", "green") if c.passed else ("MISMATCH", "bold red")
+        return Text.assemble("correctness: ", verdict, f"  {c.note}")
     if c.passed:
-        verdict, style = "PASS", "green"
-    else:
-        verdict, style = "MISMATCH", "bold red"
-    detail = (
-        f"max abs error {c.max_abs_error:.3g}, max rel error {c.max_rel_error:.3g} "
-        f"(rtol {c.rtol:g}, atol {c.atol:g}, {c.outputs_compared} output(s))"
-        if c.max_abs_error is not None and c.max_rel_error is not None
-        else c.note
-    )
-    return Text.assemble("correctness: ", (verdict, style), f"  {detail}")
+        return Text.assemble("correctness: ", ("PASS", "green"), f"  {_pass_detail(c)}")
+    return Text.assemble("correctness: ", ("MISMATCH", "bold red"), f"  {_mismatch_detail(c)}")
+
+
+def _bounds(c: Correctness) -> str:
+    tf32 = ", TF32" if c.tf32 else ""
+    return f"|compiled − eager| ≤ atol {c.atol:g} + rtol {c.rtol:g}·|eager|{tf32}"
+
+
+def _errors(c: Correctness) -> str:
+    where = f" at {c.worst}" if c.worst else ""
+    return f"max rel error {c.max_rel_error:.3g}{where}; max abs error {c.max_abs_error:.3g}"
+
+
+def _pass_detail(c: Correctness) -> str:
+    """Every element within allclose's bound; which exceed rtol alone (near-zero values, where
+    atol is the bound) so a max rel error above rtol is no contradiction."""
+    n = c.elements_compared
+    everything = f"all {n:,} elements" if n else "every element"
+    outputs = f" of {c.outputs_compared} output(s)" if c.outputs_compared else ""
+    head = f"allclose passed: {everything}{outputs} within {_bounds(c)}"
+    if (c.max_rel_error or 0.0) <= (c.rtol or 0.0):
+        return f"{head}; {_errors(c)}"
+    some = f"{c.over_rtol:,} of them exceed" if n else "some exceed"
+    return f"{head}; {some} rtol alone (small |eager|, where atol dominates the bound): {_errors(c)}"
+
+
+def _mismatch_detail(c: Correctness) -> str:
+    n, bad = c.elements_compared, c.failed_elements
+    count = f"{bad:,} of {n:,} elements" if n else "elements"
+    outputs = ", ".join(c.mismatched) or c.note or "?"
+    return f"allclose failed: {count} outside {_bounds(c)} (in {outputs}); {_errors(c)}"
 
 
 def _dynamo_line(info: RunInfo) -> Text:
@@ -140,6 +166,22 @@ def files_text(run: Run) -> Text:
     names = [p for p in (run.eager_trace, run.compiled_trace, run.compile_log) if p is not None]
     listing = ", ".join(p.name for p in names)
     return Text(f"written to {run.directory}: run.json, {listing}", style="dim")
+
+
+def next_steps(run: Run) -> Text:
+    """The commands to type next on the run directory: compare it, open the dashboard, write
+    the HTML report (a summary of the eager trace when there is no compiled one)."""
+    directory = shlex.quote(str(run.directory))
+    if run.compiled_trace is None:
+        eager = shlex.quote(str(run.eager_trace)) if run.eager_trace else directory
+        lines = [f"next: traceviz summary {eager}"]
+    else:
+        lines = [
+            f"next: traceviz compare {directory}",
+            f"      traceviz dashboard {directory}",
+            f"      traceviz compare {directory} --format html -o report.html",
+        ]
+    return Text("\n".join(lines), style="bold")
 
 
 def _where(file: str | None, line: int | None) -> str:

@@ -21,6 +21,7 @@ from torch.profiler import ProfilerActivity
 from traceviz.errors import UsageError
 from traceviz.runner.progress import Reporter
 from traceviz.runner.runinfo import MemoryStats, ProfilerSettings, TimingStats
+from traceviz.runner.stderr import without_profiler_chatter
 
 Step = Callable[[], Any]
 
@@ -166,14 +167,17 @@ def profile_steps(
     schedule = torch.profiler.schedule(
         wait=PROFILER_WAIT, warmup=PROFILER_WARMUP, active=steps, repeat=1
     )
-    with torch.profiler.profile(
-        activities=_activities(device),
-        schedule=schedule,
-        on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
-        record_shapes=True,
-        profile_memory=True,
-        with_stack=with_stack,
-    ) as prof:
+    with (
+        without_profiler_chatter(),
+        torch.profiler.profile(
+            activities=_activities(device),
+            schedule=schedule,
+            on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
+            record_shapes=True,
+            profile_memory=True,
+            with_stack=with_stack,
+        ) as prof,
+    ):
         for _ in range(PROFILER_WAIT + PROFILER_WARMUP + steps):
             step()
             sync()

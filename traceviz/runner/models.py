@@ -23,51 +23,81 @@ from traceviz.errors import UsageError
 
 @dataclass(frozen=True)
 class BuiltinModel:
-    """A built-in model: its name, the one fusion story it tells, and where its factory is."""
+    """A built-in model: its name, the one fusion story it tells, and where its factory is.
+
+    ``kernels`` is what `traceviz compare` counts on the model's sample run
+    (``sample_traces/<name>``: CPU, float32, inference): kernels per step eager → compiled. A
+    story states no count of its own; :attr:`line` adds this one (tests hold it to the sample).
+    """
 
     name: str
     story: str
     factory: str  # "module:function"
     extra: str | None = None  # the pip extra it needs, if any
+    kernels: tuple[int, int] | None = None  # kernels per step on CPU, eager → compiled
+
+    @property
+    def line(self) -> str:
+        """The story with its kernel counts, as `traceviz models` prints it."""
+        if self.kernels is None:
+            return self.story
+        eager, compiled = self.kernels
+        return f"{self.story} ({eager} → {compiled} kernels per step on CPU)"
 
 
 BUILTIN_MODELS: dict[str, BuiltinModel] = {
     m.name: m
     for m in (
         BuiltinModel(
+            "block",
+            "LayerNorm, matmul + bias, relu(cos)·GELU, residual add: the matmul stays a library "
+            "call, the norm fuses, and so do the bias add, pointwise chain and residual",
+            "traceviz.runner.zoo:block",
+            kernels=(8, 3),
+        ),
+        BuiltinModel(
             "pointwise",
-            "cos→relu→mul→add→sin→sigmoid: six eager kernels become one fused kernel",
+            "cos→relu→mul→add→sin→sigmoid, and the scalar copies for its constants: all fused",
             "traceviz.runner.zoo:pointwise",
+            kernels=(8, 1),
         ),
         BuiltinModel(
             "linear-add",
-            "matmul then bias add: the add moves into the GEMM's epilogue",
+            "matmul then bias add: Inductor calls addmm instead (plus a layout copy)",
             "traceviz.runner.zoo:linear_add",
+            kernels=(2, 2),
         ),
         BuiltinModel(
             "mlp",
-            "Linear→GELU→Linear: GEMMs stay library calls, the GELU fuses around them",
+            "Linear→GELU→Linear: the GEMMs stay library calls, only the GELU becomes generated",
             "traceviz.runner.zoo:mlp",
+            kernels=(5, 5),
         ),
         BuiltinModel(
             "layernorm-gelu",
-            "LayerNorm then GELU: a reduction and a pointwise op in one kernel",
+            "LayerNorm then GELU: a reduction and a pointwise op fused",
             "traceviz.runner.zoo:layernorm_gelu",
+            kernels=(2, 1),
         ),
         BuiltinModel(
             "attention",
-            "pre-norm transformer block with softmax attention: many small kernels fuse",
+            "pre-norm transformer block with softmax attention: norms, softmax and adds fuse, "
+            "GEMMs stay library calls",
             "traceviz.runner.zoo:attention",
+            kernels=(27, 17),
         ),
         BuiltinModel(
             "conv-bn-relu",
-            "Conv2d→BatchNorm(eval)→ReLU: normalisation and ReLU fuse after the conv",
+            "Conv2d→BatchNorm(eval)→ReLU: BatchNorm and ReLU fuse after the conv, which gains a "
+            "layout kernel",
             "traceviz.runner.zoo:conv_bn_relu",
+            kernels=(3, 3),
         ),
         BuiltinModel(
             "graph-break",
             "a data-dependent if: Dynamo splits the model into two compiled graphs",
             "traceviz.runner.zoo:graph_break",
+            kernels=(12, 7),
         ),
         BuiltinModel(
             "gpt2",
@@ -100,7 +130,7 @@ def load_model(spec: str, *, batch_size: int | None = None) -> LoadedModel:
         name = spec
     elif ":" in spec:
         factory = _import_factory(spec, spec)
-        name = spec.rsplit(":", 1)[1]
+        name = model_name(spec)
     else:
         raise UsageError(
             f"unknown model {spec!r}; built-in models are {', '.join(BUILTIN_MODELS)} "
@@ -108,6 +138,17 @@ def load_model(spec: str, *, batch_size: int | None = None) -> LoadedModel:
         )
     model, inputs = _call_factory(factory, spec, batch_size)
     return LoadedModel(name=name, spec=spec, model=model, inputs=inputs)
+
+
+def model_name(spec: str) -> str:
+    """A model's name from its spec: a built-in's own name, else the file or module the factory
+    lives in (``models/my_model.py:build`` → ``my_model``, ``pkg.nets:build`` → ``nets``)."""
+    if spec in BUILTIN_MODELS or ":" not in spec:
+        return spec
+    where = spec.rpartition(":")[0]
+    if _is_path(where):
+        return Path(where).stem or where
+    return where.rpartition(".")[2] or where
 
 
 def _import_factory(spec: str, label: str) -> Callable[..., Any]:

@@ -12,7 +12,7 @@ from traceviz.errors import UsageError
 DEVICES = ("auto", "cpu", "cuda")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 DTYPES = ("float32", "bfloat16", "float16")
-DEFAULT_MODEL = "mlp"
+DEFAULT_MODEL = "block"
 
 BACKENDS = ("eager", "compile", "onnxruntime")  # --backends; eager and compile are required
 DEFAULT_BACKENDS = ("eager", "compile")

@@ -147,6 +147,10 @@ class Correctness(msgspec.Struct, frozen=True, kw_only=True):
     atol: float | None = None
     mismatched: list[str] = []  # output paths that failed, e.g. "out[0]"
     tf32: bool = False  # float32 GEMMs/convs ran in TF32 on CUDA: rtol/atol are TF32's
+    elements_compared: int = 0  # elements of all outputs (0 in run.json before it was kept)
+    over_rtol: int = 0  # elements whose relative error alone exceeds rtol
+    failed_elements: int = 0  # elements outside atol + rtol·|eager|
+    worst: str | None = None  # the element of max_rel_error: "out[3, 7]: eager …, compiled …"
     note: str = ""
 
 

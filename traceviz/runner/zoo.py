@@ -204,3 +204,27 @@ def gpt2(batch_size: int = 2) -> tuple[nn.Module, tuple[Tensor]]:
         model = LogitsOnly(GPT2LMHeadModel(config))
         ids = torch.randint(0, config.vocab_size, (batch_size, 64), generator=gen)
     return model, (ids,)
+
+
+class FusionBlock(nn.Module):
+    """What fusion does, in one residual block: LayerNorm (a reduction), ``h @ W`` then ``+ b``
+    (a matmul followed by an add), ``relu(cos(h)) * gelu(h)`` (a pointwise chain), ``x + h``.
+    Inductor keeps the matmul a library call and fuses the rest into two C++ kernels: the
+    normalisation, and the bias add with the pointwise chain and the residual add."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(features)
+        self.weight = nn.Parameter(torch.randn(features, features) / math.sqrt(features))
+        self.bias = nn.Parameter(torch.randn(features) / 10)
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.norm(x)
+        h = torch.matmul(h, self.weight) + self.bias
+        h = torch.relu(torch.cos(h)) * nn.functional.gelu(h)
+        return x + h
+
+
+def block(batch_size: int = 8) -> tuple[nn.Module, tuple[Tensor]]:
+    with seeded() as gen:
+        return FusionBlock(256), (torch.randn(batch_size, 128, 256, generator=gen),)
