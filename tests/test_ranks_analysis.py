@@ -488,3 +488,10 @@ def test_ranks_view_selects_a_rank(straggler_job: tuple[Job, SimpleNamespace]) -
     assert f"Rank {other}" in view._detail.objects[0].object
     assert "Ranks" in VIEWS and has_ranks(SimpleNamespace(ranks=analysis))
     assert not has_ranks(SimpleNamespace())
+
+
+def test_point_to_point_kernels_are_not_matched_across_ranks() -> None:
+    rows = _instance_rows("send_recv", 4, 1024, [10.0, 20.0, 30.0, 40.0])
+    assert match_collectives(rows).empty
+    both = pd.concat([rows, _instance_rows("all_reduce", 4, 1024, [10.0, 20.0, 30.0, 40.0])])
+    assert match_collectives(both).instances[Instance.name].tolist() == ["all_reduce"]

@@ -5,7 +5,8 @@ per rank). Pure pandas over that small table.
 
 - **Matching.** ``(step, channel, name, seq)`` names one collective instance on every rank of
   its group (:class:`~traceviz.ranks.reduce.Collectives`); an instance seen on fewer than two
-  ranks is left out (nothing to compare).
+  ranks is left out (nothing to compare), and so are point-to-point send/recv and unnamed
+  (``other``) kernels, which do not end together on every rank of a group.
 - **Clock alignment.** Every rank's trace is on its own clock. A collective *ends* together on
   all ranks (each finishes once the last one has arrived and the data moved), so the end times
   of one instance differ only by the ranks' clock offsets (and jitter). A rank's offset is the
@@ -43,6 +44,8 @@ BUS_FACTOR = {
     "send_recv": lambda n: 1.0,
 }
 KEY = [C.step, C.channel, C.name, C.seq]
+#: Kernels that are no group-wide collective: never matched across ranks.
+UNMATCHED = ("send_recv", "other")
 
 
 class Arrival:
@@ -123,7 +126,8 @@ class CollectiveMatch:
 
 def match_collectives(collectives: pd.DataFrame) -> CollectiveMatch:
     """Match, align and split ``collectives`` (rows of every rank; see the module docstring)."""
-    rows = plain(collectives).dropna(subset=[C.ts_us, C.dur_us]).copy()
+    rows = plain(collectives).dropna(subset=[C.ts_us, C.dur_us])
+    rows = rows[~rows[C.name].isin(UNMATCHED)].copy()
     rows[C.step] = rows[C.step].astype("Int64").fillna(-1)
     counts = rows.groupby(KEY, sort=False)[C.rank].transform("nunique")
     rows = rows[counts >= 2]
