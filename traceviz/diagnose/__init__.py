@@ -48,6 +48,10 @@ no-record-shapes            ops without Input Dims                              
 few-steps / noisy-steps     <3 steps / step std ≥20% of mean or timed IQR ≥50%        warning /
                                                                                       info
 ==========================  ========================================================  ========
+
+The rules of many ranks (``rank-straggler``, ``collective-wait``, ``step-time-spread``,
+``kernel-spread``, ``rank-compile-differs``, ``rank-speedup-uneven``, ``ranks-missing``,
+``ranks-failed``) judge the cross-rank tables: :mod:`traceviz.ranks.findings`.
 """
 
 from __future__ import annotations
