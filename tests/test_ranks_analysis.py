@@ -495,3 +495,12 @@ def test_point_to_point_kernels_are_not_matched_across_ranks() -> None:
     assert match_collectives(rows).empty
     both = pd.concat([rows, _instance_rows("all_reduce", 4, 1024, [10.0, 20.0, 30.0, 40.0])])
     assert match_collectives(both).instances[Instance.name].tolist() == ["all_reduce"]
+
+
+def test_facade_compare_ranks_on_loaded_datasets(datasets: tuple[Path, Path, Job]) -> None:
+    ds_a, ds_b, _ = datasets
+    a, b = traceviz.load_ranks(ds_a), traceviz.load_ranks(ds_b)
+    cmp = traceviz.compare_ranks(a, b, names=("eager", "compiled"))
+    assert cmp.per_rank["rank"].tolist() == a.ranks
+    assert cmp.odd["compiled"]["rank"].tolist() == [5]
+    assert cmp.median_speedup > 1

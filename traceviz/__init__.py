@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
     from traceviz.pipeline import compare
     from traceviz.ranks import Ranks, load_ranks
+    from traceviz.ranks.compare import compare_ranks
     from traceviz.report.bundle import Report
     from traceviz.runner import Run, load_run, profile_model
     from traceviz.trace import Trace
@@ -40,6 +41,7 @@ __all__ = [
     "UsageError",
     "__version__",
     "compare",
+    "compare_ranks",
     "load",
     "load_ranks",
     "load_run",
@@ -96,6 +98,7 @@ _LAZY = {
     "load_run": ("traceviz.runner", "load_run"),
     "Ranks": ("traceviz.ranks.load", "Ranks"),
     "load_ranks": ("traceviz.ranks.load", "load_ranks"),
+    "compare_ranks": ("traceviz.ranks.compare", "compare_ranks"),
 }
 
 
