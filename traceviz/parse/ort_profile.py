@@ -67,6 +67,7 @@ _DEVICE_OF_PROVIDER = {
 
 Num = int | float | str | None
 _MAX_SIZE = (2**63 - 1) // 3
+_NO_RAW = msgspec.Raw(b"")
 
 
 class OrtArgs(msgspec.Struct, frozen=True, gc=False):
@@ -76,7 +77,7 @@ class OrtArgs(msgspec.Struct, frozen=True, gc=False):
     op_name: Any = None
     provider: Any = None
     node_index: Num = None
-    input_type_shape: Any = None  # [{"float": [4, 16]}, ...]
+    input_type_shape: msgspec.Raw = _NO_RAW  # [{"float": [4, 16]}, ...], read once per text
     activation_size: Num = None
     parameter_size: Num = None
     output_size: Num = None
@@ -199,7 +200,16 @@ def _route(
 
 
 def _threads(events: Sequence[OrtEvent]) -> list[str]:
-    return [f"{_label(e.pid)}/{_label(e.tid)}" for e in events]
+    """ "pid/tid" per event (each distinct pair labelled once)."""
+    labels: dict[tuple[str, str], str] = {}
+    out = []
+    for event in events:
+        key = (repr(event.pid), repr(event.tid))
+        label = labels.get(key)
+        if label is None:
+            label = labels[key] = f"{_label(event.pid)}/{_label(event.tid)}"
+        out.append(label)
+    return out
 
 
 def _label(value: Any) -> str:
@@ -219,9 +229,7 @@ def _op_table(nodes: list[OrtEvent], sessions: list[OrtEvent]) -> tuple[pd.DataF
     categories = [OpCategory.CPU_OP.value] * len(nodes) + [OpCategory.USER_ANNOTATION.value] * len(
         sessions
     )
-    dims, types = (
-        zip(*(_shapes(e.args.input_type_shape) for e in nodes), strict=True) if nodes else ((), ())
-    )
+    dims, types = _shape_columns(nodes)
     none_i64 = pd.array([pd.NA] * n, dtype="Int64")
     frame = pd.DataFrame(
         {
@@ -256,6 +264,29 @@ def _op_table(nodes: list[OrtEvent], sessions: list[OrtEvent]) -> tuple[pd.DataF
 def _op_type(event: OrtEvent) -> str:
     op = event.args.op_name
     return op if isinstance(op, str) and op else "<unknown>"
+
+
+def _shape_columns(nodes: list[OrtEvent]) -> tuple[list[str | None], list[str | None]]:
+    """Per node, its input dims and types as Kineto-style JSON text (each distinct
+    ``input_type_shape`` text is decoded once: a model's nodes repeat every run)."""
+    seen: dict[bytes, tuple[str | None, str | None]] = {}
+    dims: list[str | None] = []
+    types: list[str | None] = []
+    for event in nodes:
+        raw = bytes(event.args.input_type_shape)
+        pair = seen.get(raw)
+        if pair is None:
+            pair = seen[raw] = _shapes(_json_or_none(raw))
+        dims.append(pair[0])
+        types.append(pair[1])
+    return dims, types
+
+
+def _json_or_none(raw: bytes) -> Any:
+    try:
+        return msgspec.json.decode(raw) if raw else None
+    except msgspec.DecodeError:
+        return None
 
 
 def _shapes(value: Any) -> tuple[str | None, str | None]:
