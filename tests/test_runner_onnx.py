@@ -291,3 +291,11 @@ def test_plain_runs_and_run_help_import_no_onnx_package() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_bfloat16_inputs_are_an_export_error_not_a_crash(tmp_path: Path) -> None:
+    a = torch.ones(2, 3, dtype=torch.bfloat16)
+    done = export.export_model(_TwoInputs(), (a, a), {}, tmp_path)
+    assert done.path is None and done.info.exporter is None and done.info.fallback_reason is None
+    assert done.info.error is not None and "cannot be fed to ONNX Runtime" in done.info.error
+    assert not (tmp_path / "onnx" / "model.onnx").exists()

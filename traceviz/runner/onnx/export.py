@@ -43,6 +43,11 @@ def export_model(
     """Write ``fn(*args, **kwargs)`` as an ONNX graph to ``directory/onnx/model.onnx``; never
     raises for an exporter failure (``info.error`` says what happened)."""
     fn, args, kwargs, masked = with_attention_mask(fn, args, kwargs)
+    try:
+        arrays = input_arrays(args, kwargs)
+    except (TypeError, RuntimeError) as err:  # e.g. bfloat16, which numpy has no dtype for
+        error = f"the inputs cannot be fed to ONNX Runtime as numpy arrays: {_one_line(err)}"
+        return Exported(info=ExportInfo(attention_mask=masked, error=error))
     path = directory / EXPORTED_GRAPH
     path.parent.mkdir(parents=True, exist_ok=True)
     fallback: str | None = None
@@ -54,7 +59,7 @@ def export_model(
                 _export(fn, args, kwargs, path, dynamo=exporter == "dynamo", opset=opset)
             seconds = time.perf_counter() - start
             _weights_beside(path)
-            feeds = _feeds(path, args, kwargs)
+            feeds = _feeds(path, arrays)
         except Exception as err:
             if exporter == "dynamo":
                 fallback = _one_line(err)
@@ -104,19 +109,22 @@ def input_names(fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[
     ]
 
 
-def _feeds(path: Path, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, np.ndarray]:
-    """The graph's inputs matched, in order, to the tensors of ``args`` then ``kwargs``."""
+def input_arrays(args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[np.ndarray]:
+    """The input tensors of ``args`` then ``kwargs``, in order, as numpy arrays (on the CPU)."""
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    return [t.detach().cpu().numpy() for t in tensors]
+
+
+def _feeds(path: Path, arrays: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The graph's inputs matched, in order, to ``arrays``."""
     import onnx
 
     model = onnx.load(str(path), load_external_data=False)
     initializers = {i.name for i in model.graph.initializer}
     names = [i.name for i in model.graph.input if i.name not in initializers]
-    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
-    if len(names) != len(tensors):
-        raise ValueError(
-            f"the exported graph has {len(names)} inputs for {len(tensors)} input tensors"
-        )
-    return {n: t.detach().cpu().numpy() for n, t in zip(names, tensors, strict=True)}
+    if len(names) != len(arrays):
+        raise ValueError(f"the exported graph has {len(names)} inputs for {len(arrays)} tensors")
+    return dict(zip(names, arrays, strict=True))
 
 
 def _weights_beside(path: Path) -> None:
