@@ -504,3 +504,28 @@ def test_facade_compare_ranks_on_loaded_datasets(datasets: tuple[Path, Path, Job
     assert cmp.per_rank["rank"].tolist() == a.ranks
     assert cmp.odd["compiled"]["rank"].tolist() == [5]
     assert cmp.median_speedup > 1
+
+
+def test_empty_and_collective_free_jobs_render(tmp_path: Path) -> None:
+    from traceviz import schema
+    from traceviz.ranks.reduce import (
+        COLLECTIVES_DTYPES,
+        KERNEL_SUMMARY_DTYPES,
+        SUMMARY_DTYPES,
+    )
+
+    empty = SimpleNamespace(
+        summary=schema.empty_table(SUMMARY_DTYPES),
+        collectives=schema.empty_table(COLLECTIVES_DTYPES),
+        kernel_summary=schema.empty_table(KERNEL_SUMMARY_DTYPES),
+    )
+    for fmt in ("text", "json", "markdown"):
+        assert render_ranks(analyse_ranks(empty), fmt)
+    assert json.loads(render_pair(analyse_pair(empty, empty), "json"))["ranks"] == []
+    sample = Path(__file__).parents[1] / "sample_traces" / "mlp" / "compiled.pt.trace.json.gz"
+    cpu = reduced([sample, sample, sample])  # three CPU ranks: no collective at all
+    analysis = analyse_ranks(cpu)
+    assert analysis.stragglers.ranks == [] and analysis.stragglers.match.empty
+    data = json.loads(render_ranks(analysis, "json"))
+    assert [r["lateness_p50_us"] for r in data["ranks"]] == [None] * 3
+    assert data["collectives"]["instances"] == 0

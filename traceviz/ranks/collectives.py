@@ -103,11 +103,10 @@ class CollectiveMatch:
         ``transfer_us`` and ``wait_us`` (their split, µs: they add up to ``comm_us``)."""
         a = self.arrivals
         if a.empty:
-            return pd.DataFrame(
-                columns=["rank", "instances", "lateness_p50_us", "lateness_max_us",
-                         "arrived_last", "arrived_last_share", "comm_us", "transfer_us",
-                         "wait_us"]
-            )  # fmt: skip
+            columns = ["instances", "lateness_p50_us", "lateness_max_us", "arrived_last",
+                       "comm_us", "transfer_us", "wait_us", "arrived_last_share"]  # fmt: skip
+            out = pd.DataFrame({c: pd.Series(dtype=float) for c in columns})
+            return out.assign(rank=pd.Series(dtype=np.int64)).loc[:, ["rank", *columns]]
         g = a.groupby(Arrival.rank, sort=True)
         out = pd.DataFrame(
             {
@@ -230,5 +229,11 @@ def _instances(rows: pd.DataFrame, arrivals: pd.DataFrame) -> pd.DataFrame:
 def _empty() -> CollectiveMatch:
     arrivals = pd.DataFrame({c: [] for c in vars(Arrival) if not c.startswith("_")})
     instances = pd.DataFrame({c: [] for c in vars(Instance) if not c.startswith("_")})
-    offsets = pd.DataFrame({"rank": [], "offset_us": [], "instances": []})
+    offsets = pd.DataFrame(
+        {
+            "rank": pd.Series(dtype=np.int64),
+            "offset_us": pd.Series(dtype=float),
+            "instances": pd.Series(dtype=np.int64),
+        }
+    )
     return CollectiveMatch(arrivals, instances, offsets)

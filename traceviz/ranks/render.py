@@ -31,11 +31,12 @@ LATENESS_COLUMNS = (
     Lateness.offset_us, Lateness.lateness_p50_us, Lateness.arrived_last_share,
     Lateness.transfer_us, Lateness.wait_us, Lateness.straggler,
 )  # fmt: skip
-#: Columns of the text / Markdown per-rank table: (header, column, unit).
+#: Columns of the text / Markdown per-rank table: (header, column, unit); "/step" columns are
+#: the rank's totals divided by its steps (the whole trace when it has none).
 TABLE = (
     ("rank", S.rank, Unit.COUNT), ("node", S.node, Unit.TEXT),
-    ("step p50", S.step_p50_us, Unit.US), ("compute", S.compute_time_us, Unit.US),
-    ("comm", S.comm_time_us, Unit.US), ("waiting", "collective_wait_us", Unit.US),
+    ("step p50", S.step_p50_us, Unit.US), ("compute/step", "compute_per_step_us", Unit.US),
+    ("comm/step", "comm_per_step_us", Unit.US), ("waiting/step", "wait_per_step_us", Unit.US),
     ("late p50", Lateness.lateness_p50_us, Unit.US),
     ("last", Lateness.arrived_last_share, Unit.RATIO),
     ("breaks", S.graph_breaks, Unit.COUNT), ("", "flag", Unit.TEXT),
@@ -245,6 +246,12 @@ def _headline(analysis: RanksAnalysis) -> list[str]:
 def _interesting(analysis: RanksAnalysis, top: int) -> pd.DataFrame:
     """Stragglers, then slow-step ranks, then the rest by step time, ``top`` rows at most."""
     table = per_rank_table(analysis)
+    steps = pd.to_numeric(table[S.steps], errors="coerce").to_numpy(dtype=float)
+    per_step = np.where(steps > 0, steps, 1.0)
+    for column, total in (("compute_per_step_us", S.compute_time_us),
+                          ("comm_per_step_us", S.comm_time_us),
+                          ("wait_per_step_us", "collective_wait_us")):  # fmt: skip
+        table[column] = pd.to_numeric(table[total], errors="coerce").to_numpy(float) / per_step
     table["flag"] = np.where(table[Lateness.straggler].fillna(False).astype(bool), "straggler",
                              np.where(table["slow_step"], "slow step", ""))  # fmt: skip
     order = table.assign(
