@@ -4,8 +4,10 @@ plotly or panel (so they run, and start fast, on any machine)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -81,6 +83,26 @@ def test_reading_an_ort_profile_imports_no_onnx_package() -> None:
         f"t = traceviz.load({str(profile)!r}, max_bytes=None);"
         "assert len(t.kernels) > 0;"
         f"heavy = [m for m in {ONNX_EXTRAS + HEAVY!r} if m in sys.modules];"
+        "sys.exit(f'imported {heavy}' if heavy else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+# The distributed extra (traceviz[distributed]) loads only where ranks run on Dask.
+DASK_EXTRAS = ("dask", "distributed")
+
+
+def test_ranks_serially_import_no_dask(tmp_path: Path) -> None:
+    for rank in (0, 1):  # ranks from the file names (the sample has no distributedInfo)
+        shutil.copy(SAMPLES / "mlp" / "eager.pt.trace.json.gz", tmp_path / f"rank{rank}.json.gz")
+    code = (
+        "import sys, traceviz;"
+        f"light = [m for m in {DASK_EXTRAS!r} if m in sys.modules];"
+        f"r = traceviz.load_ranks({str(tmp_path)!r}, {str(tmp_path / 'ds')!r});"
+        "assert r.ranks == [0, 1] and len(r.summary) == 2, r.manifest;"
+        f"t = traceviz.load({str(tmp_path / 'ds')!r}, rank=1);"
+        f"heavy = light + [m for m in {DASK_EXTRAS + HEAVY!r} if m in sys.modules];"
         "sys.exit(f'imported {heavy}' if heavy else 0)"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

@@ -22,6 +22,7 @@ import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace
 from traceviz.cli import main
 from traceviz.errors import TraceFormatError, UsageError
+from traceviz.parse.read import MAX_BYTES_ENV
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.detect import RankBasis, detect_rank, read_prefix
 from traceviz.ranks.ingest import ingest
@@ -267,8 +268,12 @@ def test_load_without_a_rank_on_a_dataset_says_so(sample_job: Path, tmp_path: Pa
 
 
 def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
-    sample_job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    sample_job: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.delenv(MAX_BYTES_ENV, raising=False)  # restored after --max-bytes sets it
     job = copy_job(sample_job, tmp_path / "job")
     dataset = tmp_path / "ds"
     assert main(["ingest", str(job), "--cache", str(dataset), "--quiet"]) == 0
@@ -278,9 +283,14 @@ def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
     (job / "rank1.pt.trace.json.gz").write_bytes(b"\x1f\x8b broken")
     assert main(["ingest", str(job / "*.json.gz"), "--cache", str(dataset)]) == 1
     captured = capsys.readouterr()
-    assert "7 unchanged" in captured.out and "failed: rank 1 " in captured.out
+    assert "7 unchanged" in captured.out and "failed: rank 1: " in captured.out
     assert "rank1.pt.trace.json.gz" in captured.out
     assert "ranks 7/8 done, 1 failed" in captured.err
     assert main(["ingest", str(tmp_path / "none*.json"), "--cache", str(dataset)]) == 2
     assert "traceviz ingest: error: no trace files" in capsys.readouterr().err
     assert main(["ingest", str(job), "--workers", "two"]) == 2
+    small = tmp_path / "small"
+    assert main(["ingest", str(job), "--cache", str(small), "--max-bytes", "1000", "--quiet"]) == 1
+    errors = open_dataset(small).failed[M.error]
+    assert len(errors) == WORLD  # rank 1 is corrupt (above), the others too large
+    assert errors.str.contains("more than the limit of 1,000 bytes").sum() == WORLD - 1

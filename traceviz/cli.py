@@ -46,7 +46,7 @@ COMMANDS: dict[str, Command] = {
     "export": Command(
         "export", "Write both traces with the analysis overlaid as one Perfetto trace.", True
     ),
-    "ingest": Command("ingest", "Ingest many ranks' traces into a Parquet dataset (Dask)."),
+    "ingest": Command("ingest", "Ingest many ranks' traces into a Parquet dataset (Dask).", True),
 }
 EXIT_PIPE_CLOSED = 141
 

@@ -35,8 +35,6 @@ from typing import Any
 
 import pandas as pd
 
-from traceviz.errors import UsageError
-from traceviz.parse.read import parse_size
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.detect import DEFAULT_RANK_REGEX
 from traceviz.ranks.ingest import IngestResult, ingest
@@ -46,7 +44,12 @@ FAILED_SHOWN = 20  # failed ranks listed one per line; the rest counted
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("traces", nargs="+", help="trace files, directories or globs")
-    parser.add_argument("--cache", metavar="DIR", help="the dataset directory to write")
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="the dataset directory to write (the dataset is the ranks' cache: the parse "
+        "cache of --cache-dir is not used)",
+    )
     parser.add_argument(
         "--workers",
         metavar="N|auto",
@@ -63,22 +66,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"rank from the path when the header has none (default {DEFAULT_RANK_REGEX!r}, "
         "case-insensitive; group 1 is the rank)",
     )
-    parser.add_argument(
-        "--max-bytes",
-        metavar="SIZE",
-        help="refuse a trace whose JSON (after gzip) is larger than SIZE, e.g. 8GiB "
-        "(default: $TRACEVIZ_MAX_BYTES, else 4GiB)",
-    )
     parser.add_argument("--quiet", action="store_true", help="no progress line")
 
 
 def run(args: argparse.Namespace) -> int:
-    cap = None
-    if args.max_bytes is not None:
-        try:
-            cap = parse_size(args.max_bytes)
-        except UsageError as err:
-            raise UsageError(f"--max-bytes: {err}") from None
     show = _Progress(enabled=not args.quiet)
     try:
         result = ingest(
@@ -87,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             workers=args.workers,
             rank_regex=args.rank_regex,
-            max_bytes=cap,
+            max_bytes=None,  # --max-bytes reaches every load through the environment
             progress=show,
         )
     finally:
@@ -135,13 +126,16 @@ def _report(result: IngestResult) -> None:
     )
     failed = manifest[manifest[ds.ManifestColumns.status] == ds.Status.failed]
     for row in failed.head(FAILED_SHOWN).to_dict("records"):
-        print(f"  failed: {_label(row)}: {row[ds.ManifestColumns.error]}")
+        print(f"  failed: {_label(row)}")
     if len(failed) > FAILED_SHOWN:
         print(f"  ... and {len(failed) - FAILED_SHOWN} more (the manifest: {ds.MANIFEST})")
 
 
 def _label(row: dict[Any, Any]) -> str:
-    rank = row[ds.ManifestColumns.rank]
-    source = row[ds.ManifestColumns.source]
-    where = str(source) if isinstance(source, str) and source else "(no file)"
-    return where if pd.isna(rank) else f"rank {rank} {where}"
+    """``rank 3 /path: error`` (the path once: most errors start with it)."""
+    rank, source = row[ds.ManifestColumns.rank], row[ds.ManifestColumns.source]
+    error = str(row[ds.ManifestColumns.error])
+    where = "" if pd.isna(rank) else f"rank {rank}"
+    if isinstance(source, str) and source and not error.startswith(source):
+        where = f"{where} {source}".strip()
+    return f"{where}: {error}" if where else error

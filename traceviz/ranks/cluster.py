@@ -171,8 +171,8 @@ def dask_client(where: Where) -> Iterator[Any]:
     if where.kind == Kind.local:
         import logging
 
-        with (
-            distributed.LocalCluster(
+        try:
+            local = distributed.LocalCluster(
                 n_workers=where.workers,
                 threads_per_worker=1,
                 processes=True,
@@ -180,9 +180,13 @@ def dask_client(where: Where) -> Iterator[Any]:
                 host="127.0.0.1",
                 dashboard_address=None,
                 silence_logs=logging.ERROR,
-            ) as local,
-            distributed.Client(local) as client,
-        ):
+            )
+        except (RuntimeError, OSError, TimeoutError) as err:
+            raise UsageError(
+                f"could not start a LocalCluster of {where.workers} workers ({err}); a script "
+                "that starts one needs `if __name__ == '__main__':` (workers are spawned)"
+            ) from None
+        with local, distributed.Client(local) as client:
             yield client
         return
     address = where.address or ""
