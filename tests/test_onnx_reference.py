@@ -286,3 +286,34 @@ def test_fused_gemm_transposed_a_without_c() -> None:
     _check(
         _model("FusedGemm", {"a": a, "b": b}, ["y"], transA=1, activation="Relu"), {"a": a, "b": b}
     )
+
+
+def test_unknown_op_inside_a_subgraph_is_named() -> None:
+    x = _randn(2, 4)
+    inner = helper.make_graph(
+        [helper.make_node("Attention", ["x"], ["z"], domain="com.microsoft", name="inner")],
+        "then",
+        [],
+        [helper.make_tensor_value_info("z", F, None)],
+    )
+    other = helper.make_graph(
+        [helper.make_node("Identity", ["x"], ["w"], name="plain")],
+        "else",
+        [],
+        [helper.make_tensor_value_info("w", F, None)],
+    )
+    cond = helper.make_node("If", ["c"], ["y"], name="if", then_branch=inner, else_branch=other)
+    graph = helper.make_graph(
+        [cond],
+        "g",
+        [
+            helper.make_tensor_value_info("x", F, [2, 4]),
+            helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+        ],
+        [helper.make_tensor_value_info("y", F, None)],
+    )
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    assert unsupported_ops(model) == [("com.microsoft:Attention", "inner")]
+    with pytest.raises(UnsupportedOpError, match="'inner'"):
+        reference_outputs(model, {"x": x, "c": np.array(False)})

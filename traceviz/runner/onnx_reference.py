@@ -19,7 +19,7 @@ or onnxruntime.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -291,22 +291,34 @@ def contrib_ops() -> list[type]:
 
 
 def unsupported_ops(model: onnx.ModelProto, extra: Sequence[type] = ()) -> list[tuple[str, str]]:
-    """``(domain:op_type, node name)`` of each node (main graph and functions' callers) that
-    neither onnx.reference nor these classes (plus ``extra``) implement; local functions count
-    as implemented."""
-    defs = _onnx().defs
+    """``(domain:op_type, node name)`` of each node (of the main graph and of the subgraphs of
+    If/Loop/Scan, in order) that neither onnx.reference nor these classes (plus ``extra``)
+    implement; the model's local functions count as implemented."""
+    onnx = _onnx()
     known = {(MS_DOMAIN, name) for name in CONTRIB_OP_NAMES}
     known |= {(getattr(cls, "op_domain", ""), cls.__name__) for cls in extra}
-    functions = {(f.domain, f.name) for f in model.functions}
+    known |= {(f.domain, f.name) for f in model.functions}
     missing = []
-    for node in model.graph.node:
+    for node in _nodes(onnx, model.graph):
         key = (node.domain, node.op_type)
-        if key in known or key in functions:
+        if key in known:
             continue
-        if node.domain in STANDARD_DOMAINS and defs.has(node.op_type, _domain(node.domain)):
+        if node.domain in STANDARD_DOMAINS and onnx.defs.has(node.op_type, _domain(node.domain)):
             continue
         missing.append((f"{node.domain}:{node.op_type}", node.name or node.output[0]))
     return missing
+
+
+def _nodes(onnx: Any, graph: Any) -> Iterator[Any]:
+    """The graph's nodes, each followed by the nodes of its subgraphs."""
+    for node in graph.node:
+        yield node
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.GRAPH:
+                yield from _nodes(onnx, attribute.g)
+            elif attribute.type == onnx.AttributeProto.GRAPHS:
+                for sub in attribute.graphs:
+                    yield from _nodes(onnx, sub)
 
 
 def _domain(domain: str) -> str:
