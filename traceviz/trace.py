@@ -198,6 +198,6 @@ def _restore_categories(table: pd.DataFrame, columns: dict[str, dict[str, Any]])
     for column, kept in columns.items():
         if column not in table.columns:
             continue
-        codes = table[column].cat.codes.to_numpy() if len(table) else []
+        codes: Any = table[column].cat.codes.to_numpy() if len(table) else []
         categories = pd.Index(kept["values"], dtype=kept["dtype"])
         table[column] = pd.Categorical.from_codes(codes, categories=categories)

@@ -13,9 +13,9 @@ import gc
 from pathlib import Path
 
 from traceviz.parse import readers
-from traceviz.parse.build import build_trace
+from traceviz.parse.build import build_trace_batches
 from traceviz.parse.cache import CacheOption, lookup, with_source
-from traceviz.parse.read import check_json_bytes, decode_events, read_bytes
+from traceviz.parse.read import check_json_bytes, decode_batches, read_bytes
 from traceviz.trace import Trace, is_cache_dir, load_cache
 
 __all__ = ["load_trace"]
@@ -58,10 +58,11 @@ def _parse(source: Path, max_bytes: int | None) -> tuple[Trace, int]:
         reader = readers.reader_for(source, data)  # parse/readers.py: one per trace format
         if reader is not readers.KINETO:
             return reader.read(source, data), json_bytes
-        # Kineto inline, so that its JSON bytes are freed before the tables are built.
-        events, doc = decode_events(source, data)
+        # Kineto inline, a batch of events at a time: the JSON bytes are freed as soon as
+        # the last batch is decoded, before the tables are built.
+        batches, _, doc = decode_batches(source, data)
         del data
-        return build_trace(source, events, doc), json_bytes
+        return build_trace_batches(source, batches, doc), json_bytes
     finally:
         if was_enabled:
             gc.enable()

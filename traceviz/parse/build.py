@@ -1,10 +1,15 @@
-"""From decoded events to a :class:`~traceviz.trace.Trace`: route, build tables, link, count."""
+"""From decoded events to a :class:`~traceviz.trace.Trace`: route, build tables, link, count.
+
+Events come in batches (:func:`traceviz.parse.read.decode_batches`): each batch is routed and
+its columns taken before the next batch is decoded, so memory holds one batch of event objects
+plus compact columns, never a million event objects at once.
+"""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from operator import itemgetter
+from collections.abc import Callable, Iterable, Sequence
+from operator import attrgetter, itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -12,89 +17,148 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.parse import cpu_kernels, durations, link, meta, regions, routing, tables
-from traceviz.parse.columns import factorize_pairs
-from traceviz.parse.events import Event, TraceDocument
+from traceviz.parse import cpu_kernels, durations, link, meta, read, regions, routing, tables
+from traceviz.parse.columns import ColumnSet, _hashable
+from traceviz.parse.events import Event, TraceHeader
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
 
-def build_trace(path: Path, events: list[Event], doc: TraceDocument | None) -> Trace:
-    """Build every table of a trace from its decoded events. Empties ``events`` on the way,
-    so that the memory of events already turned into columns is given back early."""
-    dest_codes, dest_labels, pairs = routing.route(events)
-    rows_of = _rows_by_destination(dest_codes, dest_labels)
-    ignored: Counter[str] = Counter()
-    _split_instants(events, rows_of, ignored)
-    for label, rows in rows_of.items():
-        if label.startswith("ignored:"):
-            ignored[label.removeprefix("ignored:")] += len(rows)
-    events_in = len(events)
-    processes, thread_names = meta.names_from_metadata(events, _rows(rows_of, "ignored:metadata"))
-    on_cpu = (routing.OPS, routing.LAUNCHES, routing.SPANS, routing.MEMORY)
-    parts = {label: _take(events, _rows(rows_of, label)) for label in (routing.KERNELS, *on_cpu)}
-    # Negative or infinite durations are not measurements: counted as ignored, no row.
-    durations.drop_impossible(parts, durations.TIMED_TABLES, ignored)
-    # The events that carry no row (flow arrows are ~40% of a GPU trace) are freed here; each
-    # table's events are freed as soon as its table is built.
+def build_trace(path: Path, events: list[Event], doc: TraceHeader | None) -> Trace:
+    """Build every table of a trace from its decoded events (taken a batch at a time; the
+    list is emptied on the way)."""
+    size = read.BATCH_EVENTS
+    batches = [events[i : i + size] for i in range(0, len(events), size)]
     events.clear()
-    # Threads are numbered over the CPU-side tables together, so their codes can be compared.
-    thread_codes, thread_labels = _thread_codes([e for label in on_cpu for e in parts[label]])
-    bounds = np.cumsum([0] + [len(parts[label]) for label in on_cpu])
-    threads = {
-        label: tables.thread_column(thread_codes[bounds[i] : bounds[i + 1]], thread_labels)
-        for i, label in enumerate(on_cpu)
-    }
-    kernels = tables.kernel_table(parts.pop(routing.KERNELS))
-    ops = tables.op_table(parts.pop(routing.OPS), threads[routing.OPS])
-    launches = tables.launch_table(parts.pop(routing.LAUNCHES), threads[routing.LAUNCHES])
-    spans = tables.span_table(parts.pop(routing.SPANS), threads[routing.SPANS])
-    memory = tables.memory_table(parts.pop(routing.MEMORY), threads[routing.MEMORY])
-    link.link_kernels(kernels, launches, ops)
+    return build_trace_batches(path, batches, doc)
 
-    devices = meta.device_list(doc)
-    kind = meta.device_kind(doc, devices, len(kernels), launches)
-    if kind is DeviceKind.CPU:
-        kernels = cpu_kernel_table(ops)
 
-    start, end = meta.time_bounds(
-        [(t[c.ts_us].to_numpy(), _durations(t)) for t, c in ((kernels, Kernels), (ops, Ops))]
-        + [(launches["ts_us"].to_numpy(), launches["dur_us"].to_numpy())]
-        + [(spans["ts_us"].to_numpy(), spans["dur_us"].to_numpy())]
-    )
-    trace_meta = TraceMeta(
-        source=str(path),
-        device_kind=kind,
-        devices=devices,
-        legacy_schema=any(cat in routing.LEGACY_CATEGORIES for _, cat in _hashable_pairs(pairs)),
-        time_origin_us=start,
-        time_end_us=end,
-        process_names=processes,
-        thread_names=thread_names,
-        **meta.header_facts(doc),
-    )
-    stats = ParseStats(
-        events_in=events_in,
-        rows={
-            routing.KERNELS: 0 if kind is DeviceKind.CPU else len(kernels),
-            routing.OPS: len(ops),
-            routing.LAUNCHES: len(launches),
-            routing.SPANS: len(spans),
-            routing.MEMORY: len(memory),
-        },
-        ignored=dict(sorted(ignored.items())),
-    )
-    return Trace(
-        kernels=schema.conform(kernels, schema.KERNELS_DTYPES),
-        ops=schema.conform(ops, schema.OPS_DTYPES),
-        launches=schema.conform(launches, schema.LAUNCHES_DTYPES),
-        regions=regions.region_table(ops, kernels),
-        memory=schema.conform(memory, schema.MEMORY_DTYPES),
-        spans=schema.conform(spans, schema.SPANS_DTYPES),
-        steps=regions.step_table(ops),
-        meta=trace_meta,
-        stats=stats,
-    )
+def build_trace_batches(
+    path: Path, batches: Iterable[list[Event]], doc: TraceHeader | None
+) -> Trace:
+    """Build every table of a trace from its events, given in batches (in file order): each
+    batch is routed and its columns taken (:class:`Collector`) before the next is decoded, so
+    only one batch of event objects is alive at a time."""
+    collector = Collector()
+    for events in batches:
+        collector.add(events)
+        del events
+    return collector.trace(path, doc)
+
+
+class Collector:
+    """The tables' columns, the ignored counts and the metadata of a trace, batch by batch."""
+
+    def __init__(self) -> None:
+        self.events_in = 0
+        self.ignored: Counter[str] = Counter()
+        self.processes: dict[str, str] = {}
+        self.thread_names: dict[str, str] = {}
+        self.pairs: set[tuple[Any, Any]] = set()  # every (phase, category) seen
+        self.columns = {label: ColumnSet() for label in routing.TABLES}
+        self.thread_pairs = ColumnSet()  # (pid, tid) codes per CPU-side table, one numbering
+
+    def add(self, events: list[Event]) -> None:
+        """Route one batch and take its columns."""
+        self.events_in += len(events)
+        dest_codes, dest_labels, pairs = routing.route(events)
+        self.pairs.update(_hashable_pairs(pairs))
+        rows_of = _rows_by_destination(dest_codes, dest_labels)
+        _split_instants(events, rows_of, self.ignored)
+        for label, rows in rows_of.items():
+            if label.startswith("ignored:"):
+                self.ignored[label.removeprefix("ignored:")] += len(rows)
+        processes, threads = meta.names_from_metadata(events, _rows(rows_of, "ignored:metadata"))
+        self.processes.update(processes)
+        self.thread_names.update(threads)
+        parts = {label: _take(events, _rows(rows_of, label)) for label in routing.TABLES}
+        # Negative or infinite durations are not measurements: counted as ignored, no row.
+        durations.drop_impossible(parts, durations.TIMED_TABLES, self.ignored)
+        for label, add in ADDERS.items():
+            if parts[label]:
+                add(self.columns[label], parts[label])
+        numbering = self.thread_pairs.numbering("pairs")
+        for label in ON_CPU:
+            if parts[label]:
+                codes = _pair_codes(numbering, parts[label])
+                self.thread_pairs.add_array(label, codes)
+
+    def threads(self) -> dict[str, pd.Categorical]:
+        """Each CPU-side table's thread column, numbered over those tables together (in
+        table order, then row order), so that their codes can be compared."""
+        per_table = [self.thread_pairs.array(label, np.int64) for label in ON_CPU]
+        pairs = list(self.thread_pairs.numbering("pairs"))
+        codes, labels = _thread_codes(np.concatenate(per_table), pairs)
+        bounds = np.cumsum([0] + [len(c) for c in per_table])
+        return {
+            label: tables.thread_column(codes[bounds[i] : bounds[i + 1]], labels)
+            for i, label in enumerate(ON_CPU)
+        }
+
+    def trace(self, path: Path, doc: TraceHeader | None) -> Trace:
+        """The Trace: tables built, linked, regions and steps found, every event counted."""
+        threads = self.threads()
+        cols = self.columns
+        kernels = tables.kernel_table(cols[routing.KERNELS])
+        ops = tables.op_table(cols.pop(routing.OPS), threads[routing.OPS])
+        launches = tables.launch_table(cols.pop(routing.LAUNCHES), threads[routing.LAUNCHES])
+        spans = tables.span_table(cols.pop(routing.SPANS), threads[routing.SPANS])
+        memory = tables.memory_table(cols.pop(routing.MEMORY), threads[routing.MEMORY])
+        link.link_kernels(kernels, launches, ops)
+
+        devices = meta.device_list(doc)
+        kind = meta.device_kind(doc, devices, len(kernels), launches)
+        if kind is DeviceKind.CPU:
+            kernels = cpu_kernel_table(ops)
+
+        start, end = meta.time_bounds(
+            [(t[c.ts_us].to_numpy(), _durations(t)) for t, c in ((kernels, Kernels), (ops, Ops))]
+            + [(launches["ts_us"].to_numpy(), launches["dur_us"].to_numpy())]
+            + [(spans["ts_us"].to_numpy(), spans["dur_us"].to_numpy())]
+        )
+        trace_meta = TraceMeta(
+            source=str(path),
+            device_kind=kind,
+            devices=devices,
+            legacy_schema=any(cat in routing.LEGACY_CATEGORIES for _, cat in self.pairs),
+            time_origin_us=start,
+            time_end_us=end,
+            process_names=self.processes,
+            thread_names=self.thread_names,
+            **meta.header_facts(doc),
+        )
+        stats = ParseStats(
+            events_in=self.events_in,
+            rows={
+                routing.KERNELS: 0 if kind is DeviceKind.CPU else len(kernels),
+                routing.OPS: len(ops),
+                routing.LAUNCHES: len(launches),
+                routing.SPANS: len(spans),
+                routing.MEMORY: len(memory),
+            },
+            ignored=dict(sorted(self.ignored.items())),
+        )
+        return Trace(
+            kernels=schema.conform(kernels, schema.KERNELS_DTYPES),
+            ops=schema.conform(ops, schema.OPS_DTYPES),
+            launches=schema.conform(launches, schema.LAUNCHES_DTYPES),
+            regions=regions.region_table(ops, kernels),
+            memory=schema.conform(memory, schema.MEMORY_DTYPES),
+            spans=schema.conform(spans, schema.SPANS_DTYPES),
+            steps=regions.step_table(ops),
+            meta=trace_meta,
+            stats=stats,
+        )
+
+
+ON_CPU = (routing.OPS, routing.LAUNCHES, routing.SPANS, routing.MEMORY)
+ADDERS: dict[str, Callable[[ColumnSet, list[Event]], None]] = {
+    routing.KERNELS: tables.add_kernels,
+    routing.OPS: tables.add_ops,
+    routing.LAUNCHES: tables.add_launches,
+    routing.SPANS: tables.add_spans,
+    routing.MEMORY: tables.add_memory,
+}
 
 
 def _durations(table: pd.DataFrame) -> np.ndarray:
@@ -138,19 +202,31 @@ def _split_instants(
         ignored["instant"] += int((~names).sum())
 
 
-def _thread_codes(events: Sequence[Event]) -> tuple[np.ndarray, list[str]]:
-    """One code per event for its (pid, tid), and the "pid/tid" label of each code."""
-    codes, pairs = factorize_pairs(events, "pid", "tid")
-    # 7 and "7" are one thread: merge codes whose labels coincide.
+def _pair_codes(numbering: dict[Any, int], events: Sequence[Event]) -> np.ndarray:
+    """Codes of the events' (pid, tid) pairs in ``numbering`` (shared by every batch)."""
+    pairs = zip(map(attrgetter("pid"), events), map(attrgetter("tid"), events), strict=True)
+    try:
+        return np.fromiter(map(numbering.__getitem__, pairs), dtype=np.int64, count=len(events))
+    except TypeError:  # an unhashable pid or tid (a list): compared as text
+        fixed = [_hashable(p) for p in map(attrgetter("pid", "tid"), events)]
+        return np.fromiter(map(numbering.__getitem__, fixed), dtype=np.int64, count=len(fixed))
+
+
+def _thread_codes(codes: np.ndarray, pairs: list[Any]) -> tuple[np.ndarray, list[str]]:
+    """One code per row for its (pid, tid), numbered in order of first appearance in
+    ``codes``, and the "pid/tid" label of each code (7 and "7" are one thread)."""
+    seen, first = np.unique(codes, return_index=True)
+    in_order = seen[np.argsort(first, kind="stable")]
     labels: list[str] = []
     code_of_label: dict[str, int] = {}
-    remap = np.empty(len(pairs), dtype=np.int64)
-    for i, (pid, tid) in enumerate(pairs):
+    remap = np.full(len(pairs), -1, dtype=np.int64)
+    for pair_code in in_order.tolist():
+        pid, tid = pairs[pair_code]
         label = f"{_label(pid)}/{_label(tid)}"
         if label not in code_of_label:
             code_of_label[label] = len(labels)
             labels.append(label)
-        remap[i] = code_of_label[label]
+        remap[pair_code] = code_of_label[label]
     return remap[codes], labels
 
 

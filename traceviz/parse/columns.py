@@ -130,7 +130,11 @@ def _to_int(value: Any) -> int:
 
 def categorical(values: list[Any]) -> pd.Categorical[Any]:
     """Categorical of strings; ``None`` stays missing, other non-strings become their text."""
-    codes, uniques = factorize(values)
+    return categorical_of(*factorize(values))
+
+
+def categorical_of(codes: np.ndarray, uniques: list[Any]) -> pd.Categorical[Any]:
+    """:func:`categorical` from the :func:`factorize` of the values."""
     labels = [u if isinstance(u, str) else str(u) for u in uniques]
     if len(set(labels)) != len(labels):  # e.g. 7 and "7" in one column
         return pd.Categorical([None if c < 0 else labels[c] for c in codes])
@@ -150,7 +154,11 @@ def map_categories(
 
 def raw_text(values: list[msgspec.Raw]) -> pd.Categorical[Any]:
     """Categorical of raw JSON text (e.g. ``Input Dims``); absent values are missing."""
-    codes, uniques = factorize(list(map(bytes, values)))
+    return raw_text_of(*factorize(list(map(bytes, values))))
+
+
+def raw_text_of(codes: np.ndarray, uniques: list[bytes]) -> pd.Categorical[Any]:
+    """:func:`raw_text` from the :func:`factorize` of the values' bytes."""
     labels = [u.decode("utf-8", "replace") for u in uniques]
     categorical_ = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
     if "" in labels:
@@ -167,3 +175,85 @@ def first_present(
     if mask.any():
         out[mask] = fallback[mask]
     return out
+
+
+def _encode(numbering: _Numbering, values: list[Any]) -> np.ndarray:
+    """Codes of ``values`` in ``numbering`` (new values numbered as they first appear)."""
+    try:
+        return np.fromiter(map(numbering.__getitem__, values), dtype=np.int64, count=len(values))
+    except TypeError:  # unhashable values: compared as text, as factorize does
+        return _encode(numbering, [_hashable(v) for v in values])
+
+
+def int64s(values: list[Any]) -> np.ndarray:
+    """int64 array, ``MISSING_INT`` for missing or unusable values (see nullable_ints)."""
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.fromiter((_to_int(v) for v in values), dtype=np.int64, count=len(values))
+
+
+class ColumnSet:
+    """One table's columns, filled a batch of events at a time and read once at the end.
+
+    Text columns are numbered with one dictionary per column across all batches, so the codes
+    and categories come out exactly as :func:`factorize` of the whole column would give them;
+    numbers are converted per batch (8 bytes a value instead of a Python object).
+    """
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._parts: dict[str, list[np.ndarray]] = {}
+        self._numberings: dict[str, _Numbering] = {}
+
+    def add_floats(self, name: str, values: list[Any]) -> None:
+        self._add(name, floats(values))
+
+    def add_ints(self, name: str, values: list[Any]) -> None:
+        self._add(name, int64s(values))
+
+    def add_array(self, name: str, values: np.ndarray) -> None:
+        self._add(name, values)
+
+    def add_codes(self, name: str, values: list[Any]) -> np.ndarray:
+        """Number ``values`` in this column's dictionary; returns this batch's codes."""
+        codes = _encode(self._numberings.setdefault(name, _Numbering()), values)
+        self._add(name, codes)
+        return codes
+
+    def numbering(self, name: str) -> dict[Any, int]:
+        """The value → code dictionary of a text column so far."""
+        return self._numberings.setdefault(name, _Numbering())
+
+    def _add(self, name: str, values: np.ndarray) -> None:
+        self._parts.setdefault(name, []).append(values)
+
+    def array(self, name: str, dtype: Any) -> np.ndarray:
+        parts = self._parts.get(name)
+        if not parts:
+            return np.empty(0, dtype=dtype)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def floats(self, name: str) -> np.ndarray:
+        return self.array(name, np.float64)
+
+    def ints(self, name: str) -> pd.arrays.IntegerArray:
+        """As :func:`nullable_ints` of the whole column."""
+        arr = self.array(name, np.int64)
+        return pd.arrays.IntegerArray(arr, arr == MISSING_INT)
+
+    def factorized(self, name: str) -> tuple[np.ndarray, list[Any]]:
+        """As :func:`factorize` of the whole column: codes (−1 = missing) and distinct values."""
+        codes = self.array(name, np.int64)
+        return _without_none(codes, list(self._numberings.get(name, {})))
+
+    def categorical(self, name: str) -> pd.Categorical[Any]:
+        """As :func:`categorical` of the whole column."""
+        return categorical_of(*self.factorized(name))
+
+    def raw_text(self, name: str) -> pd.Categorical[Any]:
+        """As :func:`raw_text` of the whole column (values added as ``bytes``)."""
+        return raw_text_of(*self.factorized(name))
+
+    def drop(self, name: str) -> None:
+        self._parts.pop(name, None)

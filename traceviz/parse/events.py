@@ -71,10 +71,9 @@ class Event(msgspec.Struct, gc=False):
     args: Args = EMPTY_ARGS
 
 
-class TraceDocument(msgspec.Struct, gc=False):
-    """The top-level object of a (non bare-array) trace file."""
+class TraceHeader(msgspec.Struct, gc=False):
+    """The top-level keys of a (non bare-array) trace file, but its events."""
 
-    traceEvents: list[Event]
     schemaVersion: Any = None
     deviceProperties: Any = None
     computeProperties: Any = None
@@ -102,3 +101,15 @@ class TraceDocument(msgspec.Struct, gc=False):
             for f in self.__struct_fields__
             if f != "traceEvents" and getattr(self, f) is not None
         }
+
+
+class TraceDocument(TraceHeader, kw_only=True, gc=False):
+    """The top-level object of a (non bare-array) trace file, every event decoded."""
+
+    traceEvents: list[Event]
+
+
+class RawTraceDocument(TraceHeader, kw_only=True, gc=False):
+    """The same with each event kept as its raw JSON text (decoded later, a batch at a time)."""
+
+    traceEvents: list[msgspec.Raw]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceviz.parse.events import Event, TraceDocument
+from traceviz.parse.events import Event, TraceHeader
 from traceviz.schema import DeviceKind, Launches
 
 VERSION_KEYS = (
@@ -24,7 +24,7 @@ AMD_NAME_HINTS = ("AMD", "Instinct", "Radeon")
 
 
 def device_kind(
-    doc: TraceDocument | None,
+    doc: TraceHeader | None,
     devices: list[dict[str, Any]],
     n_device_rows: int,
     launches: pd.DataFrame,
@@ -47,7 +47,7 @@ def device_kind(
     return DeviceKind.CPU
 
 
-def device_list(doc: TraceDocument | None) -> list[dict[str, Any]]:
+def device_list(doc: TraceHeader | None) -> list[dict[str, Any]]:
     if doc is None:
         return []
     props = doc.deviceProperties if doc.deviceProperties is not None else doc.computeProperties
@@ -70,7 +70,7 @@ def names_from_metadata(events: Sequence[Event], rows: np.ndarray) -> tuple[dict
     return processes, threads
 
 
-def header_facts(doc: TraceDocument | None) -> dict[str, Any]:
+def header_facts(doc: TraceHeader | None) -> dict[str, Any]:
     """Keyword arguments for TraceMeta taken from the document's top-level keys."""
     if doc is None:
         return {}

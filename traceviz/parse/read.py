@@ -15,17 +15,21 @@ import os
 import re
 import sys
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from traceviz.errors import TraceFormatError, UsageError
-from traceviz.parse.events import Event, TraceDocument
+from traceviz.parse.events import Event, RawTraceDocument, TraceDocument, TraceHeader
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 READ_CHUNK = 16 * 2**20  # bytes of inflated JSON per read while streaming a gzip
+# Events decoded into structs at a time: their columns are taken before the next batch, so
+# only one batch of structs is ever alive (about 40 MB), and its objects are still in cache.
+BATCH_EVENTS = 32768
 
 # The most JSON bytes a trace may hold (after gzip). Parsing needs about 5x the JSON size in
 # memory (benchmarks/RESULTS.md: 999 MiB peak for 206 MB), and the largest real trace of the
@@ -154,6 +158,93 @@ def decode_events(path: Path, data: bytes | bytearray) -> tuple[list[Event], Tra
     return decoded.traceEvents, decoded
 
 
+def decode_batches(
+    path: Path, data: bytes | bytearray
+) -> tuple[Iterator[list[Event]], int, TraceHeader | None]:
+    """Like :func:`decode_events`, but the events come in batches of :data:`BATCH_EVENTS`.
+
+    ``traceEvents`` is first split into raw JSON slices (no objects built for their insides),
+    then each batch of slices is decoded into typed events when the iterator reaches it; the
+    slices of a batch are dropped once decoded. Returns the batches, the number of events, and
+    the document's header (``None`` for a bare array). Errors name the event by its index in
+    the whole file, as :func:`decode_events` does.
+    """
+    view = memoryview(data)
+    if data[:3] == UTF8_BOM:
+        view = view[3:]
+    start = _FIRST_TOKEN.match(view).end()  # type: ignore[union-attr]
+    bare = view[start : start + 1] == b"["
+    target: type = list[msgspec.Raw] if bare else RawTraceDocument
+    try:
+        decoded: Any = msgspec.json.decode(view, type=target)
+    except msgspec.ValidationError as err:
+        raise TraceFormatError(path, f"not a profiler trace: {_plain(err)}") from err
+    except RecursionError as err:
+        raise TraceFormatError(path, _too_deep()) from err
+    except msgspec.DecodeError as err:
+        events, doc = _split(_decode_lenient(path, view, _full(bare), err), bare)
+        if doc is not None:
+            doc.traceEvents = []
+        return _slices(events), len(events), doc
+    raws, doc = _split(decoded, bare)
+    if doc is not None:
+        doc.traceEvents = []  # the header alone; the slices live in ``raws``
+    return _typed_batches(path, raws, view, bare), len(raws), doc
+
+
+def _full(bare: bool) -> type:
+    return list[Event] if bare else TraceDocument
+
+
+def _split(decoded: Any, bare: bool) -> tuple[list[Any], Any]:
+    return (decoded, None) if bare else (decoded.traceEvents, decoded)
+
+
+def _slices(events: list[Event]) -> Iterator[list[Event]]:
+    for start in range(0, len(events), BATCH_EVENTS):
+        yield events[start : start + BATCH_EVENTS]
+
+
+_BATCH_DECODER = msgspec.json.Decoder(list[Event])
+_AT_INDEX = re.compile(r"`\$\[(\d+)\]")
+
+
+def _typed_batches(
+    path: Path, raws: list[msgspec.Raw], view: memoryview, bare: bool
+) -> Iterator[list[Event]]:
+    """Decode ``raws`` a batch at a time; each batch's slices are released once decoded.
+
+    The split into slices does not check everything (UTF-8 inside strings): a batch the
+    decoder rejects sends the rest of the file down the lenient path, as the whole-document
+    decode would have.
+    """
+    where = "$" if bare else "$.traceEvents"
+    for start in range(0, len(raws), BATCH_EVENTS):
+        stop = min(start + BATCH_EVENTS, len(raws))
+        text = b"[" + b",".join(raws[start:stop]) + b"]"
+        try:
+            events = _BATCH_DECODER.decode(text)
+        except msgspec.ValidationError as err:
+            raise TraceFormatError(path, f"not a profiler trace: {_at(err, where, start)}") from err
+        except msgspec.DecodeError as err:
+            events_all, _ = _split(_decode_lenient(path, view, _full(bare), err), bare)
+            yield from _slices(events_all[start:])
+            return
+        raws[start:stop] = [None] * (stop - start)  # type: ignore[list-item]
+        del text
+        yield events
+    raws.clear()
+
+
+def _at(err: Exception, where: str, offset: int) -> str:
+    """The decoder's message with a batch's event index made the index in the file."""
+
+    def shift(match: re.Match[str]) -> str:
+        return f"`{where}[{int(match.group(1)) + offset}]"
+
+    return _plain(_AT_INDEX.sub(shift, str(err)))
+
+
 def _decode_lenient(path: Path, view: memoryview, target: type, first: Exception) -> object:
     """Python's json module reads ``NaN``/``Infinity``; each literal is kept as its text and the
     document is encoded again for msgspec, so that raw-text fields (``grid``, ``Input Dims``)
@@ -177,7 +268,7 @@ def _too_deep() -> str:
     )
 
 
-def _plain(err: Exception) -> str:
+def _plain(err: Exception | str) -> str:
     """The decoder's message, to follow a colon: first letter lowered unless it starts an
     acronym ("JSON is malformed" stays as it is)."""
     text = str(err)

@@ -1,4 +1,6 @@
-"""Column builders: one function per table, from that table's events to a DataFrame.
+"""Column builders: per table, ``add_<table>`` takes one batch of that table's events into a
+:class:`~traceviz.parse.columns.ColumnSet`, and ``<table>_table`` turns the filled set into a
+DataFrame once every batch is in.
 
 Linking columns (launch, op, graph) are filled later by :mod:`traceviz.parse.link`; here each
 table only holds what its own events say.
@@ -14,17 +16,9 @@ import numpy as np
 import pandas as pd
 
 from traceviz.parse import nesting
-from traceviz.parse.columns import (
-    arg_field,
-    categorical,
-    field,
-    first_present,
-    floats,
-    map_categories,
-    nullable_ints,
-    raw_text,
-)
-from traceviz.parse.events import NO_RAW, Event
+from traceviz.parse.columns import ColumnSet, arg_field, field, map_categories
+from traceviz.parse.columns import int64s as _ints
+from traceviz.parse.events import MISSING_INT, NO_RAW, Event
 from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
 from traceviz.schema import (
     ActivityKind,
@@ -56,52 +50,92 @@ def thread_column(codes: np.ndarray, labels: list[str]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
 
 
-def external_ids(args: Sequence[Any]) -> pd.arrays.IntegerArray:
-    """``External id`` (or the oldest schema's ``external id``); Kineto's 0 means none."""
-    ids = first_present(
-        nullable_ints(arg_field(args, "external_id")),
-        nullable_ints(arg_field(args, "external_id_legacy")),
+def _first_present(primary: np.ndarray, fallback: np.ndarray) -> np.ndarray:
+    """``primary`` where present, else ``fallback`` (``MISSING_INT`` marks absent)."""
+    return np.where(primary == MISSING_INT, fallback, primary)
+
+
+def external_ids(args: Sequence[Any]) -> np.ndarray:
+    """``External id`` (or the oldest schema's ``external id``); Kineto's 0 means none
+    (``MISSING_INT`` where absent)."""
+    ids = _first_present(
+        _ints(arg_field(args, "external_id")), _ints(arg_field(args, "external_id_legacy"))
     )
-    ids[ids.to_numpy(dtype=np.int64, na_value=-1) == 0] = pd.NA
+    ids[ids == 0] = MISSING_INT
     return ids
 
 
-def kernel_table(events: Sequence[Event]) -> pd.DataFrame:
-    """Device activities with the fields their own events carry (links filled later)."""
+def _raw(args: Sequence[Any], name: str) -> list[bytes]:
+    return list(map(bytes, arg_field(args, name)))
+
+
+def sorted_categorical(codes: np.ndarray, uniques: list[Any]) -> pd.Categorical[Any]:
+    """What ``pd.Categorical(values)`` gives (categories sorted), from the values' codes."""
+    kept = sorted(u for u in uniques if u is not None)
+    if not kept:
+        return pd.Categorical([None] * len(codes))
+    position = {u: i for i, u in enumerate(kept)}
+    lookup = np.array([*(position.get(u, -1) for u in uniques), -1], dtype=np.int64)
+    return pd.Categorical.from_codes(lookup[codes], categories=pd.Index(kept))
+
+
+def add_kernels(cols: ColumnSet, events: Sequence[Event]) -> None:
+    """One batch of device activities (kernels, memcpy, memset)."""
     args = field(events, "args")
+    cols.rows += len(events)
+    cats = cols.add_codes("cat", field(events, "cat"))
+    names = field(events, "name")
+    cols.add_codes("name", names)
+    pids, tids = _ints(field(events, "pid")), _ints(field(events, "tid"))
+    cols.add_array("device", _first_present(_ints(arg_field(args, "device")), pids))
+    cols.add_array("stream", _first_present(_ints(arg_field(args, "stream")), tids))
+    cols.add_floats("ts", field(events, "ts"))
+    cols.add_floats("dur", field(events, "dur"))
+    cols.add_ints("correlation", arg_field(args, "correlation"))
+    cols.add_array("external_id", external_ids(args))
+    cols.add_codes("grid", _raw(args, "grid"))
+    cols.add_codes("block", _raw(args, "block"))
+    cols.add_ints("registers", arg_field(args, "registers"))
+    cols.add_ints("shared_memory", arg_field(args, "shared_memory"))
+    cols.add_floats("occupancy", arg_field(args, "occupancy"))
+    cols.add_ints("bytes", arg_field(args, "bytes"))
+    copies = [code for cat, code in cols.numbering("cat").items() if _is_memcpy(cat)]
+    cols.add_codes("copy_kind", _copy_kinds(np.isin(cats, copies), names, args))
+
+
+def _is_memcpy(cat: Any) -> bool:
+    return isinstance(cat, str) and DEVICE_CATEGORIES.get(cat) is ActivityKind.MEMCPY
+
+
+def kernel_table(cols: ColumnSet) -> pd.DataFrame:
+    """Device activities with the fields their own events carry (links filled later)."""
+    n = cols.rows
     activity = map_categories(
-        categorical(field(events, "cat")),
+        cols.categorical("cat"),
         lambda cat: DEVICE_CATEGORIES[cat].value,
         [k.value for k in ActivityKind],
         missing=ActivityKind.KERNEL.value,
     )
-    names = categorical(field(events, "name"))
-    n = len(events)
-    copy_kind = _copy_kinds(activity, names, arg_field(args, "kind"))
     none_i64 = pd.array([pd.NA] * n, dtype="Int64")
-    durs = floats(field(events, "dur"))
+    durs = cols.floats("dur")
     return pd.DataFrame(
         {
-            Kernels.name: names,
+            Kernels.name: cols.categorical("name"),
             Kernels.activity: activity,
-            Kernels.device: first_present(
-                nullable_ints(arg_field(args, "device")), nullable_ints(field(events, "pid"))
-            ).astype("Int32"),
-            Kernels.stream: first_present(
-                nullable_ints(arg_field(args, "stream")), nullable_ints(field(events, "tid"))
-            ),
-            Kernels.ts_us: floats(field(events, "ts")),
+            Kernels.device: cols.ints("device").astype("Int32"),
+            Kernels.stream: cols.ints("stream"),
+            Kernels.ts_us: cols.floats("ts"),
             Kernels.dur_us: durs,
             Kernels.excl_dur_us: durs.copy(),  # device activities do not nest in each other
-            Kernels.correlation: nullable_ints(arg_field(args, "correlation")),
-            Kernels.external_id: external_ids(args),
-            Kernels.grid: raw_text(arg_field(args, "grid")),
-            Kernels.block: raw_text(arg_field(args, "block")),
-            Kernels.registers: nullable_ints(arg_field(args, "registers")).astype("Int32"),
-            Kernels.shared_memory_bytes: nullable_ints(arg_field(args, "shared_memory")),
-            Kernels.occupancy_pct: floats(arg_field(args, "occupancy")),
-            Kernels.bytes: nullable_ints(arg_field(args, "bytes")),
-            Kernels.copy_kind: copy_kind,
+            Kernels.correlation: cols.ints("correlation"),
+            Kernels.external_id: cols.ints("external_id"),
+            Kernels.grid: cols.raw_text("grid"),
+            Kernels.block: cols.raw_text("block"),
+            Kernels.registers: cols.ints("registers").astype("Int32"),
+            Kernels.shared_memory_bytes: cols.ints("shared_memory"),
+            Kernels.occupancy_pct: cols.floats("occupancy"),
+            Kernels.bytes: cols.ints("bytes"),
+            Kernels.copy_kind: sorted_categorical(*cols.factorized("copy_kind")),
             Kernels.launch_row: none_i64,
             Kernels.launch_name: pd.Categorical([None] * n),
             Kernels.launch_ts_us: np.full(n, np.nan),
@@ -117,49 +151,67 @@ def kernel_table(events: Sequence[Event]) -> pd.DataFrame:
     )
 
 
-def _copy_kinds(
-    activity: pd.Categorical, names: pd.Categorical, kinds: list[Any]
-) -> pd.Categorical[Any]:
+def _copy_kinds(is_copy: np.ndarray, names: list[Any], args: Sequence[Any]) -> list[str | None]:
     """Memcpy direction from ``args.kind`` ("HtoD") or from the name ("Memcpy HtoD (...)")."""
-    is_copy = np.asarray(activity == ActivityKind.MEMCPY.value)
-    if not is_copy.any():
-        return pd.Categorical([None] * len(kinds))
-    name_text = np.asarray(names.astype(object))
-    out: list[str | None] = [None] * len(kinds)
-    for i in np.flatnonzero(is_copy):
-        kind = kinds[i]
+    out: list[str | None] = [None] * len(names)
+    for i in np.flatnonzero(is_copy).tolist():
+        kind = args[i].kind
         if isinstance(kind, str) and COPY_DIRECTION.fullmatch(kind):
             out[i] = kind
         else:
-            match = COPY_DIRECTION.search(str(name_text[i]))
+            name = names[i]
+            match = COPY_DIRECTION.search(name if isinstance(name, str) else _text(name))
             out[i] = match.group(1) if match else None
-    return pd.Categorical(out)
+    return out
 
 
-def op_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFrame:
-    """CPU-side ops, sorted by thread then start, with depth, parent and self time."""
+def _text(value: Any) -> str:
+    """A non-string name as its categorical label would read (``None`` reads as ``nan``)."""
+    return "nan" if value is None else str(value)
+
+
+def add_ops(cols: ColumnSet, events: Sequence[Event]) -> None:
+    """One batch of CPU-side ops."""
     args = field(events, "args")
+    cols.rows += len(events)
+    cols.add_codes("name", field(events, "name"))
+    cols.add_codes("cat", field(events, "cat"))
+    cols.add_floats("ts", field(events, "ts"))
+    cols.add_floats("dur", field(events, "dur"))
+    cols.add_array("external_id", external_ids(args))
+    cols.add_ints("sequence_number", arg_field(args, "sequence_number"))
+    cols.add_ints("fwd_thread_id", arg_field(args, "fwd_thread_id"))
+    cols.add_codes("input_dims", _input_dims(args))
+    cols.add_codes("input_types", _raw(args, "input_types"))
+    cols.add_codes("concrete_inputs", _raw(args, "concrete_inputs"))
+    cols.add_codes("kernel_backend", arg_field(args, "kernel_backend"))
+    cols.add_codes("kernel_file", arg_field(args, "kernel_file"))
+    cols.add_floats("kernel_num_gb", arg_field(args, "kernel_num_gb"))
+
+
+def op_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
+    """CPU-side ops, sorted by thread then start, with depth, parent and self time."""
     frame = pd.DataFrame(
         {
-            Ops.name: categorical(field(events, "name")),
+            Ops.name: cols.categorical("name"),
             Ops.category: map_categories(
-                categorical(field(events, "cat")),
+                cols.categorical("cat"),
                 lambda cat: OP_CATEGORIES[cat].value,
                 [c.value for c in OpCategory],
                 missing=OpCategory.CPU_OP.value,
             ),
             Ops.thread: threads,
-            Ops.ts_us: floats(field(events, "ts")),
-            Ops.dur_us: floats(field(events, "dur")),
-            Ops.external_id: external_ids(args),
-            Ops.sequence_number: nullable_ints(arg_field(args, "sequence_number")),
-            Ops.fwd_thread_id: nullable_ints(arg_field(args, "fwd_thread_id")),
-            Ops.input_dims: _input_dims(args),
-            Ops.input_types: raw_text(arg_field(args, "input_types")),
-            Ops.concrete_inputs: raw_text(arg_field(args, "concrete_inputs")),
-            Ops.kernel_backend: categorical(arg_field(args, "kernel_backend")),
-            Ops.kernel_file: categorical(arg_field(args, "kernel_file")),
-            Ops.kernel_num_gb: floats(arg_field(args, "kernel_num_gb")),
+            Ops.ts_us: cols.floats("ts"),
+            Ops.dur_us: cols.floats("dur"),
+            Ops.external_id: cols.ints("external_id"),
+            Ops.sequence_number: cols.ints("sequence_number"),
+            Ops.fwd_thread_id: cols.ints("fwd_thread_id"),
+            Ops.input_dims: cols.raw_text("input_dims"),
+            Ops.input_types: cols.raw_text("input_types"),
+            Ops.concrete_inputs: cols.raw_text("concrete_inputs"),
+            Ops.kernel_backend: cols.categorical("kernel_backend"),
+            Ops.kernel_file: cols.categorical("kernel_file"),
+            Ops.kernel_num_gb: cols.floats("kernel_num_gb"),
         }
     )
     thread_codes = np.asarray(threads.codes)
@@ -171,13 +223,12 @@ def op_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFrame:
     return frame
 
 
-def _input_dims(args: Sequence[Any]) -> pd.Categorical[Any]:
+def _input_dims(args: Sequence[Any]) -> list[bytes]:
     dims = arg_field(args, "input_dims")
     legacy = arg_field(args, "input_dims_legacy")
     if legacy.count(NO_RAW) == len(legacy):  # no oldest-schema "Input dims": nothing to merge
-        return raw_text(dims)
-    merged = [d if len(d) else old for d, old in zip(dims, legacy, strict=True)]
-    return raw_text(merged)
+        return list(map(bytes, dims))
+    return [bytes(d if len(d) else old) for d, old in zip(dims, legacy, strict=True)]
 
 
 def add_nesting(ops: pd.DataFrame) -> None:
@@ -226,10 +277,20 @@ def launch_class(name: str) -> LaunchClass:
     return LaunchClass.OTHER
 
 
-def launch_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFrame:
-    """Runtime/driver API calls, classed (kernel launch, graph launch, memcpy, ...)."""
+def add_launches(cols: ColumnSet, events: Sequence[Event]) -> None:
+    """One batch of runtime/driver API calls."""
     args = field(events, "args")
-    names = categorical(field(events, "name"))
+    cols.rows += len(events)
+    cols.add_codes("name", field(events, "name"))
+    cols.add_floats("ts", field(events, "ts"))
+    cols.add_floats("dur", field(events, "dur"))
+    cols.add_ints("correlation", arg_field(args, "correlation"))
+    cols.add_array("external_id", external_ids(args))
+
+
+def launch_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
+    """Runtime/driver API calls, classed (kernel launch, graph launch, memcpy, ...)."""
+    names = cols.categorical("name")
     classes = map_categories(
         names,
         lambda name: launch_class(name).value,
@@ -241,46 +302,69 @@ def launch_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFra
             Launches.name: names,
             Launches.launch_class: classes,
             Launches.thread: threads,
-            Launches.ts_us: floats(field(events, "ts")),
-            Launches.dur_us: floats(field(events, "dur")),
-            Launches.correlation: nullable_ints(arg_field(args, "correlation")),
-            Launches.external_id: external_ids(args),
-            Launches.kernel_count: pd.array(np.zeros(len(events), dtype=np.int64), dtype="Int64"),
+            Launches.ts_us: cols.floats("ts"),
+            Launches.dur_us: cols.floats("dur"),
+            Launches.correlation: cols.ints("correlation"),
+            Launches.external_id: cols.ints("external_id"),
+            Launches.kernel_count: pd.array(np.zeros(cols.rows, dtype=np.int64), dtype="Int64"),
         }
     )
 
 
-def span_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFrame:
+def add_spans(cols: ColumnSet, events: Sequence[Event]) -> None:
+    """One batch of other complete events."""
+    args = field(events, "args")
+    cols.rows += len(events)
+    cols.add_codes("cat", field(events, "cat"))
+    cols.add_codes("name", field(events, "name"))
+    cols.add_floats("ts", field(events, "ts"))
+    cols.add_floats("dur", field(events, "dur"))
+    cols.add_array("external_id", external_ids(args))
+
+
+def span_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
     """Other complete events (device annotations, profiler spans, unknown categories)."""
-    args = field(events, "args")
     return pd.DataFrame(
         {
-            Spans.category: categorical(field(events, "cat")),
-            Spans.name: categorical(field(events, "name")),
+            Spans.category: cols.categorical("cat"),
+            Spans.name: cols.categorical("name"),
             Spans.thread: threads,
-            Spans.ts_us: floats(field(events, "ts")),
-            Spans.dur_us: floats(field(events, "dur")),
-            Spans.external_id: external_ids(args),
+            Spans.ts_us: cols.floats("ts"),
+            Spans.dur_us: cols.floats("dur"),
+            Spans.external_id: cols.ints("external_id"),
         }
     )
 
 
-def memory_table(events: Sequence[Event], threads: pd.Categorical) -> pd.DataFrame:
-    """``[memory]`` allocator instants."""
+def add_memory(cols: ColumnSet, events: Sequence[Event]) -> None:
+    """One batch of ``[memory]`` allocator instants."""
     args = field(events, "args")
-    type_codes = nullable_ints(arg_field(args, "device_type"))
-    device_type = [
-        None if pd.isna(code) else DEVICE_TYPE_NAMES.get(int(code), f"type{int(code)}")
-        for code in type_codes
-    ]
+    cols.rows += len(events)
+    cols.add_floats("ts", field(events, "ts"))
+    type_codes = _ints(arg_field(args, "device_type"))
+    cols.add_codes(
+        "device_type",
+        [
+            None if code == MISSING_INT else DEVICE_TYPE_NAMES.get(code, f"type{code}")
+            for code in type_codes.tolist()
+        ],
+    )
+    cols.add_ints("device_id", arg_field(args, "device_id"))
+    cols.add_ints("mem_bytes", arg_field(args, "mem_bytes"))
+    cols.add_ints("total_allocated", arg_field(args, "total_allocated"))
+    cols.add_ints("total_reserved", arg_field(args, "total_reserved"))
+
+
+def memory_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
+    """``[memory]`` allocator instants."""
     return pd.DataFrame(
         {
-            Memory.ts_us: floats(field(events, "ts")),
+            Memory.ts_us: cols.floats("ts"),
             Memory.thread: threads,
-            Memory.device_type: pd.Categorical(device_type),
-            Memory.device: nullable_ints(arg_field(args, "device_id")).astype("Int32"),
-            Memory.bytes: nullable_ints(arg_field(args, "mem_bytes")),
-            Memory.total_allocated_bytes: nullable_ints(arg_field(args, "total_allocated")),
-            Memory.total_reserved_bytes: nullable_ints(arg_field(args, "total_reserved")),
+            Memory.device_type: sorted_categorical(*cols.factorized("device_type")),
+            Memory.device: cols.ints("device_id").astype("Int32"),
+            Memory.bytes: cols.ints("mem_bytes"),
+            Memory.total_allocated_bytes: cols.ints("total_allocated"),
+            Memory.total_reserved_bytes: cols.ints("total_reserved"),
         }
     )
