@@ -16,12 +16,15 @@ from traceviz.units import fmt_us
 
 
 def print_backends(info: RunInfo, console: Console) -> None:
-    """The export line and the backends table; nothing for a run without extra backends."""
+    """The export line, the backends table and one line per failing level; nothing for a run
+    without extra backends."""
     ort = info.backends.onnxruntime
     if ort is None:
         return
     console.print(export_text(ort))
     console.print(backends_table(info, ort))
+    for line in level_problems(ort):
+        console.print(line, style="red")
 
 
 def export_text(ort: OnnxRuntimeInfo) -> Text:
@@ -38,43 +41,62 @@ def export_text(ort: OnnxRuntimeInfo) -> Text:
 
 
 def backends_table(info: RunInfo, ort: OnnxRuntimeInfo) -> Table:
-    """Per backend: nodes, output check vs eager, median and IQR latency, ratio to eager."""
+    """Per backend: nodes, output check vs eager (max abs difference), the reference
+    evaluator's verdict, median and IQR latency, ratio to eager."""
     latency = {r.backend: r for r in info.latency.rows} if info.latency else {}
     threads = info.latency.threads if info.latency else ort.threads
-    table = Table(title=f"backends, latency round-robin at {threads} thread(s)")
-    for column in ("backend", "nodes", "check vs eager", "median", "IQR", "× eager"):
-        table.add_column(
-            column, justify="left" if column in ("backend", "check vs eager") else "right"
-        )
+    table = Table(
+        title=f"backends, latency round-robin at {threads} thread(s)",
+        caption="ort:<level>: ONNX Runtime at that optimization level · check: vs eager, "
+        "max abs difference · ref: the graph evaluated by onnx.reference, vs eager",
+    )
+    table.add_column("backend", no_wrap=True)
+    for column in ("nodes", "check", "ref", "median", "IQR", "× eager"):
+        justify = "left" if column in ("check", "ref") else "right"
+        table.add_column(column, justify=justify, no_wrap=column == "check")
     for name in ("eager", "compile"):
         if name in latency:
-            table.add_row(name, "", "", *_latency_cells(latency[name]))
+            table.add_row(name, "", "", "", *_latency_cells(latency[name]))
     for level in ort.levels:
         row = latency.get(f"onnxruntime:{level.name}")
-        check = _check_cell(level.check) if level.error is None else f"[red]{level.error}[/]"
         nodes = str(level.nodes) if level.nodes is not None else ""
         cells = _latency_cells(row) if row else ("", "", "")
-        table.add_row(f"onnxruntime:{level.name}", nodes, check, *cells)
+        check = "[red]error[/]" if level.error is not None else _check_cell(level.check)
+        table.add_row(f"ort:{level.name}", nodes, check, _reference_cell(level.check), *cells)
     return table
+
+
+def level_problems(ort: OnnxRuntimeInfo) -> list[str]:
+    """One sentence per level that failed (its error) or whose outputs differ (its culprit)."""
+    found = []
+    for level in ort.levels:
+        if level.error is not None:
+            found.append(f"ort:{level.name} failed: {level.error}")
+        elif level.check is not None and level.check.passed is False:
+            culprit = level.check.culprit
+            blame = (
+                f"; culprit {culprit.node} ({culprit.op_type}): {culprit.error}"
+                if culprit is not None
+                else "; no single node is wrong alone"
+            )
+            found.append(f"ort:{level.name} outputs differ from eager{blame}")
+    return found
 
 
 def _check_cell(check: LevelCheck | None) -> str:
     if check is None or check.passed is None:
         return "not checked"
-    diff = f"max abs {check.max_abs_diff:.2g}" if check.max_abs_diff is not None else ""
-    if check.passed:
-        text = f"[green]PASS[/] {diff}"
-    else:
-        text = f"[bold red]FAIL[/] {diff}"
-        if check.culprit is not None:
-            text += (
-                f"; culprit {check.culprit.node} ({check.culprit.op_type}): {check.culprit.error}"
-            )
-    ref = check.reference
-    if ref is not None:
-        verdict = "error" if ref.passed is None else ("pass" if ref.passed else "[red]FAIL[/]")
-        text += f"; reference {verdict}"
-    return text
+    diff = f"{check.max_abs_diff:.1g}" if check.max_abs_diff is not None else ""
+    return f"[green]PASS[/] {diff}" if check.passed else f"[bold red]FAIL[/] {diff}"
+
+
+def _reference_cell(check: LevelCheck | None) -> str:
+    ref = check.reference if check is not None else None
+    if ref is None:
+        return ""
+    if ref.passed is None:
+        return "error"
+    return "ok" if ref.passed else "[red]FAIL[/]"
 
 
 def _latency_cells(row: LatencyRow) -> tuple[str, str, str]:
