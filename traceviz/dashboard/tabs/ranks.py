@@ -122,9 +122,9 @@ def has_ranks(report: Any) -> bool:
     return isinstance(getattr(report, "ranks", None), RanksAnalysis)
 
 
-def ranks(report: Any) -> pn.viewable.Viewable:
+def ranks(report: Any) -> RanksView:
     """The Ranks tab of a report that carries ranks (:func:`has_ranks`)."""
-    return pn.panel(RanksView(analysis=report.ranks))
+    return RanksView(analysis=report.ranks)
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
