@@ -130,11 +130,11 @@ def fusion_view(view: BackendsView, *, top: int) -> View:
     rows = [
         [
             _short_op(str(r[CrossFusion.op])),
-            str(r[CrossFusion.node]),
-            _names(str(r[CrossFusion.exported_nodes]), int(r[CrossFusion.exported_count])),
-            str(r[CrossFusion.aten_ops]) or "–",
             _us(r[CrossFusion.time_us]),
+            str(r[CrossFusion.aten_ops]) or "–",
+            _names(str(r[CrossFusion.exported_nodes]), int(r[CrossFusion.exported_count])),
             str(r[CrossFusion.inductor_kernels]) or "–",
+            str(r[CrossFusion.node]),
         ]
         for r in records(table.head(top))
     ]
@@ -144,10 +144,10 @@ def fusion_view(view: BackendsView, *, top: int) -> View:
         + ". Time: per run, measured in the level's ORT profile. Inductor kernels: compiled "
         "kernels the fusion map credits with the same aten ops (matched, not credited)."
     )
-    columns = ["ORT op", "ORT node", "exported nodes replaced", "aten ops", "time/run",
-               "Inductor kernels"]  # fmt: skip
+    columns = ["ORT op", "time/run", "aten ops", "exported nodes replaced", "Inductor kernels",
+               "ORT node"]  # fmt: skip
     return _view(f"ONNX Runtime fusion ({level}) vs Inductor", columns, rows, note,
-                 names=(1, 2, 5))  # fmt: skip
+                 names=(0, 2, 3, 4, 5))  # fmt: skip
 
 
 def op_counts_view(view: BackendsView) -> View:
