@@ -529,3 +529,17 @@ def test_empty_and_collective_free_jobs_render(tmp_path: Path) -> None:
     data = json.loads(render_ranks(analysis, "json"))
     assert [r["lateness_p50_us"] for r in data["ranks"]] == [None] * 3
     assert data["collectives"]["instances"] == 0
+
+
+def test_stragglers_are_grouped_by_node(tmp_path: Path) -> None:
+    job = synthetic_job(8, straggler=None, compute_scale=[1, 1, 1, 1, 1, 1.5, 1.5, 1], seed=5)
+    for rank, doc in enumerate(job.docs):
+        doc["distributedInfo"]["host"] = "node-a" if rank < 4 else "node-b"
+    t = reduced(write_ranks(tmp_path, job.docs))
+    found = find_stragglers(t.summary, t.collectives)
+    assert sorted(found.ranks) == [5, 6]
+    by_node = found.by_node.set_index("node")
+    assert by_node.loc["node-b", "stragglers"] == 2 and by_node.loc["node-a", "stragglers"] == 0
+    assert by_node["ranks"].tolist() == [4, 4]
+    finding = next(f for f in analyse_ranks(t).findings if f.id == "rank-straggler")
+    assert any("node-b (2 of 4 ranks)" in str(e) for e in finding.evidence)
