@@ -163,7 +163,7 @@ def test_metrics_not_applicable_to_a_cpu_trace_print_n_a_and_are_null_in_json(
         assert by_name[name]["basis"] == NOT_APPLICABLE
     assert by_name["kernel_count"]["a"] > 0  # what applies is still a number
     text = _printed(lambda c: render_comparison(attention, c, top=3), 80)
-    assert re.search(r"│ launch calls\s+│ n/a\s+│ n/a", text)
+    assert re.search(r"│ launch calls\s+│\s+n/a\s+│\s+n/a", text)
 
 
 def test_a_gpu_trace_keeps_its_launch_and_memcpy_numbers() -> None:

@@ -322,5 +322,5 @@ def _render_finding(finding: Finding, console: Console) -> None:
 
 
 def _numeric(view: View, column: int) -> bool:
-    values = [row[column] for row in view.rows if row[column] not in ("–", "")]
+    values = [row[column] for row in view.rows if row[column] not in ("–", "", "n/a")]
     return bool(values) and all(v[:1].isdigit() or v[:1] in "+-" for v in values)
