@@ -7,9 +7,12 @@ when it is absent. :func:`load_trace` parses each real trace once per test sessi
 
 from __future__ import annotations
 
+import atexit
 import gzip
 import json
 import os
+import shutil
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,12 +48,12 @@ def load_trace(path: Path) -> Trace:
     return traceviz.load(path)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def _parse_cache_of_the_session(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """traceviz.load's automatic parse cache writes into this session's temporary directory,
-    never into the user's home (subprocesses inherit it)."""
-    os.environ.pop("TRACEVIZ_NO_CACHE", None)
-    os.environ["TRACEVIZ_CACHE_DIR"] = str(tmp_path_factory.mktemp("traceviz-parse-cache"))
+# traceviz.load's automatic parse cache writes into this session's temporary directory, never
+# into the user's home; set on import, before any test module loads a trace (subprocesses
+# inherit it), and removed at exit.
+os.environ.pop("TRACEVIZ_NO_CACHE", None)
+os.environ["TRACEVIZ_CACHE_DIR"] = tempfile.mkdtemp(prefix="traceviz-test-parse-cache-")
+atexit.register(shutil.rmtree, os.environ["TRACEVIZ_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
