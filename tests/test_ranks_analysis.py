@@ -425,6 +425,8 @@ def test_ranks_cli_bad_input_is_one_line(
     assert code == 2 and "ranks dataset" in err and len(err.strip().splitlines()) == 1
     code, _, err = _cli(["compare", str(ds_a), "--ranks"], capsys)
     assert code == 2 and "two ranks datasets" in err
+    code, _, err = _cli(["compare", str(ds_a), str(ds_a), "--ranks", "--format", "html"], capsys)
+    assert code == 2 and "markdown" in err
     code, _, err = _cli(["summary", str(ds_a), "--ranks", "--format", "json", "--top", "-1"],
                         capsys)  # fmt: skip
     assert code == 2

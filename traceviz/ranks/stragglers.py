@@ -14,6 +14,9 @@ of normal jitter) **and** exceeds a floor: :data:`MIN_LATENESS_US` (100 µs), or
 a uniform job, whose MAD is only jitter, flags nobody. The same rule
 (:func:`robust_outliers`) serves step-time and kernel spread.
 
+It takes three ranks or more to single one out: of two, each is as far from their median as
+the other (``arrived_last_share`` still says which one the other waited for).
+
 Ranks are grouped by node (host) in :attr:`Stragglers.by_node`: several stragglers on one
 node point at the node (thermals, a noisy neighbour, its NIC) rather than the rank's work.
 When no collectives match across ranks, lateness is unknown and nobody is flagged here (the
