@@ -6,6 +6,7 @@ Reads run.json only; imports neither onnx nor onnxruntime.
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -46,23 +47,25 @@ def backends_table(info: RunInfo, ort: OnnxRuntimeInfo) -> Table:
     latency = {r.backend: r for r in info.latency.rows} if info.latency else {}
     threads = info.latency.threads if info.latency else ort.threads
     table = Table(
+        box=box.SIMPLE_HEAD,
         title=f"backends, latency round-robin at {threads} thread(s)",
         caption="ort:<level>: ONNX Runtime at that optimization level · check: vs eager, "
         "max abs difference · ref: the graph evaluated by onnx.reference, vs eager",
     )
     table.add_column("backend", no_wrap=True)
-    for column in ("nodes", "check", "ref", "median", "IQR", "× eager"):
-        justify = "left" if column in ("check", "ref") else "right"
-        table.add_column(column, justify=justify, no_wrap=column == "check")
+    for column in ("nodes", "median", "IQR", "×eager"):
+        table.add_column(column, justify="right", no_wrap=True)
+    table.add_column("check", no_wrap=True)
+    table.add_column("ref", min_width=5)
     for name in ("eager", "compile"):
         if name in latency:
-            table.add_row(name, "", "", "", *_latency_cells(latency[name]))
+            table.add_row(name, "", *_latency_cells(latency[name]), "", "")
     for level in ort.levels:
         row = latency.get(f"onnxruntime:{level.name}")
         nodes = str(level.nodes) if level.nodes is not None else ""
         cells = _latency_cells(row) if row else ("", "", "")
         check = "[red]error[/]" if level.error is not None else _check_cell(level.check)
-        table.add_row(f"ort:{level.name}", nodes, check, _reference_cell(level.check), *cells)
+        table.add_row(f"ort:{level.name}", nodes, *cells, check, _reference_cell(level.check))
     return table
 
 
