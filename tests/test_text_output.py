@@ -190,3 +190,13 @@ def test_pipe_console_strips_trailing_blanks_only_off_a_terminal() -> None:
     console = pipe_console(file=buffer, width=60)
     console.print("a table title", justify="center")
     assert buffer.getvalue() == " " * 23 + "a table title\n"
+
+
+def test_blocks_label_each_cell_when_the_cells_do_not_fit_side_by_side() -> None:
+    name = "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)"
+    columns = ["kernel", "a rather long first trace label time", "another long label time"]
+    view = View("t", columns, [[name, "80.8 ms (162)", "74.1 ms (162)"]], names=(0,))
+    text = _printed(lambda c: render_view(view, c), 60)
+    assert _squash(f"{columns[1]}: 80.8 ms (162)") in _squash(text)
+    assert _squash(f"{columns[2]}: 74.1 ms (162)") in _squash(text)
+    assert max(len(line) for line in text.splitlines()) <= 60

@@ -247,33 +247,30 @@ def _indented(text: Text, indent: int = _INDENT) -> Padding:
 
 
 def _print_blocks(view: View, console: Console) -> None:
-    """The block layout of :func:`render_view`."""
+    """The block layout of :func:`render_view`: the other cells aligned under one header line
+    when they fit beside each other, else each with its column title."""
     head, *names = view.names
     names = sorted([*names, *view.texts])
     others = [i for i in range(len(view.columns)) if i != head and i not in names]
     widths = {
         i: max([cell_len(view.columns[i]), *(cell_len(r[i]) for r in view.rows)]) for i in others
     }
+    aligned = _INDENT + sum(widths.values()) + 2 * max(len(others) - 1, 0) <= console.width
     console.print(Text(view.title, style="italic"))
-    header = Text(f"{view.columns[head]}", style="bold")
-    console.print(header)
-    console.print(
-        Padding(
-            _cells([view.columns[i] for i in others], others, widths, "bold"), (0, 0, 0, _INDENT)
-        )
-    )
+    console.print(Text(view.columns[head], style="bold"))
+    if aligned:
+        console.print(_indented(_cells([view.columns[i] for i in others], others, widths, "bold")))
     for row in view.rows:
         console.print(Text(row[head], style="bold cyan"), overflow="fold")
         for i in names:
-            line = Text(f"{view.columns[i]}: ", style="dim") + Text(row[i])
-            console.print(_indented(line))
-        console.print(
-            Padding(
-                _cells([row[i] for i in others], others, widths, ""),
-                (0, 0, 0, _INDENT),
-                expand=False,
+            console.print(_indented(Text(f"{view.columns[i]}: ", style="dim") + Text(row[i])))
+        if aligned:
+            console.print(_indented(_cells([row[i] for i in others], others, widths, "")))
+        else:
+            labelled = Text("; ").join(
+                Text(f"{view.columns[i]}: ", style="dim") + Text(row[i]) for i in others
             )
-        )
+            console.print(_indented(labelled))
     if view.note:
         console.print(Text(view.note, style="dim"))
 
