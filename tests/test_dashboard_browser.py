@@ -13,33 +13,26 @@ where /usr/bin/chromium or playwright is missing.
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser_support import (
+    ARTIFACTS,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    TIMEOUT_MS,
+    dashboard,
+    new_page,
+    tab,
+)
 from tests.conftest import REPO, SAMPLES
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-ARTIFACTS = REPO / "test-artifacts"
 # view -> (plotly figures it shows, HTML tables it shows at least)
 VIEWS = {
     "Overview": (2, 1),
@@ -50,12 +43,13 @@ VIEWS = {
     "Memory": (2, 1),
     "Regions": (1, 0),
 }
-TIMEOUT_MS = 30_000
 
 if not CHROMIUM.exists():
     pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium", allow_module_level=True)
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+
+from traceviz.dashboard.app import tab_class  # noqa: E402
 
 
 def sample_run(*names: str) -> Path:
@@ -65,52 +59,12 @@ def sample_run(*names: str) -> Path:
     pytest.skip(f"none of {names} in {SAMPLES} (make them with sample_traces/make.sh)")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     run = sample_run("graph-break", "pointwise")
-    port = free_port()
     log = tmp_path_factory.mktemp("dashboard") / "server.log"
-    cmd = [
-        sys.executable,
-        "-m",
-        "traceviz.cli",
-        "dashboard",
-        str(run),
-        "--port",
-        str(port),
-        "--no-show",
-    ]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"dashboard exited with {proc.returncode}:\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(url, timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"dashboard did not answer on {url}:\n{log.read_text()}")
-            time.sleep(0.3)
+    with dashboard([str(run)], log) as url:
         yield url
-    finally:
-        proc.send_signal(signal.SIGINT)  # what Ctrl-C does
-        try:
-            assert proc.wait(timeout=20) == 0, log.read_text()
-        finally:
-            if proc.poll() is None:
-                proc.kill()
     # no traceback from traceviz's own code (tornado's "websocket closed" noise when a browser
     # page goes away is not ours)
     assert f'File "{REPO / "traceviz"}' not in log.read_text(), log.read_text()
@@ -128,30 +82,20 @@ def browser() -> Iterator[Any]:
 def page(browser: Any, server: str) -> Iterator[Any]:
     """One page for the whole module (one server session): the tests below run in order on it,
     as a person would click through."""
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.errors = []  # type: ignore[attr-defined]
-    page.on("console", lambda m: m.type == "error" and page.errors.append(m.text))
-    page.on("pageerror", lambda e: page.errors.append(str(e)))
-    page.on("requestfailed", lambda r: page.errors.append(f"request failed: {r.url}"))
-    page.goto(server)
+    page = new_page(browser, server)
     tab(page, "Overview").wait_for()
     yield page
-    context.close()
-
-
-def tab(page: Any, view: str) -> Any:
-    """The tab header of a view (Bokeh's tabs have no ARIA role)."""
-    return page.locator(".bk-tab").filter(has_text=re.compile(rf"^{re.escape(view)}$"))
+    page.context.close()
 
 
 def upload_input(page: Any, index: int) -> Any:
     """The file input of upload A (0) or B (1), opening the "Load traces" card if closed."""
-    inputs = page.locator("input[type=file]")
-    if inputs.count() < 2:
+    zones = page.locator(".filepond--root")
+    zones.nth(1).wait_for(state="attached")
+    if not zones.nth(index).is_visible():  # the card is collapsed once traces are shown
         page.get_by_text("Load traces").click()
-    return inputs.nth(index)
+        zones.nth(index).wait_for()
+    return page.locator("input[type=file]").nth(index)
 
 
 def shot(page: Any, name: str) -> None:
@@ -160,32 +104,41 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"dashboard-{name}.png"), full_page=True)
 
 
+def content(page: Any, view: str) -> Any:
+    """A view's content (built on first opening: the tab's slot carries a class)."""
+    return page.locator(f".{tab_class(view)}")
+
+
 def open_view(page: Any, view: str) -> None:
     """Click a view's tab and wait until its figures and tables are drawn (the other tabs'
-    content is removed: the dashboard's tabs are dynamic)."""
+    content is removed: the dashboard's tabs are dynamic). Waits on conditions, polled, up to
+    TIMEOUT_MS each."""
     tab(page, view).click()
     figures, tables = VIEWS[view]
-    plots = page.locator(".js-plotly-plot:visible")
+    root = content(page, view)
+    root.wait_for()
     deadline = time.monotonic() + TIMEOUT_MS / 1000
-    while plots.count() != figures and time.monotonic() < deadline:
-        page.wait_for_timeout(100)
-    if figures:
-        page.locator(".js-plotly-plot:visible .main-svg").nth(2 * figures - 1).wait_for()
+    drawn = root.locator(".js-plotly-plot .main-svg")
+    while drawn.count() < 2 * figures and time.monotonic() < deadline:
+        page.wait_for_timeout(100)  # a poll interval, not a guess at how long drawing takes
     if tables:
-        page.locator("table:visible").nth(tables - 1).wait_for()
+        root.locator("table").nth(tables - 1).wait_for()
+    if view == "Kernels":
+        root.locator(".tv-kernels .tabulator-row").first.wait_for()
 
 
 def test_every_view_renders(page: Any) -> None:
     for view, (figures, _) in VIEWS.items():
         open_view(page, view)
-        plots = page.locator(".js-plotly-plot:visible")
+        plots = content(page, view).locator(".js-plotly-plot")
         assert plots.count() == figures, view
+        assert page.locator(".js-plotly-plot:visible").count() == figures, view  # one tab shown
         for i in range(figures):  # each figure drew something: marks, bars, links or a note
             marks = plots.nth(i).locator("path, rect.bg, g.annotation, .sankey-node")
             assert marks.count() > 0, f"{view}: figure {i} is empty"
         if view == "Kernels":
-            page.locator(".tabulator-row").first.wait_for()
-            assert page.locator(".tabulator-row").count() > 0
+            assert page.locator(".tv-kernels .tabulator-row").count() > 0
+            assert page.locator(".tv-kernel-diff .tabulator-row").count() > 0
         shot(page, view.lower().replace(" ", "-"))
     assert page.errors == []
 
@@ -194,7 +147,7 @@ def test_kernel_click_explains_it(page: Any) -> None:
     open_view(page, "Kernels")
     page.get_by_placeholder("e.g. fused, gemm, add").fill("fused")
     page.keyboard.press("Enter")
-    row = page.locator(".tabulator-row").filter(has_text="compiled").first
+    row = page.locator(".tv-kernels .tabulator-row").filter(has_text="compiled").first
     row.wait_for()
     row.click()
     page.get_by_text("ops it replaced").wait_for()
@@ -207,7 +160,8 @@ def test_upload_good_trace(page: Any) -> None:
     upload_input(page, 1).set_input_files(str(other))
     page.get_by_text(f"Loaded {other.name}.").wait_for()
     open_view(page, "Overview")
-    page.get_by_text("traceviz-upload-").first.wait_for()  # the headline names the upload
+    page.get_by_text(f"{other.name} (").first.wait_for()  # the headline names the upload
+    assert page.get_by_text("traceviz-upload-").count() == 0  # not the deleted temp copy
     shot(page, "upload-good")
     assert page.errors == []
 
@@ -218,6 +172,10 @@ def test_upload_corrupt_file_shows_message(page: Any, tmp_path: Path) -> None:
     upload_input(page, 0).set_input_files(str(bad))
     page.get_by_text("Could not load corrupt.json.gz").wait_for()
     assert tab(page, "Overview").is_visible()  # the old comparison stays
+    drop_a = page.locator(".filepond--root:visible").first  # A's: emptied, not "complete"
+    drop_a.wait_for()
+    assert "Upload complete" not in drop_a.inner_text()
+    assert "corrupt.json.gz" not in drop_a.inner_text()
     shot(page, "upload-corrupt")
     assert page.errors == []
 

@@ -41,6 +41,12 @@ def build_views(comparison: Report) -> list[tuple[str, Component]]:
     return [(title, VIEWS[title](comparison)) for title in views_for(comparison)]
 
 
+def tab_class(title: str) -> str:
+    """The CSS class of a tab's content (``"Launch overhead"`` → ``tv-tab-launch-overhead``),
+    for pages and tests to find a tab's content once it is built."""
+    return "tv-tab-" + "-".join(title.lower().split())
+
+
 def build_view(comparison: Report, title: str) -> Component:
     """One tab's component; a builder that fails gives a message in the tab, not a traceback."""
     try:
@@ -174,7 +180,9 @@ class Dashboard(pn.viewable.Viewer):
         titles = views_for(comparison)
         active = min(self._tabs.active, len(titles) - 1)
         self.comparison = comparison
-        self._slots = {t: pn.Column(sizing_mode=STRETCH, name=t) for t in titles}
+        self._slots = {
+            t: pn.Column(sizing_mode=STRETCH, name=t, css_classes=[tab_class(t)]) for t in titles
+        }
         for title, component in (built or {}).items():
             if title in self._slots:
                 self._slots[title][:] = [component]
