@@ -200,3 +200,12 @@ def test_blocks_label_each_cell_when_the_cells_do_not_fit_side_by_side() -> None
     assert _squash(f"{columns[1]}: 80.8 ms (162)") in _squash(text)
     assert _squash(f"{columns[2]}: 74.1 ms (162)") in _squash(text)
     assert max(len(line) for line in text.splitlines()) <= 60
+
+
+def test_metrics_view_picks_rows_by_metric_id(attention) -> None:  # type: ignore[no-untyped-def]
+    """Front ends that show some metrics (the dashboard's launch and memory tabs) select them
+    by id; the rows carry display names."""
+    only = ("launch_count", "est_bytes", "no_such_metric")
+    view = metrics_view(attention, only=only, title="Some")
+    assert view.title == "Some"
+    assert [row[0] for row in view.rows] == [metric_label("launch_count"), "memory traffic"]
