@@ -115,6 +115,10 @@ def test_json_sections(report: Any) -> None:
     assert len(ort["fusion"]) == len(report.backends.fusion)
     assert all(isinstance(r["exported_count"], int) for r in ort["fusion"])
     assert ort["folded"] == [] and ort["problems"] == []
+    fastest = report.backends.fastest
+    assert ort["fastest"]["backend"] == fastest.backend
+    medians = [r["step_median_us"] for r in data["backends"] if r["step_median_us"] is not None]
+    assert ort["fastest"]["median_us"] == min(medians)  # every level's outputs passed here
 
 
 def test_a_plain_run_has_no_backends() -> None:
@@ -271,3 +275,57 @@ def test_a_failed_export_is_said_and_the_torch_rows_stay(tmp_path: Path) -> None
     assert list(report.backends.rows["backend"]) == ["eager", "compile"]
     notes = " ".join(v.note for v in backends_views(report))
     assert "The export failed: RuntimeError: cannot export" in notes
+
+
+def _rows(*rows: tuple[str, float, float, bool | None, str]) -> Any:
+    import pandas as pd
+
+    from traceviz.analysis.backends import BACKEND_DTYPES
+    from traceviz.schema import conform
+
+    table = pd.DataFrame(
+        [
+            {**dict.fromkeys(BACKEND_DTYPES), "backend": b, "step_median_us": m,
+             "step_iqr_us": q, "check_passed": ok, "error": e, "ratio_to_eager": m / rows[0][1]}
+            for b, m, q, ok, e in rows
+        ]
+    )  # fmt: skip
+    return conform(table, BACKEND_DTYPES)
+
+
+def test_fastest_skips_failed_outputs_and_says_whether_it_is_clear() -> None:
+    from traceviz.analysis.backends import fastest_backend
+
+    rows = _rows(
+        ("eager", 100.0, 10.0, None, ""),
+        ("compile", 80.0, 10.0, True, ""),
+        ("onnxruntime:all", 50.0, 4.0, False, ""),  # fastest, but its outputs are wrong
+        ("onnxruntime:basic", 60.0, 4.0, True, ""),
+        ("onnxruntime:x", 10.0, 1.0, None, "session failed"),
+    )
+    best = fastest_backend(rows)
+    assert best is not None and best.backend == "onnxruntime:basic"
+    assert best.runner_up == "compile" and best.clear is True  # 20 µs apart, spreads 4 and 10
+    assert best.ratio_to_eager == pytest.approx(0.6)
+    close = fastest_backend(
+        _rows(("eager", 100.0, 30.0, None, ""), ("compile", 90.0, 30.0, True, ""))
+    )
+    assert close is not None and close.backend == "compile" and close.clear is False
+
+
+def test_a_level_whose_outputs_fail_names_its_culprit(ort_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = shutil.copytree(ort_run, tmp_path / "culprit")
+    info = _run_json(run)
+    level = info["backends"]["onnxruntime"]["levels"][-1]
+    level["check"].update(passed=False, max_abs_diff=3.5)
+    level["check"]["culprit"] = {"node": "N", "op_type": "ai.onnx:Gemm", "error": "off by 3.5"}
+    (run / "run.json").write_text(json.dumps(info))
+    report = compare_run(run)
+    rows = report.backends.rows.set_index("backend")
+    assert rows.loc[ORT_PREFIX + level["name"], "culprit"] == "N (ai.onnx:Gemm): off by 3.5"
+    assert report.backends.fastest.backend != ORT_PREFIX + level["name"]
+    (table,) = [v for v in backends_views(report) if v.title == "Backends side by side"]
+    assert f"{ORT_PREFIX}{level['name']} outputs: N (ai.onnx:Gemm): off by 3.5" in table.note
+    assert "FAILED (3.5)" in [r[7] for r in table.rows]

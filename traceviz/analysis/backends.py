@@ -19,6 +19,7 @@ unreadable is left out of the graph tables and named in ``problems``; it keeps i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from dataclasses import dataclass, field
@@ -42,7 +43,15 @@ from traceviz.analysis.onnx_nodes import Graph, read_graph
 from traceviz.analysis.ort_profile_nodes import ProfileNodes, read_profile_nodes
 from traceviz.errors import TraceFormatError, UsageError
 
-__all__ = ["BACKEND_DTYPES", "BackendRow", "BackendsView", "backends_view", "has_backends"]
+__all__ = [
+    "BACKEND_DTYPES",
+    "BackendRow",
+    "BackendsView",
+    "Fastest",
+    "backends_view",
+    "fastest_backend",
+    "has_backends",
+]
 
 ORT_PREFIX = "onnxruntime:"
 EXPORTED_GRAPH = "onnx/model.onnx"
@@ -70,6 +79,8 @@ class BackendRow:
     one_time = "one_time"  # what one_time_s counts (str)
     nodes = "nodes"  # nodes in the ORT level's graph (Int64; NA for eager/compile)
     error = "error"  # the level failed: its error ("" none) (str)
+    culprit = "culprit"  # its output check failed: the node isolated as wrong, "node (op):
+    # error", or the reference evaluator's disagreement ("" none) (str)
 
 
 BACKEND_DTYPES: dict[str, str] = {
@@ -87,6 +98,7 @@ BACKEND_DTYPES: dict[str, str] = {
     BackendRow.one_time: "object",
     BackendRow.nodes: schema.I64,
     BackendRow.error: "object",
+    BackendRow.culprit: "object",
 }
 
 
@@ -110,10 +122,65 @@ class BackendsView:
     profiles: dict[str, ProfileNodes] = field(default_factory=dict)
 
     @property
+    def fastest(self) -> Fastest | None:
+        """The backend with the lowest median step time (:func:`fastest_backend`)."""
+        return fastest_backend(self.rows)
+
+    @property
     def levels(self) -> list[str]:
         """The ORT levels, in run order."""
         rows = self.rows[BackendRow.backend]
         return [str(b)[len(ORT_PREFIX) :] for b in rows if str(b).startswith(ORT_PREFIX)]
+
+
+@dataclass(frozen=True)
+class Fastest:
+    """The fastest backend whose outputs did not fail their check, and the next one.
+
+    ``clear`` is a rough separation test on the medians and IQRs measured: the gap between
+    the two medians is larger than half the sum of their IQRs (None without a runner-up).
+    """
+
+    backend: str
+    median_us: float
+    ratio_to_eager: float | None
+    runner_up: str | None
+    runner_up_median_us: float | None
+    clear: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def fastest_backend(rows: pd.DataFrame) -> Fastest | None:
+    """:class:`Fastest` among ``rows`` (:class:`BackendRow`) with a median step time and an
+    output check that did not fail (eager, the reference, always qualifies); None when none."""
+    timed = rows[rows[BackendRow.step_median_us].notna()]
+    timed = timed[timed[BackendRow.check_passed].fillna(True).astype(bool)]
+    timed = timed[timed[BackendRow.error] == ""]
+    if timed.empty:
+        return None
+    ordered = timed.sort_values(BackendRow.step_median_us, kind="stable").to_dict("records")
+    best = ordered[0]
+    ratio = best[BackendRow.ratio_to_eager]
+    if len(ordered) == 1:
+        return Fastest(best[BackendRow.backend], best[BackendRow.step_median_us],
+                       None if _nan(ratio) else ratio, None, None, None)  # fmt: skip
+    second = ordered[1]
+    gap = second[BackendRow.step_median_us] - best[BackendRow.step_median_us]
+    spread = (_zero(best[BackendRow.step_iqr_us]) + _zero(second[BackendRow.step_iqr_us])) / 2
+    return Fastest(
+        backend=str(best[BackendRow.backend]),
+        median_us=float(best[BackendRow.step_median_us]),
+        ratio_to_eager=None if _nan(ratio) else float(ratio),
+        runner_up=str(second[BackendRow.backend]),
+        runner_up_median_us=float(second[BackendRow.step_median_us]),
+        clear=bool(gap > spread),
+    )
+
+
+def _zero(value: Any) -> float:
+    return 0.0 if _nan(value) else float(value)
 
 
 def has_backends(value: object) -> bool:
@@ -314,13 +381,27 @@ def _ort_row(
         row[BackendRow.one_time] = "session" if _nan(export) else "export + session"
     row[BackendRow.nodes] = level.get("nodes")
     row[BackendRow.error] = str(level.get("error") or "")
+    row[BackendRow.culprit] = _culprit(check)
     return row
 
 
 def _blank(backend: str) -> dict[str, Any]:
     row: dict[str, Any] = dict.fromkeys(BACKEND_DTYPES, math.nan)
     row.update(backend=backend, timing="", one_time="", nodes=None, check_passed=None, error="")
+    row[BackendRow.culprit] = ""
     return row
+
+
+def _culprit(check: dict[str, Any]) -> str:
+    """What the runner found wrong in a level's outputs: the isolated node, else a failed
+    reference evaluation (ORT-independent) of the optimized graph."""
+    culprit = check.get("culprit") or {}
+    if culprit.get("node"):
+        return f"{culprit['node']} ({culprit.get('op_type', '?')}): {culprit.get('error', '')}"
+    reference = check.get("reference") or {}
+    if reference.get("passed") is False:
+        return f"reference evaluator disagrees (max |Δ| {reference.get('max_abs_diff')})"
+    return ""
 
 
 def _timing(row: dict[str, Any], record: dict[str, Any] | None) -> None:

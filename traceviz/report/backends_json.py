@@ -24,6 +24,7 @@ def onnxruntime_json(view: BackendsView | None) -> dict[str, Any] | None:
         "threads": view.threads,
         "latency_method": view.latency_method,
         "levels": view.levels,
+        "fastest": fastest.to_json() if (fastest := view.fastest) is not None else None,
         "op_counts": records(view.op_counts),
         "fusion": records(view.fusion),
         "folded": records(view.folded),

@@ -57,14 +57,17 @@ def backends_table(view: BackendsView) -> View:
             _seconds(row[BackendRow.one_time_s], row[BackendRow.one_time]),
         ])  # fmt: skip
     method = view.latency_method or "run.json timing"
+    verdict = _fastest_text(view)
     threads = f", {view.threads} threads" if view.threads else ""
-    note = (
+    note = verdict + (
         f"Step time: median and IQR measured outside the profiler ({method}{threads}); "
         "kernels and kernel time measured in the traces (ORT: its profile's node runs); "
         "bytes estimated (ORT: input and output sizes of each node)."
     )
     errors = [f"{r[BackendRow.backend]}: {r[BackendRow.error]}" for r in records(view.rows)
               if r[BackendRow.error]]  # fmt: skip
+    errors += [f"{r[BackendRow.backend]} outputs: {r[BackendRow.culprit]}"
+               for r in records(view.rows) if r[BackendRow.culprit]]  # fmt: skip
     if errors:
         note += " Failed: " + "; ".join(errors)
     columns = ["backend", "step median", "IQR", "× eager", "kernels/step", "kernel time/step",
@@ -184,6 +187,18 @@ def folded_view(view: BackendsView, *, top: int) -> View:
     note += f", {top} shown." if len(folded) > top else "."
     return _view(f"Folded exported nodes ({level})", ["exported node", "op", "aten op", "why"],
                  rows, note, names=(0,))  # fmt: skip
+
+
+def _fastest_text(view: BackendsView) -> str:
+    best = view.fastest
+    if best is None:
+        return ""
+    text = f"Fastest: {best.backend}, {fmt_us(best.median_us)} per step"
+    text += f" ({best.ratio_to_eager:.3g}× eager)" if best.ratio_to_eager else ""
+    if best.runner_up is not None:
+        how = "clearly ahead of" if best.clear else "within the spread of"
+        text += f", {how} {best.runner_up} ({fmt_us(best.runner_up_median_us)})"
+    return text + " (outputs checked against eager). "
 
 
 def _short_op(op: str) -> str:
