@@ -109,7 +109,7 @@ def read_profile(path: Path, data: bytes | bytearray) -> Trace:
     nodes, sessions, spans = _route(events, ignored)
     ops, node_rows = _op_table(nodes, sessions)
     kernels = _kernel_table(ops, node_rows, nodes)
-    span_table = _span_table(spans, ops[Ops.thread].cat.categories)
+    span_table = _span_table(spans)
     start, end = time_bounds(
         [(t[Ops.ts_us].to_numpy(), t[Ops.dur_us].to_numpy()) for t in (ops, span_table)]
     )
@@ -182,7 +182,7 @@ def _route(
     for event, dur in zip(events, durs, strict=True):
         name = event.name if isinstance(event.name, str) else ""
         if event.ph != "X":
-            ignored[f"not_complete:{event.ph}"] += 1
+            ignored[f"not_complete:{str(event.ph)[:16]}"] += 1
         elif event.cat == NODE and name.endswith(FENCE_SUFFIXES):
             ignored["fence"] += 1
         elif dur < 0 or np.isinf(dur):
@@ -200,7 +200,7 @@ def _route(
 
 
 def _threads(events: Sequence[OrtEvent]) -> list[str]:
-    """ "pid/tid" per event (each distinct pair labelled once)."""
+    """The thread label ("pid/tid") of each event; each distinct pair is labelled once."""
     labels: dict[tuple[str, str], str] = {}
     out = []
     for event in events:
@@ -370,7 +370,7 @@ def _node_bytes(nodes: list[OrtEvent]) -> pd.arrays.IntegerArray:
     return total
 
 
-def _span_table(spans: list[OrtEvent], threads: pd.Index) -> pd.DataFrame:
+def _span_table(spans: list[OrtEvent]) -> pd.DataFrame:
     """Complete events that are neither nodes nor session events."""
     return pd.DataFrame(
         {
