@@ -112,7 +112,8 @@ def _traceviz_load(path: str) -> tuple[Callable[[], Result], str]:
         raise Unavailable(f"traceviz.load is not available yet: {err}") from err
 
     def run() -> Result:
-        trace = traceviz.load(path)
+        # The parse itself: the automatic parse cache (issue 14) neither read nor written.
+        trace = traceviz.load(path, cache=False)
         tables = trace.tables()
         detail = ", ".join(f"{name} {len(table):,}" for name, table in tables.items() if len(table))
         return int(trace.stats.events_in), detail
