@@ -21,7 +21,7 @@ import pandas as pd
 from traceviz.ranks.reduce import KernelSummary as KS
 from traceviz.ranks.reduce import RankSummary as S
 from traceviz.ranks.reduce import is_collective_kernel, plain
-from traceviz.ranks.stragglers import K_MAD, robust_outliers
+from traceviz.ranks.stragglers import K_MAD, MAD_TO_SIGMA, robust_outliers
 
 MIN_RATIO = 1.2
 MIN_SHARE = 0.01
@@ -97,28 +97,36 @@ def kernel_spread(kernel_summary: pd.DataFrame, *, k: float = K_MAD) -> pd.DataF
     ks = ks[~is_collective_kernel(ks[KS.name])]
     if ks.empty:
         return pd.DataFrame({c: [] for c in columns})
-    wide = ks.pivot_table(index=KS.name, columns=KS.rank, values=KS.mean_us, aggfunc="first")
-    calls = ks.pivot_table(index=KS.name, columns=KS.rank, values=KS.calls, aggfunc="first")
-    totals = ks.groupby(KS.rank)[KS.total_us].sum()
-    share = (
-        ks.pivot_table(index=KS.name, columns=KS.rank, values=KS.total_us, aggfunc="first")
-        .div(totals, axis=1)
-        .median(axis=1)
+    ks = ks.drop_duplicates([KS.rank, KS.name]).dropna(subset=[KS.mean_us])
+    totals = ks.groupby(KS.rank)[KS.total_us].transform("sum").to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ks = ks.assign(_share=np.where(totals > 0, ks[KS.total_us].to_numpy(float) / totals, 0))
+    by_name = ks.groupby(KS.name, sort=False)
+    ks = ks.assign(
+        _share=by_name["_share"].transform("median"),
+        _ranks=by_name[KS.rank].transform("size"),
+        _median=by_name[KS.mean_us].transform("median"),
     )
-    wide = wide.loc[share.index[share.to_numpy(dtype=float) >= MIN_SHARE]]
-    ranks = [int(c) for c in wide.columns]
-    counts = calls.reindex(index=wide.index, columns=wide.columns).to_numpy(dtype=float)
-    rows = []
-    for i, (name, means) in enumerate(wide.iterrows()):
-        values = means.to_numpy(dtype=float)
-        present = np.isfinite(values)
-        if present.sum() < 2:
-            continue
-        median = float(np.median(values[present]))
-        flagged, _, _ = robust_outliers(values, k=k, floor=(MIN_RATIO - 1.0) * median)
-        for col in np.flatnonzero(flagged):
-            n = int(counts[i, col])
-            rows.append((name, ranks[col], values[col], median, values[col] / median, n,
-                         (values[col] - median) * n, int(present.sum())))  # fmt: skip
-    out = pd.DataFrame(rows, columns=columns)
+    ks = ks[(ks["_share"] >= MIN_SHARE) & (ks["_ranks"] >= 2)]
+    mean = ks[KS.mean_us].to_numpy(dtype=float)
+    median = ks["_median"].to_numpy(dtype=float)
+    deviation = pd.Series(np.abs(mean - median), index=ks.index)
+    mad = deviation.groupby(ks[KS.name], sort=False).transform("median").to_numpy(dtype=float)
+    # robust_outliers per kernel name: above median + max(k·1.4826·MAD, (MIN_RATIO − 1)·median)
+    threshold = median + np.maximum(k * MAD_TO_SIGMA * mad, (MIN_RATIO - 1.0) * median)
+    slow = ks[mean > threshold]
+    calls = slow[KS.calls].to_numpy(dtype=np.int64)
+    out = pd.DataFrame(
+        {
+            SlowKernel.name: slow[KS.name].to_numpy(dtype=object),
+            SlowKernel.rank: slow[KS.rank].to_numpy(dtype=np.int64),
+            SlowKernel.mean_us: slow[KS.mean_us].to_numpy(dtype=float),
+            SlowKernel.median_us: slow["_median"].to_numpy(dtype=float),
+            SlowKernel.ratio: (slow[KS.mean_us] / slow["_median"]).to_numpy(dtype=float),
+            SlowKernel.calls: calls,
+            SlowKernel.excess_us: (slow[KS.mean_us] - slow["_median"]).to_numpy(float) * calls,
+            SlowKernel.ranks: slow["_ranks"].to_numpy(dtype=np.int64),
+        },
+        columns=columns,
+    )
     return out.sort_values(SlowKernel.excess_us, ascending=False, ignore_index=True)
