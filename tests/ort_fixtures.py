@@ -202,7 +202,8 @@ def make_ort_run(dest: Path, *, sample: Path) -> Path:
             "error": None,
         })  # fmt: skip
         rows.append({"backend": f"onnxruntime:{level}", "median_us": 100.0 + len(rows),
-                     "iqr_us": 5.0, "samples_us": [100.0], "ratio_to_eager": None})  # fmt: skip
+                     "iqr_us": 5.0, "samples_us": [95.0 + len(rows), 100.0 + len(rows),
+                     105.0 + len(rows)], "ratio_to_eager": None})  # fmt: skip
     eager = info["timing"]["eager"]["median_us"]
     torch_rows = [
         {"backend": name, "median_us": stats["median_us"], "iqr_us": stats["iqr_us"],

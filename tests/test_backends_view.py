@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests import ort_fixtures as fx
@@ -160,7 +161,7 @@ def test_dashboard_tab_only_for_runs_with_ort(report: Any) -> None:
     assert len(tables) == 1 and len(tables[0].value) == len(report.backends.fusion)
 
 
-def test_figures(report: Any) -> None:
+def test_figures(report: Any, ort_run: Path) -> None:
     pytest.importorskip("plotly")
     from traceviz.report.figures.backends import (
         kernels_per_step_figure,
@@ -172,7 +173,13 @@ def test_figures(report: Any) -> None:
     (bar,) = latency_figure(report).data
     assert list(bar.x) == list(rows["backend"])
     assert list(bar.y) == pytest.approx(list(rows["step_median_us"]))
-    assert list(bar.error_y.array) == pytest.approx(list(rows["step_iqr_us"] / 2))
+    samples = {r["backend"]: r["samples_us"] for r in _run_json(ort_run)["latency"]["rows"]}
+    q1 = [float(np.percentile(samples[b], 25)) for b in rows["backend"]]
+    q3 = [float(np.percentile(samples[b], 75)) for b in rows["backend"]]
+    assert list(bar.error_y.array) == pytest.approx([h - m for h, m in zip(q3, bar.y, strict=True)])
+    assert list(bar.error_y.arrayminus) == pytest.approx(
+        [m - low for low, m in zip(q1, bar.y, strict=True)]
+    )
     (kernels,) = kernels_per_step_figure(report).data
     assert list(kernels.y) == pytest.approx(list(rows["kernels_per_step"]))
     assert {t.name for t in op_counts_figure(report).data} == {"exported", *report.backends.levels}

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import numpy as np
 import pandas as pd
 
 from traceviz import schema
@@ -68,6 +69,8 @@ class BackendRow:
     backend = "backend"  # "eager", "compile", "onnxruntime:<level>" (str)
     step_median_us = "step_median_us"  # median step time, µs (float64; NaN: not timed)
     step_iqr_us = "step_iqr_us"  # its interquartile range, µs (float64)
+    step_q1_us = "step_q1_us"  # 25th and 75th percentiles of the step times, µs (float64;
+    step_q3_us = "step_q3_us"  # NaN where run.json kept no samples)
     ratio_to_eager = "ratio_to_eager"  # median / eager's median (> 1: slower) (float64)
     timing = "timing"  # "round-robin" (run.json latency) or "timed" (run.json timing) (str)
     kernels_per_step = "kernels_per_step"  # kernels (ORT: node runs) per step (float64)
@@ -87,6 +90,8 @@ BACKEND_DTYPES: dict[str, str] = {
     BackendRow.backend: "object",
     BackendRow.step_median_us: schema.F64,
     BackendRow.step_iqr_us: schema.F64,
+    BackendRow.step_q1_us: schema.F64,
+    BackendRow.step_q3_us: schema.F64,
     BackendRow.ratio_to_eager: schema.F64,
     BackendRow.timing: "object",
     BackendRow.kernels_per_step: schema.F64,
@@ -344,7 +349,8 @@ def _torch_row(
     if row[BackendRow.timing] == "" and info is not None:
         stats = info.timing.eager if side == "a" else info.timing.compiled
         if stats is not None:
-            row.update(step_median_us=stats.median_us, step_iqr_us=stats.iqr_us, timing="timed")
+            row.update(step_median_us=stats.median_us, step_iqr_us=stats.iqr_us, timing="timed",
+                       step_q1_us=stats.q1_us, step_q3_us=stats.q3_us)  # fmt: skip
     column = Metric.a if side == "a" else Metric.b
     steps = comparison.metric("step_count")[column]
     row[BackendRow.kernels_per_step] = comparison.metric("kernels_per_step")[column]
@@ -409,6 +415,10 @@ def _timing(row: dict[str, Any], record: dict[str, Any] | None) -> None:
         return
     row[BackendRow.step_median_us] = _float(record.get("median_us"))
     row[BackendRow.step_iqr_us] = _float(record.get("iqr_us"))
+    samples = [v for v in record.get("samples_us") or [] if isinstance(v, int | float)]
+    if samples:
+        q1, q3 = np.percentile(samples, [25, 75])
+        row[BackendRow.step_q1_us], row[BackendRow.step_q3_us] = float(q1), float(q3)
     row[BackendRow.ratio_to_eager] = _float(record.get("ratio_to_eager"))
     row[BackendRow.timing] = "round-robin"
 

@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 ORT_COLOR = "#54A24B"
+LOG_RATIO = 20  # step times further apart than this go on a log axis
 NO_DATA = (
     "no ONNX Runtime data in this run (traceviz run MODEL --backends eager,compile,onnxruntime)"
 )
@@ -46,7 +47,7 @@ def _view(report: Any) -> BackendsView | None:
 
 def latency_figure(report: Any) -> go.Figure:
     """Median step time per backend (measured outside the profiler), whiskers ± IQR/2."""
-    title = "Step time per backend (measured, µs): median, whiskers ± IQR/2"
+    title = "Step time per backend (measured, µs): median, whiskers the 25th–75th percentiles"
     view = _view(report)
     if view is None:
         return _empty(title, NO_DATA)
@@ -57,14 +58,23 @@ def latency_figure(report: Any) -> go.Figure:
     fig.add_bar(
         x=[r[BackendRow.backend] for r in rows],
         y=[r[BackendRow.step_median_us] for r in rows],
-        error_y={"type": "data", "array": [_half(r[BackendRow.step_iqr_us]) for r in rows]},
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [_above(r) for r in rows],
+            "arrayminus": [_below(r) for r in rows],
+        },
         marker_color=[backend_color(str(r[BackendRow.backend])) for r in rows],
         hovertext=[_latency_hover(r) for r in rows],
         hoverinfo="text",
         showlegend=False,
     )
     method = view.latency_method or "run.json timing"
-    return _layout(fig, f"{title} — {method}", yaxis_title="µs per step")
+    medians = [float(r[BackendRow.step_median_us]) for r in rows]
+    log = min(medians) > 0 and max(medians) / min(medians) > LOG_RATIO
+    fig.update_yaxes(type="log" if log else "linear")
+    scale = ", log scale" if log else ""
+    return _layout(fig, f"{title} — {method}{scale}", yaxis_title="µs per step")
 
 
 def kernels_per_step_figure(report: Any) -> go.Figure:
@@ -111,9 +121,22 @@ def op_counts_figure(report: Any) -> go.Figure:
     return _layout(fig, title, barmode="group", yaxis_title="nodes")
 
 
-def _half(value: Any) -> float:
-    number = _nan_to_none(value)
-    return 0.0 if number is None else number / 2
+def _above(row: dict[str, Any]) -> float:
+    """Median to the 75th percentile (half the IQR where run.json kept no samples)."""
+    q3, median = _nan_to_none(row[BackendRow.step_q3_us]), float(row[BackendRow.step_median_us])
+    if q3 is not None:
+        return max(q3 - median, 0.0)
+    iqr = _nan_to_none(row[BackendRow.step_iqr_us])
+    return 0.0 if iqr is None else iqr / 2
+
+
+def _below(row: dict[str, Any]) -> float:
+    """The 25th percentile to the median (never below zero)."""
+    q1, median = _nan_to_none(row[BackendRow.step_q1_us]), float(row[BackendRow.step_median_us])
+    if q1 is not None:
+        return max(median - q1, 0.0)
+    iqr = _nan_to_none(row[BackendRow.step_iqr_us])
+    return 0.0 if iqr is None else min(iqr / 2, median)
 
 
 def _us(value: Any) -> str:
