@@ -49,7 +49,7 @@ def test_a_kernel_called_at_two_places_of_a_graph_matches_each_call_site() -> No
 
 
 def test_gemm_work_is_credited_to_gemm_kernels_not_to_their_fused_epilogue(gpt2) -> None:
-    credits, eager, _ = gpt2
+    credits, _, _ = gpt2
     matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
     gemms = matched[matched[Credits.op].isin(["aten::addmm", "aten::mm"])]
     assert len(gemms) >= 50

@@ -156,9 +156,11 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     by_name = instances_by_name(c)
     picked: list[pd.DataFrame] = []
     # a tuple, not a joined string: library kernel names hold ", " in their template arguments
-    candidates = pairs.groupby("i")["kernel"].agg(lambda s: tuple(sorted(set(s))))
-    for names, members in candidates.groupby(candidates, sort=False):
-        instances = members.index.to_numpy()
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, kernels in pairs.groupby("i")["kernel"]:
+        groups.setdefault(tuple(sorted(set(kernels))), []).append(int(str(i)))
+    for names, members in groups.items():
+        instances = np.asarray(members, dtype=np.int64)
         chosen = nearest_kernel(list(names), by_name, e.pos[instances])
         picked.append(
             pd.DataFrame(
