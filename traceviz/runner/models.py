@@ -63,7 +63,7 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
         ),
         BuiltinModel(
             "linear-add",
-            "matmul then bias add: Inductor calls addmm instead (plus a layout copy)",
+            "matmul then bias add: Inductor calls addmm instead, and adds an aten::copy_",
             "traceviz.runner.zoo:linear_add",
             kernels=(2, 2),
         ),
