@@ -20,7 +20,7 @@ from traceviz.cli import main
 from traceviz.dashboard import loading, panel_app
 from traceviz.dashboard.app import Dashboard, build_views
 from traceviz.dashboard.serve import websocket_origins
-from traceviz.dashboard.views import VIEWS, KernelsView, TimelineView, explain_kernel
+from traceviz.dashboard.views import KernelsView, TimelineView, explain_kernel, views_for
 from traceviz.errors import TraceFormatError, UsageError
 
 
@@ -48,7 +48,10 @@ def test_upload_parses_and_caches() -> None:
     assert len(first.kernels) > 0
     again = loading.load_upload("renamed.json.gz", data, cache=cache)
     assert again.kernels is first.kernels  # parsed once
-    assert (first.meta.source, again.meta.source) == ("compiled.json.gz", "renamed.json.gz")
+    assert (first.meta.source, again.meta.source) == (
+        "compiled.json.gz (uploaded)",
+        "renamed.json.gz (uploaded)",
+    )
     plain = gzip.decompress(data).decode()  # text/* uploads arrive decoded
     assert len(loading.load_upload("compiled.json", plain, cache=cache).kernels) == len(
         first.kernels
@@ -98,9 +101,9 @@ def test_args_give_run_dir_pair_or_nothing(sample: Comparison) -> None:
 
 def test_every_view_builds(sample: Comparison) -> None:
     views = build_views(sample)
-    assert [title for title, _ in views] == list(VIEWS)
+    assert [title for title, _ in views] == views_for(sample)
     app = Dashboard(comparison=sample)
-    assert [t for t in app._tabs._names] == list(VIEWS)
+    assert [t for t in app._tabs._names] == views_for(sample)
 
 
 def test_bad_upload_shows_message_not_traceback(sample: Comparison) -> None:
@@ -130,7 +133,7 @@ def test_empty_app_waits_for_both_uploads() -> None:
     asyncio.run(app.load_upload("a", "e.json.gz", (run / "eager.pt.trace.json.gz").read_bytes()))
     assert app.comparison is None and "now upload the B trace" in app._status.object
     asyncio.run(app.load_upload("b", "c.json.gz", (run / "compiled.pt.trace.json.gz").read_bytes()))
-    assert app.comparison is not None and app._tabs._names == list(VIEWS)
+    assert app.comparison is not None and app._tabs._names == views_for(app.comparison)
 
 
 def test_selecting_a_compiled_kernel_explains_it(sample: Comparison) -> None:

@@ -3,7 +3,9 @@ modules (``views.register_view``) take part in that like the built-in ones."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -50,7 +52,9 @@ def probe() -> Iterator[list[str]]:
 
 def test_only_the_visible_tab_is_built(sample: Report) -> None:
     app = Dashboard(comparison=sample)
-    assert app._tabs._names == views.views_for(sample) == list(views.VIEWS)
+    always = [t for t in views.VIEWS if t not in views.VIEW_WHEN]
+    assert app._tabs._names == views.views_for(sample)
+    assert set(always) <= set(app._tabs._names)
     assert app.built_tabs == ["Overview"]
     app._tabs.active = app._tabs._names.index("Timeline")
     assert app.built_tabs == ["Overview", "Timeline"]
@@ -89,8 +93,6 @@ def test_a_failing_builder_gives_a_message(sample: Report) -> None:
 
 
 def test_upload_keeps_the_open_tab_and_builds_only_it(sample: Report) -> None:
-    import asyncio
-
     app = Dashboard(comparison=sample)
     app._tabs.active = app._tabs._names.index("Memory")
     data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
@@ -104,14 +106,12 @@ def test_upload_keeps_the_open_tab_and_builds_only_it(sample: Report) -> None:
 
 
 def test_an_upload_is_labelled_by_its_own_name(sample: Report) -> None:
-    import asyncio
-
     app = Dashboard(comparison=sample)
     data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
     asyncio.run(app.load_upload("b", "pointwise-compiled.pt.trace.json.gz", data))
     assert app.comparison is not None
     assert app.comparison.names == ("eager", "pointwise-compiled")
-    assert app.comparison.b.trace.meta.source == "pointwise-compiled.pt.trace.json.gz"
+    assert app.comparison.b.trace.meta.source == "pointwise-compiled.pt.trace.json.gz (uploaded)"
     assert "pointwise-compiled" in app._upload_names["b"].object
     app._tabs.active = 0
     overview = app._slots["Overview"].objects[0]
@@ -121,8 +121,6 @@ def test_an_upload_is_labelled_by_its_own_name(sample: Report) -> None:
 
 
 def test_a_failed_upload_resets_its_drop_zone(sample: Report) -> None:
-    import asyncio
-
     app = Dashboard(comparison=sample)
     before = app._uploads["a"]
     asyncio.run(app.load_upload("a", "corrupt.json.gz", b"\x1f\x8bnot gzip"))
@@ -130,3 +128,20 @@ def test_a_failed_upload_resets_its_drop_zone(sample: Report) -> None:
     assert app._uploads["a"] is not before and app._upload_slots["a"][1] is app._uploads["a"]
     assert app._uploads["a"].value == {}
     assert app.comparison is sample and app._labels() == sample.names
+
+
+def test_an_upload_is_never_read_from_a_same_named_server_file(
+    sample: Report, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceviz.dashboard.download import perfetto_download
+
+    data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "compiled.pt.trace.json.gz").write_bytes(b"not the upload")
+    app = Dashboard(comparison=sample)
+    asyncio.run(app.load_upload("b", "compiled.pt.trace.json.gz", data))
+    assert app.comparison is not None
+    shown = perfetto_download(app.comparison)
+    button = next(iter(shown.select(pn.widgets.FileDownload)))
+    assert button.disabled  # the upload is not kept; the file beside the server is not it
+    assert "uploaded" in shown[1].object

@@ -31,7 +31,11 @@ def perfetto_download(comparison: Report) -> pn.viewable.Viewable:
     )
     if not missing:
         return button
-    why = "the original trace file is gone (" + ", ".join(missing) + "); run `traceviz export`"
+    why = (
+        "an uploaded trace is not kept on the server, or its file is gone ("
+        + ", ".join(missing)
+        + "): run `traceviz export --perfetto` on the files"
+    )
     return pn.Row(button, pn.pane.Markdown(why))
 
 

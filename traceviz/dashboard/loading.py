@@ -23,6 +23,7 @@ from traceviz.trace import Trace
 UPLOAD_SUFFIXES = (".json", ".json.gz", ".gz")
 DEFAULT_MAX_UPLOAD_MB = 512
 CACHE_ENTRIES = 6
+UPLOADED = " (uploaded)"  # ends the source of an uploaded trace: "eager.json.gz (uploaded)"
 
 
 class TraceCache:
@@ -77,7 +78,8 @@ def load_upload(
     cache: TraceCache = CACHE,
 ) -> Trace:
     """Parse an uploaded trace (``.json`` / ``.json.gz``), cached by its SHA-256. Its
-    ``meta.source`` is the uploaded file's name (the temporary copy it was parsed from is gone).
+    ``meta.source`` is the uploaded file's name and :data:`UPLOADED` (the temporary copy it was
+    parsed from is gone, and no file of that name on the server is the upload).
 
     Raises :class:`TraceFormatError` naming ``filename`` for a wrong suffix, a file over
     ``max_bytes``, or content that is not a profiler trace.
@@ -109,10 +111,11 @@ def load_upload(
 
 
 def _named(trace: Trace, name: str) -> Trace:
-    """``trace`` whose source is ``name`` (the same tables, not copied)."""
-    if trace.meta.source == name:
+    """``trace`` whose source is ``name (uploaded)`` (the same tables, not copied)."""
+    source = name + UPLOADED
+    if trace.meta.source == source:
         return trace
-    return dataclasses.replace(trace, meta=dataclasses.replace(trace.meta, source=name))
+    return dataclasses.replace(trace, meta=dataclasses.replace(trace.meta, source=source))
 
 
 def upload_label(filename: str, other: str) -> str:
