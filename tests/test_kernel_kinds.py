@@ -444,6 +444,12 @@ INDUCTOR_CASES = [
     ("triton_tem_fused_addmm_0", K.GEMM),
     ("triton_tem_fused_convolution_0", K.CONV),
     ("triton_tem_fused_flex_attention_0", K.ATTENTION),
+    # prepares the mask of a library attention (GPT-2 on an H200): not the attention itself
+    (
+        "triton_poi_fused__scaled_dot_product_efficient_attention_add_arange_bitwise_and_eq"
+        "_expand_index_le_new_ones_scalar_tensor_split_transpose_unsqueeze_view_where_2",
+        K.POINTWISE,
+    ),
     ("triton_per_fused__softmax_0", K.NORMALIZATION),
     ("triton_red_fused_sum_0", K.REDUCTION),
     ("triton_poi_fused_0", K.POINTWISE),

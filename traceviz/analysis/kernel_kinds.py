@@ -207,14 +207,23 @@ def _inductor_kind(fused: FusedName) -> KernelKind:
     """Kind of an Inductor kernel from its subkind and decoded ops.
 
     Templates are GEMMs (conv when they fuse a convolution, attention for flex attention);
+    a non-template kernel named after an attention op only prepares its inputs and is
+    classified by its other ops;
     reductions that contain a norm, ``rsqrt`` (RMS norm) or softmax are normalization; kernels
     whose ops are all copies/views are copies; mangled names (ops unknown) are ``other``.
     """
     if not fused.descriptive:
         return KernelKind.OTHER
     ops = set(fused.ops)
-    if any(_ATTENTION_OPS.search(op) for op in ops):
+    attention = {op for op in ops if _ATTENTION_OPS.search(op)}
+    if attention and (
+        fused.subkind is TritonSubkind.TEMPLATE or any("flex" in op for op in attention)
+    ):
         return KernelKind.ATTENTION
+    # a pointwise kernel named after the attention whose inputs (mask, layout) it prepares
+    # (GPT-2 on an H200: triton_poi_fused__scaled_dot_product_efficient_attention_..._where_2);
+    # the attention itself runs in a library kernel
+    ops -= attention
     if fused.subkind is TritonSubkind.TEMPLATE:
         return KernelKind.CONV if ops & _TEMPLATE_CONV else KernelKind.GEMM
     reduces = fused.subkind in (TritonSubkind.REDUCTION, TritonSubkind.PERSISTENT_REDUCTION)
