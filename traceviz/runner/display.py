@@ -126,7 +126,8 @@ def _pass_detail(c: Correctness) -> str:
     if (c.max_rel_error or 0.0) <= (c.rtol or 0.0):
         return f"{head}; {_errors(c)}"
     some = f"{c.over_rtol:,} of them exceed" if n else "some exceed"
-    return f"{head}; {some} rtol alone (small |eager|, where atol dominates the bound): {_errors(c)}"
+    why = "small |eager|, where atol dominates the bound"
+    return f"{head}; {some} rtol alone ({why}): {_errors(c)}"
 
 
 def _mismatch_detail(c: Correctness) -> str:
