@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from traceviz import schema
 from traceviz._version import __version__
@@ -280,9 +282,6 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
     """``frame`` as Parquet, with the categories of its categorical columns that hold no
     values (an empty table, or no categories) in the file's metadata: Parquet keeps no
     categories without values, and a stored table should read back equal to the parsed one."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     bare = {
         str(c): {
             "values": [str(v) for v in frame[c].cat.categories],
@@ -304,10 +303,16 @@ _BARE_KEY = b"traceviz.bare_categories"
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
-    import pyarrow.parquet as pq
-
-    names = pq.read_schema(path).names
-    dictionary = [c for c in DICTIONARY_COLUMNS if c in names]
+    stored = pq.read_schema(path)
+    dictionary = [
+        c
+        for c in DICTIONARY_COLUMNS
+        if c in stored.names
+        and (
+            pa.types.is_string(stored.field(c).type)
+            or pa.types.is_large_string(stored.field(c).type)
+        )
+    ]
     table = pq.read_table(path, read_dictionary=dictionary)
     frame = table.to_pandas()
     bare = json.loads((table.schema.metadata or {}).get(_BARE_KEY, b"{}"))
