@@ -174,10 +174,20 @@ def test_stack_frames_fold_library_code_to_the_caller() -> None:
     )
     assert [f[:2] for f in parse_frames(text)] == [("/home/u/model.py", 40), (
         "/home/u/.venv/lib/python3.11/site-packages/transformers/x.py", 9)]  # fmt: skip
-    assert user_frame(text) == ("/home/u/model.py", 40, "forward", "x = self.block(x)")
+    # a model library's frame is model code: its line is where the op is written
+    hf = "/home/u/.venv/lib/python3.11/site-packages/transformers/x.py"
+    assert user_frame(text) == (hf, 9, "f", "return g(x)")
+    torch_inner = text + '  File "/v/site-packages/torch/nn/functional.py", line 3, in f\n'
+    assert user_frame(torch_inner)[:2] == (hf, 9)
     assert user_frame('  File "torch/nn/functional.py", line 3, in f\n') is None
     assert is_library("torch/nn/modules/linear.py") and not is_library("/home/u/model.py")
     assert is_library("/usr/lib/python3.11/contextlib.py")
+    assert is_library("/opt/py/lib/python3.11/functools.py") and is_library("<frozen runpy>")
+    # a pip-installed traceviz keeps its built-in models' lines; its marking hook is not code
+    site = "/v/lib/python3.11/site-packages/"
+    assert not is_library(site + "traceviz/runner/zoo.py")
+    assert is_library(site + "traceviz/runner/lines.py") and is_library(site + "triton/x.py")
+    assert not is_library("/usr/lib/python3/dist-packages/timm/models/vit.py")
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ rather than inferring it from names:
   name within their compiled region, library calls (``extern_kernels.addmm``…) by their order
   within one call of the compiled graph.
 - :func:`eager_kernel_lines` reads the Python frames of an eager trace recorded with
-  ``with_stack=True``: each kernel's innermost user-code frame (frames in torch, transformers
-  and site-packages are folded to the user frame that called them).
+  ``with_stack=True``: each kernel's innermost user-code frame (frames in torch, Triton and
+  the standard library are folded to the frame that called them; model libraries such as
+  transformers are model code).
 """
 
 from __future__ import annotations
@@ -304,7 +305,7 @@ def eager_kernel_lines(trace: Trace) -> pd.DataFrame:
     The line is the innermost span around the kernel's op that names a user-code line: the
     runner's ``traceviz line <file>(<line>): <function>`` marks (``exact``: the calling
     line), else the Python frames of ``with_stack=True`` (``python_function`` events) that
-    are not in torch, transformers or site-packages (not exact: such a frame names its
+    are not in torch, Triton or the standard library (not exact: such a frame names its
     function's first line). Empty for a trace with neither. Raises ``TypeError`` when
     ``trace`` is not a Trace.
     """

@@ -48,11 +48,14 @@ GRAPH_BREAK = "dynamo_graph_break_reason"
 # The runner's source-line marker in eager traces: "traceviz line <file>(<line>): <function>".
 LINE_MARK_PREFIX = "traceviz line "
 
-# Folders whose frames are library code: a source line inside them is folded to its caller.
-# "/lib/python3" is the standard library (contextlib, functools…) and any installed package;
-# the runner's own line-marking hook (traceviz/runner/lines.py) is not user code either.
-LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/torch/",
-                 "/transformers/", "<frozen ", "/traceviz/runner/lines.py")  # fmt: skip
+# Frames that are library code, folded to their caller: torch and the compiler stack it
+# drives, the standard library, frozen modules and the runner's line-marking hook. Model
+# libraries in site-packages (transformers, timm, ...) are model code: their lines are where the
+# ops are written (a GPT-2 from transformers would otherwise be one line, the call of the
+# model), and a pip-installed traceviz's built-in models must keep their lines.
+LIBRARY_PARTS = ("/torch/", "/functorch/", "/torchgen/", "/triton/", "<frozen ",
+                 "/traceviz/runner/lines.py")  # fmt: skip
+_STDLIB = re.compile(r"/lib/python3(?:\.\d+)?/(?!(?:site|dist)-packages/)")
 
 _GLOG = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\](?: \[[^\]]*\])* (\{.*)$")
 _FRAME = re.compile(r'^\s*File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>.+)$')
@@ -420,9 +423,10 @@ def parse_frames(text: str) -> list[tuple[str, int, str, str | None]]:
 
 
 def is_library(file: str) -> bool:
-    """Whether a source file is library code (torch, transformers, site-packages)."""
+    """Whether a source file is library code (torch, Triton, the standard library; see
+    :data:`LIBRARY_PARTS`); packages such as transformers count as model code."""
     path = "/" + file.replace("\\", "/")  # relative "torch/nn/…" frames (with_stack) too
-    return any(part in path for part in LIBRARY_PARTS)
+    return any(part in path for part in LIBRARY_PARTS) or _STDLIB.search(path) is not None
 
 
 def user_frame(text: str) -> tuple[str, int, str, str | None] | None:

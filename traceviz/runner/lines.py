@@ -4,8 +4,9 @@ Python frames in a trace (``with_stack=True``) name a function's *first* line, n
 that made the call. While :func:`mark_lines` is active, each torch function called from user
 code runs inside a ``record_function`` span named ``traceviz line <file>(<line>): <function>``
 (:data:`traceviz.parse.compile_log.LINE_MARK`), where the frame is the innermost caller outside
-torch, transformers and site-packages. Only the profiled eager steps are marked: timing is
-measured in separate, unmarked steps.
+torch, Triton and the standard library (model libraries such as transformers count as model
+code: their lines are where the ops are written). Only the profiled eager steps are marked:
+timing is measured in separate, unmarked steps.
 """
 
 from __future__ import annotations
