@@ -244,3 +244,17 @@ def test_traceviz_cluster_selects_a_running_scheduler(
     assert_same_dataset(serial, remote)
     assert len(set(remote.manifest[M.worker])) == 1
     assert set(remote.manifest[M.worker]) != set(serial.manifest[M.worker])
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword:Warning")  # inside dask, on pandas 3
+def test_any_engine_reads_one_table_across_ranks(serial: IngestResult) -> None:
+    """The layout is plain hive partitioning: Dask and pyarrow read it with no traceviz code."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pyarrow.dataset as pads
+
+    ours = open_dataset(serial.dataset).table("kernels")
+    theirs = dd.read_parquet(str(serial.dataset / "kernels")).compute()
+    assert len(theirs) == len(ours) > 0
+    assert sorted(int(r) for r in theirs["rank"].unique()) == list(range(WORLD))
+    summary = pads.dataset(serial.dataset / "summary", partitioning="hive").to_table()
+    assert sorted(summary.column("rank").to_pylist()) == list(range(WORLD))

@@ -13,6 +13,7 @@ The stages, one module each:
   LocalCluster, or serially); the only module that imports Dask.
 - :mod:`~traceviz.ranks.ingest`: one task per rank, incremental, a failed rank a manifest row.
 - :mod:`~traceviz.ranks.load`: :func:`load_ranks` → :class:`Ranks`.
+- :mod:`~traceviz.ranks.synth`: many ranks made from one real trace (tests, benchmarks).
 
 ``import traceviz.ranks`` imports neither Dask nor pandas; the names below load on first use.
 """
