@@ -301,3 +301,21 @@ def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
     errors = open_dataset(small).failed[M.error]
     assert len(errors) == WORLD  # rank 1 is corrupt (above), the others too large
     assert errors.str.contains("more than the limit of 1,000 bytes").sum() == WORLD - 1
+
+
+def test_a_damaged_dataset_file_is_one_clear_error(sample_job: Path, tmp_path: Path) -> None:
+    result = ingest(sample_job, tmp_path / "ds")
+    part = ds.rank_dir(result.dataset, "kernels", 3) / ds.PART
+    part.write_bytes(b"PAR1 not parquet")
+    with pytest.raises(TraceFormatError, match=r"rank=00003.*unreadable dataset table kernels"):
+        traceviz.load(result.dataset, rank=3)
+    (ds.rank_dir(result.dataset, ds.META, 2) / ds.META_FILE).write_text("{")
+    with pytest.raises(TraceFormatError, match="unreadable rank meta"):
+        traceviz.load(result.dataset, rank=2)
+    (ds.rank_dir(result.dataset, "summary", 1) / ds.PART).unlink()
+    with pytest.raises(TraceFormatError, match="unreadable dataset table summary"):
+        open_dataset(result.dataset)
+    (result.dataset / ds.MANIFEST).write_bytes(b"")
+    with pytest.raises(TraceFormatError, match="unreadable manifest"):
+        open_dataset(result.dataset)
+    assert main(["summary", str(result.dataset)]) == 2

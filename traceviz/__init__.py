@@ -71,7 +71,10 @@ def load(
         from traceviz.ranks.load import load_rank_trace
 
         if rank is None:
-            raise UsageError(f"{path} is a ranks dataset: say which rank, load(path, rank=N)")
+            raise UsageError(
+                f"{path} is a ranks dataset: load one rank with traceviz.load(path, rank=N), "
+                "all of them with traceviz.load_ranks(path) or `traceviz summary PATH --ranks`"
+            )
         return load_rank_trace(path, rank)
     from traceviz.parse import load_trace
 
