@@ -9,7 +9,7 @@ path is one NumPy conversion; only columns holding odd values (``"N/A"``, ``"0x0
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any
 
@@ -177,7 +177,7 @@ def first_present(
     return out
 
 
-def _encode(numbering: _Numbering, values: list[Any]) -> np.ndarray:
+def _encode(numbering: _Numbering, values: Values) -> np.ndarray:
     """Codes of ``values`` in ``numbering`` (new values numbered as they first appear)."""
     try:
         return np.fromiter(map(numbering.__getitem__, values), dtype=np.int64, count=len(values))
@@ -193,6 +193,36 @@ def int64s(values: list[Any]) -> np.ndarray:
         return np.fromiter((_to_int(v) for v in values), dtype=np.int64, count=len(values))
 
 
+class Lazy:
+    """The values of one attribute over ``items``, produced while they are consumed: a column
+    is converted straight from the events, without a list of a batch's values in between."""
+
+    __slots__ = ("attr", "items")
+
+    def __init__(self, items: Sequence[Any], attr: str) -> None:
+        self.items, self.attr = items, attr
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(attrgetter(self.attr), self.items)
+
+
+Values = list[Any] | Lazy
+
+
+def streamed(values: Values, dtype: Any, convert: Callable[[list[Any]], np.ndarray]) -> np.ndarray:
+    """``convert(list(values))``, but one pass of ``np.fromiter`` when every value converts
+    plainly (``np.fromiter`` and ``np.asarray`` agree on every value both accept)."""
+    if isinstance(values, Lazy):
+        try:
+            return np.fromiter(iter(values), dtype=dtype, count=len(values))
+        except (TypeError, ValueError, OverflowError):
+            values = list(values)
+    return convert(values)
+
+
 class ColumnSet:
     """One table's columns, filled a batch of events at a time and read once at the end.
 
@@ -206,16 +236,16 @@ class ColumnSet:
         self._parts: dict[str, list[np.ndarray]] = {}
         self._numberings: dict[str, _Numbering] = {}
 
-    def add_floats(self, name: str, values: list[Any]) -> None:
-        self._add(name, floats(values))
+    def add_floats(self, name: str, values: Values) -> None:
+        self._add(name, streamed(values, np.float64, floats))
 
-    def add_ints(self, name: str, values: list[Any]) -> None:
-        self._add(name, int64s(values))
+    def add_ints(self, name: str, values: Values) -> None:
+        self._add(name, streamed(values, np.int64, int64s))
 
     def add_array(self, name: str, values: np.ndarray) -> None:
         self._add(name, values)
 
-    def add_codes(self, name: str, values: list[Any]) -> np.ndarray:
+    def add_codes(self, name: str, values: Values) -> np.ndarray:
         """Number ``values`` in this column's dictionary; returns this batch's codes."""
         codes = _encode(self._numberings.setdefault(name, _Numbering()), values)
         self._add(name, codes)

@@ -16,8 +16,16 @@ import numpy as np
 import pandas as pd
 
 from traceviz.parse import nesting
-from traceviz.parse.columns import ColumnSet, arg_field, field, map_categories
-from traceviz.parse.columns import int64s as _ints
+from traceviz.parse.columns import (
+    ColumnSet,
+    Lazy,
+    Values,
+    arg_field,
+    field,
+    int64s,
+    map_categories,
+    streamed,
+)
 from traceviz.parse.events import MISSING_INT, NO_RAW, Event
 from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
 from traceviz.schema import (
@@ -50,6 +58,11 @@ def thread_column(codes: np.ndarray, labels: list[str]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
 
 
+def _ints(values: Values) -> np.ndarray:
+    """int64 values, ``MISSING_INT`` where absent or unusable (see ``nullable_ints``)."""
+    return streamed(values, np.int64, int64s)
+
+
 def _first_present(primary: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """``primary`` where present, else ``fallback`` (``MISSING_INT`` marks absent)."""
     return np.where(primary == MISSING_INT, fallback, primary)
@@ -58,9 +71,7 @@ def _first_present(primary: np.ndarray, fallback: np.ndarray) -> np.ndarray:
 def external_ids(args: Sequence[Any]) -> np.ndarray:
     """``External id`` (or the oldest schema's ``external id``); Kineto's 0 means none
     (``MISSING_INT`` where absent)."""
-    ids = _first_present(
-        _ints(arg_field(args, "external_id")), _ints(arg_field(args, "external_id_legacy"))
-    )
+    ids = _first_present(_ints(Lazy(args, "external_id")), _ints(Lazy(args, "external_id_legacy")))
     ids[ids == 0] = MISSING_INT
     return ids
 
@@ -83,22 +94,22 @@ def add_kernels(cols: ColumnSet, events: Sequence[Event]) -> None:
     """One batch of device activities (kernels, memcpy, memset)."""
     args = field(events, "args")
     cols.rows += len(events)
-    cats = cols.add_codes("cat", field(events, "cat"))
+    cats = cols.add_codes("cat", Lazy(events, "cat"))
     names = field(events, "name")
     cols.add_codes("name", names)
-    pids, tids = _ints(field(events, "pid")), _ints(field(events, "tid"))
-    cols.add_array("device", _first_present(_ints(arg_field(args, "device")), pids))
-    cols.add_array("stream", _first_present(_ints(arg_field(args, "stream")), tids))
-    cols.add_floats("ts", field(events, "ts"))
-    cols.add_floats("dur", field(events, "dur"))
-    cols.add_ints("correlation", arg_field(args, "correlation"))
+    pids, tids = _ints(Lazy(events, "pid")), _ints(Lazy(events, "tid"))
+    cols.add_array("device", _first_present(_ints(Lazy(args, "device")), pids))
+    cols.add_array("stream", _first_present(_ints(Lazy(args, "stream")), tids))
+    cols.add_floats("ts", Lazy(events, "ts"))
+    cols.add_floats("dur", Lazy(events, "dur"))
+    cols.add_ints("correlation", Lazy(args, "correlation"))
     cols.add_array("external_id", external_ids(args))
     cols.add_codes("grid", _raw(args, "grid"))
     cols.add_codes("block", _raw(args, "block"))
-    cols.add_ints("registers", arg_field(args, "registers"))
-    cols.add_ints("shared_memory", arg_field(args, "shared_memory"))
-    cols.add_floats("occupancy", arg_field(args, "occupancy"))
-    cols.add_ints("bytes", arg_field(args, "bytes"))
+    cols.add_ints("registers", Lazy(args, "registers"))
+    cols.add_ints("shared_memory", Lazy(args, "shared_memory"))
+    cols.add_floats("occupancy", Lazy(args, "occupancy"))
+    cols.add_ints("bytes", Lazy(args, "bytes"))
     copies = [code for cat, code in cols.numbering("cat").items() if _is_memcpy(cat)]
     cols.add_codes("copy_kind", _copy_kinds(np.isin(cats, copies), names, args))
 
@@ -174,19 +185,19 @@ def add_ops(cols: ColumnSet, events: Sequence[Event]) -> None:
     """One batch of CPU-side ops."""
     args = field(events, "args")
     cols.rows += len(events)
-    cols.add_codes("name", field(events, "name"))
-    cols.add_codes("cat", field(events, "cat"))
-    cols.add_floats("ts", field(events, "ts"))
-    cols.add_floats("dur", field(events, "dur"))
+    cols.add_codes("name", Lazy(events, "name"))
+    cols.add_codes("cat", Lazy(events, "cat"))
+    cols.add_floats("ts", Lazy(events, "ts"))
+    cols.add_floats("dur", Lazy(events, "dur"))
     cols.add_array("external_id", external_ids(args))
-    cols.add_ints("sequence_number", arg_field(args, "sequence_number"))
-    cols.add_ints("fwd_thread_id", arg_field(args, "fwd_thread_id"))
+    cols.add_ints("sequence_number", Lazy(args, "sequence_number"))
+    cols.add_ints("fwd_thread_id", Lazy(args, "fwd_thread_id"))
     cols.add_codes("input_dims", _input_dims(args))
     cols.add_codes("input_types", _raw(args, "input_types"))
     cols.add_codes("concrete_inputs", _raw(args, "concrete_inputs"))
-    cols.add_codes("kernel_backend", arg_field(args, "kernel_backend"))
-    cols.add_codes("kernel_file", arg_field(args, "kernel_file"))
-    cols.add_floats("kernel_num_gb", arg_field(args, "kernel_num_gb"))
+    cols.add_codes("kernel_backend", Lazy(args, "kernel_backend"))
+    cols.add_codes("kernel_file", Lazy(args, "kernel_file"))
+    cols.add_floats("kernel_num_gb", Lazy(args, "kernel_num_gb"))
 
 
 def op_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
@@ -281,10 +292,10 @@ def add_launches(cols: ColumnSet, events: Sequence[Event]) -> None:
     """One batch of runtime/driver API calls."""
     args = field(events, "args")
     cols.rows += len(events)
-    cols.add_codes("name", field(events, "name"))
-    cols.add_floats("ts", field(events, "ts"))
-    cols.add_floats("dur", field(events, "dur"))
-    cols.add_ints("correlation", arg_field(args, "correlation"))
+    cols.add_codes("name", Lazy(events, "name"))
+    cols.add_floats("ts", Lazy(events, "ts"))
+    cols.add_floats("dur", Lazy(events, "dur"))
+    cols.add_ints("correlation", Lazy(args, "correlation"))
     cols.add_array("external_id", external_ids(args))
 
 
@@ -315,10 +326,10 @@ def add_spans(cols: ColumnSet, events: Sequence[Event]) -> None:
     """One batch of other complete events."""
     args = field(events, "args")
     cols.rows += len(events)
-    cols.add_codes("cat", field(events, "cat"))
-    cols.add_codes("name", field(events, "name"))
-    cols.add_floats("ts", field(events, "ts"))
-    cols.add_floats("dur", field(events, "dur"))
+    cols.add_codes("cat", Lazy(events, "cat"))
+    cols.add_codes("name", Lazy(events, "name"))
+    cols.add_floats("ts", Lazy(events, "ts"))
+    cols.add_floats("dur", Lazy(events, "dur"))
     cols.add_array("external_id", external_ids(args))
 
 
@@ -340,8 +351,8 @@ def add_memory(cols: ColumnSet, events: Sequence[Event]) -> None:
     """One batch of ``[memory]`` allocator instants."""
     args = field(events, "args")
     cols.rows += len(events)
-    cols.add_floats("ts", field(events, "ts"))
-    type_codes = _ints(arg_field(args, "device_type"))
+    cols.add_floats("ts", Lazy(events, "ts"))
+    type_codes = _ints(Lazy(args, "device_type"))
     cols.add_codes(
         "device_type",
         [
@@ -349,10 +360,10 @@ def add_memory(cols: ColumnSet, events: Sequence[Event]) -> None:
             for code in type_codes.tolist()
         ],
     )
-    cols.add_ints("device_id", arg_field(args, "device_id"))
-    cols.add_ints("mem_bytes", arg_field(args, "mem_bytes"))
-    cols.add_ints("total_allocated", arg_field(args, "total_allocated"))
-    cols.add_ints("total_reserved", arg_field(args, "total_reserved"))
+    cols.add_ints("device_id", Lazy(args, "device_id"))
+    cols.add_ints("mem_bytes", Lazy(args, "mem_bytes"))
+    cols.add_ints("total_allocated", Lazy(args, "total_allocated"))
+    cols.add_ints("total_reserved", Lazy(args, "total_reserved"))
 
 
 def memory_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
