@@ -121,3 +121,14 @@ def test_an_old_triton_pair_is_called_opaque(tmp_trace) -> None:  # type: ignore
     )
     report = compare(traceviz.load(Path(eager)), traceviz.load(Path(compiled)), force=True)
     assert opaque_fusions(report.fusion.kernels) is not None
+
+
+def test_legends_sit_below_the_axis_titles(sample: Report) -> None:
+    from traceviz.report.figures.style import LEGEND_PX
+
+    for view, built in figures.all_figures(sample).items():
+        for fig in built:
+            legend = fig.layout.legend
+            if legend.orientation == "h":  # at the bottom edge, in the margin kept for it
+                assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom"), view
+                assert fig.layout.margin.b >= 50 + LEGEND_PX, view

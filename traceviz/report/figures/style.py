@@ -32,6 +32,7 @@ KIND_COLORS: dict[str, str] = {
     "compiled graph": "#CF9FD6",
 }
 TITLE_WIDTH = 110  # characters per title line (a 14 px title fits ~1000 px)
+LEGEND_PX = 34  # the bottom margin's room for one row of legend, under the axis title
 MAX_MARKS = 20_000  # timeline marks, both traces together
 TIMELINE_LAUNCH_CLASSES = (
     LaunchClass.KERNEL_LAUNCH.value,
@@ -54,15 +55,18 @@ HEADLINE_METRICS = (
 
 def _layout(fig: go.Figure, title: str, *, height: int = 380, **extra: Any) -> go.Figure:
     """Title (wrapped: plotly never wraps one, and a long one runs off the figure), size,
-    template, margins and a legend below the plot; the height grows with the title's lines."""
+    template, margins and a legend below the axis title; the height grows with the title's
+    lines and the legend's row."""
     lines = wrap_title(title)
     top = 34 + 19 * len(lines)
     fig.update_layout(
         title={"text": "<br>".join(lines), "x": 0.01, "xanchor": "left", "font": {"size": 14}},
-        height=height + top - 53,
+        height=height + top - 53 + LEGEND_PX,
         template="plotly_white",
-        margin={"l": 60, "r": 20, "t": top, "b": 50},
-        legend={"orientation": "h", "y": -0.18},
+        margin={"l": 60, "r": 20, "t": top, "b": 50 + LEGEND_PX},
+        # the legend at the figure's bottom edge, in pixels below the axis title (placed at a
+        # fraction of the plot's height, it ran into the axis title of short figures)
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
         **extra,
     )  # fmt: skip
     return fig
