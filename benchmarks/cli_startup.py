@@ -10,6 +10,10 @@ three are measured in the same run, so their differences hold on a busy machine 
 
     .venv/bin/python benchmarks/cli_startup.py [--repeat 15]
 
+Also timed (issue 14): `traceviz compare RUN` on the sample run ``sample_traces/pointwise``
+(parse cache off) against ``python -c "import traceviz, pandas"`` plus parsing the run's two
+traces, target ≤ 1.5×.
+
 Prints a Markdown table (best and median, ms; extra over `python -c pass`) and PASS/FAIL of the
 issue-13 target (`traceviz --help` at most 0.5 s); exits 0 whatever the numbers (a measurement,
 not a test).
@@ -28,6 +32,7 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 TRACEVIZ = BIN / "traceviz"
 TARGET_S = 0.5
+SAMPLE_RUN = Path(__file__).resolve().parents[1] / "sample_traces" / "pointwise"
 
 CONTENDERS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -40,7 +45,17 @@ CONTENDERS: dict[str, list[str]] = {
         "-c",
         "from traceviz.cli import build_parser; build_parser().format_help()",
     ],
+    # issue 14: `traceviz compare RUN` against the floor of importing pandas and parsing
+    "import traceviz, pandas + parse RUN": [
+        sys.executable,
+        "-c",
+        "import sys, traceviz, pandas; [traceviz.load(p, cache=False) for p in sys.argv[1:]]",
+        str(SAMPLE_RUN / "eager.pt.trace.json.gz"),
+        str(SAMPLE_RUN / "compiled.pt.trace.json.gz"),
+    ],
+    "traceviz compare RUN": [str(TRACEVIZ), "compare", str(SAMPLE_RUN), "--no-cache"],
 }
+COMPARE_TARGET = 1.5  # compare RUN ≤ 1.5 × (import traceviz, pandas + parse)
 
 
 def time_once(argv: list[str]) -> float:
@@ -76,6 +91,13 @@ def report(times: dict[str, list[float]]) -> str:
     verdict = "PASS" if help_best <= TARGET_S else "FAIL"
     lines.append("")
     lines.append(f"target `traceviz --help` ≤ {TARGET_S} s: {help_best:.3f} s {verdict}")
+    floor = min(times["import traceviz, pandas + parse RUN"])
+    compare = min(times["traceviz compare RUN"])
+    verdict = "PASS" if compare <= COMPARE_TARGET * floor else "FAIL"
+    lines.append(
+        f"target `traceviz compare RUN` ≤ {COMPARE_TARGET} × (import traceviz, pandas + parse): "
+        f"{compare:.3f} s / {floor:.3f} s = {compare / floor:.2f} {verdict}"
+    )
     lines.append(
         f"machine: {platform.machine()}, Python {platform.python_version()}, "
         f"{len(next(iter(times.values())))} rounds"
