@@ -64,6 +64,19 @@ def fraction_trace(source: Path, part: float = 0.1) -> tuple[Path, int]:
 
 
 def inputs(sizes: list[float]) -> dict[float, tuple[Path, int]]:
+    """size -> (path, events), made in a child process: Linux carries a process's peak RSS
+    over into the children it starts, so this process must never hold a decoded trace."""
+    import subprocess
+
+    argv = [sys.executable, __file__, "--prepare", "--sizes", ",".join(f"{s:g}" for s in sizes)]
+    done = subprocess.run(argv, check=True, capture_output=True, text=True)
+    made = {float(k): (Path(p), n) for k, (p, n) in json.loads(done.stdout).items()}
+    for size, (path, events) in made.items():
+        print(f"# {size:g}×: {path.name}, {events:,} events", flush=True)
+    return made
+
+
+def prepare(sizes: list[float]) -> dict[float, tuple[Path, int]]:
     """size -> (path, events); integer sizes are replicas, fractions are cuts."""
     made: dict[float, tuple[Path, int]] = {}
     for size in sizes:
@@ -72,7 +85,6 @@ def inputs(sizes: list[float]) -> dict[float, tuple[Path, int]]:
         else:
             info = make_large_trace(DEFAULT_SOURCE, int(size))
             made[size] = (Path(info.path), info.events)
-        print(f"# {size:g}×: {made[size][0].name}, {made[size][1]:,} events", flush=True)
     return made
 
 
@@ -195,7 +207,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per run")
     parser.add_argument("--json", type=Path, help="write the raw records here")
     parser.add_argument("--merge", type=Path, nargs="*", help="report these JSON files together")
+    parser.add_argument("--prepare", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.prepare:
+        made = prepare([float(s) for s in args.sizes.split(",")])
+        print(json.dumps({str(k): (str(p), n) for k, (p, n) in made.items()}))
+        return 0
     if args.merge:
         records = [r for f in args.merge for r in json.loads(f.read_text())["records"]]
         print(report(records))
