@@ -336,3 +336,50 @@ def test_a_level_whose_outputs_fail_names_its_culprit(ort_run: Path, tmp_path: P
     (table,) = [v for v in backends_views(report) if v.title == "Backends side by side"]
     assert f"{ORT_PREFIX}{level['name']} outputs: N (ai.onnx:Gemm): off by 3.5" in table.note
     assert "FAILED (3.5)" in [r[7] for r in table.rows]
+
+
+def _view_of(rows: Any) -> Any:
+    import pandas as pd
+
+    from traceviz.analysis.backends import BackendsView
+
+    return BackendsView(rows=rows, op_counts=pd.DataFrame(), fusion=pd.DataFrame(),
+                        folded=pd.DataFrame())  # fmt: skip
+
+
+def test_findings_on_hand_made_rows() -> None:
+    from traceviz.diagnose.backends import backend_findings
+
+    rows = _rows(
+        ("eager", 100.0, 10.0, None, ""),
+        ("compile", 80.0, 10.0, True, ""),
+        ("onnxruntime:all", 50.0, 4.0, True, ""),
+        ("onnxruntime:basic", 60.0, 4.0, False, ""),
+        ("onnxruntime:t", float("nan"), float("nan"), None, "IndexError: list index"),
+    )
+    by_id = {f.id: f for f in backend_findings(_view_of(rows))}
+    assert set(by_id) == {"faster-backend", "backend-outputs-differ", "backend-failed"}
+    assert by_id["faster-backend"].est_gain_us == pytest.approx(80.0 - 50.0)
+    assert "basic" in by_id["backend-outputs-differ"].title
+    assert by_id["backend-outputs-differ"].severity.value == "error"
+    assert "IndexError" in by_id["backend-failed"].evidence_lines()[0]
+    close = _rows(("eager", 100.0, 10.0, None, ""), ("compile", 80.0, 40.0, True, ""),
+                  ("onnxruntime:all", 70.0, 30.0, True, ""))  # fmt: skip
+    assert backend_findings(_view_of(close)) == []  # 10 µs apart, spreads 40 and 30
+
+
+def test_report_carries_the_backend_findings(ort_run: Path, tmp_path: Path) -> None:
+    import shutil
+
+    run = shutil.copytree(ort_run, tmp_path / "findings")
+    info = _run_json(run)
+    level = info["backends"]["onnxruntime"]["levels"][-1]
+    level["check"].update(passed=False, max_abs_diff=3.5)
+    level["check"]["culprit"] = {"node": "N", "op_type": "ai.onnx:Gemm", "error": "off"}
+    (run / "run.json").write_text(json.dumps(info))
+    report = compare_run(run)
+    (differ,) = [f for f in report.findings if f.id == "backend-outputs-differ"]
+    assert level["name"] in differ.title and "culprit: N (ai.onnx:Gemm): off" in differ.evidence
+    assert report.findings[0].severity.value == "error"  # sorted in with the others
+    plain = compare_run(SAMPLES / "linear-add")
+    assert not [f for f in plain.findings if f.id.startswith(("backend-", "faster-backend"))]

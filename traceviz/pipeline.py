@@ -23,7 +23,8 @@ from traceviz.analysis.backends import backends_view
 from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.compare import compare_sides as compare_analysed
 from traceviz.analysis.fusion_lines import read_log
-from traceviz.diagnose import diagnose
+from traceviz.diagnose import diagnose, sort_findings
+from traceviz.diagnose.backends import backend_findings
 from traceviz.errors import UsageError
 from traceviz.parse import load_trace
 from traceviz.report.bundle import Report
@@ -135,7 +136,10 @@ def compare_run(
         load=load,
     )
     backends = backends_view(path, report)  # ONNX Runtime levels beside eager and compiled
-    return report if backends is None else dataclasses.replace(report, backends=backends)
+    if backends is None:
+        return report
+    findings = sort_findings([*report.findings, *backend_findings(backends)])
+    return dataclasses.replace(report, backends=backends, findings=findings)
 
 
 def open_report(

@@ -52,6 +52,8 @@ few-steps / noisy-steps     <3 steps / step std ≥20% of mean or timed IQR ≥5
 The rules of many ranks (``rank-straggler``, ``collective-wait``, ``step-time-spread``,
 ``kernel-spread``, ``rank-compile-differs``, ``rank-speedup-uneven``, ``ranks-missing``,
 ``ranks-failed``) judge the cross-rank tables: :mod:`traceviz.ranks.findings`.
+The rules of a run's backends (``backend-outputs-differ``, ``backend-failed``,
+``faster-backend``) judge its ONNX Runtime levels: :mod:`traceviz.diagnose.backends`.
 """
 
 from __future__ import annotations
