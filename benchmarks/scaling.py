@@ -192,6 +192,10 @@ def report(records: list[dict[str, Any]]) -> str:
         }
         text = ", ".join(f"{k} {v:.2f}" for k, v in fits.items() if v is not None)
         lines.append(f"- {name} ({len(rows)} sizes): {text}")
+        large = [r for r in rows if r["size"] >= 1]
+        if 1 < len(large) < len(rows):  # where per-event work, not fixed cost, dominates
+            k = exponent([(r["events"], r["cpu_seconds"]) for r in large])
+            lines.append(f"  - sizes ≥ 1× only ({len(large)}): CPU time {k:.2f}")
     lines += ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine().items())]
     with contextlib.suppress(OSError):
         lines.append(f"Load average at the end: {os.getloadavg()[0]:.1f} (1 min)")
