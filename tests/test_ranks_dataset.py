@@ -280,7 +280,9 @@ def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delenv(MAX_BYTES_ENV, raising=False)  # restored after --max-bytes sets it
+    # --max-bytes sets the variable for the process: setenv first so that it is restored
+    monkeypatch.setenv(MAX_BYTES_ENV, "4GiB")
+    monkeypatch.delenv(MAX_BYTES_ENV)
     job = copy_job(sample_job, tmp_path / "job")
     dataset = tmp_path / "ds"
     assert main(["ingest", str(job), "--cache", str(dataset), "--quiet"]) == 0
