@@ -282,6 +282,7 @@ def test_a_failed_export_is_said_and_the_torch_rows_stay(tmp_path: Path) -> None
     assert list(report.backends.rows["backend"]) == ["eager", "compile"]
     notes = " ".join(v.note for v in backends_views(report))
     assert "The export failed: RuntimeError: cannot export" in notes
+    assert report.backends.problems == ()  # no graph was written, none is missing
 
 
 def _rows(*rows: tuple[str, float, float, bool | None, str]) -> Any:

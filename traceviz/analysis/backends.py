@@ -203,17 +203,9 @@ def backends_view(directory: str | Path, comparison: Comparison) -> BackendsView
     if not levels and not ort and not latency:
         return None
     problems: list[str] = []
-    exported = _graph(root, (ort.get("export") or {}).get("path") or EXPORTED_GRAPH, problems)
-    graphs: dict[str, Graph] = {}
-    profiles: dict[str, ProfileNodes] = {}
-    for level in levels:
-        name = str(level["name"])
-        graph = _graph(root, level.get("graph"), problems) if level.get("graph") else None
-        if graph is not None:
-            graphs[name] = graph
-        profile = _profile(root, level.get("profile"), problems)
-        if profile is not None:
-            profiles[name] = profile
+    export = ort.get("export") or {}
+    exported = _graph(root, export.get("path") if export else EXPORTED_GRAPH, problems)
+    graphs, profiles = _read_levels(root, levels, problems)
     mappings = {
         name: map_graph(exported, graph, level=name) for name, graph in graphs.items()
     } if exported is not None else {}  # fmt: skip
@@ -222,7 +214,7 @@ def backends_view(directory: str | Path, comparison: Comparison) -> BackendsView
         op_counts=op_counts({EXPORTED: exported, **graphs} if exported else graphs),
         fusion=_fusion(comparison, mappings, profiles),
         folded=_concat([m.folded for m in mappings.values()], FOLDED_DTYPES),
-        export=dict(ort.get("export") or {}),
+        export=dict(export),
         ort_version=ort.get("ort_version"),
         threads=ort.get("threads") or latency.get("threads"),
         latency_method=latency.get("method"),
@@ -230,6 +222,24 @@ def backends_view(directory: str | Path, comparison: Comparison) -> BackendsView
         mappings=mappings,
         profiles=profiles,
     )
+
+
+def _read_levels(
+    root: Path, levels: list[dict[str, Any]], problems: list[str]
+) -> tuple[dict[str, Graph], dict[str, ProfileNodes]]:
+    """Each level's optimized graph and profile that could be read (the others named in
+    ``problems``)."""
+    graphs: dict[str, Graph] = {}
+    profiles: dict[str, ProfileNodes] = {}
+    for level in levels:
+        name = str(level["name"])
+        graph = _graph(root, level.get("graph"), problems)
+        if graph is not None:
+            graphs[name] = graph
+        profile = _profile(root, level.get("profile"), problems)
+        if profile is not None:
+            profiles[name] = profile
+    return graphs, profiles
 
 
 def _sections(root: Path, info: Any) -> dict[str, Any]:
