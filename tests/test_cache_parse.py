@@ -103,6 +103,18 @@ def test_sample_runs_round_trip(run: str, tmp_path: Path, monkeypatch: pytest.Mo
             assert_same_trace(fresh, traceviz.load(path, cache=tmp_path))
 
 
+def test_an_onnx_runtime_profile_round_trips(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another reader's trace (parse/readers.py) is cached the same way."""
+    monkeypatch.setattr(cache, "MIN_FILE_BYTES", 0)
+    path = REPO / "tests" / "data" / "ort_all.profile.json"
+    fresh = traceviz.load(path, cache=False)
+    traceviz.load(path, cache=tmp_path)
+    _no_parse(monkeypatch)
+    assert_same_trace(fresh, traceviz.load(path, cache=tmp_path))
+
+
 def _small_trace(path: Path, n: int = 3) -> Path:
     events = [op("aten::add", 10.0 * i, 5.0, **{"External id": i + 1}) for i in range(n)]
     events += [
