@@ -9,6 +9,9 @@ every intermediate value ORT kept) are fixed points. :func:`map_graph`
 2. walks the exported graph back from each group's outputs that exist in both graphs,
    stopping at tensors the optimized graph still has: the exported nodes in between are the
    ones the group replaced (its aten ops, scopes and source lines come with them);
+   An optimizer that renames the tensors between the nodes it fuses (the offline
+   ``onnxruntime.transformers`` optimizer) makes the whole chain one group (``op`` "A+B+…"):
+   no split is guessed that the tensors do not show;
 3. calls an exported node no group claims ``folded``: ``constant-folded`` when it computes
    from constants only, else ``removed`` (Identity, Dropout, dead code).
 
