@@ -188,6 +188,10 @@ def test_stack_frames_fold_library_code_to_the_caller() -> None:
     assert not is_library(site + "traceviz/runner/zoo.py")
     assert is_library(site + "traceviz/runner/lines.py") and is_library(site + "triton/x.py")
     assert not is_library("/usr/lib/python3/dist-packages/timm/models/vit.py")
+    # a venv that lives in a folder named torch (as on the H200 machine) is not torch itself
+    assert not is_library("/opt/torch/.venv/lib/python3.12/site-packages/transformers/a.py")
+    assert is_library("/opt/torch/.venv/lib/python3.12/site-packages/torch/nn/functional.py")
+    assert not is_library("/home/u/torch/my_model.py")
 
 
 @pytest.mark.parametrize(

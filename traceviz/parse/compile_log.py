@@ -53,8 +53,10 @@ LINE_MARK_PREFIX = "traceviz line "
 # libraries in site-packages (transformers, timm, ...) are model code: their lines are where the
 # ops are written (a GPT-2 from transformers would otherwise be one line, the call of the
 # model), and a pip-installed traceviz's built-in models must keep their lines.
-LIBRARY_PARTS = ("/torch/", "/functorch/", "/torchgen/", "/triton/", "<frozen ",
-                 "/traceviz/runner/lines.py")  # fmt: skip
+LIBRARY_PARTS = ("<frozen ", "/traceviz/runner/lines.py")
+# torch's own packages where pip puts them, or as the relative "torch/nn/…" of with_stack
+# frames; not any folder named torch (a venv in /opt/torch/.venv holds model libraries too)
+_TORCH = re.compile(r"(?:(?:site|dist)-packages/|^/)(?:torch|functorch|torchgen|triton)/")
 _STDLIB = re.compile(r"/lib/python3(?:\.\d+)?/(?!(?:site|dist)-packages/)")
 
 _GLOG = re.compile(r"^(?:\[rank\d+\]:)?[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\](?: \[[^\]]*\])* (\{.*)$")
@@ -426,7 +428,11 @@ def is_library(file: str) -> bool:
     """Whether a source file is library code (torch, Triton, the standard library; see
     :data:`LIBRARY_PARTS`); packages such as transformers count as model code."""
     path = "/" + file.replace("\\", "/")  # relative "torch/nn/…" frames (with_stack) too
-    return any(part in path for part in LIBRARY_PARTS) or _STDLIB.search(path) is not None
+    return (
+        any(part in path for part in LIBRARY_PARTS)
+        or _TORCH.search(path) is not None
+        or _STDLIB.search(path) is not None
+    )
 
 
 def user_frame(text: str) -> tuple[str, int, str, str | None] | None:

@@ -12,6 +12,7 @@ timing is measured in separate, unmarked steps.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,9 +36,18 @@ def user_frame(frame: FrameType | None) -> FrameType | None:
     return None
 
 
+# torch where it really is, for a source build that no path pattern would recognise
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
 @functools.lru_cache(maxsize=4096)
 def _is_user(file: str) -> bool:
-    return file != __file__ and not file.startswith("<") and not is_library(file)
+    return (
+        file != __file__
+        and not file.startswith("<")
+        and not file.startswith(_TORCH_DIR)
+        and not is_library(file)
+    )
 
 
 class _LineMarks(TorchFunctionMode):
