@@ -55,6 +55,17 @@ class TraceMeta:
     def device_names(self) -> list[str]:
         return [str(d.get("name")) for d in self.devices if d.get("name")]
 
+    @property
+    def framework(self) -> str:
+        """Who wrote the trace: ``"onnxruntime"`` for an ONNX Runtime profile (its reader sets
+        ``profiler_flags["format"]``), else ``"pytorch"`` (Chrome/Kineto)."""
+        return "onnxruntime" if self.profiler_flags.get("format") == "onnxruntime" else "pytorch"
+
+    @property
+    def is_onnxruntime(self) -> bool:
+        """An ONNX Runtime profile: nodes, not kernels; torch advice does not apply."""
+        return self.framework == "onnxruntime"
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["device_kind"] = self.device_kind.value

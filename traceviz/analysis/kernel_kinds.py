@@ -42,19 +42,24 @@ from traceviz.analysis.fusion_names import (
     fused_kernel_ops,
 )
 from traceviz.aten_ops import CONV_OPS, MATMUL_OPS, NORM_OPS, SOFTMAX_OPS
-from traceviz.schema import ActivityKind
+from traceviz.schema import ActivityKind, Kernels
+from traceviz.trace import Trace
 
 __all__ = [
     "KIND_RULES",
     "OP_KIND_RULES",
+    "ORT_OP_KIND_RULES",
     "KernelKind",
     "KernelSource",
     "KindRule",
     "TritonSubkind",
     "classify_kind",
     "classify_kinds",
+    "classify_ort_kind",
+    "classify_ort_kinds",
     "classify_sources",
     "name_source",
+    "trace_kinds",
     "triton_subkind",
 ]
 
@@ -318,6 +323,75 @@ def classify_kinds(names: pd.Series, activity: pd.Series) -> pd.Series:
         hits = [i for i, v in enumerate(act_values) if str(v) == activity_kind.value]
         idx[np.isin(act_codes, hits)] = values.index(kind.value)
     return _categorical(idx, values, names.index)
+
+
+#: ONNX Runtime op types (``op_name`` of a profile's nodes, any domain), full match, first wins.
+ORT_OP_KIND_RULES: tuple[KindRule, ...] = (
+    _rule(K.MEMCPY, r"Memcpy(FromHost|ToHost)?", "MemcpyFromHost (CUDA provider)"),
+    _rule(K.COMMUNICATION, r"(Nccl)?(AllReduce|AllGather|ReduceScatter|AllToAll|Send|Recv)",
+          "com.microsoft NcclAllReduce"),
+    _rule(K.ATTENTION, r".*Attention.*",
+          "Attention, MultiHeadAttention, GroupQueryAttention"),
+    _rule(K.CONV, r"(Fused|Nchwc|QLinear|Int|DynamicQuantize)?Conv(Transpose|Integer)?"
+          r"|ConvInteger|NhwcConv|NhwcFusedConv",
+          "Conv, FusedConv, com.microsoft.nchwc Conv"),
+    _rule(K.GEMM, r".*(MatMul|Gemm|Gemv).*|Einsum|Linear",
+          "MatMul, Gemm, FusedMatMul, MatMulNBits, QGemm, DynamicQuantizeMatMul"),
+    _rule(K.NORMALIZATION, r".*(LayerNormalization|Softmax|BatchNormalization|GroupNorm"
+          r"|InstanceNormalization|RMSNorm|LpNormalization|MeanVarianceNormalization).*"
+          r"|LRN",
+          "LayerNormalization, SkipLayerNormalization, SimplifiedLayerNormalization, Softmax"),
+    _rule(K.REDUCTION, r"Reduce\w*|ArgMax|ArgMin|TopK|CumSum|\w*Pool",
+          "ReduceMean, ReduceSum, ArgMax, GlobalAveragePool, MaxPool"),
+    _rule(K.COPY, r"Transpose|Reshape|Flatten|Squeeze|Unsqueeze|Expand|Gather\w*|Scatter\w*"
+          r"|Concat|Split|Slice|Cast|CastLike|Identity|Pad|Tile|Shape|Size|Resize|Upsample"
+          r"|DepthToSpace|SpaceToDepth|ReorderInput|ReorderOutput|Trilu|Compress|NonZero"
+          r"|OneHot|Range|ConstantOfShape|EyeLike|Constant|ReverseSequence|Col2Im"
+          r"|(Dequantize|Quantize)Linear|DynamicQuantizeLinear",
+          "Transpose, Reshape, Gather, Concat, Slice, Cast"),
+    _rule(K.POINTWISE, r"Add|Sub|Mul|Div|Pow|Neg|Abs|Sign|Exp|Log|Sqrt|Reciprocal|Floor|Ceil"
+          r"|Round|Mod|Erf|Sin|Cos|Tan|Sinh|Cosh|Tanh|Asin|Acos|Atan|Asinh|Acosh|Atanh"
+          r"|Sigmoid|HardSigmoid|HardSwish|Relu|LeakyRelu|PRelu|Elu|Selu|Celu|Gelu|FastGelu"
+          r"|BiasGelu|QuickGelu|GeluGrad|Mish|Softplus|Softsign|ThresholdedRelu|Clip"
+          r"|Where|Equal|Greater|GreaterOrEqual|Less|LessOrEqual|Not|And|Or|Xor|IsNaN|IsInf"
+          r"|BitShift|Bitwise\w+|Shrink|Dropout|BiasDropout|BiasAdd|BiasSplitGelu"
+          r"|Max|Min|Sum|Mean|RotaryEmbedding|Affine|Scale|ScaledTanh|ParametricSoftplus"
+          r"|Random\w*|Bernoulli|Fused(Add|Mul)\w*",
+          "Add, Mul, Gelu, FastGelu, BiasGelu, Relu, Where, RotaryEmbedding"),
+)  # fmt: skip
+
+
+def classify_ort_kind(op_type: str) -> KernelKind:
+    """The kind of one ONNX Runtime node from its op type (``Kernels.op_name`` of an ORT
+    profile, such as ``FusedMatMul``; a ``domain:`` prefix is dropped); the table is
+    :data:`ORT_OP_KIND_RULES`, unknown op types are ``other``."""
+    if not isinstance(op_type, str) or not op_type:
+        return KernelKind.OTHER
+    base = op_type.rsplit(":", 1)[-1]
+    for rule in ORT_OP_KIND_RULES:
+        if rule.pattern.fullmatch(base):
+            return rule.kind
+    return KernelKind.OTHER
+
+
+def classify_ort_kinds(op_types: pd.Series) -> pd.Series:
+    """:class:`KernelKind` value per ORT node, as a categorical aligned with ``op_types``
+    (each distinct op type classified once by :func:`classify_ort_kind`; missing → other)."""
+    values = [k.value for k in KernelKind]
+    idx = _per_unique(op_types, lambda op: classify_ort_kind(op).value, values)
+    idx[idx < 0] = values.index(KernelKind.OTHER.value)
+    return _categorical(idx, values, op_types.index)
+
+
+def trace_kinds(trace: Trace) -> pd.Series:
+    """:class:`KernelKind` value per row of ``trace.kernels``: an ONNX Runtime profile's nodes
+    by their op type (:func:`classify_ort_kinds`; node names are the exporter's, such as
+    ``node_scaled_dot_product_attention`` for a MatMul), every other trace by kernel name and
+    activity (:func:`classify_kinds`)."""
+    kernels = trace.kernels
+    if trace.meta.is_onnxruntime:
+        return classify_ort_kinds(kernels[Kernels.op_name])
+    return classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
 
 
 def _as_bool(flags: pd.Series | np.ndarray | bool, n: int) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.kernel_kinds import classify_kinds, classify_sources
+from traceviz.analysis.kernel_kinds import classify_sources, trace_kinds
 from traceviz.schema import Kernels, Regions
 from traceviz.trace import Trace
 
@@ -33,7 +33,7 @@ def classify(trace: Trace) -> pd.DataFrame:
     kernels = trace.kernels
     in_region = issued_inside_regions(trace)
     out = kernels.copy()
-    out[Classified.kind] = classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
+    out[Classified.kind] = trace_kinds(trace)  # ORT profiles: by op type
     out[Classified.source] = classify_sources(
         kernels[Kernels.name],
         in_graph=kernels[Kernels.in_graph].to_numpy(),

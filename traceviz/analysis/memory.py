@@ -49,7 +49,7 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.fusion_names import fused_kernel_ops
-from traceviz.analysis.kernel_kinds import KernelKind, classify_kinds
+from traceviz.analysis.kernel_kinds import KernelKind, trace_kinds
 from traceviz.analysis.provenance import compiled_kernel_provenance
 from traceviz.analysis.traffic import (
     Traffic,
@@ -210,7 +210,7 @@ def memory_traffic(
     per_kernel = kernel_traffic(trace, provenance=provenance)
     kernels = trace.kernels
     dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
-    kinds = classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
+    kinds = trace_kinds(trace)
     by_kind = _by_kind(per_kernel, kinds, dur)
     unestimated = (per_kernel[KernelTraffic.basis] == Basis.NONE.value).to_numpy(dtype=bool)
     time_us = float(np.nansum(dur))
