@@ -17,6 +17,15 @@ when trace a is an eager run and trace b a compiled run *of the same model and i
 5. **step structure** — per profiler step, b should not run many more library calls than a
    (more than 2× + 2).
 
+When either trace is an ONNX Runtime profile (:attr:`~traceviz.trace.TraceMeta.is_onnxruntime`)
+the checks are instead:
+
+6. **framework** — both are ORT profiles (an ORT profile against a PyTorch trace is refused:
+   ops and nodes are not matched by name; the runner's backends view compares them);
+7. **node shapes** — device kinds as in 1, and at least :data:`MIN_SHAPE_OVERLAP` of the
+   distinct ≥2-D input shapes of b's nodes are shapes a's nodes take (two optimization levels
+   of one model keep their tensors; fusions reshape a few).
+
 A check that has nothing to look at (no GEMMs in b, no Inductor kernels) passes. The result
 lists the reasons for each failed check; ``forced`` records that the caller compares anyway.
 """
@@ -41,6 +50,10 @@ __all__ = ["MIN_OVERLAP", "Comparability", "comparability"]
 A_COMPILED = "a is itself compiled"
 #: Share of b's signatures (or fused ops) that must also be a's.
 MIN_OVERLAP = 0.5
+#: ORT profiles: share of b's distinct ≥2-D node input shapes that must also be a's. Levels of
+#: one model keep most (ALL adds Reshape/Gemm shapes: 50% on a 1-block model, 81–100% on
+#: GPT-2 and the built-in models); different models measured here share none.
+MIN_SHAPE_OVERLAP = 0.25
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,8 @@ class Comparability:
 
 def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comparability:
     """Check that ``eager`` and ``compiled`` are the same workload (module docstring)."""
+    if eager.meta.is_onnxruntime or compiled.meta.is_onnxruntime:
+        return _ort_comparability(eager, compiled, force=force)
     reasons: list[str] = []
     kinds = (eager.device_kind.value, compiled.device_kind.value)
     if kinds[0] != kinds[1]:
@@ -113,6 +128,45 @@ def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comp
         fused_op_overlap=fused[0] if fused is not None else None,
         forced=force,
     )
+
+
+def _ort_comparability(a: Trace, b: Trace, *, force: bool) -> Comparability:
+    """Checks 6 and 7 (module docstring): one side an ONNX Runtime profile."""
+    frameworks = (a.meta.framework, b.meta.framework)
+    if frameworks[0] != frameworks[1]:
+        what = {"pytorch": "a PyTorch trace", "onnxruntime": "an ONNX Runtime profile"}
+        reason = (
+            f"frameworks differ: a is {what[frameworks[0]]}, b {what[frameworks[1]]}; ops "
+            "and ORT nodes are not matched by name (`traceviz run --backends "
+            "eager,compile,onnxruntime` compares them in its backends view)"
+        )
+        return Comparability(comparable=False, reasons=(reason,), forced=force)
+    reasons: list[str] = []
+    kinds = (a.device_kind.value, b.device_kind.value)
+    if kinds[0] != kinds[1]:
+        reasons.append(f"device kinds differ: {kinds[0]} vs {kinds[1]}")
+    a_shapes, b_shapes = _node_shapes(a), _node_shapes(b)
+    overlap = len(a_shapes & b_shapes) / len(b_shapes) if a_shapes and b_shapes else None
+    if overlap is not None and overlap < MIN_SHAPE_OVERLAP:
+        unmet = {"[" + "x".join(map(str, s)) + "]" for s in b_shapes - a_shapes}
+        reasons.append(
+            f"only {overlap:.0%} of the tensor shapes (≥2-D) b's nodes take are shapes a's "
+            f"nodes take ({_few(unmet)} are not)"
+        )
+    return Comparability(
+        comparable=not reasons, reasons=tuple(reasons), forced=force
+    )  # the overlap is in the reason: signature_overlap is check 3's (library calls)
+
+
+def _node_shapes(trace: Trace) -> set[tuple[int, ...]]:
+    """The distinct ≥2-D input shapes of an ORT profile's nodes (each dims text read once)."""
+    rows = trace.kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
+    rows = rows[np.isfinite(rows)].astype(np.int64)
+    dims = trace.ops[Ops.input_dims].astype(object).to_numpy()[rows]
+    out: set[tuple[int, ...]] = set()
+    for text in {d for d in dims if isinstance(d, str)}:
+        out |= {tuple(s) for s in tensor_shapes(text) if len(s) >= 2}
+    return out
 
 
 def _kernel_rows(trace: Trace) -> pd.DataFrame:

@@ -99,6 +99,12 @@ class TraceFacts:
         return self.trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
 
     @property
+    def is_onnxruntime(self) -> bool:
+        """An ONNX Runtime profile (:attr:`~traceviz.trace.TraceMeta.is_onnxruntime`): its
+        kernels are graph nodes, its steps ``model_run`` calls; torch advice does not apply."""
+        return self.trace.meta.is_onnxruntime
+
+    @property
     def compiled(self) -> bool:
         """Compiled-region markers or Inductor kernels are present."""
         if self.regions.compiled:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from traceviz.errors import TraceFormatError
 from traceviz.runner.runinfo import RUN_JSON, RunInfo, decode
+from traceviz.runner.runinfo_backends import LevelCheck
 
 if TYPE_CHECKING:
     from traceviz.trace import Trace
@@ -79,7 +80,7 @@ class Run:
                 f"max rel error {c.max_rel_error:.3g} (rtol {c.rtol:g}, atol {c.atol:g}) "
                 f"in {', '.join(c.mismatched)}"
             )
-        return found
+        return found + ort_problems(self.info)
 
     def load_eager(self) -> Trace:
         """Parse the eager trace (see :func:`traceviz.load`)."""
@@ -102,6 +103,49 @@ class Run:
             f"Run({str(self.directory)!r}, model={self.name!r}, device="
             f"{self.info.environment.device!r}, speedup={speedup}, ok={self.ok})"
         )
+
+
+def ort_problems(info: RunInfo) -> list[str]:
+    """One sentence per ONNX Runtime failure in run.json (``backends.onnxruntime``): the export,
+    each level that errored, whose outputs differ from eager's, or that the reference
+    evaluator disagrees with. Empty without the backend."""
+    ort = info.backends.onnxruntime
+    if ort is None:
+        return []
+    found = []
+    if ort.export.error is not None:
+        found.append(f"ONNX export failed: {ort.export.error}")
+    for level in ort.levels:
+        where = f"ONNX Runtime level {level.name}"
+        if level.error is not None:
+            found.append(f"{where} failed: {level.error}")
+        check = level.check
+        if check is None:
+            continue
+        if check.passed is False:
+            found.append(f"{where}: outputs differ from eager{_check_text(check)}")
+        elif check.reference is not None and check.reference.passed is False:
+            found.append(
+                f"{where}: the reference evaluator (onnx.reference) disagrees with eager "
+                f"(max abs diff {check.reference.max_abs_diff:.3g}) although ORT's outputs match"
+                if check.reference.max_abs_diff is not None
+                else f"{where}: the reference evaluator (onnx.reference) disagrees with eager"
+            )
+    return found
+
+
+def _check_text(check: LevelCheck) -> str:
+    """A failed check's figures for a sentence (``": max abs diff 0.5 (rtol 0.001, atol
+    0.0001); culprit com.microsoft:FastGelu node n: ..."``)."""
+    text = ""
+    if check.max_abs_diff is not None:
+        text += f": max abs diff {check.max_abs_diff:.3g}"
+        if check.rtol is not None and check.atol is not None:
+            text += f" (rtol {check.rtol:g}, atol {check.atol:g})"
+    culprit = check.culprit
+    if culprit is not None:
+        text += f"; culprit {culprit.op_type} node {culprit.node}: {culprit.error}"
+    return text
 
 
 def load_run(path: str | Path) -> Run:

@@ -4,6 +4,9 @@ The chains themselves (runs of fusible kernels under one parent op, each consumi
 before it as far as shapes and order show, outside optimizer steps) are a derived table in
 :mod:`traceviz.analysis.chains`; this rule only judges and words them.
 
+In an ONNX Runtime profile (never "compiled") the advice is ORT's graph optimizations and
+its transformers optimizer (:mod:`traceviz.diagnose.rules.ort`).
+
 In an eager trace a chain is the fusion opportunity: ``torch.compile`` would turn it into one
 kernel that keeps the intermediates in registers. In a compiled trace a chain is work left
 unfused: eager kernels outside the compiled graphs (a warning; it points to the graph-break
@@ -23,7 +26,7 @@ from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, kernel_steps, short_name
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
-from traceviz.diagnose.rules import breaks
+from traceviz.diagnose.rules import breaks, ort
 
 __all__ = ["MIN_CHAIN_KERNELS", "RULE_ID", "ChainGroup", "chain_groups", "unfused_chains"]
 
@@ -148,9 +151,11 @@ def _eager_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step: f
         evidence=(*_evidence(facts, groups, time_per_step), *_bytes_evidence(facts, groups)),
         est_gain_us=_gain(facts, groups),
         gain_basis=GAIN_BASIS,
-        next_step="Compile the model (`model = torch.compile(model)`): Inductor fuses chains of "
+        next_step=ort.CHAIN_STEP
+        if facts.is_onnxruntime
+        else "Compile the model (`model = torch.compile(model)`): Inductor fuses chains of "
         "pointwise and reduction ops into one kernel that keeps intermediates in registers.",
-        docs_url=docs.TORCH_COMPILE,
+        docs_url=ort.GRAPH_OPTIMIZATIONS if facts.is_onnxruntime else docs.TORCH_COMPILE,
         trace=facts.name,
     )
 

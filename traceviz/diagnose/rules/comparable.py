@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from traceviz.diagnose import docs
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.rules import ort as ort_docs
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
@@ -49,15 +50,25 @@ def not_comparable(comparison: Comparison) -> list[Finding]:
         title = (
             f"{a} and {b} are not an eager and a compiled run of one workload: no fusion figures"
         )
+    ort = comparison.a.trace.meta.is_onnxruntime or comparison.b.trace.meta.is_onnxruntime
+    if ort and not verdict.forced:
+        title = f"{a} and {b} are not profiles of one workload: no fusion figures"
     return [
         Finding(
             id=RULE_ID,
             severity=Severity.WARNING,
             title=title,
             evidence=tuple(evidence),
-            next_step="Compare an eager and a compiled trace of the same model, inputs and "
+            next_step=(
+                "Compare two ONNX Runtime profiles of the same model and inputs (two "
+                "graph optimization levels: `traceviz run MODEL --backends "
+                "eager,compile,onnxruntime` writes one per level); `traceviz compare --force` "
+                "computes the fusion figures anyway."
+            )
+            if ort
+            else "Compare an eager and a compiled trace of the same model, inputs and "
             "device (`traceviz run` makes such a pair); `traceviz compare --force` computes "
             "the fusion figures anyway.",
-            docs_url=docs.TORCH_COMPILE,
+            docs_url=ort_docs.GRAPH_OPTIMIZATIONS if ort else docs.TORCH_COMPILE,
         )
     ]

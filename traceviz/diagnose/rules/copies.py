@@ -36,6 +36,7 @@ from traceviz.diagnose.facts import (
     window_bounds,
 )
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.rules import ort
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.units import fmt_bytes
 
@@ -75,6 +76,8 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     """Host↔device copies issued inside the steps."""
     if not facts.is_gpu:
         return []
+    if facts.is_onnxruntime:
+        return _ort_copies(facts)
     kernels = facts.kernels
     copies = (
         (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
@@ -130,8 +133,53 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     ]
 
 
+#: ORT's copy nodes between the host and a GPU provider (inputs in, outputs out).
+ORT_COPY_OPS = {"MemcpyFromHost": "to the device", "MemcpyToHost": "to the host"}
+
+
+def _ort_copies(facts: TraceFacts) -> list[Finding]:
+    """An ORT profile of a GPU provider: the MemcpyFromHost/MemcpyToHost nodes ORT inserted
+    to move inputs and outputs every run (their host-side time, measured): IOBinding."""
+    kernels = facts.kernels
+    ops = kernels[Kernels.op_name].astype(object)
+    copies = ops.isin(list(ORT_COPY_OPS)).to_numpy(dtype=bool) & (kernel_steps(facts) >= 0)
+    if not copies.any():
+        return []
+    rows = kernels[copies]
+    time_us = facts.per_step(float(durations(rows).sum()))
+    share = facts.share(time_us) or 0.0
+    directions = rows[Kernels.op_name].astype(object).value_counts()
+    evidence: list[Evidence | str] = [
+        Evidence(f"{op} nodes per run ({ORT_COPY_OPS[str(op)]})", facts.per_step(int(n)), Unit.COUNT)
+        for op, n in directions.items()
+    ]
+    evidence.append(Evidence("their time per run (host side)", time_us, Unit.US, share))
+    known = rows[Kernels.bytes].dropna()
+    if len(known):
+        evidence.append(Evidence("bytes per run (ORT's sizes)", facts.per_step(known.sum()),
+                                 Unit.BYTES))  # fmt: skip
+    return [
+        Finding(
+            id=COPIES_ID,
+            severity=Severity.WARNING if share >= COPY_WARNING_SHARE else Severity.INFO,
+            title=f"{facts.name}: ONNX Runtime copies inputs/outputs between host and device "
+            f"every run ({facts.per_step(len(rows)):.3g} copy nodes per run, {100 * share:.1f}% "
+            "of the run)",
+            evidence=tuple(evidence),
+            est_gain_us=time_us,
+            gain_basis="upper bound: the copy nodes' host-side time (measured), if the data "
+            "stayed on the device",
+            next_step=ort.IO_BINDING_STEP,
+            docs_url=ort.IO_BINDING,
+            trace=facts.name,
+        )
+    ]
+
+
 def syncs(facts: TraceFacts) -> list[Finding]:
     """Calls that block the CPU inside the steps, sized by their measured duration."""
+    if facts.is_onnxruntime:  # ORT profiles: no sync calls (rules/ort.py)
+        return []
     if not facts.is_gpu:
         return []
     calls = facts.launch.blocking.calls

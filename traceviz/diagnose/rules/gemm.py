@@ -56,6 +56,8 @@ MATMUL_ADD_BASIS = (
 
 def extern_gemms(facts: TraceFacts) -> list[Finding]:
     """Extern GEMMs in a compiled trace that ``max-autotune`` could template."""
+    if facts.is_onnxruntime:  # ORT profiles: no compiled code (rules/ort.py)
+        return []
     if not facts.compiled or _autotuned(facts.run_info):
         return []
     kernels = facts.kernels
@@ -114,6 +116,8 @@ def _timeline(facts: TraceFacts) -> pd.DataFrame:
 
 def matmul_add(facts: TraceFacts) -> list[Finding]:
     """A matmul followed directly by an add on its output, as two kernels."""
+    if facts.is_onnxruntime:  # ORT fuses MatMul+Add itself (BASIC and up): rules/ort.py
+        return []
     seq = _timeline(facts)
     if len(seq) < 2:
         return []

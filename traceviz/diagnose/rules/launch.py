@@ -12,7 +12,9 @@ already in use (graph launches, replayed kernels) the finding says so, and count
 still launched one by one.
 
 CPU-only traces have no launches; there the step time outside compute ops is framework
-overhead (Python, dispatcher, allocator), reported when it dominates.
+overhead (Python, dispatcher, allocator; in an ONNX Runtime profile the executor between
+nodes), reported when it dominates. ORT profiles of GPU providers hold host-side node times
+only, so launch-bound stays silent on them.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, is_kernel
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import idle as idle_rules
+from traceviz.diagnose.rules import ort
 from traceviz.schema import DeviceKind, Kernels, LaunchClass, Launches
 
 LAUNCH_BOUND_ID = "launch-bound"
@@ -45,6 +48,8 @@ GAIN_BASIS = (
 def launch_bound(facts: TraceFacts) -> list[Finding]:
     """CPU-bound or launch-bound steps on a GPU trace (one of them, see the module
     docstring); otherwise an info finding when graphs are in use."""
+    if facts.is_onnxruntime:  # ORT profiles: no launches: node times are host-side (rules/ort.py)
+        return []
     if not facts.is_gpu or facts.summary.kernel_count == 0:
         return []
     launch = facts.launch
@@ -77,7 +82,10 @@ def framework_overhead(facts: TraceFacts) -> list[Finding]:
     idle = facts.per_step(facts.launch.idle_us)
     compute = facts.per_step(facts.summary.kernel_time_us)
     step = "Compile the model: Inductor's generated code skips the eager dispatcher per op."
-    if facts.compiled:
+    where = "Python, dispatcher, allocator"
+    if facts.is_onnxruntime:
+        step, where = ort.OVERHEAD_STEP, "ORT's executor: scheduling, allocation, threads"
+    elif facts.compiled:
         step = (
             "The compiled code is fast; what is left is Python and framework time around it. "
             "Give each call more work (a larger batch), or compile more of the step "
@@ -87,8 +95,7 @@ def framework_overhead(facts: TraceFacts) -> list[Finding]:
         Finding(
             id=OVERHEAD_ID,
             severity=Severity.INFO,
-            title=f"{facts.name}: {100 * share:.0f}% of the step is outside compute ops "
-            "(Python, dispatcher, allocator)",
+            title=f"{facts.name}: {100 * share:.0f}% of the step is outside compute ops ({where})",
             evidence=(
                 Evidence("time outside compute ops per step", idle, Unit.US, share),
                 Evidence("compute ops' time per step", compute, Unit.US, facts.share(compute)),
@@ -97,7 +104,7 @@ def framework_overhead(facts: TraceFacts) -> list[Finding]:
                 ),
             ),
             next_step=step,
-            docs_url=docs.TORCH_COMPILE,
+            docs_url=ort.THREADING if facts.is_onnxruntime else docs.TORCH_COMPILE,
             trace=facts.name,
         )
     ]

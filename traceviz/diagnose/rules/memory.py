@@ -77,6 +77,8 @@ def peak_memory_up(comparison: Comparison) -> list[Finding]:
 
 def large_intermediates(facts: TraceFacts) -> list[Finding]:
     """Big intermediates of unfused chains in an eager trace."""
+    if facts.is_onnxruntime:  # ORT profiles: no allocator figures (rules/ort.py)
+        return []
     if facts.compiled:
         return []
     groups = [g for g in chain_groups(facts) if g.largest_bytes]

@@ -10,6 +10,10 @@
   cannot be estimated.
 - **Too few steps** (fewer than :data:`MIN_STEPS` ``ProfilerStep`` spans), or **noisy steps**
   (step times, or run.json's timed iterations, spread widely).
+- ONNX Runtime profiles (``model_run`` steps): a first run :data:`~traceviz.diagnose.rules.ort.
+  WARMUP_FACTOR` × or more the median of the others is the session's warm-up: the spread is
+  judged on the other runs, and when they are steady the finding is ``warm-up-step`` (info),
+  not ``noisy-steps``. The compile, compiled-region and record_shapes checks do not apply.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pandas as pd
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, points_in_windows, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.rules import ort
 from traceviz.schema import Ops, Steps
 
 NO_REGION_ID = "no-compiled-region"
@@ -30,6 +35,7 @@ COMPILE_IN_WINDOW_ID = "compile-in-window"
 NO_SHAPES_ID = "no-record-shapes"
 FEW_STEPS_ID = "few-steps"
 NOISY_STEPS_ID = "noisy-steps"
+WARMUP_STEP_ID = "warm-up-step"  # ORT profiles: a slow first model_run, steady others
 #: Fewer than three steps cannot show whether the first one was special (warm-up, allocation).
 MIN_STEPS = 3
 #: Step times whose standard deviation is a fifth of their mean do not support small deltas.
@@ -47,6 +53,8 @@ COMPILE_EVENT = re.compile(
 
 def no_compiled_region(facts: TraceFacts) -> list[Finding]:
     """A trace labelled compiled that shows no sign of compiled code."""
+    if facts.is_onnxruntime:  # an ORT profile is never torch.compile's
+        return []
     if not facts.expect_compiled or facts.compiled or facts.uses_graphs:
         return []
     why = (
@@ -76,6 +84,8 @@ def no_compiled_region(facts: TraceFacts) -> list[Finding]:
 
 def compile_in_window(facts: TraceFacts) -> list[Finding]:
     """Compilation spans recorded inside the trace."""
+    if facts.is_onnxruntime:
+        return []
     ops = facts.trace.ops
     names = ops[Ops.name].astype(object).astype(str)
     mask = compile_name_mask(ops[Ops.name])
@@ -116,7 +126,7 @@ def compile_in_window(facts: TraceFacts) -> list[Finding]:
 
 def no_record_shapes(facts: TraceFacts) -> list[Finding]:
     """Ops recorded without their input shapes."""
-    if facts.summary.kernel_count == 0:
+    if facts.summary.kernel_count == 0 or facts.is_onnxruntime:  # ORT records sizes always
         return []
     flag = facts.trace.meta.profiler_flags.get("record_shapes")
     has_dims = bool(facts.trace.ops[Ops.input_dims].notna().any())
@@ -146,10 +156,11 @@ def few_steps(facts: TraceFacts) -> list[Finding]:
     """Too few ProfilerStep spans, or steps (and run.json timings) that vary too much."""
     count = facts.summary.step_count
     if count < MIN_STEPS:
+        span = "model_run" if facts.is_onnxruntime else "ProfilerStep"
         what = (
-            "no ProfilerStep spans: per-step figures cover the whole trace"
+            f"no {span} spans: per-step figures cover the whole trace"
             if count == 0
-            else (f"only {count} ProfilerStep span(s)")
+            else (f"only {count} {span} span(s)")
         )
         return [
             Finding(
@@ -157,10 +168,12 @@ def few_steps(facts: TraceFacts) -> list[Finding]:
                 severity=Severity.WARNING,
                 title=f"{facts.name}: too few profiled steps to trust ({count})",
                 evidence=(what, Evidence("steps", count, Unit.COUNT)),
-                next_step="Profile at least 3 steps after warm-up: `torch.profiler.profile("
+                next_step=ort.STEPS_STEP
+                if facts.is_onnxruntime
+                else "Profile at least 3 steps after warm-up: `torch.profiler.profile("
                 "schedule=torch.profiler.schedule(wait=1, warmup=1, active=3))` and call "
                 "`prof.step()` at the end of each iteration.",
-                docs_url=docs.PROFILER,
+                docs_url=ort.PROFILING if facts.is_onnxruntime else docs.PROFILER,
                 trace=facts.name,
             )
         ]
@@ -168,23 +181,29 @@ def few_steps(facts: TraceFacts) -> list[Finding]:
 
 
 def _noisy(facts: TraceFacts) -> list[Finding]:
-    durs = facts.trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    all_durs = facts.trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    # ORT: a slow first model_run is the session's warm-up, not noise: judge the others
+    warmup = ort.warmup_factor(all_durs) if facts.is_onnxruntime else None
+    durs = all_durs[1:] if warmup is not None else all_durs
     mean = float(np.mean(durs))
     cv = float(np.std(durs)) / mean if mean > 0 else 0.0
     timing = facts.timing()
     median = timing.median_us if timing is not None else 0.0
     spread = timing.iqr_us / median if timing is not None and median else 0.0
     if cv <= STEP_CV_MAX and spread <= TIMING_IQR_MAX:
-        return []
+        return [] if warmup is None else [_warmup(facts, all_durs, warmup)]
+    others = " (runs after the first)" if warmup is not None else ""
     evidence: list[Evidence | str] = [
-        Evidence("step time, mean", mean, Unit.US),
-        Evidence("step time, std / mean", cv, Unit.RATIO),
+        Evidence(f"step time, mean{others}", mean, Unit.US),
+        Evidence(f"step time, std / mean{others}", cv, Unit.RATIO),
         Evidence(
-            "slowest / fastest step",
+            f"slowest / fastest step{others}",
             float(durs.max() / durs.min()) if durs.min() > 0 else float("nan"),
             Unit.FACTOR,
         ),
     ]
+    if warmup is not None:
+        evidence.append(_warmup_line(warmup))
     if median:
         evidence += [
             Evidence("timed median (run.json)", float(median), Unit.US),
@@ -196,12 +215,44 @@ def _noisy(facts: TraceFacts) -> list[Finding]:
             severity=Severity.WARNING if spread > TIMING_IQR_MAX else Severity.INFO,
             title=f"{facts.name}: step times vary widely: small differences are noise",
             evidence=tuple(evidence),
-            next_step="Measure on an idle machine with more warm-up and more steps; pin CPU "
+            next_step=ort.NOISY_STEP
+            if facts.is_onnxruntime
+            else "Measure on an idle machine with more warm-up and more steps; pin CPU "
             "threads (`torch.set_num_threads`) and compare medians, not single steps.",
-            docs_url=docs.PROFILER,
+            docs_url=ort.THREADING if facts.is_onnxruntime else docs.PROFILER,
             trace=facts.name,
         )
     ]
+
+
+def _warmup_line(factor: float) -> str:
+    return (
+        f"first run {factor:.1f}× the median of the others: session warm-up (ORT allocates "
+        "and pre-packs on it); kept in the measured figures"
+    )
+
+
+def _warmup(facts: TraceFacts, durs: npt.NDArray[np.float64], factor: float) -> Finding:
+    """ORT: the first model_run is the slow one and the others agree: a warm-up, not noise."""
+    rest = durs[1:]
+    return Finding(
+        id=WARMUP_STEP_ID,
+        severity=Severity.INFO,
+        title=f"{facts.name}: first run {factor:.1f}× the median of the others: session "
+        "warm-up, the other runs are steady",
+        evidence=(
+            Evidence("first run", float(durs[0]), Unit.US),
+            Evidence("median of the other runs", float(np.median(rest)), Unit.US),
+            Evidence("other runs, std / mean", float(np.std(rest) / np.mean(rest)), Unit.RATIO),
+            "the first run stays in the measured figures (step mean, kernel time); step-time "
+            "comparisons use medians",
+        ),
+        next_step="Nothing to fix: ORT profiles every run from session creation, so the first "
+        "run's allocations are in the profile. Read per-run figures from the later runs and "
+        "compare medians (the step-time comparison does); run more times for steadier ones.",
+        docs_url=ort.PROFILING,
+        trace=facts.name,
+    )
 
 
 def compile_name_mask(names: pd.Series) -> npt.NDArray[np.bool_]:
