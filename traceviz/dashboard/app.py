@@ -32,6 +32,7 @@ from traceviz.units import fmt_bytes
 #: Panel extensions the dashboard needs (``pn.extension(*EXTENSIONS)``).
 EXTENSIONS = ("plotly", "tabulator", "filedropper")
 SIDES = ("a", "b")
+RESET_DELAY_MS = 2000  # after a failed upload, until its drop zone is replaced
 log = logging.getLogger(__name__)
 
 
@@ -129,13 +130,26 @@ class Dashboard(pn.viewable.Viewer):
 
     def _reset_upload(self, side: str) -> None:
         """A fresh, empty drop zone for ``side`` (the browser's tile of a file that could not
-        be loaded must not stay green with "Upload complete"); the file is forgotten."""
-        self._uploads[side] = self._dropper(side)
-        self._upload_slots[side][1] = self._uploads[side]
+        be loaded must not stay green with "Upload complete"); the file is forgotten. In a
+        served page the zone is swapped :data:`RESET_DELAY_MS` later: FilePond is still
+        finishing the upload in the browser when a bad file is already rejected, and a zone
+        removed under it raises a script error there."""
         self._seen.pop(side, None)
         self._pending.pop(side, None)
         self._pending_names.pop(side, None)
         self._refresh_labels()
+        old = self._uploads[side]
+
+        def swap() -> None:
+            if self._uploads[side] is old:  # no newer upload replaced it meanwhile
+                self._uploads[side] = self._dropper(side)
+                self._upload_slots[side][1] = self._uploads[side]
+
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            swap()
+        else:
+            doc.add_timeout_callback(swap, RESET_DELAY_MS)
 
     def _upload_row(self) -> pn.viewable.Viewable:
         self._refresh_labels()
@@ -202,9 +216,26 @@ class Dashboard(pn.viewable.Viewer):
         slot[:] = [build_view(self.comparison, title)]
 
     def _on_tab(self, event: param.parameterized.Event) -> None:
+        """A tab was opened: build it. In a served page the build runs on the next tick, so the
+        browser first gets the slot's loading indicator (a notebook or a test builds at once)."""
         titles = list(self._slots)
-        if not self._showing and 0 <= event.new < len(titles):
-            self._fill(titles[event.new])
+        if self._showing or not 0 <= event.new < len(titles):
+            return
+        title = titles[event.new]
+        slot = self._slots[title]
+        doc = pn.state.curdoc
+        if len(slot) or doc is None or doc.session_context is None:
+            self._fill(title)
+            return
+        slot.loading = True
+
+        def build() -> None:
+            try:
+                self._fill(title)
+            finally:
+                slot.loading = False
+
+        doc.add_next_tick_callback(build)
 
     @property
     def built_tabs(self) -> list[str]:
