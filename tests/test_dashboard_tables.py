@@ -72,6 +72,31 @@ def test_each_side_adds_up_to_its_measured_time(
     assert (np.diff(order) <= 1e-9).all()  # largest change first
 
 
+RUNS = sorted(p.parent for p in [*SAMPLES.glob("*/run.json"), *SAMPLES.glob("*/*/run.json")])
+
+
+@pytest.mark.parametrize(
+    "run", RUNS or [None], ids=lambda p: str(p.relative_to(SAMPLES)) if p else "none"
+)
+def test_every_sample_run_adds_up(run: Path | None) -> None:
+    """On every sample run (CPU and the H200 runs): each grouping's columns add up to each
+    side's measured device time and activity count."""
+    if run is None:
+        pytest.skip(f"no sample runs in {SAMPLES}")
+    from traceviz.pipeline import open_report
+
+    report = open_report(run)
+    for by in ("kernel", "op", "kind"):
+        table = kernel_diff(report.a.kernels, report.b.kernels, by=by)  # type: ignore[arg-type]
+        for side, calls, time in (
+            (report.a, KernelDiff.a_calls, KernelDiff.a_time_us),
+            (report.b, KernelDiff.b_calls, KernelDiff.b_time_us),
+        ):
+            measured = float(np.nansum(side.kernels[Kernels.excl_dur_us].to_numpy(dtype=float)))
+            assert table[time].sum() == pytest.approx(measured, rel=1e-9, abs=1e-9), (run, by)
+            assert int(table[calls].sum()) == len(side.kernels), (run, by)
+
+
 def test_kernel_diff_on_a_tiny_pair(tmp_trace) -> None:  # type: ignore[no-untyped-def]
     import traceviz
 
