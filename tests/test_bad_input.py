@@ -13,6 +13,13 @@ from hypothesis import strategies as st
 
 import traceviz
 from tests.conftest import CORPUS
+from tests.mutation_fixtures import (
+    HOSTILE_SETTINGS,
+    MUTATIONS,
+    ODD_VALUES,
+    load_or_format_error,
+    mutate,
+)
 from traceviz import TraceFormatError
 from traceviz.cli import main
 
@@ -77,42 +84,16 @@ def test_cli_prints_one_line_and_exits_2(
     assert err.count("\n") == 1 and str(path) in err and "Traceback" not in err
 
 
-def _mutations() -> st.SearchStrategy[tuple[str, int, bytes]]:
-    return st.tuples(
-        st.sampled_from(["truncate", "flip", "insert", "delete"]),
-        st.integers(min_value=0, max_value=10**9),
-        st.binary(min_size=1, max_size=8),
-    )
-
-
 @pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
-@settings(
-    max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(mutation=_mutations(), gz=st.booleans())
+@HOSTILE_SETTINGS
+@given(mutation=MUTATIONS, gz=st.booleans())
 def test_mutated_real_traces_load_or_raise_trace_format_error(
     tmp_path: Path, mutation: tuple[str, int, bytes], gz: bool
 ) -> None:
     source = TINY_GZ if gz else SMALL
-    data = bytearray(source.read_bytes())
-    how, where, junk = mutation
-    at = where % len(data)
-    if how == "truncate":
-        del data[at:]
-    elif how == "flip":
-        data[at] ^= junk[0]
-    elif how == "insert":
-        data[at:at] = junk
-    else:
-        del data[at : at + len(junk)]
     path = tmp_path / ("mutant.json.gz" if gz else "mutant.json")
-    path.write_bytes(bytes(data))
-    try:
-        trace = traceviz.load(path)
-    except TraceFormatError as err:
-        assert str(path) in str(err)
-    else:
-        assert trace.stats.accounted == trace.stats.events_in
+    path.write_bytes(mutate(source.read_bytes(), *mutation))
+    load_or_format_error(path)
 
 
 @pytest.mark.skipif(not SMALL.exists(), reason=f"corpus not found at {CORPUS}")
@@ -121,13 +102,9 @@ def test_mutated_real_traces_load_or_raise_trace_format_error(
 )
 @given(
     field=st.sampled_from(["ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id"]),
-    value=st.one_of(
-        st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
-        st.lists(st.integers(), max_size=3),
-        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-    ),
+    value=ODD_VALUES,
     index=st.integers(min_value=0, max_value=10**6),
-)  # fmt: skip
+)
 def test_events_with_odd_field_values(
     tmp_path: Path, field: str, value: object, index: int
 ) -> None:
@@ -136,12 +113,7 @@ def test_events_with_odd_field_values(
     events[index % len(events)][field] = value
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(doc))
-    try:
-        trace = traceviz.load(path)
-    except TraceFormatError as err:
-        assert str(path) in str(err)
-    else:
-        assert trace.stats.accounted == trace.stats.events_in
+    load_or_format_error(path)
 
 
 HOSTILE = ("nesting", "huge_int", "nan_literal", "bom", "negative_dur")

@@ -19,11 +19,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_files
+from tests.mutation_fixtures import (
+    HOSTILE_SETTINGS,
+    MUTATIONS,
+    ODD_VALUES,
+    load_or_format_error,
+    mutate,
+)
 from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic
 from traceviz.analysis.traffic import TrafficRule
 from traceviz.cli import main
@@ -401,50 +408,17 @@ def test_bad_profiles_name_the_file(tmp_path: Path, text: str, reason: str) -> N
 # --- hostile input ---------------------------------------------------------------------------
 
 
-def _mutate(data: bytearray, how: str, where: int, junk: bytes) -> bytes:
-    at = where % len(data)
-    if how == "truncate":
-        del data[at:]
-    elif how == "flip":
-        data[at] ^= junk[0]
-    elif how == "insert":
-        data[at:at] = junk
-    else:
-        del data[at : at + len(junk)]
-    return bytes(data)
-
-
-@settings(
-    max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    how=st.sampled_from(["truncate", "flip", "insert", "delete"]),
-    where=st.integers(min_value=0, max_value=10**9),
-    junk=st.binary(min_size=1, max_size=8),
-)
+@HOSTILE_SETTINGS
+@given(mutation=MUTATIONS)
 def test_mutated_real_profile_loads_or_raises(
-    tmp_path: Path, how: str, where: int, junk: bytes
+    tmp_path: Path, mutation: tuple[str, int, bytes]
 ) -> None:
     path = tmp_path / "mutant.json"
-    path.write_bytes(_mutate(bytearray(COMMITTED.read_bytes()), how, where, junk))
-    try:
-        trace = traceviz.load(path)
-    except TraceFormatError as err:
-        assert err.path == str(path)
-    else:
-        assert trace.stats.accounted == trace.stats.events_in
+    path.write_bytes(mutate(COMMITTED.read_bytes(), *mutation))
+    load_or_format_error(path)
 
 
-ODD_VALUES = st.one_of(
-    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=5),
-    st.lists(st.integers(), max_size=3),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)  # fmt: skip
-
-
-@settings(
-    max_examples=150, deadline=5000, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
+@HOSTILE_SETTINGS
 @given(
     key=st.sampled_from(["ph", "cat", "name", "pid", "tid", "ts", "dur", "args"]),
     arg=st.sampled_from([*SIZES, "op_name", "provider", "input_type_shape", "node_index"]),
@@ -463,11 +437,7 @@ def test_odd_field_values_load_or_raise(
         event[key] = value
     path = tmp_path / "odd.json"
     path.write_text(json.dumps(events))
-    try:
-        trace = traceviz.load(path)
-    except TraceFormatError as err:
-        assert err.path == str(path)
-    else:
-        assert trace.stats.accounted == trace.stats.events_in
+    trace = load_or_format_error(path)
+    if trace is not None:
         assert (trace.kernels[Kernels.bytes].dropna() >= 0).all()
         memory_traffic(trace)
