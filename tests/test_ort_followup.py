@@ -270,6 +270,15 @@ def test_gpu_provider_copies_get_io_binding(tmp_path: Path) -> None:
     assert "launch-bound" not in _ids(findings) and "cpu-bound" not in _ids(findings)
 
 
+def test_unknown_provider_is_named_not_torch_profiled(tmp_path: Path) -> None:
+    path = _profile(tmp_path / "p.json", [100, 100, 100], [("a", "MatMul", 30)],
+                    provider="OpenVINOExecutionProvider")  # fmt: skip
+    findings = diagnose_trace(traceviz.load(path, cache=False))
+    (device,) = [f for f in findings if f.id == "device-not-analysed"]
+    assert "OpenVINOExecutionProvider" in device.title
+    assert device.docs_url == ort.PROFILING and not TORCH_ADVICE.search(device.next_step)
+
+
 # --- 3. the first run: a warm-up, kept measured ----------------------------------------------
 
 

@@ -12,6 +12,7 @@ from traceviz.analysis.device import device_activity
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.rules import ort
 
 RULE_ID = "device-not-analysed"
 
@@ -22,6 +23,9 @@ def device_not_analysed(facts: TraceFacts) -> list[Finding]:
     if held is None:
         return []
     names = ", ".join(sorted(set(held.device_names))) or "unnamed device"
+    ort_profile = facts.is_onnxruntime
+    if ort_profile:  # the providers are the device names ORT records
+        names = ", ".join(facts.trace.meta.profiler_flags.get("providers") or []) or names
     return [
         Finding(
             id=RULE_ID,
@@ -39,9 +43,12 @@ def device_not_analysed(facts: TraceFacts) -> list[Finding]:
                 ),
                 "device event categories: " + (", ".join(held.categories) or "none"),
             ),
-            next_step="Use the device vendor's profiler tools for device time; the CPU ops, "
+            next_step="Use the execution provider's own profiling for device time; the "
+            "model_run times and ORT's node times (host side) traceviz shows are still measured."
+            if ort_profile
+            else "Use the device vendor's profiler tools for device time; the CPU ops, "
             "steps and compiled regions traceviz shows are still measured.",
-            docs_url=docs.PROFILER,
+            docs_url=ort.PROFILING if ort_profile else docs.PROFILER,
             trace=facts.name,
         )
     ]
