@@ -321,21 +321,28 @@ def test_fastest_skips_failed_outputs_and_says_whether_it_is_clear() -> None:
     assert close is not None and close.backend == "compile" and close.clear is False
 
 
-def test_a_level_whose_outputs_fail_names_its_culprit(ort_run: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def culprit_report(ort_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, str]:
+    """The report of a copy of ``ort_run`` whose last ORT level failed its output check (max
+    |diff| 3.5, culprit node N, a Gemm), and that level's name."""
     import shutil
 
-    run = shutil.copytree(ort_run, tmp_path / "culprit")
+    run = shutil.copytree(ort_run, tmp_path_factory.mktemp("culprit") / "run")
     info = _run_json(run)
     level = info["backends"]["onnxruntime"]["levels"][-1]
     level["check"].update(passed=False, max_abs_diff=3.5)
     level["check"]["culprit"] = {"node": "N", "op_type": "ai.onnx:Gemm", "error": "off by 3.5"}
     (run / "run.json").write_text(json.dumps(info))
-    report = compare_run(run)
+    return compare_run(run), level["name"]
+
+
+def test_a_level_whose_outputs_fail_names_its_culprit(culprit_report: tuple[Any, str]) -> None:
+    report, name = culprit_report
     rows = report.backends.rows.set_index("backend")
-    assert rows.loc[ORT_PREFIX + level["name"], "culprit"] == "N (ai.onnx:Gemm): off by 3.5"
-    assert report.backends.fastest.backend != ORT_PREFIX + level["name"]
+    assert rows.loc[ORT_PREFIX + name, "culprit"] == "N (ai.onnx:Gemm): off by 3.5"
+    assert report.backends.fastest.backend != ORT_PREFIX + name
     (table,) = [v for v in backends_views(report) if v.title == "Backends side by side"]
-    assert f"{ORT_PREFIX}{level['name']} outputs: N (ai.onnx:Gemm): off by 3.5" in table.note
+    assert f"{ORT_PREFIX}{name} outputs: N (ai.onnx:Gemm): off by 3.5" in table.note
     assert "FAILED (3.5)" in [r[7] for r in table.rows]
 
 
@@ -369,18 +376,10 @@ def test_findings_on_hand_made_rows() -> None:
     assert backend_findings(_view_of(close)) == []  # 10 µs apart, spreads 40 and 30
 
 
-def test_report_carries_the_backend_findings(ort_run: Path, tmp_path: Path) -> None:
-    import shutil
-
-    run = shutil.copytree(ort_run, tmp_path / "findings")
-    info = _run_json(run)
-    level = info["backends"]["onnxruntime"]["levels"][-1]
-    level["check"].update(passed=False, max_abs_diff=3.5)
-    level["check"]["culprit"] = {"node": "N", "op_type": "ai.onnx:Gemm", "error": "off"}
-    (run / "run.json").write_text(json.dumps(info))
-    report = compare_run(run)
+def test_report_carries_the_backend_findings(culprit_report: tuple[Any, str]) -> None:
+    report, name = culprit_report
     (differ,) = [f for f in report.findings if f.id == "backend-outputs-differ"]
-    assert level["name"] in differ.title and "culprit: N (ai.onnx:Gemm): off" in differ.evidence
+    assert name in differ.title and "culprit: N (ai.onnx:Gemm): off by 3.5" in differ.evidence
     assert report.findings[0].severity.value == "error"  # sorted in with the others
     plain = compare_run(SAMPLES / "linear-add")
     assert not [f for f in plain.findings if f.id.startswith(("backend-", "faster-backend"))]
