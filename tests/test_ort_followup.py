@@ -393,6 +393,52 @@ def test_guard_accepts_real_level_pairs_from_the_tiny_graphs(tmp_path: Path) -> 
         assert comparability(*profiles).comparable, build.__name__
 
 
+def _conv_bn_relu(path: Path) -> Path:
+    """Conv → BatchNormalization → Relu (BASIC folds the norm; ALL adds NCHWc layout nodes)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from tests import ort_fixtures as fx
+
+    rng = np.random.default_rng(0)
+
+    def init(name: str, a: np.ndarray) -> Any:
+        return numpy_helper.from_array(a.astype(np.float32), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["bn"], name="bn"),
+        helper.make_node("Relu", ["bn"], ["y"], name="relu"),
+    ]
+    inits = [init("w", rng.standard_normal((16, 8, 3, 3))), init("s", np.ones(16)),
+             init("b", np.zeros(16)), init("m", np.zeros(16)), init("v", np.ones(16))]  # fmt: skip
+    io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, c, 32, 32])
+          for n, c in (("x", 8), ("y", 16))]  # fmt: skip
+    graph = helper.make_graph(nodes, "conv", io[:1], io[1:], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return fx.save(model, path)
+
+
+def test_conv_levels_kinds_and_guard(tmp_path: Path) -> None:
+    pytest.importorskip("onnxruntime")
+    from tests import ort_fixtures as fx
+
+    src = _conv_bn_relu(tmp_path / "conv.onnx")
+    feeds = {"x": np.random.default_rng(1).standard_normal((1, 8, 32, 32)).astype(np.float32)}
+    traces = {}
+    for level in ("disable", "basic", "all"):
+        prof = tmp_path / f"{level}.json"
+        fx.optimize(src, level, tmp_path / f"{level}.onnx", feeds=feeds, profile=prof, runs=3)
+        traces[level] = traceviz.load(prof, cache=False)
+    for trace in traces.values():
+        ops = trace.kernels[Kernels.op_name].astype(str)
+        kinds = trace_kinds(trace).astype(str)
+        assert (kinds[ops == "Conv"] == "conv").all() and (kinds == "conv").any()
+        assert not (kinds == "other").any(), sorted(set(ops[kinds == "other"]))
+    assert "BatchNormalization" not in set(traces["basic"].kernels[Kernels.op_name].astype(str))
+    for level in ("basic", "all"):
+        assert comparability(traces["disable"], traces[level]).comparable, level
+
+
 # --- 5. Run.problems ---------------------------------------------------------------------------
 
 
