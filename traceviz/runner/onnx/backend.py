@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import torch
 
@@ -155,15 +156,7 @@ def _checked(
             culprit = isolate.find_culprit_in_files(exported.path, graph, exported.feeds)
         except Exception:  # isolation is a diagnosis aid: the check's verdict stands without it
             culprit = None
-    return LevelCheck(
-        passed=found.passed,
-        max_abs_diff=found.max_abs_diff,
-        max_rel_diff=found.max_rel_diff,
-        atol=found.atol,
-        rtol=found.rtol,
-        reference=reference,
-        culprit=culprit,
-    )
+    return msgspec.structs.replace(found, reference=reference, culprit=culprit)
 
 
 def _rel(path: Path, out: Path) -> str:
