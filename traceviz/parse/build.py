@@ -182,13 +182,11 @@ def _take(events: list[Event], rows: np.ndarray) -> list[Event]:
 
 
 def _rows_by_destination(codes: np.ndarray, labels: list[str]) -> dict[str, np.ndarray]:
-    """Event rows per destination label, in input order."""
-    order = np.argsort(codes, kind="stable")
-    bounds = np.searchsorted(codes[order], np.arange(len(labels) + 1))
-    rows: dict[str, list[np.ndarray]] = {}
-    for code, label in enumerate(labels):
-        rows.setdefault(label, []).append(order[bounds[code] : bounds[code + 1]])
-    return {label: np.sort(np.concatenate(parts)) for label, parts in rows.items()}
+    """Event rows per destination label, in input order (one pass per label: few labels)."""
+    names = list(dict.fromkeys(labels))
+    index = {name: i for i, name in enumerate(names)}
+    destination = np.array([index[label] for label in labels], dtype=np.int64)[codes]
+    return {name: np.flatnonzero(destination == i) for i, name in enumerate(names)}
 
 
 def _split_instants(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from traceviz.parse.columns import field, floats
+from traceviz.parse.columns import Lazy, floats, streamed
 from traceviz.parse.events import Event
 from traceviz.parse.routing import KERNELS, LAUNCHES, OPS, SPANS
 
@@ -23,7 +23,7 @@ TIMED_TABLES = (KERNELS, OPS, LAUNCHES, SPANS)  # the tables of complete ("X") e
 
 def impossible(events: list[Event]) -> np.ndarray:
     """Boolean mask: the events whose ``dur`` is negative or ±infinite."""
-    durs = floats(field(events, "dur"))
+    durs = streamed(Lazy(events, "dur"), np.float64, floats)
     return (durs < 0) | np.isinf(durs)
 
 
