@@ -10,13 +10,13 @@ from __future__ import annotations
 import html
 from typing import Any
 
-import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from traceviz.analysis.compare import Comparison
 from traceviz.report.backends_html import backends_sections
 from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES
+from traceviz.report.figures_html import figures_html
 from traceviz.report.snippet import view_html
 from traceviz.report.views import comparison_views, headline
 
@@ -43,16 +43,7 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
     sections = [("summary", "Summary", _summary(comparison))]
     sections.append(("findings", "Findings", _findings(comparison)))
     for number, (view, builders) in enumerate(VIEW_FIGURES.items()):
-        figures = "".join(
-            pio.to_html(
-                build(comparison),
-                full_html=False,
-                include_plotlyjs=False,
-                config={"displaylogo": False, "responsive": True},
-                div_id=f"fig-{number}-{i}",
-            )
-            for i, build in enumerate(builders)
-        )
+        figures = figures_html(builders, comparison, f"fig-{number}")
         sections.append((f"view-{number}", view, figures))
     sections += backends_sections(comparison, top=top)  # runs with ONNX Runtime backends
     tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
