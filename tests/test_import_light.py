@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
+from tests.light_import_fixtures import assert_imports_none
 
 HEAVY = ("torch", "plotly", "panel", "bokeh")
 
@@ -19,16 +20,13 @@ HEAVY = ("torch", "plotly", "panel", "bokeh")
 def test_load_compare_and_summary_stay_light() -> None:
     run = SAMPLES / "mlp"
     code = (
-        "import sys, traceviz;"
+        "import traceviz;"
         "from traceviz.cli import main;"
         f"c = traceviz.compare({str(run / 'eager.pt.trace.json.gz')!r},"
         f" {str(run / 'compiled.pt.trace.json.gz')!r});"
-        f"main(['summary', {str(run / 'compiled.pt.trace.json.gz')!r}, '--format', 'json']);"
-        f"heavy = [m for m in {HEAVY!r} if m in sys.modules];"
-        "sys.exit(f'imported {heavy}' if heavy else 0)"
+        f"main(['summary', {str(run / 'compiled.pt.trace.json.gz')!r}, '--format', 'json'])"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_imports_none(code, HEAVY)
 
 
 # What `traceviz --help` must not import: every command module, and the libraries they pull in.
@@ -78,15 +76,12 @@ ONNX_EXTRAS = ("onnx", "onnxruntime", "onnxscript")
 def test_reading_an_ort_profile_imports_no_onnx_package() -> None:
     profile = SAMPLES.parent / "tests" / "data" / "ort_all.profile.json"
     code = (
-        "import sys, traceviz;"
+        "import traceviz;"
         "import traceviz.runner.onnx_reference;"
         f"t = traceviz.load({str(profile)!r}, max_bytes=None);"
-        "assert len(t.kernels) > 0;"
-        f"heavy = [m for m in {ONNX_EXTRAS + HEAVY!r} if m in sys.modules];"
-        "sys.exit(f'imported {heavy}' if heavy else 0)"
+        "assert len(t.kernels) > 0"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_imports_none(code, ONNX_EXTRAS + HEAVY)
 
 
 # The distributed extra (traceviz[distributed]) loads only where ranks run on Dask.
@@ -97,13 +92,9 @@ def test_ranks_serially_import_no_dask(tmp_path: Path) -> None:
     for rank in (0, 1):  # ranks from the file names (the sample has no distributedInfo)
         shutil.copy(SAMPLES / "mlp" / "eager.pt.trace.json.gz", tmp_path / f"rank{rank}.json.gz")
     code = (
-        "import sys, traceviz;"
-        f"light = [m for m in {DASK_EXTRAS!r} if m in sys.modules];"
+        "import traceviz;"
         f"r = traceviz.load_ranks({str(tmp_path)!r}, {str(tmp_path / 'ds')!r});"
         "assert r.ranks == [0, 1] and len(r.summary) == 2, r.manifest;"
-        f"t = traceviz.load({str(tmp_path / 'ds')!r}, rank=1);"
-        f"heavy = light + [m for m in {DASK_EXTRAS + HEAVY!r} if m in sys.modules];"
-        "sys.exit(f'imported {heavy}' if heavy else 0)"
+        f"t = traceviz.load({str(tmp_path / 'ds')!r}, rank=1)"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert_imports_none(code, DASK_EXTRAS + HEAVY)
