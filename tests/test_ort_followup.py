@@ -230,6 +230,8 @@ def test_erf_gelu_chain_gets_the_graph_optimization_advice(
     assert any({"gelu/Div", "gelu/Erf", "gelu/Mul_1"} <= set(g.ops) for g in disable)
     fused = chain_groups(facts_of_trace(traceviz.load(levels["all"], cache=False)))
     assert fused == []  # ORT_ENABLE_ALL made the GELU one Gelu node: nothing left to chain
+    measured = traceviz.load(levels["disable"], cache=False).kernels[Kernels.dur_us].sum()
+    assert 0 < sum(g.time_us for g in disable) <= measured  # credited at most once
     # the finding's advice, on a hand-made chain that takes most of the run
     nodes = [("gelu/Div", "Div", 20), ("gelu/Erf", "Erf", 20), ("gelu/Add", "Add", 20),
              ("gelu/Mul", "Mul", 20)]  # fmt: skip
@@ -313,7 +315,19 @@ def test_a_slow_later_run_is_still_noise(tmp_path: Path) -> None:
     (noisy,) = [
         f for f in diagnose_trace(traceviz.load(path, cache=False)) if f.id == "noisy-steps"
     ]
-    assert "warm-up" not in _text(noisy)
+    assert "session warm-up" not in _text(noisy)
+
+
+def test_kineto_traces_keep_the_noisy_steps_finding(tmp_path: Path) -> None:
+    from tests.conftest import op, write_trace
+
+    events = [op(f"ProfilerStep#{i}", i * 6000, d, cat="user_annotation")
+              for i, d in enumerate([5000, 100, 104, 98])]  # fmt: skip
+    events.append(op("aten::relu", 6010, 50))
+    findings = diagnose_trace(traceviz.load(write_trace(tmp_path / "t.json", events)))
+    (noisy,) = [f for f in findings if f.id == "noisy-steps"]
+    assert "session warm-up" not in _text(noisy) and "warm-up-step" not in _ids(findings)
+    assert "torch.set_num_threads" in noisy.next_step  # torch advice stays on torch traces
 
 
 def test_warmup_factor_needs_two_other_runs() -> None:
