@@ -150,7 +150,7 @@ def _ort_copies(facts: TraceFacts) -> list[Finding]:
     share = facts.share(time_us) or 0.0
     directions = rows[Kernels.op_name].astype(object).value_counts()
     evidence: list[Evidence | str] = [
-        Evidence(f"{op} nodes per run ({ORT_COPY_OPS[str(op)]})", facts.per_step(int(n)), Unit.COUNT)
+        Evidence(f"{op} nodes per run ({ORT_COPY_OPS[str(op)]})", facts.per_step(n), Unit.COUNT)
         for op, n in directions.items()
     ]
     evidence.append(Evidence("their time per run (host side)", time_us, Unit.US, share))
