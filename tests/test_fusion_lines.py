@@ -38,7 +38,8 @@ def sample_dirs() -> list[Path]:
 def compare_run(path: Path) -> traceviz.Comparison:
     run = read_run_dir(path)
     return traceviz.compare(run.eager, run.compiled, names=("eager", "compiled"),
-                            run_info=run.info, compile_log=run.compile_log)  # fmt: skip
+                            run_info=run.info, compile_log=run.compile_log,
+                            eager_lines=run.eager_lines)  # fmt: skip
 
 
 def kernel_time(trace: traceviz.Trace) -> pd.Series:

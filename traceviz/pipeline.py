@@ -60,12 +60,15 @@ def compare_sides(
     run_info: RunInfo | dict[str, Any] | None = None,
     compile_log: Any = None,
     force: bool = False,
+    eager_lines: Trace | None = None,
 ) -> Report:
     """Compare two analysed sides and diagnose the pair (analyse each trace once for many
-    pairs). ``run_info`` and ``compile_log`` as in :func:`compare`."""
+    pairs). ``run_info``, ``compile_log`` and ``eager_lines`` as in :func:`compare`."""
     log = read_log(compile_log)
     info = run_info_of(run_info)
-    return report_of(compare_analysed(a, b, run_info=info, compile_log=log, force=force))
+    return report_of(
+        compare_analysed(a, b, run_info=info, compile_log=log, force=force, eager_lines=eager_lines)
+    )
 
 
 def compare(
@@ -77,6 +80,7 @@ def compare(
     compile_log: Any = None,
     force: bool = False,
     load: Loader = _parse,
+    eager_lines: Trace | str | Path | None = None,
 ) -> Report:
     """Compare two traces (paths, Trace objects or analysed sides) into a report.
 
@@ -85,7 +89,9 @@ def compare(
     compile log (a run directory's log file or a TORCH_TRACE directory, or a read log) for a
     fusion map on the compiler's record; ``force`` computes the fusion figures even when the
     traces are not the same workload. A side given as a :class:`Side` is not analysed again
-    (it is relabelled when ``names`` say so).
+    (it is relabelled when ``names`` say so). ``eager_lines`` is a's lines trace (a run's
+    eager steps profiled again under the line marks; a path or Trace): a's kernels take their
+    source lines from their twins there; without it, from a's own marks or frames.
     """
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
@@ -94,7 +100,14 @@ def compare(
     log = read_log(compile_log)
     side_a = _side(a, names[0], load)
     side_b = _side(b, names[1], load, dynamo=dynamo, compile_log=log)
-    return compare_sides(side_a, side_b, run_info=info, compile_log=log, force=force)
+    lines = (
+        eager_lines
+        if eager_lines is None or isinstance(eager_lines, Trace)
+        else load(Path(eager_lines))
+    )
+    return compare_sides(
+        side_a, side_b, run_info=info, compile_log=log, force=force, eager_lines=lines
+    )
 
 
 def _side(
@@ -121,7 +134,8 @@ def compare_run(
 ) -> Report:
     """The report of a run directory (``traceviz run``'s output): its eager vs its compiled
     trace, with run.json's timings and Dynamo facts and its own compile log unless
-    ``compile_log`` names another."""
+    ``compile_log`` names another; the eager kernels' source lines come from the run's lines
+    trace when it has one (``RunDir.eager_lines``)."""
     path = Path(directory)
     if not is_run_dir(path):
         raise UsageError(f"{directory}: give two traces, or a run directory made by `traceviz run`")
@@ -134,6 +148,7 @@ def compare_run(
         compile_log=compile_log or run.compile_log,
         force=force,
         load=load,
+        eager_lines=run.eager_lines,
     )
     backends = backends_view(path, report)  # ONNX Runtime levels beside eager and compiled
     if backends is None:

@@ -23,6 +23,9 @@ class RunDir:
     compiled: Path
     info: RunInfo
     compile_log: Path | None = None  # structured compile log (Inductor provenance), when kept
+    # the eager steps profiled again under the line marks (source lines only), when the run has
+    # one; None for older runs, whose eager trace holds its own marks
+    eager_lines: Path | None = None
 
 
 def is_run_dir(path: Path) -> bool:
@@ -43,7 +46,13 @@ def read_run_dir(path: Path) -> RunDir:
         compiled=compiled,
         info=run.info,
         compile_log=run.compile_log,
+        eager_lines=_separate(run.eager_lines_trace, eager),
     )
+
+
+def _separate(lines: Path | None, eager: Path) -> Path | None:
+    """The lines trace when it is its own file (older runs name the eager trace itself)."""
+    return lines if lines is not None and lines != eager else None
 
 
 def default_names(a: str, b: str) -> tuple[str, str]:

@@ -25,6 +25,7 @@ from traceviz.analysis.device import NOT_ANALYSED, is_analysed
 from traceviz.analysis.fusion import FusionMap, fusion_map
 from traceviz.analysis.fusion_lines import fusion_evidence, read_log
 from traceviz.analysis.launch import LaunchOverhead, launch_overhead
+from traceviz.analysis.line_transfer import LineTransfer
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
@@ -82,6 +83,8 @@ class Comparison:
     regions: pd.DataFrame
     fusion: FusionMap
     run_info: RunInfo | None = None  # the run directory's run.json, typed
+    # a's source lines read from a separate lines trace: how many a kernels had a twin there
+    line_transfer: LineTransfer | None = None
 
     def side(self, which: str) -> Side:
         if which not in SIDES:
@@ -103,12 +106,15 @@ def compare_sides(
     run_info: RunInfo | None = None,
     compile_log: Any = None,
     force: bool = False,
+    eager_lines: Trace | None = None,
 ) -> Comparison:
     """Compare two analysed traces (lets callers analyse each trace once for many pairs).
     ``compile_log`` is b's compile log (read by :func:`~traceviz.analysis.fusion_lines.read_log`)
     for a fusion map on the compiler's record; ``force`` computes the fusion figures even when
-    the traces are not the same workload."""
-    compiler, lines = fusion_evidence(a.trace, b.trace, compile_log)
+    the traces are not the same workload; ``eager_lines`` is a's lines trace (a run's eager
+    steps profiled again under the line marks), where a's kernels find their source lines
+    (:func:`~traceviz.analysis.line_transfer.transfer_lines`; else in a itself)."""
+    compiler, lines = fusion_evidence(a.trace, b.trace, compile_log, eager_lines=eager_lines)
     fusion = fusion_map(
         a.trace,
         b.trace,
@@ -128,6 +134,7 @@ def compare_sides(
         regions=_both(a.regions.frames, b.regions.frames),
         fusion=fusion,
         run_info=run_info,
+        line_transfer=lines.transfer if lines is not None else None,
     )
 
 

@@ -1,8 +1,9 @@
 """The fusion map per user source line, and the compiler's record as credits.
 
 Two pieces built on :class:`LineRecord` — the source lines of both sides: each eager kernel's
-line (from the eager trace's Python stacks, ``with_stack=True``) and each compiled kernel's
-lines (from Inductor's provenance in the compile log):
+line (from the eager trace's line marks or Python stacks, or from its twin in a run's separate
+lines trace: :mod:`traceviz.analysis.line_transfer`) and each compiled kernel's lines (from
+Inductor's provenance in the compile log):
 
 - :func:`compiler_credits` credits an eager kernel to the compiled kernel that holds its line;
   when several compiled kernels hold that line, the one whose ops (decoded name, post-grad
@@ -39,6 +40,7 @@ from traceviz.analysis.fusion_match import (
     own_key,
 )
 from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
+from traceviz.analysis.line_transfer import LineTransfer, transfer_lines
 from traceviz.analysis.op_keys import name_keys
 from traceviz.analysis.provenance import compiled_kernel_provenance, eager_kernel_lines
 from traceviz.parse.compile_log import CompileLog, read_compile_log
@@ -98,7 +100,8 @@ class LineRecord:
     ``line``, ``code``, optionally ``function``, one row per (kernel, line); ``compiled_ops``:
     per compiled kernel name, the op keys its FX nodes hold (from the post-grad node names);
     ``recorded``: the compiled kernel names Inductor's provenance explains (their rows have
-    basis ``compiler``).
+    basis ``compiler``); ``transfer``: when the eager lines were read from a separate lines
+    trace, how many eager kernels had a twin there (``transfer.coverage``), else None.
     """
 
     eager: pd.DataFrame = field(
@@ -109,6 +112,8 @@ class LineRecord:
     )
     compiled_ops: dict[str, frozenset[str]] = field(default_factory=dict)
     recorded: frozenset[str] = frozenset()  # compiled kernel names the compile log explains
+    # the eager lines came from a lines trace: how many eager kernels had a twin there
+    transfer: LineTransfer | None = None
 
 
 def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.DataFrame:
@@ -315,25 +320,34 @@ def _fused_with(share: pd.DataFrame, table: pd.DataFrame) -> list[str]:
 
 
 def fusion_evidence(
-    eager: Trace, compiled: Trace, compile_log: CompileLog | str | os.PathLike[str] | None = None
+    eager: Trace,
+    compiled: Trace,
+    compile_log: CompileLog | str | os.PathLike[str] | None = None,
+    eager_lines: Trace | None = None,
 ) -> tuple[pd.DataFrame | None, LineRecord | None]:
     """The compiler's credits and the source lines of both sides, from what is available:
-    the eager trace's Python stacks and, when given, the compiled side's compile log (a
-    ``CompileLog`` or a path :func:`traceviz.parse.compile_log.read_compile_log` reads).
+    the eager side's line marks (or Python stacks) and, when given, the compiled side's compile
+    log (a ``CompileLog`` or a path :func:`traceviz.parse.compile_log.read_compile_log` reads).
+    ``eager_lines`` is the run's lines trace (the eager steps profiled again under the line
+    marks): each eager kernel then gets the line of its twin there
+    (:func:`~traceviz.analysis.line_transfer.transfer_lines`), else the eager trace's own.
     ``(None, None)`` when neither gives anything."""
-    eager_lines = _eager_lines(eager_kernel_lines(eager))
+    transfer = transfer_lines(eager, eager_lines) if eager_lines is not None else None
+    eager_lines_table = eager_kernel_lines(eager) if transfer is None else transfer.lines
+    eager_located = _eager_lines(eager_lines_table)
     compiled_lines = _empty_compiled()
     compiled_ops: dict[str, frozenset[str]] = {}
     log = read_log(compile_log)
     if log is not None:
         compiled_lines, compiled_ops = _compiled_lines(compiled, log)
-    if eager_lines.empty and compiled_lines.empty:
+    if eager_located.empty and compiled_lines.empty:
         return None, None
     record = LineRecord(
-        eager=eager_lines,
+        eager=eager_located,
         compiled=compiled_lines,
         compiled_ops=compiled_ops,
         recorded=frozenset(compiled_ops) | frozenset(compiled_lines["kernel"].astype(str)),
+        transfer=transfer,
     )
     compiler = compiler_credits(eager, compiled, record) if compile_log is not None else None
     return compiler, record

@@ -41,6 +41,20 @@ class Run:
         return self.directory / name if name else None
 
     @property
+    def eager_lines_trace(self) -> Path | None:
+        """Path of the trace whose ``traceviz line`` marks give the eager kernels' source lines:
+        the separate lines trace (``traces.eager_lines``); in runs made before it existed whose
+        eager trace has the marks or Python frames itself (``profiler.eager_line_marks`` /
+        ``eager_with_stack``), the eager trace. None when the run has neither or the file is
+        not there."""
+        name = self.info.traces.eager_lines
+        if name:
+            path = self.directory / name
+            return path if path.is_file() else None
+        profiler = self.info.profiler
+        return self.eager_trace if profiler.eager_line_marks or profiler.eager_with_stack else None
+
+    @property
     def compile_log(self) -> Path | None:
         """Path of the structured compile log (None when the run has none, e.g. older runs)."""
         name = self.info.traces.compile_log

@@ -20,6 +20,8 @@ SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
 EAGER_TRACE = "eager.pt.trace.json.gz"
 COMPILED_TRACE = "compiled.pt.trace.json.gz"
+# the eager steps profiled again under the line marks, for source lines only
+EAGER_LINES_TRACE = "eager_lines.pt.trace.json.gz"
 COMPILE_LOG = "compile_log.jsonl.gz"  # = traceviz.parse.compile_log.COMPILE_LOG
 
 
@@ -230,8 +232,9 @@ class ProfilerSettings(msgspec.Struct, frozen=True, kw_only=True):
     # the eager trace has Python frames (with_stack=True; runs before traceviz 0.1.0's line
     # marks alone, kept for reading older run.json files)
     eager_with_stack: bool = False
-    # the eager trace has "traceviz line <file>(<line>): <function>" spans around each torch
-    # call from user code (older runs: with eager_with_stack)
+    # a trace has "traceviz line <file>(<line>): <function>" spans around each torch call from
+    # user code: the lines trace (Traces.eager_lines) when run.json names one; in runs made
+    # before it existed, the eager trace itself (older runs still: with eager_with_stack)
     eager_line_marks: bool = False
 
 
@@ -243,6 +246,11 @@ class Traces(msgspec.Struct, frozen=True, kw_only=True):
     # Structured compile log of the compiled phase (Inductor provenance, compile metrics);
     # None for runs made before it existed or with another backend than inductor.
     compile_log: str | None = None
+    # The eager steps profiled a second time under the line marks, used only for source lines
+    # (the eager trace has no marks, like the compiled one). None in runs made before it
+    # existed (their eager trace holds the marks, see ProfilerSettings.eager_line_marks) and
+    # when the marked pass failed.
+    eager_lines: str | None = None
 
 
 class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
