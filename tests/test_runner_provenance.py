@@ -23,6 +23,7 @@ from traceviz.analysis.provenance import (  # noqa: E402
     compiled_kernel_provenance,
     eager_kernel_lines,
 )
+from traceviz.parse import load_trace  # noqa: E402
 from traceviz.parse.compile_log import COMPILE_LOG, read_compile_log  # noqa: E402
 from traceviz.rundir import read_run_dir  # noqa: E402
 from traceviz.runner import Run, load_run, profile_model  # noqa: E402
@@ -79,10 +80,11 @@ def test_run_json_names_the_compile_log(run: Run) -> None:
     assert load_run(run.directory).compile_log == run.compile_log
     assert read_run_dir(run.directory).compile_log == run.compile_log
     assert run.info.profiler.eager_line_marks and not run.info.profiler.eager_with_stack
-    eager = run.load_eager()
+    assert run.eager_lines_trace is not None
+    marked = load_trace(run.eager_lines_trace)  # the measured eager trace has no marks
     # the marks name the lines; Python frames would only slow the profiled eager steps down
-    assert (eager.ops["category"] == "python_function").sum() == 0
-    assert eager.ops["name"].str.startswith("traceviz line ").any()
+    assert (marked.ops["category"] == "python_function").sum() == 0
+    assert marked.ops["name"].str.startswith("traceviz line ").any()
 
 
 @pytest.mark.slow
@@ -100,7 +102,8 @@ def test_the_compile_log_names_this_files_exact_lines(run: Run) -> None:
 
 @pytest.mark.slow
 def test_eager_kernels_map_to_this_files_exact_lines(run: Run) -> None:
-    trace = run.load_eager()
+    assert run.eager_lines_trace is not None
+    trace = load_trace(run.eager_lines_trace)  # the marked pass; its twins are line_transfer's
     lines = eager_kernel_lines(trace).set_index(KL.kernel_row)
     names = trace.kernels[K.name].astype(str)
     assert len(lines) == len(trace.kernels) and lines[KL.exact].all()

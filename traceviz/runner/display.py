@@ -164,7 +164,9 @@ def _memory_line(info: RunInfo) -> Text:
 
 
 def files_text(run: Run) -> Text:
-    names = [p for p in (run.eager_trace, run.compiled_trace, run.compile_log) if p is not None]
+    lines = run.eager_lines_trace if run.info.traces.eager_lines else None  # its own file
+    files = (run.eager_trace, lines, run.compiled_trace, run.compile_log)
+    names = [p for p in files if p is not None]
     listing = ", ".join(p.name for p in names)
     return Text(f"written to {run.directory}: run.json, {listing}", style="dim")
 

@@ -2,13 +2,15 @@
 
 The order, for each variant: warm-up (so compilation, caches and allocator growth stay out of
 the numbers), timing outside the profiler, then profiling under a schedule. The compiled variant
-first gets ``torch._dynamo.explain`` (graph breaks) and a timed first call (compilation).
+first gets ``torch._dynamo.explain`` (graph breaks) and a timed first call (compilation); the
+eager variant gets a second profiling pass under the source-line marks, written to a trace of
+its own so that the measured eager trace, like the compiled one, has nothing of traceviz's.
 A compiled-side failure is recorded in run.json, not raised: the eager trace is still written.
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import datetime as dt
 import re
 import shutil
@@ -45,6 +47,7 @@ from traceviz.runner.run import Run
 from traceviz.runner.runinfo import (
     COMPILE_LOG,
     COMPILED_TRACE,
+    EAGER_LINES_TRACE,
     EAGER_TRACE,
     RUN_JSON,
     CompileInfo,
@@ -89,6 +92,7 @@ class Measured:
     timing: TimingStats
     memory: MemoryStats
     outputs: Any
+    lines_trace: str | None = None  # eager: the lines trace's file name (None: none written)
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,7 @@ def _profile(
     directory.mkdir(parents=True, exist_ok=True)
     for stale in (
         EAGER_TRACE,
+        EAGER_LINES_TRACE,
         COMPILED_TRACE,
         COMPILE_LOG,
         RUN_JSON,
@@ -200,7 +205,7 @@ def _profile(
     dynamo.reset()
     try:
         with measure.grad_mode(options.train):
-            eager = _run_eager(work, options, directory / EAGER_TRACE, reporter)
+            eager = _run_eager(work, options, directory, reporter)
             compiled = _run_compiled(work, options, backend, directory, reporter)
             extra = _run_backends(work, options, eager, compiled, directory, reporter)
     finally:
@@ -251,21 +256,56 @@ def _place(loaded: LoadedModel, device: torch.device, options: Options) -> Workl
     return Workload(loaded.name, loaded.spec, fn, args, kwargs, device, options.train)
 
 
-def _run_eager(work: Workload, options: Options, trace: Path, reporter: Reporter) -> Measured:
-    """Warm up, time and profile the eager model; keep its outputs as the reference."""
+def _run_eager(work: Workload, options: Options, directory: Path, reporter: Reporter) -> Measured:
+    """Warm up, time and profile the eager model (``EAGER_TRACE``, no marks, like the compiled
+    side); keep its outputs as the reference; then profile it again under the line marks
+    (``EAGER_LINES_TRACE``, :func:`_profile_lines`)."""
     step = work.step(work.fn)
     sync = measure.synchronizer(work.device)
     try:
         reporter.phase("eager: warm-up", options.warmup + 1)
         outputs = snapshot(step())
         reporter.advance()
-        return _measure(
-            step, sync, work, options, trace, reporter, "eager", outputs, mark_lines=True
-        )
+        measured = _measure(step, sync, work, options, directory / EAGER_TRACE, reporter, "eager",
+                            outputs)  # fmt: skip
     except UsageError:
         raise
     except Exception as err:
         raise UsageError(f"the model fails in eager mode: {_one_line(err)}") from err
+    lines_trace = _profile_lines(step, sync, work, options, directory / EAGER_LINES_TRACE, reporter)
+    return dataclasses.replace(measured, lines_trace=lines_trace)
+
+
+def _profile_lines(
+    step: measure.Step,
+    sync: Callable[[], None],
+    work: Workload,
+    options: Options,
+    trace: Path,
+    reporter: Reporter,
+) -> str | None:
+    """Profile the eager steps again with each torch call marked with its source line
+    (:mod:`traceviz.runner.lines`); return the trace's file name, None when the marked steps
+    failed (a model that runs unmarked but not under a TorchFunctionMode: no source lines).
+
+    The marks name the calling line exactly, but they cost: on an H200 GPT-2 the marked steps
+    took 4.3x the timed ones (9.52 vs 2.21 ms), which skewed every per-step metric (idle time,
+    launch time) in compiled's favour when they were in the measured trace. So they get a
+    trace of their own, used only to give the measured eager kernels their lines
+    (:func:`traceviz.analysis.line_transfer.transfer_lines`)."""
+    reporter.phase(
+        "eager: profiling source lines",
+        measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps,
+    )
+    try:
+        with lines.mark_lines():
+            measure.profile_steps(
+                step, sync, device=work.device, steps=options.steps, path=trace, reporter=reporter
+            )
+    except Exception:
+        trace.unlink(missing_ok=True)
+        return None
+    return trace.name
 
 
 def _measure(
@@ -278,15 +318,11 @@ def _measure(
     label: str,
     outputs: Any,
     tracker: _PhaseTracker | None = None,
-    *,
-    mark_lines: bool = False,
 ) -> Measured:
     """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors.
-    ``mark_lines`` marks each torch call with its source line (:mod:`traceviz.runner.lines`):
-    the eager side, ops → source lines. The marks name the calling line exactly, so Python
-    frames (``with_stack``) are not recorded: on an H200 GPT-2 they were 3,800 events per
-    step and made the profiled eager steps 6x slower than the timed ones, which skewed every
-    per-step metric (idle time, launch time) in compiled's favour."""
+    Nothing traceviz adds runs in the profiled steps: Python frames (``with_stack``) were
+    3,800 events per step on an H200 GPT-2 and made the profiled eager steps 6x slower than
+    the timed ones; the source-line marks have their own pass (:func:`_profile_lines`)."""
     tracker = tracker or _PhaseTracker()
     tracker.phase = "warmup"
     measure.warm_up(step, sync, options.warmup, reporter)
@@ -297,16 +333,14 @@ def _measure(
     tracker.phase = "profiling"
     profiled = measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps
     reporter.phase(f"{label}: profiling", profiled)
-    marks = lines.mark_lines() if mark_lines else contextlib.nullcontext()
-    with marks:
-        measure.profile_steps(
-            step,
-            sync,
-            device=work.device,
-            steps=options.steps,
-            path=trace,
-            reporter=reporter,
-        )
+    measure.profile_steps(
+        step,
+        sync,
+        device=work.device,
+        steps=options.steps,
+        path=trace,
+        reporter=reporter,
+    )
     return Measured(timing, measure.memory_stats(trace, work.device), outputs)
 
 
@@ -487,7 +521,7 @@ def _assemble(
             device,
             options.steps,
             cpp_kernel_profile=compiled.cpp_kernel_profile,
-            eager_line_marks=True,
+            eager_line_marks=eager.lines_trace is not None,
         ),
         compile=compiled.info,
         timing=Timing(
@@ -503,6 +537,7 @@ def _assemble(
             eager=EAGER_TRACE,
             compiled=COMPILED_TRACE if compiled.traced else None,
             compile_log=compiled.compile_log,
+            eager_lines=eager.lines_trace,
         ),
         backends=extra[0],
         latency=extra[1],
