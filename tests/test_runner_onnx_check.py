@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -218,14 +219,19 @@ def _exported(tmp_path: Path, model: object) -> object:
     return Exported(info=ExportInfo(exporter="dynamo"), path=path, feeds={"x": X})
 
 
-def test_a_level_row_has_its_graph_check_and_steps_only_profile(tmp_path: Path) -> None:
+def _level(tmp_path: Path, name: str, *, eager_shift: float = 0.0) -> Any:
+    """Level ``name`` as the backend runs it on :func:`exported`'s graph (CPU, one thread, two
+    profiled steps), checked against eager outputs ``expected() + eager_shift``."""
     from traceviz.runner.onnx.backend import _run_level
 
     done = _exported(tmp_path, exported())
-    eager = [torch.from_numpy(expected())]
-    level = _run_level(
-        "all", done, _job(steps=2), eager, 1, ["CPUExecutionProvider"], tmp_path / "onnx"
-    )  # type: ignore[arg-type]
+    eager = [torch.from_numpy(expected() + eager_shift)]
+    cpu = ["CPUExecutionProvider"]
+    return _run_level(name, done, _job(), eager, 1, cpu, tmp_path / "onnx")  # type: ignore[arg-type]
+
+
+def test_a_level_row_has_its_graph_check_and_steps_only_profile(tmp_path: Path) -> None:
+    level = _level(tmp_path, "all")
     row = level.row
     assert row.error is None and level.session is not None
     assert (row.graph, row.profile) == ("onnx/ort_all.onnx", "onnx/ort_all.profile.json")
@@ -239,14 +245,7 @@ def test_a_level_row_has_its_graph_check_and_steps_only_profile(tmp_path: Path) 
 def test_a_failing_level_gets_its_culprit_in_the_row(tmp_path: Path) -> None:
     """The "exported" graph itself wrong vs eager at level disable: the check fails; the
     culprit search compares the graph with itself and finds nothing to blame."""
-    from traceviz.runner.onnx.backend import _run_level
-
-    done = _exported(tmp_path, exported())
-    wrong = [torch.from_numpy(expected() + 1.0)]
-    level = _run_level(
-        "disable", done, _job(), wrong, 1, ["CPUExecutionProvider"], tmp_path / "onnx"
-    )  # type: ignore[arg-type]
-    check_ = level.row.check
+    check_ = _level(tmp_path, "disable", eager_shift=1.0).row.check
     assert (
         check_ is not None and check_.passed is False and check_.max_abs_diff == pytest.approx(1.0)
     )
@@ -254,19 +253,7 @@ def test_a_failing_level_gets_its_culprit_in_the_row(tmp_path: Path) -> None:
 
 
 def test_an_unknown_offline_model_type_is_an_error_row(tmp_path: Path) -> None:
-    from traceviz.runner.onnx.backend import _run_level
-
-    done = _exported(tmp_path, exported())
-    eager = [torch.from_numpy(expected())]
-    level = _run_level(
-        "transformers-nosuch",
-        done,
-        _job(),
-        eager,
-        1,
-        ["CPUExecutionProvider"],
-        tmp_path / "onnx",  # type: ignore[arg-type]
-    )
+    level = _level(tmp_path, "transformers-nosuch")
     assert level.session is None and level.row.graph is None and level.row.check is None
     assert level.row.error is not None and "unknown model type 'nosuch'" in level.row.error
 
@@ -276,24 +263,12 @@ def test_a_broken_offline_graph_fails_its_check_and_names_the_culprit(
 ) -> None:
     """An offline optimizer that writes a wrong fusion (Gemm with alpha 2): the level's row
     says FAIL, the reference evaluator agrees, and the culprit is the fused node."""
-    from traceviz.runner.onnx import backend
 
     def broken_optimizer(model_type: str, model: Path, dest: Path) -> None:
         onnx.save(fused(alpha=2.0), dest)
 
     monkeypatch.setattr(sessions, "offline_optimize", broken_optimizer)
-    done = _exported(tmp_path, exported())
-    eager = [torch.from_numpy(expected())]
-    level = backend._run_level(
-        "transformers-fake",
-        done,
-        _job(),
-        eager,
-        1,
-        ["CPUExecutionProvider"],
-        tmp_path / "onnx",  # type: ignore[arg-type]
-    )
-    row = level.row
+    row = _level(tmp_path, "transformers-fake").row
     assert row.error is None and row.nodes == 2 and row.check is not None
     assert row.check.passed is False
     assert row.check.reference is not None and row.check.reference.passed is False
