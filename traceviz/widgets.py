@@ -8,6 +8,9 @@ extra: panel, plotly).
     tw.compare("eager.json.gz", "compiled.json.gz")     # or two traces (paths or Trace objects)
     tw.compare(comparison)                               # or a Comparison you already made
     tw.view(comparison, "Timeline")                      # one view: Overview, Kernels, ...
+    tw.ranks("job42.ds")                                 # a job's ranks (traceviz ingest)
+    tw.ranks(traceviz.load_ranks("job42.ds"))            # or Ranks you already loaded
+    tw.ranks("eager.ds", "compiled.ds", names=("eager", "compiled"))  # two runs, rank by rank
 
 A report (``traceviz.compare(...)``, a :class:`~traceviz.report.bundle.Report`) displayed by
 itself still shows its tables (``_repr_html_``); these functions get their report from
@@ -19,21 +22,26 @@ from a CDN: they work offline.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import panel as pn
 
 from traceviz.analysis.compare import Comparison
 from traceviz.dashboard.app import EXTENSIONS, Dashboard
 from traceviz.dashboard.loading import load_path
+from traceviz.dashboard.ranks_app import RanksDashboard, ranks_data
 from traceviz.dashboard.views import VIEWS, Component
 from traceviz.errors import UsageError
 from traceviz.pipeline import open_report, report_of
 from traceviz.runner.runinfo import RunInfo
 from traceviz.trace import Trace
 
-__all__ = ["VIEW_NAMES", "compare", "extension", "view"]
+if TYPE_CHECKING:
+    from traceviz.ranks.load import Ranks
+
+__all__ = ["VIEW_NAMES", "compare", "extension", "ranks", "view"]
 
 VIEW_NAMES = tuple(VIEWS)
 _loaded = False
@@ -74,3 +82,18 @@ def view(comparison: Comparison, name: str) -> Component:
         raise UsageError(f"unknown view {name!r}; views are {', '.join(VIEW_NAMES)}")
     extension()
     return VIEWS[name](report_of(comparison))  # a plain comparison gets its findings
+
+
+def ranks(
+    a: Ranks | str | Path,
+    b: Ranks | str | Path | None = None,
+    *,
+    names: Sequence[str] | None = None,
+) -> RanksDashboard:
+    """The ranks dashboard of a job: ``a`` is a ranks dataset (a path made by ``traceviz
+    ingest``) or :class:`~traceviz.ranks.Ranks` (``traceviz.load_ranks(...)``). The Ranks tab
+    (per-rank bars, the stragglers outlined, findings, the per-rank table), and Rank trace:
+    the summary views of the rank selected there. With ``b``, the two are compared rank by
+    rank first (Compare ranks); ``names`` label the sides."""
+    extension()
+    return RanksDashboard(ranks_data(a, b, names=names))

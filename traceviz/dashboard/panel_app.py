@@ -4,6 +4,7 @@
     panel serve traceviz/dashboard/panel_app.py --args eager.json.gz compiled.json.gz
     TRACEVIZ_RUN=runs/pointwise panel serve traceviz/dashboard/panel_app.py
     TRACEVIZ_A=eager.json.gz TRACEVIZ_B=compiled.json.gz panel serve traceviz/dashboard/panel_app.py
+    panel serve traceviz/dashboard/panel_app.py --args job42.ds      # a ranks dataset (or two)
 
 With no arguments the page starts empty and traces are uploaded in it. A path that cannot be
 read gives a message in the page, not a traceback.
@@ -18,6 +19,7 @@ import panel as pn
 
 from traceviz.dashboard.app import EXTENSIONS, Dashboard
 from traceviz.dashboard.loading import comparison_from_args
+from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
 from traceviz.errors import TraceVizError
 
 
@@ -30,11 +32,17 @@ def startup_paths(argv: list[str], environ: dict[str, str]) -> list[str]:
     return [environ[k] for k in ("TRACEVIZ_A", "TRACEVIZ_B") if environ.get(k)]
 
 
-def app(argv: list[str] | None = None) -> Dashboard:
-    """A Dashboard for this session; the comparison is parsed once per server (cached)."""
+def app(argv: list[str] | None = None) -> Dashboard | RanksDashboard:
+    """A Dashboard for this session (a RanksDashboard for ranks datasets); the comparison is
+    parsed once per server (cached)."""
     pn.extension(*EXTENSIONS)
     paths = startup_paths(sys.argv[1:] if argv is None else argv, dict(os.environ))
     try:
+        if ranks_args(paths):
+            data = pn.state.as_cached(
+                "traceviz-ranks:" + "|".join(paths), lambda: ranks_data(*paths)
+            )
+            return RanksDashboard(data)
         comparison = pn.state.as_cached(
             "traceviz-startup:" + "|".join(paths), lambda: comparison_from_args(paths)
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 import panel as pn
@@ -47,14 +48,18 @@ def serve(
     show: bool = True,
     max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB,
     out: TextIO = sys.stderr,
+    app: Callable[[], pn.viewable.Viewer] | None = None,
 ) -> int:
     """Serve a :class:`Dashboard` per browser session until Ctrl-C; returns 0.
 
     ``comparison`` is shared read-only by every session (None: start empty, upload in the page).
+    ``app``, when given, makes each session's page instead (the ranks dashboard).
     """
     pn.extension(*EXTENSIONS)
 
-    def session() -> Dashboard:
+    def session() -> pn.viewable.Viewer:
+        if app is not None:
+            return app()
         return Dashboard(comparison=comparison, max_upload_mb=max_upload_mb)
 
     # Uploads arrive in chunks (FileDropper, 10 MB each): allow messages a little larger.

@@ -1,7 +1,8 @@
 """The Backends tab (runs with ONNX Runtime backends only): eager, torch.compile and each ORT
 level side by side — step time with its spread, kernels per step, op counts per level — and
 the cross-backend fusion table (each ORT fused node, the exported nodes and aten ops it
-replaced, its time, the Inductor kernels that fused the same ops), filterable by level."""
+replaced, its time, the Inductor kernels that fused the same ops), filterable by level. Every
+table has a CSV download (the fusion table's: the rows its filter shows)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ import panel as pn
 
 from traceviz.analysis.backends import BackendsView, has_backends
 from traceviz.analysis.onnx_fusion import CrossFusion
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, table_csv, view_table
 from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
 from traceviz.report.figures.backends import BACKEND_FIGURES
-from traceviz.report.snippet import view_html
 
 __all__ = ["backends", "fusion_table", "has_backends"]
 
@@ -32,10 +32,11 @@ def backends(report: Report) -> pn.viewable.Viewable:
         return html_pane("<p>This run has no ONNX Runtime backends.</p>")
     parts: list[pn.viewable.Viewable] = [plot(build(report)) for build in BACKEND_FIGURES]
     tables = backends_views(report, top=20)
-    parts += [html_pane(view_html(t)) for t in tables[:2]]  # side by side, per level
+    parts += [view_table(t) for t in tables[:2]]  # side by side, per level
     parts.append(html_pane("<h3>ONNX Runtime fusion vs Inductor, every level</h3>"))
-    parts.append(fusion_table(view))
-    parts += [html_pane(view_html(t)) for t in tables[3:]]  # op counts, folded
+    fused = fusion_table(view)
+    parts += [fused, table_csv(fused, "ort-fusion.csv")]  # the rows the level filter shows
+    parts += [view_table(t) for t in tables[3:]]  # op counts, folded
     return pn.Column(*parts, sizing_mode=STRETCH, name="backends")
 
 

@@ -1,5 +1,5 @@
-"""The Overview tab: headline, metric cards (run.json's speedup and correctness too),
-findings, the metrics figures and table.
+"""The Overview tab: headline, metric cards (run.json's speedup and correctness too), the
+metrics figures, the findings (one line each, expanded on a click) and the metrics table.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import panel as pn
 
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, view_table
+from traceviz.dashboard.tabs.findings import findings_pane
 from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.figures.overview import traffic_partial
@@ -151,9 +152,13 @@ def _run_cards(c: Comparison) -> str:
     )
 
 
+NO_FINDINGS = "No findings: no diagnosis rule applied to this pair."
+
+
 def findings_html(c: Report) -> str:
+    """Every finding in full (severity, title, evidence, gain, next step), expanded."""
     if not c.findings:
-        return "<p class='tv-tag'>No findings: no diagnosis rule applied to this pair.</p>"
+        return f"<p class='tv-tag'>{NO_FINDINGS}</p>"
     return "".join(finding_html(f) for f in c.findings)
 
 
@@ -166,9 +171,9 @@ def overview(c: Report) -> pn.viewable.Viewable:
             f"<ul>{lines}</ul><h4>{html.escape(a)} → {html.escape(b)}</h4>"
             f"<div class='tv-cards'>{cards}</div>"
         ),
-        html_pane(f"<h4>Findings</h4>{findings_html(c)}"),
         plot(figures.metrics_figure(c)),
         plot(figures.kinds_figure(c)),
+        findings_pane(c.findings, empty=NO_FINDINGS),
         view_table(metrics_view(c), c.metrics),
         sizing_mode=STRETCH,
         name="overview",

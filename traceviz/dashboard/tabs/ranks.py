@@ -20,11 +20,11 @@ import panel as pn
 import param
 
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, selectable_table, table_csv
+from traceviz.dashboard.tabs.findings import findings_pane
 from traceviz.ranks.analyse import RanksAnalysis, analyse_ranks
 from traceviz.ranks.reduce import Collectives, KernelSummary
 from traceviz.ranks.render import per_rank_table
 from traceviz.report.figures.ranks import ranks_figure
-from traceviz.report.html import finding_html
 from traceviz.units import fmt_us
 
 #: Per-rank table columns shown (the CSV download has every column).
@@ -53,6 +53,7 @@ class RanksView(pn.viewable.Viewer):
         stragglers = self.analysis.stragglers.ranks
         self.rank = stragglers[0] if stragglers else None
         self._show_rank()
+        self.param.watch(lambda _: self._show_rank(), "rank")
 
     @classmethod
     def of(cls, ranks: Any) -> RanksView:
@@ -60,12 +61,9 @@ class RanksView(pn.viewable.Viewer):
         return cls(analysis=analyse_ranks(ranks))
 
     def __panel__(self) -> pn.viewable.Viewable:
-        findings = "".join(finding_html(f) for f in self.analysis.findings) or (
-            "<p class='tv-tag'>No findings for these ranks.</p>"
-        )
         return pn.Column(
             plot(ranks_figure(self._table)),
-            html_pane(f"<h4>Findings</h4>{findings}"),
+            findings_pane(self.analysis.findings, empty="No findings for these ranks."),
             self._grid,
             table_csv(self._grid, "ranks.csv"),
             self._detail,
@@ -75,8 +73,7 @@ class RanksView(pn.viewable.Viewer):
 
     def _on_select(self, event: param.parameterized.Event) -> None:
         if event.new:
-            self.rank = int(self._grid.value.iloc[event.new[0]]["rank"])
-            self._show_rank()
+            self.rank = int(self._grid.value.iloc[event.new[0]]["rank"])  # watched: shows it
 
     def _show_rank(self) -> None:
         self._detail.objects = [] if self.rank is None else rank_detail(self.analysis, self.rank)
@@ -110,10 +107,12 @@ def rank_detail(analysis: RanksAnalysis, rank: int) -> list[Any]:
             "<p class='tv-tag'>Its full trace: traceviz.load(DATASET, rank="
             f"{rank}) — every single-trace view works on it.</p>"
         ),
-        selectable_table(_plain(kernels), names=(KernelSummary.name,), name="kernels"),
     ]
+    grid = selectable_table(_plain(kernels), names=(KernelSummary.name,), name="kernels")
+    parts += [grid, table_csv(grid, f"rank{rank}-kernels.csv")]
     if len(comms):
-        parts.append(selectable_table(_plain(comms), names=(Collectives.kernel,)))
+        grid = selectable_table(_plain(comms), names=(Collectives.kernel,), name="collectives")
+        parts += [grid, table_csv(grid, f"rank{rank}-collectives.csv")]
     return parts
 
 
