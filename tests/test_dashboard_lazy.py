@@ -116,7 +116,8 @@ def test_an_upload_is_labelled_by_its_own_name(sample: Report) -> None:
     app._tabs.active = 0
     overview = app._slots["Overview"].objects[0]
     text = " ".join(str(p.object) for p in overview.select(pn.pane.HTML))
-    assert "traceviz-upload-" not in text and "/tmp" not in text
+    # no trace of the temporary upload folder (the checkout itself may live under /tmp)
+    assert "traceviz-upload-" not in text
     assert "pointwise-compiled" in text
 
 
