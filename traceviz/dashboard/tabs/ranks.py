@@ -104,8 +104,9 @@ def rank_detail(analysis: RanksAnalysis, rank: int) -> list[Any]:
     parts: list[Any] = [
         html_pane(
             f"<h4>Rank {rank}</h4><ul>{''.join(f'<li>{line}</li>' for line in lines)}</ul>"
-            "<p class='tv-tag'>Its full trace: traceviz.load(DATASET, rank="
-            f"{rank}) — every single-trace view works on it.</p>"
+            "<p class='tv-tag'>Its full trace: the Rank trace tab of `traceviz dashboard "
+            f"DATASET`, or traceviz.load(DATASET, rank={rank}) — every single-trace view works "
+            "on it.</p>"
         ),
     ]
     grid = selectable_table(_plain(kernels), names=(KernelSummary.name,), name="kernels")

@@ -65,7 +65,9 @@ def _table(
     data = frame.reset_index(drop=True)
     cats = [c for c in data.columns if isinstance(data[c].dtype, pd.CategoricalDtype)]
     data = data.assign(**{c: data[c].astype(str) for c in cats})
-    grid = selectable_table(data, names=names, name=slug(title))
+    floats = [c for c in data.columns if pd.api.types.is_float_dtype(data[c])]
+    money = {"type": "money", "precision": 1, "symbol": ""}  # µs and % to one decimal
+    grid = selectable_table(data, names=names, formatters=dict.fromkeys(floats, money))
     return [
         html_pane(f"<h4>{html.escape(title)}</h4>"),
         grid,
