@@ -192,14 +192,14 @@ METRICS: list[MetricSpec] = [
         "step_count",
         "count",
         "measured",
-        "ProfilerStep spans",
+        "ProfilerStep spans (model_run calls in an ONNX Runtime profile)",
         lambda s: s.summary.step_count,
     ),
     MetricSpec(
         "step_time_us",
         "us",
         "measured",
-        "mean ProfilerStep wall time",
+        "mean step wall time (ProfilerStep; model_run for ONNX Runtime)",
         lambda s: s.summary.step_mean_us,
     ),
     MetricSpec(

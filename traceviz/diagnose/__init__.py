@@ -47,6 +47,8 @@ compile-in-window           compile spans in the trace (inside a step: error)   
 no-record-shapes            ops without Input Dims                                    info
 few-steps / noisy-steps     <3 steps / step std ≥20% of mean or timed IQR ≥50%        warning /
                                                                                       info
+warm-up-step                ONNX Runtime: first model_run ≥3× the others' median,     info
+                            the others steady (instead of noisy-steps)
 ==========================  ========================================================  ========
 
 The rules of many ranks (``rank-straggler``, ``collective-wait``, ``step-time-spread``,

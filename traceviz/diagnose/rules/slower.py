@@ -117,9 +117,12 @@ def basis_text(verdict: SpeedVerdict) -> str:
     if verdict.basis == TIMED:
         return "run.json, steps timed one by one outside the profiler"
     if verdict.tested:
-        return "ProfilerStep wall times of the traces (no run.json timing)"
+        return (
+            "the traces' step wall times (ProfilerStep spans; model_run calls in an ONNX Runtime "
+            "profile; no run.json timing)"
+        )
     return (
-        "one profiled window (mean ProfilerStep time, or the trace span): too few samples for "
+        "one profiled window (mean step time, or the trace span): too few samples for "
         "a test, so this is a point estimate"
     )
 
