@@ -69,6 +69,17 @@ def test_custom_fusion() -> None:
     print(f"custom_fusion ran in {seconds:.1f} s")
 
 
+def test_ranks() -> None:
+    notebook, seconds = execute(NOTEBOOKS / "ranks.ipynb")
+    found = outputs(notebook)
+    assert not [o for o in found if o.get("output_type") == "error"]
+    text = str(found)
+    assert "Ranks('" in text and "ranks=4, failed=0" in text  # the dataset was ingested
+    assert "kernel-spread" in text  # the slow rank's kernels were found (the cell asserts which)
+    assert "application/vnd.holoviews_exec.v0+json" in text  # the widget was displayed
+    print(f"ranks ran in {seconds:.1f} s")
+
+
 def test_notebooks_are_saved_without_outputs() -> None:
     for path in sorted(NOTEBOOKS.glob("*.ipynb")):
         notebook = nbformat.read(path, as_version=4)
