@@ -12,13 +12,15 @@ datasets open on the per-rank comparison.
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.conftest import REPO, SAMPLES
 from tests.ranks_fixtures import synthetic_job, write_ranks
 
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
@@ -184,3 +186,21 @@ def test_a_failed_rank_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     text = str(app._views["ds"].__panel__()[1].object)
     assert "ranks-failed" in [f.id for f in app._views["ds"].analysis.findings]
     assert "could not" in text.lower() or "failed" in text.lower()
+
+
+def test_the_ranks_front_ends_import_no_optional_extra(job: Path) -> None:
+    """Opening a dataset in the dashboard or a widget needs neither Dask (the ingest's) nor the
+    ONNX or transformers extras."""
+    extras = ("dask", "distributed", "onnx", "onnxruntime", "onnxscript", "transformers", "torch")
+    code = (
+        "import sys, traceviz.widgets as tw\n"
+        "from traceviz.commands import dashboard\n"
+        f"app = tw.ranks({str(job)!r}); app._tabs.active = 1\n"
+        "assert app.trace_shown is not None\n"
+        f"print(sorted(m for m in {extras!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
