@@ -28,6 +28,7 @@ from traceviz.diagnose.backends import backend_findings
 from traceviz.errors import UsageError
 from traceviz.parse import load_trace
 from traceviz.report.bundle import Report
+from traceviz.report_cache import cached, pair_entry, run_entry
 from traceviz.rundir import default_names, is_run_dir, read_run_dir
 from traceviz.runner.runinfo import DynamoFacts, RunInfo, run_info_of
 from traceviz.trace import Trace
@@ -92,9 +93,32 @@ def compare(
     (it is relabelled when ``names`` say so). ``eager_lines`` is a's lines trace (a run's
     eager steps profiled again under the line marks; a path or Trace): a's kernels take their
     source lines from their twins there; without it, from a's own marks or frames.
+
+    Paths given with the default loader go through the report cache
+    (:mod:`traceviz.report_cache`): an unchanged pair is read back, not compared again.
     """
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
+    entry = None
+    if load is _parse:
+        entry = pair_entry(a, b, names=names, run_info=run_info, compile_log=compile_log,
+                           force=force, eager_lines=eager_lines)  # fmt: skip
+    return cached(entry, lambda: _compare(a, b, names=names, run_info=run_info,
+                                          compile_log=compile_log, force=force, load=load,
+                                          eager_lines=eager_lines))  # fmt: skip
+
+
+def _compare(
+    a: SideInput,
+    b: SideInput,
+    *,
+    names: Sequence[str],
+    run_info: RunInfo | dict[str, Any] | None,
+    compile_log: Any,
+    force: bool,
+    load: Loader,
+    eager_lines: Trace | str | Path | None,
+) -> Report:
     info = run_info_of(run_info)
     dynamo = info.dynamo if info is not None else None
     log = read_log(compile_log)
@@ -135,12 +159,22 @@ def compare_run(
     """The report of a run directory (``traceviz run``'s output): its eager vs its compiled
     trace, with run.json's timings and Dynamo facts and its own compile log unless
     ``compile_log`` names another; the eager kernels' source lines come from the run's lines
-    trace when it has one (``RunDir.eager_lines``)."""
+    trace when it has one (``RunDir.eager_lines``). Cached like :func:`compare`, keyed by
+    every file of the directory."""
     path = Path(directory)
     if not is_run_dir(path):
         raise UsageError(f"{directory}: give two traces, or a run directory made by `traceviz run`")
+    entry = None
+    if load is _parse:
+        entry = run_entry(path, names=names, compile_log=compile_log, force=force)
+    return cached(entry, lambda: _compare_run(path, names, compile_log, force, load))
+
+
+def _compare_run(
+    path: Path, names: Sequence[str] | None, compile_log: Any, force: bool, load: Loader
+) -> Report:
     run = read_run_dir(path)
-    report = compare(
+    report = _compare(
         run.eager,
         run.compiled,
         names=tuple(names or RUN_NAMES),

@@ -1,0 +1,267 @@
+"""The report cache (traceviz/report_cache.py): a second look at an unchanged pair or run
+reads the report back (rendered JSON identical), any change of an input misses, damage is
+rebuilt, --no-cache writes nothing, foreign entries are never unpickled, and concurrent
+writers are fine."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, write_trace
+from traceviz import pipeline
+from traceviz.cli import main
+from traceviz.parse.cache import CACHE_DIR_ENV, NO_CACHE_ENV
+from traceviz.report.formats import renderer
+from traceviz.report_cache import ENTRY_PREFIX, PAYLOAD_FILE
+
+RUNS = ("attention", "graph-break", "block")
+RUN_JSON = json.loads((SAMPLES / "attention" / "run.json").read_text())
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh cache directory for this test (and the environment put back afterwards)."""
+    root = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_DIR_ENV, str(root))
+    monkeypatch.delenv(NO_CACHE_ENV, raising=False)
+    return root
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the reports actually built (cache misses) by the pipeline."""
+    seen: list[str] = []
+    compare, compare_run = pipeline._compare, pipeline._compare_run
+
+    inside_run: list[bool] = []
+
+    def counted_compare(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not inside_run:  # a run's own pair is part of the run's build
+            seen.append("pair")
+        return compare(*args, **kwargs)
+
+    def counted_run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append("run")
+        inside_run.append(True)
+        try:
+            return compare_run(*args, **kwargs)
+        finally:
+            inside_run.pop()
+
+    monkeypatch.setattr(pipeline, "_compare", counted_compare)
+    monkeypatch.setattr(pipeline, "_compare_run", counted_run)
+    return seen
+
+
+def entries(root: Path) -> list[Path]:
+    return sorted(root.glob(f"{ENTRY_PREFIX}*")) if root.is_dir() else []
+
+
+def as_json(report: traceviz.Report) -> str:
+    return renderer("json").comparison(report, top=10)  # type: ignore[no-any-return]
+
+
+def pair(tmp_path: Path, name: str = "p", shift: float = 0.0) -> tuple[Path, Path]:
+    """Two tiny hand-made traces: an eager side of three kernels, a compiled side of one."""
+    eager = [op("aten::add", 0, 30)]
+    for i in range(3):
+        eager += [launch("cudaLaunchKernel", 1 + 10 * i, 3, 10 + i),
+                  kernel(f"elementwise_kernel_{i}", 40 + 10 * i + shift, 5, 10 + i)]  # fmt: skip
+    compiled = [op("triton_poi_fused_add_0", 0, 10), launch("cudaLaunchKernel", 1, 3, 20),
+                kernel("triton_poi_fused_add_0", 20, 6, 20)]  # fmt: skip
+    return (write_trace(tmp_path / f"{name}-eager.json", eager),
+            write_trace(tmp_path / f"{name}-compiled.json", compiled))  # fmt: skip
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_second_look_at_a_sample_run_is_read_back_whole(
+    run: str, cache: Path, builds: list[str]
+) -> None:
+    first = pipeline.compare_run(SAMPLES / run)
+    assert builds == ["run"] and len(entries(cache)) == 1
+    second = pipeline.compare_run(SAMPLES / run)
+    assert builds == ["run"], "the second look built the report again"
+    assert second is not first and as_json(second) == as_json(first)
+    assert renderer("text").comparison(second, top=5) is not None
+    # the sides' traces come back too (the Python API hands them out)
+    assert second.a.trace.kernels.equals(first.a.trace.kernels)
+    assert second.b.trace.meta == first.b.trace.meta
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
+def test_second_look_at_a_corpus_pair(cache: Path, builds: list[str]) -> None:
+    a = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
+    b = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
+    first = traceviz.compare(a, b, names=("eager", "compiled"), force=True)
+    second = traceviz.compare(a, b, names=("eager", "compiled"), force=True)
+    assert builds == ["pair"] and as_json(second) == as_json(first)
+    assert [f.id for f in second.findings] == [f.id for f in first.findings]
+    # the parse entries of both traces and the one report entry
+    assert len(entries(cache)) == 1 and len(list(cache.iterdir())) == 3
+
+
+def test_any_change_of_an_input_misses(tmp_path: Path, cache: Path, builds: list[str]) -> None:
+    a, b = pair(tmp_path)
+    base = traceviz.compare(a, b, names=("x", "y"))
+    traceviz.compare(a, b, names=("x", "y"))
+    assert builds == ["pair"]
+    traceviz.compare(a, b, names=("x", "z"))  # other labels
+    traceviz.compare(a, b, names=("x", "y"), force=True)  # --force
+    traceviz.compare(a, b, names=("x", "y"), run_info=RUN_JSON)
+    assert builds == ["pair"] * 4
+    st = a.stat()
+    os.utime(a, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # touched
+    traceviz.compare(a, b, names=("x", "y"))
+    assert builds == ["pair"] * 5
+    moved = write_trace(a, [op("aten::mul", 0, 30)])  # rewritten: another report
+    changed = traceviz.compare(moved, b, names=("x", "y"))
+    assert builds == ["pair"] * 6 and as_json(changed) != as_json(base)
+    assert len(entries(cache)) == 6
+
+
+def test_a_run_directory_misses_when_a_file_or_the_compile_log_changes(
+    tmp_path: Path, cache: Path, builds: list[str]
+) -> None:
+    run = shutil.copytree(SAMPLES / "attention", tmp_path / "attention")
+    other_log = shutil.copy(SAMPLES / "graph-break" / "compile_log.jsonl.gz", tmp_path / "o.gz")
+    pipeline.compare_run(run)
+    pipeline.compare_run(run)
+    assert builds == ["run"]
+    pipeline.compare_run(run, compile_log=other_log)  # another compile log
+    pipeline.compare_run(run, names=("before", "after"))
+    pipeline.compare_run(run, force=True)
+    assert builds == ["run"] * 4
+    (run / "run.json").touch()
+    os.utime(run / "run.json", ns=(0, (run / "run.json").stat().st_mtime_ns + 1_000_000))
+    pipeline.compare_run(run)
+    assert builds == ["run"] * 5
+    (run / "notes.txt").write_text("a new file in the run directory")
+    pipeline.compare_run(run)
+    assert builds == ["run"] * 6
+    pipeline.compare_run(run)
+    assert builds == ["run"] * 6
+
+
+def test_cli_second_compare_hits_and_prints_the_same(
+    cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = str(SAMPLES / "graph-break")
+    assert main(["compare", run, "--format", "json"]) == 0
+    first = capsys.readouterr().out
+    assert main(["compare", run, "--format", "json"]) == 0
+    assert capsys.readouterr().out == first and builds == ["run"]
+
+
+def test_no_cache_writes_nothing(
+    tmp_path: Path,
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = str(SAMPLES / "attention")
+    assert main(["compare", run, "--no-cache", "--format", "json"]) == 0
+    assert main(["compare", run, "--no-cache", "--format", "json"]) == 0
+    assert builds == ["run", "run"] and not cache.exists()
+    monkeypatch.setenv(NO_CACHE_ENV, "1")
+    a, b = pair(tmp_path)
+    traceviz.compare(a, b)
+    assert not cache.exists()
+    # --cache-dir turns it back on, there
+    other = tmp_path / "elsewhere"
+    assert main(["compare", run, "--cache-dir", str(other), "--format", "json"]) == 0
+    assert len(entries(other)) == 1
+    capsys.readouterr()
+
+
+def test_objects_are_not_cached(tmp_path: Path, cache: Path, builds: list[str]) -> None:
+    a, b = pair(tmp_path)
+    ta = traceviz.load(a)
+    traceviz.compare(ta, b)
+    traceviz.compare(ta, b)
+    assert builds == ["pair", "pair"] and entries(cache) == []
+    traceviz.compare(a, b, load=traceviz.load)  # a loader of the caller's own: not cached
+    assert entries(cache) == []
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "no-payload", "wrong-key", "not-ours"])
+def test_a_damaged_entry_is_rebuilt(
+    tmp_path: Path, cache: Path, builds: list[str], damage: str
+) -> None:
+    a, b = pair(tmp_path)
+    good = as_json(traceviz.compare(a, b))
+    (entry,) = entries(cache)
+    payload = entry / PAYLOAD_FILE
+    if damage == "truncate":
+        payload.write_bytes(payload.read_bytes()[:1000])
+    elif damage == "garbage":
+        payload.write_bytes(b"\x80\x05not a pickle at all" * 10)
+    elif damage == "no-payload":
+        payload.unlink()
+    elif damage == "wrong-key":
+        marker = entry / "entry.json"
+        marker.write_text(marker.read_text().replace('"kind": "pair"', '"kind": "run"'))
+    else:  # group-writable payload: not trusted
+        payload.chmod(0o664)
+    assert as_json(traceviz.compare(a, b)) == good
+    assert len(builds) == 2
+    (entry,) = entries(cache)  # rebuilt in place, sound again
+    assert (entry / PAYLOAD_FILE).stat().st_mode & 0o077 == 0
+    assert as_json(traceviz.compare(a, b)) == good and len(builds) == 2
+
+
+class _Planted:
+    """A pickle that writes a file when it is loaded: what an attacker would plant."""
+
+    def __init__(self, flag: Path) -> None:
+        self.flag = flag
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (Path.write_text, (self.flag, "unpickled"))
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+@pytest.mark.parametrize("how", ["world-writable", "symlink"])
+def test_an_entry_others_could_write_is_never_unpickled(
+    tmp_path: Path, cache: Path, builds: list[str], how: str
+) -> None:
+    a, b = pair(tmp_path)
+    traceviz.compare(a, b)
+    (entry,) = entries(cache)
+    flag = tmp_path / "flag"
+    planted = pickle.dumps(_Planted(flag))
+    if how == "world-writable":
+        entry.chmod(0o777)
+        (entry / PAYLOAD_FILE).write_bytes(planted)
+    else:
+        elsewhere = tmp_path / "planted"
+        shutil.move(entry, elsewhere)
+        (elsewhere / PAYLOAD_FILE).write_bytes(planted)
+        entry.symlink_to(elsewhere, target_is_directory=True)
+    report = traceviz.compare(a, b)
+    assert not flag.exists(), "a foreign entry was unpickled"
+    assert len(builds) == 2 and report.findings is not None
+    assert entry.exists()  # left alone: not ours to delete
+
+
+def test_concurrent_writers(tmp_path: Path, cache: Path) -> None:
+    run = shutil.copytree(SAMPLES / "attention", tmp_path / "attention")
+    env = dict(os.environ, **{CACHE_DIR_ENV: str(cache)})
+    argv = [sys.executable, "-m", "traceviz.cli", "compare", str(run), "--format", "json"]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(2)]  # fmt: skip
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
+    assert outs[0][0] == outs[1][0]
+    assert len(entries(cache)) == 1 and not list(cache.glob(".tmp-*"))
+    third = subprocess.run(argv, env=env, capture_output=True, check=True)
+    assert third.stdout == outs[0][0]

@@ -1,0 +1,320 @@
+"""The report cache: a comparison built once is read back whole the next time.
+
+The parse cache (:mod:`traceviz.parse.cache`) spares the second look the parse; this one spares
+it the analysis, the fusion map and the diagnosis too. :mod:`traceviz.pipeline` asks it for
+an entry keyed by everything that determines the :class:`~traceviz.report.bundle.Report`:
+
+- each input as given and resolved, with its size and ``st_mtime_ns`` (a directory: every
+  file under it; a run directory: every file under it plus each trace run.json names);
+- the compile log and the eager lines trace (path, size, mtime), run.json facts passed as a
+  dict, the labels and ``force``;
+- the traceviz version, a fingerprint of the package's source (name, size, mtime of every
+  ``.py`` file: the parser, analyses, rules and report alike), the Python, numpy, pandas and
+  pyarrow versions and the ``TRACEVIZ_MAX_BYTES`` cap.
+
+Anything else (a Trace or Side object, a read compile log, a custom loader) is not cached.
+
+Where: the parse cache's directory (``--cache-dir``, ``$TRACEVIZ_CACHE_DIR``, else
+``~/.cache/traceviz``), one ``report-<digest>`` directory per report holding ``entry.json``
+(the key) and ``report.pickle``; off with ``--no-cache`` / ``TRACEVIZ_NO_CACHE=1``. The
+entries share the parse cache's size bound and least-recently-used eviction.
+
+Format: a pickle of traceviz's own Report (protocol 5: the tables' buffers are copied, not
+re-encoded; 0.1 s to read back the report of two 1M-event traces). Unpickling runs code, so an
+entry is read only when it, its directory and its payload belong to the current user, are
+regular files / directories (no symbolic links) and are writable by nobody else; it is
+written into a private temporary directory (mode 0700) and renamed into place in one step, so
+concurrent runs never see half an entry. A damaged or foreign-version entry is a miss, removed
+and written again; a directory that cannot be written only means no cache.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from traceviz._version import __version__
+from traceviz.parse.cache import ENTRY_FILE, cache_dir, evict
+from traceviz.parse.read import MAX_BYTES_ENV
+from traceviz.report.bundle import Report
+
+REPORT_FORMAT = 1
+ENTRY_PREFIX = "report-"
+PAYLOAD_FILE = "report.pickle"
+#: A directory input with more files than this is not cached (stat'ing it would cost more).
+MAX_TREE_FILES = 2000
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+class _Uncacheable(Exception):
+    """An input the key cannot describe: build the report without the cache."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportEntry:
+    """Where one report's cache entry lives, and the key it must hold."""
+
+    directory: Path
+    key: dict[str, Any]
+
+    @classmethod
+    def of(cls, inputs: dict[str, Any], root: Path) -> ReportEntry:
+        """The entry for ``inputs`` (a JSON-able description of the call) under ``root``."""
+        key = {"inputs": inputs, "environment": _environment()}
+        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+        return cls(root / f"{ENTRY_PREFIX}{digest}", key)
+
+    def read(self) -> Report | None:
+        """The cached report; ``None`` on a miss. A damaged entry is removed; one that is not
+        safely ours (owner, permissions, links) is left alone and never unpickled."""
+        marker = self.directory / ENTRY_FILE
+        payload = self.directory / PAYLOAD_FILE
+        try:
+            if not _private(self.directory):
+                return None  # not ours: neither read nor removed
+        except OSError:
+            return None  # absent: a plain miss
+        try:
+            if not (_private(marker) and _private(payload)):
+                raise ValueError("entry files missing or writable by others")
+            header = json.loads(marker.read_text())
+            data = payload.read_bytes()
+            if header.get("key") != self.key or header.get("payload_bytes") != len(data):
+                raise ValueError("key mismatch")
+            report = pickle.loads(data)
+            if not isinstance(report, Report):
+                raise TypeError(f"not a Report: {type(report).__name__}")
+        except Exception:  # any damage at all is a miss, never an error
+            _discard(self.directory)
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(marker)  # recently used: evicted last
+        return report
+
+    def write(self, report: Report) -> bool:
+        """Store ``report``; ``False`` when it cannot be (unwritable directory, an object
+        that does not pickle): never an error."""
+        root = self.directory.parent
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            temp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))  # mode 0700
+        except OSError:
+            return False
+        try:
+            data = pickle.dumps(report, protocol=5)
+            _write_private(temp / PAYLOAD_FILE, data)
+            header = {"key": self.key, "payload_bytes": len(data)}
+            _write_private(temp / ENTRY_FILE, json.dumps(header, indent=1).encode())
+            try:
+                os.rename(temp, self.directory)  # atomic; fails if another run got there first
+            except OSError:
+                if not (self.directory / ENTRY_FILE).is_file():
+                    _discard(self.directory)  # a damaged entry in the way: replace it
+                    os.rename(temp, self.directory)
+        except Exception:
+            _discard(temp)
+            return False
+        finally:
+            if temp.exists():
+                _discard(temp)
+        evict(root, keep=self.directory)
+        return True
+
+
+def cached(entry: ReportEntry | None, build: Callable[[], Report]) -> Report:
+    """``entry``'s report when it holds one, else ``build()`` stored in ``entry``."""
+    if entry is not None and (hit := entry.read()) is not None:
+        return hit
+    report = build()
+    if entry is not None:
+        entry.write(report)
+    return report
+
+
+def pair_entry(
+    a: Any,
+    b: Any,
+    *,
+    names: Sequence[str],
+    run_info: Any,
+    compile_log: Any,
+    force: bool,
+    eager_lines: Any,
+) -> ReportEntry | None:
+    """The entry of :func:`traceviz.pipeline.compare` on these arguments; ``None`` when the
+    cache is off or an argument is not a path (or run.json dict) the key can describe."""
+    root = cache_dir(True)
+    if root is None:
+        return None
+    try:
+        inputs = {
+            "kind": "pair",
+            "a": _input_key(a),
+            "b": _input_key(b),
+            "names": list(names),
+            "run_info": _run_info_key(run_info),
+            "compile_log": _optional_key(compile_log),
+            "force": bool(force),
+            "eager_lines": _optional_key(eager_lines),
+        }
+    except _Uncacheable:
+        return None
+    return ReportEntry.of(inputs, root)
+
+
+def run_entry(
+    directory: Path, *, names: Sequence[str] | None, compile_log: Any, force: bool
+) -> ReportEntry | None:
+    """The entry of :func:`traceviz.pipeline.compare_run` on this run directory; ``None`` when
+    the cache is off or the directory cannot be described."""
+    root = cache_dir(True)
+    if root is None:
+        return None
+    try:
+        inputs = {
+            "kind": "run",
+            "run": _input_key(directory),
+            "named": _named_traces(directory),
+            "names": list(names) if names else None,
+            "compile_log": _optional_key(compile_log),
+            "force": bool(force),
+        }
+    except _Uncacheable:
+        return None
+    return ReportEntry.of(inputs, root)
+
+
+def _input_key(value: Any) -> list[Any]:
+    """A path as given and as it is now: resolved path, size and mtime of the file or of
+    every file under the directory."""
+    if not isinstance(value, str | os.PathLike):
+        raise _Uncacheable(type(value).__name__)
+    try:
+        path = Path(value).resolve()
+        st = path.stat()
+        if stat.S_ISREG(st.st_mode):
+            return [os.fspath(value), str(path), st.st_size, st.st_mtime_ns]
+        if stat.S_ISDIR(st.st_mode):
+            return [os.fspath(value), str(path), _tree(path)]
+    except (OSError, RuntimeError):
+        pass
+    raise _Uncacheable(os.fspath(value))  # missing or odd: the build says what is wrong
+
+
+def _optional_key(value: Any) -> list[Any] | None:
+    return None if value is None else _input_key(value)
+
+
+def _tree(directory: Path) -> list[list[Any]]:
+    """Every file under ``directory``: relative path, size, mtime (sorted)."""
+    rows: list[list[Any]] = []
+    for folder, subdirs, files in os.walk(directory):
+        subdirs.sort()
+        for name in sorted(files):
+            st = os.stat(os.path.join(folder, name))
+            rows.append([os.path.relpath(os.path.join(folder, name), directory), st.st_size,
+                         st.st_mtime_ns])  # fmt: skip
+            if len(rows) > MAX_TREE_FILES:
+                raise _Uncacheable(str(directory))
+    return rows
+
+
+def _named_traces(directory: Path) -> list[Any]:
+    """The files run.json names (they may lie outside the directory)."""
+    try:
+        info = json.loads((Path(directory) / "run.json").read_text())
+        traces = info.get("traces") or {}
+    except (OSError, ValueError, AttributeError):
+        raise _Uncacheable(str(directory)) from None
+    if not isinstance(traces, dict):
+        raise _Uncacheable(str(directory))
+    named: list[Any] = []
+    for field, name in sorted(traces.items()):
+        if isinstance(name, str) and name:
+            path = Path(directory) / name
+            named.append([field, _input_key(path) if path.exists() else None])
+    return named
+
+
+def _run_info_key(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        try:
+            return json.loads(json.dumps(value, sort_keys=True))
+        except (TypeError, ValueError):
+            raise _Uncacheable("run_info") from None
+    raise _Uncacheable(type(value).__name__)  # a RunInfo object: no file to key on
+
+
+def _environment() -> dict[str, Any]:
+    """What else shapes a report or its pickle: versions, the source, the size cap."""
+    versions = {
+        name: getattr(sys.modules.get(name), "__version__", None)
+        for name in ("numpy", "pandas", "pyarrow", "msgspec")
+    }
+    return {
+        "format": REPORT_FORMAT,
+        "traceviz": __version__,
+        "source": _source_fingerprint(),
+        "python": list(sys.version_info[:3]),
+        "versions": versions,
+        "max_bytes": os.environ.get(MAX_BYTES_ENV),
+    }
+
+
+@functools.cache
+def _source_fingerprint() -> str:
+    """Names, sizes and mtimes of every ``.py`` file of the package: a changed parser,
+    analysis, rule or renderer (a new release or a working copy) makes every entry a miss."""
+    parts: list[str] = []
+    for folder, subdirs, files in os.walk(_PACKAGE):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        for name in sorted(f for f in files if f.endswith(".py")):
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(folder, name))
+                rel = os.path.relpath(os.path.join(folder, name), _PACKAGE)
+                parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _private(path: Path) -> bool:
+    """``path`` is a real file or directory (not a link) of this user that nobody else may
+    write: safe to unpickle from. Raises OSError when it does not exist."""
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return False
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return False
+    geteuid = getattr(os, "geteuid", None)  # not on Windows: the user's profile is private
+    return geteuid is None or st.st_uid == geteuid()
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
+
+
+def _discard(directory: Path) -> None:
+    """Delete ``directory`` so that no reader sees it half-deleted: rename it aside first."""
+    aside = directory.with_name(f".tmp-gone-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(directory, aside)
+    except OSError:
+        aside = directory
+    shutil.rmtree(aside, ignore_errors=True)
