@@ -11,6 +11,7 @@ datasets open on the per-rank comparison.
 
 from __future__ import annotations
 
+import html
 import io
 import subprocess
 import sys
@@ -184,8 +185,19 @@ def test_a_failed_rank_is_a_finding_not_a_crash(tmp_path: Path) -> None:
     ranks = traceviz.load_ranks(paths, tmp_path / "ds")
     app = RanksDashboard(ranks_data(ranks))
     text = str(app._views["ds"].__panel__()[1].object)
-    assert "ranks-failed" in [f.id for f in app._views["ds"].analysis.findings]
-    assert "could not" in text.lower() or "failed" in text.lower()
+    (failed,) = [f for f in app._views["ds"].analysis.findings if f.id == "ranks-failed"]
+    assert html.escape(failed.title) in text
+    assert list(app._views["ds"]._table["rank"]) == [0, 1, 2]
+
+
+def test_a_dataset_with_no_readable_rank_still_opens(tmp_path: Path) -> None:
+    path = tmp_path / "rank0.json"
+    path.write_text("{ not json")
+    ranks = traceviz.load_ranks([path], tmp_path / "ds")
+    app = RanksDashboard(ranks_data(ranks))
+    assert app.rank is None
+    app._tabs.active = 1
+    assert "Select a rank" in app._trace[0].object and app.trace_shown is None
 
 
 def test_the_ranks_front_ends_import_no_optional_extra(job: Path) -> None:
