@@ -22,6 +22,8 @@ normalization; layout transforms, gathers, scatters and casts count as copies.
 4. a CPU op of a library namespace (``mkldnn::``, ``mkl::``, ``onednn::``) → ``extern``;
 5. everything else → ``eager_aten``: what eager PyTorch ran, including cuBLAS/cuDNN kernels
    called by eager ops and, on CPU-only traces, ``aten::`` ops such as ``aten::addmm``.
+
+Nodes of an ONNX Runtime profile are all ``onnxruntime`` (:func:`trace_sources`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class KernelSource(str, Enum):
     INDUCTOR_CPP = "inductor_cpp"
     EXTERN = "extern"
     CUDA_GRAPH = "cuda_graph"
+    ONNXRUNTIME = "onnxruntime"  # a node of an ONNX Runtime profile
 
 
 class KindRule(NamedTuple):
@@ -392,6 +395,22 @@ def trace_kinds(trace: Trace) -> pd.Series:
     if trace.meta.is_onnxruntime:
         return classify_ort_kinds(kernels[Kernels.op_name])
     return classify_kinds(kernels[Kernels.name], kernels[Kernels.activity])
+
+
+def trace_sources(trace: Trace, in_region: pd.Series | np.ndarray | bool) -> pd.Series:
+    """:class:`KernelSource` value per row of ``trace.kernels``: ``onnxruntime`` for every node
+    of an ONNX Runtime profile, else :func:`classify_sources` (``in_region``: rows launched
+    inside a compiled region)."""
+    kernels = trace.kernels
+    if trace.meta.is_onnxruntime:
+        values = [s.value for s in KernelSource]
+        idx = np.full(len(kernels), values.index(KernelSource.ONNXRUNTIME.value))
+        return _categorical(idx, values, kernels.index)
+    return classify_sources(
+        kernels[Kernels.name],
+        in_graph=kernels[Kernels.in_graph].to_numpy(),
+        in_compiled_region=in_region,
+    )
 
 
 def _as_bool(flags: pd.Series | np.ndarray | bool, n: int) -> np.ndarray:

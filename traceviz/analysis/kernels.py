@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.kernel_kinds import classify_sources, trace_kinds
+from traceviz.analysis.kernel_kinds import trace_kinds, trace_sources
 from traceviz.schema import Kernels, Regions
 from traceviz.trace import Trace
 
@@ -34,11 +34,7 @@ def classify(trace: Trace) -> pd.DataFrame:
     in_region = issued_inside_regions(trace)
     out = kernels.copy()
     out[Classified.kind] = trace_kinds(trace)  # ORT profiles: by op type
-    out[Classified.source] = classify_sources(
-        kernels[Kernels.name],
-        in_graph=kernels[Kernels.in_graph].to_numpy(),
-        in_compiled_region=in_region,
-    )
+    out[Classified.source] = trace_sources(trace, in_region)  # ORT profiles: onnxruntime
     out[Classified.in_region] = in_region
     return out
 

@@ -224,10 +224,15 @@ def _gap_table(trace: Trace) -> tuple[pd.DataFrame, np.ndarray]:
     spans = spans[spans["step"] >= 0].sort_values(
         [CodeSpan.thread, "step", CodeSpan.start_us], kind="stable"
     )
-    group = spans[CodeSpan.thread] + "/" + spans["step"].astype(str)
-    reach = spans[CodeSpan.end_us].groupby(group).cummax().to_numpy(dtype=float)
+    # group codes, not "thread/step" strings: string concatenation fails on some pandas string
+    # dtypes (seen on an H200 machine's pandas: "radd not supported for dtype 'str'")
+    group = spans.groupby(
+        [CodeSpan.thread, "step"], sort=False, observed=True, dropna=False
+    ).ngroup()
+    reach = spans[CodeSpan.end_us].groupby(group.to_numpy()).cummax().to_numpy(dtype=float)
     begin = spans[CodeSpan.start_us].to_numpy(dtype=float)
-    same = (group.to_numpy()[1:] == group.to_numpy()[:-1]) & (begin[1:] > reach[:-1])
+    codes = group.to_numpy()
+    same = (codes[1:] == codes[:-1]) & (begin[1:] > reach[:-1])
     gaps = pd.DataFrame(
         {
             Gap.thread: spans[CodeSpan.thread].to_numpy()[:-1][same],
