@@ -127,3 +127,32 @@ def test_selecting_a_rank_opens_its_trace(page: Any) -> None:
     assert trace.get_by_text("Top 20 kernels by device time (measured)").count() == 1
     shot(page, "rank-trace")
     assert page.errors == []
+
+
+@pytest.fixture(scope="module")
+def faster(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ranks-browser-b")
+    job = synthetic_job(WORLD, straggler=None, seed=6, compute_us=500.0)
+    traceviz.load_ranks(write_ranks(root / "traces", job.docs), root / "fast.ds")
+    return root / "fast.ds"
+
+
+def test_two_datasets_open_on_the_comparison(
+    dataset: Path, faster: Path, tmp_path: Path, page: Any
+) -> None:
+    args = [str(dataset), str(faster), "--names", "slow", "fast"]
+    with dashboard(args, tmp_path / "server.log") as url:
+        pair = new_page(page.context.browser, url)
+        tab(pair, "Compare ranks").wait_for()
+        headers = pair.locator(".bk-tab")
+        titles = [headers.nth(i).inner_text() for i in range(headers.count())]
+        assert titles == ["Compare ranks", "Ranks: slow", "Ranks: fast", "Rank trace"]
+        root = pair.locator(f".{tab_class('Compare ranks')}")
+        assert wait_for_count(root.locator(".tabulator-row"), WORLD) == WORLD
+        root.get_by_text("slow → fast, rank by rank").wait_for()
+        tab(pair, "Ranks: fast").click()
+        drawn = pair.locator(f".{tab_class('Ranks: fast')} .js-plotly-plot .bars path")
+        assert wait_for_count(drawn, 2 * WORLD) >= 2 * WORLD  # no waiting: compute + transfer
+        shot(pair, "compare")
+        assert pair.errors == []
+        pair.context.close()

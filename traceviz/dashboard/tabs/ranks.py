@@ -47,7 +47,7 @@ class RanksView(pn.viewable.Viewer):
         table = per_rank_table(self.analysis)
         self._table = table
         shown = table.loc[:, [c for c in SHOWN if c in table.columns]]
-        self._grid = selectable_table(shown, name="ranks")
+        self._grid = selectable_table(shown, name="ranks", formatters=_number_formats(shown))
         self._grid.param.watch(self._on_select, "selection")
         self._detail = pn.Column(sizing_mode=STRETCH)
         stragglers = self.analysis.stragglers.ranks
@@ -125,6 +125,16 @@ def has_ranks(report: Any) -> bool:
 def ranks(report: Any) -> RanksView:
     """The Ranks tab of a report that carries ranks (:func:`has_ranks`)."""
     return RanksView(analysis=report.ranks)
+
+
+def _number_formats(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Tabulator formatters of a table's float columns: µs to one decimal, shares to two (the
+    CSV download keeps every digit)."""
+    return {
+        c: {"type": "money", "precision": 1 if c.endswith("_us") else 2, "symbol": ""}
+        for c in frame.columns
+        if pd.api.types.is_float_dtype(frame[c])
+    }
 
 
 def _plain(frame: pd.DataFrame) -> pd.DataFrame:
