@@ -10,7 +10,7 @@ import msgspec
 import pandas as pd
 
 from traceviz.analysis.blocking import BlockingColumns
-from traceviz.analysis.compare import Side
+from traceviz.analysis.compare import Comparison, Side
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
 from traceviz.report.backends_json import backends_json, onnxruntime_json
@@ -44,6 +44,7 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
             "eager_only": records(fusion.eager_only, limit=top),
             "not_fusions": records(fusion.not_fusions, limit=top),
             "by_line": records(fusion.by_line, limit=top),
+            "lines_from": _lines_from(comparison),
             "comparable": _comparable(fusion.comparability),
         },
         "run": msgspec.to_builtins(comparison.run_info),
@@ -53,6 +54,21 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "findings": [_finding(f) for f in comparison.findings],
     }
     return whole_counts(data)  # counts as integers, whatever the column dtype
+
+
+def _lines_from(comparison: Comparison) -> dict[str, Any] | None:
+    """Where a's source lines came from when a run's separate lines trace gave them: how many
+    of a's kernels found their twin there (docs/compare-json.md, "The fusion map")."""
+    transfer = comparison.line_transfer
+    if transfer is None:
+        return None
+    return {
+        "trace": "lines trace",
+        "kernels": transfer.kernels,
+        "matched": transfer.matched,
+        "located": transfer.located,
+        "coverage": plain(transfer.coverage),
+    }
 
 
 def _comparable(verdict: Any) -> dict[str, Any]:
