@@ -12,7 +12,8 @@ three are measured in the same run, so their differences hold on a busy machine 
 
 Also timed (issue 14): `traceviz compare RUN` on the sample run ``sample_traces/pointwise``
 (parse cache off) against ``python -c "import traceviz, pandas"`` plus parsing the run's two
-traces, target ≤ 1.5×.
+traces, target ≤ 1.5×, with the caches off (the cold cost) and warm (a second look: the
+report cache reads the report back).
 
 Prints a Markdown table (best and median, ms; extra over `python -c pass`) and PASS/FAIL of the
 issue-13 target (`traceviz --help` at most 0.5 s); exits 0 whatever the numbers (a measurement,
@@ -22,10 +23,13 @@ not a test).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -33,6 +37,8 @@ BIN = Path(sys.executable).parent
 TRACEVIZ = BIN / "traceviz"
 TARGET_S = 0.5
 SAMPLE_RUN = Path(__file__).resolve().parents[1] / "sample_traces" / "pointwise"
+# the report cache of the "second look" contender: filled by its warm-up run, removed at the end
+REPORT_CACHE = Path(tempfile.gettempdir()) / f"traceviz-bench-cli-cache-{os.getpid()}"
 
 CONTENDERS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -54,6 +60,14 @@ CONTENDERS: dict[str, list[str]] = {
         str(SAMPLE_RUN / "compiled.pt.trace.json.gz"),
     ],
     "traceviz compare RUN": [str(TRACEVIZ), "compare", str(SAMPLE_RUN), "--no-cache"],
+    # the same again with the caches on and warm: the report is read back, not rebuilt
+    "traceviz compare RUN, second look": [
+        str(TRACEVIZ),
+        "compare",
+        str(SAMPLE_RUN),
+        "--cache-dir",
+        str(REPORT_CACHE),
+    ],
 }
 COMPARE_TARGET = 1.5  # compare RUN ≤ 1.5 × (import traceviz, pandas + parse)
 
@@ -96,7 +110,13 @@ def report(times: dict[str, list[float]]) -> str:
     verdict = "PASS" if compare <= COMPARE_TARGET * floor else "FAIL"
     lines.append(
         f"target `traceviz compare RUN` ≤ {COMPARE_TARGET} × (import traceviz, pandas + parse): "
-        f"{compare:.3f} s / {floor:.3f} s = {compare / floor:.2f} {verdict}"
+        f"{compare:.3f} s / {floor:.3f} s = {compare / floor:.2f} {verdict} (caches off)"
+    )
+    second = min(times["traceviz compare RUN, second look"])
+    verdict = "PASS" if second <= COMPARE_TARGET * floor else "FAIL"
+    lines.append(
+        f"the same, second look (report cache warm): {second:.3f} s / {floor:.3f} s = "
+        f"{second / floor:.2f} {verdict}"
     )
     lines.append(
         f"machine: {platform.machine()}, Python {platform.python_version()}, "
@@ -112,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     if not TRACEVIZ.exists():
         print(f"{TRACEVIZ} not found: install traceviz in this interpreter's environment")
         return 0
-    print(report(measure(max(1, args.repeat))))
+    try:
+        print(report(measure(max(1, args.repeat))))
+    finally:
+        shutil.rmtree(REPORT_CACHE, ignore_errors=True)
     return 0
 
 

@@ -17,6 +17,7 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, write_trace
+from tests.light_import_fixtures import assert_imports_none
 from traceviz import pipeline
 from traceviz.cli import main
 from traceviz.parse.cache import CACHE_DIR_ENV, NO_CACHE_ENV
@@ -126,6 +127,18 @@ def test_any_change_of_an_input_misses(tmp_path: Path, cache: Path, builds: list
     changed = traceviz.compare(moved, b, names=("x", "y"))
     assert builds == ["pair"] * 6 and as_json(changed) != as_json(base)
     assert len(entries(cache)) == 6
+
+
+def test_another_traceviz_source_misses(
+    tmp_path: Path, cache: Path, builds: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceviz import report_cache
+
+    a, b = pair(tmp_path)
+    traceviz.compare(a, b)
+    monkeypatch.setattr(report_cache, "_source_fingerprint", lambda: "an edited analysis")
+    traceviz.compare(a, b)
+    assert builds == ["pair", "pair"] and len(entries(cache)) == 2
 
 
 def test_a_run_directory_misses_when_a_file_or_the_compile_log_changes(
@@ -265,3 +278,22 @@ def test_concurrent_writers(tmp_path: Path, cache: Path) -> None:
     assert len(entries(cache)) == 1 and not list(cache.glob(".tmp-*"))
     third = subprocess.run(argv, env=env, capture_output=True, check=True)
     assert third.stdout == outs[0][0]
+
+
+# What a text `traceviz compare RUN` never needs, cache cold or warm (and with --no-cache, not
+# even pyarrow's Parquet reader, which only the parse cache uses).
+NOT_FOR_A_TEXT_COMPARE = ("torch", "plotly", "panel", "bokeh", "dask", "distributed", "onnx",
+                          "onnxruntime", "onnxscript", "transformers")  # fmt: skip
+
+
+@pytest.mark.parametrize("options", [["--no-cache"], ["--cache-dir", "{cache}"]])
+def test_a_text_compare_imports_nothing_it_does_not_need(
+    tmp_path: Path, options: list[str]
+) -> None:
+    argv = ["compare", str(SAMPLES / "attention"),
+            *(o.format(cache=tmp_path / "c") for o in options)]  # fmt: skip
+    twice = f"from traceviz.cli import main\nfor _ in range(2):\n    main({argv!r})\n"
+    extra = ("pyarrow.parquet",) if "--no-cache" in options else ()
+    assert_imports_none(twice, (*NOT_FOR_A_TEXT_COMPARE, *extra))
+    if "--no-cache" not in options:
+        assert len(entries(tmp_path / "c")) == 1  # the second round was a hit

@@ -9,8 +9,9 @@ an entry keyed by everything that determines the :class:`~traceviz.report.bundle
 - the compile log and the eager lines trace (path, size, mtime), run.json facts passed as a
   dict, the labels and ``force``;
 - the traceviz version, a fingerprint of the package's source (name, size, mtime of every
-  ``.py`` file: the parser, analyses, rules and report alike), the Python, numpy, pandas and
-  pyarrow versions and the ``TRACEVIZ_MAX_BYTES`` cap.
+  ``.py`` file the report can depend on: the parser, analyses, rules and renderers alike; not
+  the command, dashboard and ranks front ends), the Python, numpy, pandas, pyarrow and msgspec
+  versions and the ``TRACEVIZ_MAX_BYTES`` cap.
 
 Anything else (a Trace or Side object, a read compile log, a custom loader) is not cached.
 
@@ -277,13 +278,21 @@ def _environment() -> dict[str, Any]:
     }
 
 
+#: Subpackages no report is made by (front ends above the pipeline): left out of the fingerprint.
+_NOT_IN_REPORT = frozenset({"commands", "dashboard", "ranks"})
+
+
 @functools.cache
 def _source_fingerprint() -> str:
-    """Names, sizes and mtimes of every ``.py`` file of the package: a changed parser,
-    analysis, rule or renderer (a new release or a working copy) makes every entry a miss."""
+    """Names, sizes and mtimes of the package's ``.py`` files (all but the front ends in
+    :data:`_NOT_IN_REPORT`): a changed parser, analysis, rule or renderer (a new release or a
+    working copy) makes every entry a miss."""
     parts: list[str] = []
     for folder, subdirs, files in os.walk(_PACKAGE):
-        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        top = folder == str(_PACKAGE)
+        subdirs[:] = sorted(
+            d for d in subdirs if d != "__pycache__" and not (top and d in _NOT_IN_REPORT)
+        )
         for name in sorted(f for f in files if f.endswith(".py")):
             with contextlib.suppress(OSError):
                 st = os.stat(os.path.join(folder, name))
