@@ -21,9 +21,10 @@ Where: the parse cache's directory (``--cache-dir``, ``$TRACEVIZ_CACHE_DIR``, el
 entries share the parse cache's size bound and least-recently-used eviction.
 
 Format: a pickle of traceviz's own Report (protocol 5: the tables' buffers are copied, not
-re-encoded; 0.1 s to read back the report of two 1M-event traces). Unpickling runs code, so an
-entry is read only when it, its directory and its payload belong to the current user, are
-regular files / directories (no symbolic links) and are writable by nobody else; it is
+re-encoded; 161 MB and 0.06-0.11 s to read back, unbuffered, for two 1M-event traces).
+Unpickling runs code, so an entry is read only when it, its directory and its payload belong
+to the current user, are regular files / directories (no symbolic links; the payload's checks
+are made on the open file) and are writable by nobody else; it is
 written into a private temporary directory (mode 0700) and renamed into place in one step, so
 concurrent runs never see half an entry. A damaged or foreign-version entry is a miss, removed
 and written again; a directory that cannot be written only means no cache.
@@ -90,13 +91,12 @@ class ReportEntry:
         except OSError:
             return None  # absent: a plain miss
         try:
-            if not (_private(marker) and _private(payload)):
-                raise ValueError("entry files missing or writable by others")
+            if not _private(marker):
+                raise ValueError("entry file missing or writable by others")
             header = json.loads(marker.read_text())
-            data = payload.read_bytes()
-            if header.get("key") != self.key or header.get("payload_bytes") != len(data):
+            if header.get("key") != self.key:
                 raise ValueError("key mismatch")
-            report = pickle.loads(data)
+            report = _load_private(payload, header.get("payload_bytes"))
             if not isinstance(report, Report):
                 raise TypeError(f"not a Report: {type(report).__name__}")
         except Exception:  # any damage at all is a miss, never an error
@@ -311,6 +311,25 @@ def _private(path: Path) -> bool:
         return False
     geteuid = getattr(os, "geteuid", None)  # not on Windows: the user's profile is private
     return geteuid is None or st.st_uid == geteuid()
+
+
+def _load_private(path: Path, size: Any) -> Any:
+    """Unpickle ``path`` after checking, on the open file itself, that it is this user's
+    regular file of ``size`` bytes that nobody else may write (read unbuffered: pickle then
+    reads the tables' buffers straight into place, 2-5x faster than ``loads(read_bytes())``)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb", buffering=0) as source:
+        st = os.fstat(fd)
+        geteuid = getattr(os, "geteuid", None)
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+            or (geteuid is not None and st.st_uid != geteuid())
+        ):
+            raise ValueError(f"{path} is not a private file")
+        if st.st_size != size:
+            raise ValueError(f"{path} has {st.st_size} bytes, not {size}")
+        return pickle.load(source)
 
 
 def _write_private(path: Path, data: bytes) -> None:
