@@ -120,13 +120,14 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",
         metavar="DIR",
-        help="where parsed traces are kept, so that the next look at an unchanged trace "
-        "skips the parse (default: $TRACEVIZ_CACHE_DIR, else ~/.cache/traceviz)",
+        help="where parsed traces and compare's reports are kept, so that the next look at "
+        "unchanged traces skips the parse and the analysis (default: $TRACEVIZ_CACHE_DIR, else "
+        "~/.cache/traceviz)",
     )
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="neither read nor write the parse cache (also: TRACEVIZ_NO_CACHE=1)",
+        help="neither read nor write the parse and report caches (also: TRACEVIZ_NO_CACHE=1)",
     )
 
 
