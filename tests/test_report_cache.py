@@ -129,6 +129,21 @@ def test_any_change_of_an_input_misses(tmp_path: Path, cache: Path, builds: list
     assert len(entries(cache)) == 6
 
 
+def test_a_small_trace_rewritten_with_as_many_bytes_in_the_same_tick_misses(
+    tmp_path: Path, cache: Path, builds: list[str]
+) -> None:
+    a, b = pair(tmp_path)
+    before = traceviz.compare(a, b)
+    st = b.stat()
+    text = b.read_text()
+    assert '"dur": 6' in text
+    b.write_text(text.replace('"dur": 6', '"dur": 9'))  # same size, other kernel time
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same mtime
+    assert b.stat().st_size == st.st_size
+    after = traceviz.compare(a, b)
+    assert builds == ["pair", "pair"] and as_json(after) != as_json(before)
+
+
 def test_another_traceviz_source_misses(
     tmp_path: Path, cache: Path, builds: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,8 +4,9 @@ The parse cache (:mod:`traceviz.parse.cache`) spares the second look the parse; 
 it the analysis, the fusion map and the diagnosis too. :mod:`traceviz.pipeline` asks it for
 an entry keyed by everything that determines the :class:`~traceviz.report.bundle.Report`:
 
-- each input as given and resolved, with its size and ``st_mtime_ns`` (a directory: every
-  file under it; a run directory: every file under it plus each trace run.json names);
+- each input as given and resolved, with its size, ``st_mtime_ns`` and inode, and the SHA-256
+  of its bytes when it has at most 4 MiB (a directory: every file under it; a run directory:
+  every file under it plus each trace run.json names);
 - the compile log and the eager lines trace (path, size, mtime), run.json facts passed as a
   dict, the labels and ``force``;
 - the traceviz version, a fingerprint of the package's source (name, size, mtime of every
@@ -58,6 +59,8 @@ ENTRY_PREFIX = "report-"
 PAYLOAD_FILE = "report.pickle"
 #: A directory input with more files than this is not cached (stat'ing it would cost more).
 MAX_TREE_FILES = 2000
+#: Files up to this size are keyed by their content too (a sample run hashes in ~1 ms).
+HASH_MAX_BYTES = 4 * 2**20
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -208,12 +211,23 @@ def _input_key(value: Any) -> list[Any]:
         path = Path(value).resolve()
         st = path.stat()
         if stat.S_ISREG(st.st_mode):
-            return [os.fspath(value), str(path), st.st_size, st.st_mtime_ns]
+            return [os.fspath(value), str(path), *_file_key(path, st)]
         if stat.S_ISDIR(st.st_mode):
             return [os.fspath(value), str(path), _tree(path)]
     except (OSError, RuntimeError):
         pass
     raise _Uncacheable(os.fspath(value))  # missing or odd: the build says what is wrong
+
+
+def _file_key(path: str | Path, st: os.stat_result) -> list[Any]:
+    """Size, mtime and inode; for a file of at most :data:`HASH_MAX_BYTES` also its SHA-256:
+    file times tick in milliseconds on many file systems, and a small trace rewritten at once
+    with as many bytes (a test, a script) must not read back the old report."""
+    key: list[Any] = [st.st_size, st.st_mtime_ns, st.st_ino]
+    if st.st_size <= HASH_MAX_BYTES:
+        with open(path, "rb") as source:
+            key.append(hashlib.sha256(source.read()).hexdigest())
+    return key
 
 
 def _optional_key(value: Any) -> list[Any] | None:
@@ -226,9 +240,8 @@ def _tree(directory: Path) -> list[list[Any]]:
     for folder, subdirs, files in os.walk(directory):
         subdirs.sort()
         for name in sorted(files):
-            st = os.stat(os.path.join(folder, name))
-            rows.append([os.path.relpath(os.path.join(folder, name), directory), st.st_size,
-                         st.st_mtime_ns])  # fmt: skip
+            file = os.path.join(folder, name)
+            rows.append([os.path.relpath(file, directory), *_file_key(file, os.stat(file))])
             if len(rows) > MAX_TREE_FILES:
                 raise _Uncacheable(str(directory))
     return rows
