@@ -3,6 +3,10 @@ step eager → compiled as `traceviz compare` counts them on its sample run (CPU
 
 Run one with `traceviz run NAME`. Your own model: `traceviz run path/to/file.py:factory`,
 where factory() returns (model, example_inputs).
+
+examples:
+  traceviz models
+  traceviz models | cut -d' ' -f1    # the names alone, for scripts
 """
 
 from __future__ import annotations

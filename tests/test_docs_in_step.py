@@ -1,0 +1,332 @@
+"""The README and docs/ say only what the code does.
+
+- Every ``traceviz ...`` line in a README code block, and every example in a command's
+  ``--help``, names a subcommand and options that exist (argparse parsers of
+  :func:`traceviz.cli.build_parser`; an abbreviated option does not count) and parses.
+- The key tables of docs/compare-json.md and docs/summary-json.md list exactly the keys that
+  real JSON output (sample runs in sample_traces/) has, and every key name in that output (and
+  in run.json) is named somewhere on its page.
+
+Run as a script (``.venv/bin/python tests/test_docs_in_step.py``) it prints the keys in the
+output that the docs do not name, and the keys the docs' tables name that the output lacks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import shlex
+import sys
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = REPO / "docs"
+SAMPLES = REPO / "sample_traces"
+ORT_RUN = SAMPLES / "gpt2-ort"  # a run with ONNX Runtime backends: backends/onnxruntime filled
+GPU_RUN = SAMPLES / "h200" / "block"  # a CUDA run: launch delays, blocking calls, idle CPU work
+SUMMARY_TRACES = (
+    SAMPLES / "block" / "compiled.pt.trace.json.gz",
+    SAMPLES / "h200" / "gpt2" / "compiled.pt.trace.json.gz",
+    ORT_RUN / "onnx" / "ort_all.profile.json",
+)
+
+# Words that end a command in a shell line: what follows is another program or a file.
+SHELL_BREAKS = {"|", ">", ">>", "2>", "&&", ";", "||"}
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def _code_blocks(markdown: str) -> Iterator[str]:
+    for match in re.finditer(r"^```[a-z]*\n(.*?)^```", markdown, re.M | re.S):
+        yield match.group(1)
+
+
+def readme_commands() -> list[str]:
+    """Every ``traceviz ...`` line in the README's code blocks, comments and all."""
+    text = (REPO / "README.md").read_text()
+    return [
+        line.strip()
+        for block in _code_blocks(text)
+        for line in block.splitlines()
+        if line.strip().startswith("traceviz ")
+    ]
+
+
+def help_examples() -> list[tuple[str, str]]:
+    """(command, line) for every line of the ``examples:`` section of each command's help."""
+    from traceviz.cli import COMMANDS, build_parser
+
+    subparsers = _subparsers(build_parser())
+    out = []
+    for name in COMMANDS:
+        description = subparsers[name].description or ""
+        _, _, examples = description.partition("examples:\n")
+        for line in examples.splitlines():
+            if line.strip().startswith("traceviz "):
+                out.append((name, line.strip()))
+    return out
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    raise AssertionError("traceviz's parser has no subcommands")
+
+
+def command_words(line: str) -> list[str]:
+    """The words of a shell line that go to traceviz: no comment, no pipe or redirection."""
+    words = shlex.split(line, comments=True)
+    for i, word in enumerate(words):
+        if word in SHELL_BREAKS or word.startswith(">"):
+            return words[:i]
+    return words
+
+
+def command_problem(line: str) -> str | None:
+    """Why ``line`` would not parse as a traceviz command (None when it does)."""
+    from traceviz.cli import COMMANDS, build_parser
+
+    words = command_words(line)
+    if len(words) < 2 or words[0] != "traceviz":
+        return "not a traceviz command"
+    name = words[1]
+    if name not in COMMANDS:
+        return f"no subcommand {name!r}"
+    parser = build_parser(load=[name])
+    known = {s for a in _subparsers(parser)[name]._actions for s in a.option_strings}
+    for word in words[2:]:
+        option = word.split("=", 1)[0]
+        if option.startswith("--") and option not in known:
+            return f"no option {option} of traceviz {name}"
+    stderr = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(stderr):
+            parser.parse_args(words[1:])
+    except SystemExit:
+        return stderr.getvalue().strip().splitlines()[-1]
+    return None
+
+
+def test_readme_has_an_example_for_every_command() -> None:
+    from traceviz.cli import COMMANDS
+
+    named = {command_words(line)[1] for line in readme_commands()}
+    assert set(COMMANDS) <= named, f"README: no example of {sorted(set(COMMANDS) - named)}"
+
+
+@pytest.mark.parametrize("line", readme_commands())
+def test_readme_command_parses(line: str) -> None:
+    assert command_problem(line) is None, f"README: {line}: {command_problem(line)}"
+
+
+def test_every_command_help_has_examples() -> None:
+    from traceviz.cli import COMMANDS
+
+    with_examples = {name for name, _ in help_examples()}
+    assert set(COMMANDS) <= with_examples, f"no examples: {sorted(set(COMMANDS) - with_examples)}"
+
+
+@pytest.mark.parametrize(("name", "line"), help_examples())
+def test_help_example_parses(name: str, line: str) -> None:
+    assert command_words(line)[1] == name, f"traceviz {name} --help shows {line}"
+    assert command_problem(line) is None, f"traceviz {name} --help: {line}: {command_problem(line)}"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "traceviz comparee runs/x",  # no such subcommand
+        "traceviz compare runs/x --formt json",  # no such option
+        "traceviz compare runs/x --form json",  # an abbreviation: works today, not documented
+        "traceviz compare runs/x --format yaml",  # no such choice
+        "traceviz ingest traces/ --workers",  # option without its value
+    ],
+)
+def test_a_wrong_command_is_caught(line: str) -> None:
+    assert command_problem(line) is not None
+
+
+def test_shell_parts_are_not_taken_for_options() -> None:
+    words = command_words("traceviz compare runs/mlp --format json > mlp.json  # documented")
+    assert words == ["traceviz", "compare", "runs/mlp", "--format", "json"]
+    words = command_words("traceviz export runs/mlp --perfetto -o - | gzip > mlp.json.gz")
+    assert words == ["traceviz", "export", "runs/mlp", "--perfetto", "-o", "-"]
+
+
+# ----------------------------------------------------------------------------- JSON keys
+
+
+def _cli_json(*args: str) -> Any:
+    from traceviz.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main([*args, "--format", "json"])
+    assert code == 0, f"traceviz {' '.join(args)} exited {code}"
+    return json.loads(out.getvalue())
+
+
+@cache
+def compare_json(run: Path) -> Any:
+    return _cli_json("compare", str(run), "--top", "1000")
+
+
+@cache
+def summary_json(trace: Path) -> Any:
+    return _cli_json("summary", str(trace))
+
+
+def key_tables(markdown: str) -> list[list[str]]:
+    """The first-column keys of each ``| key | ...`` table of a doc, in order: every
+    backticked name of the cell (a cell may name several, `a`, `b`)."""
+    tables: list[list[str]] = []
+    current: list[str] | None = None
+    for line in markdown.splitlines():
+        if re.match(r"^\| (key|field) \|", line):
+            current = []
+            tables.append(current)
+        elif current is not None and line.startswith("|"):
+            first = line.split("|")[1]
+            current.extend(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", first))
+        else:
+            current = None
+    return tables
+
+
+def documented_names(markdown: str) -> set[str]:
+    """Every name a doc shows as code: `name`, and the names in `{a, b, c}` lists."""
+    names = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", markdown))
+    for code in re.findall(r"`([^`]*)`", markdown):
+        names.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", code))
+    return names
+
+
+def row_keys(rows: Any) -> set[str]:
+    """The keys of a JSON object, or of all the objects of a list."""
+    if isinstance(rows, dict):
+        return set(rows)
+    return {key for row in rows or [] if isinstance(row, dict) for key in row}
+
+
+def all_keys(value: Any, skip: tuple[str, ...] = ()) -> set[str]:
+    """Every object key at any depth (keys in ``skip`` are counted, not entered)."""
+    found: set[str] = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found.add(key)
+            if key not in skip:
+                found |= all_keys(item, skip)
+    elif isinstance(value, list):
+        for item in value:
+            found |= all_keys(item, skip)
+    return found
+
+
+def compare_tables() -> dict[str, tuple[list[str], set[str]]]:
+    """compare-json.md's key tables, each with the keys the real output has there."""
+    tables = key_tables((DOCS / "compare-json.md").read_text())
+    ort, gpu = compare_json(ORT_RUN), compare_json(GPU_RUN)
+    actual = {
+        "top level": set(ort) | set(gpu),
+        "findings": row_keys(ort["findings"]) | row_keys(gpu["findings"]),
+        "fusion.kernels": row_keys(ort["fusion"]["kernels"]) | row_keys(gpu["fusion"]["kernels"]),
+        "fusion.by_line": row_keys(ort["fusion"]["by_line"]) | row_keys(gpu["fusion"]["by_line"]),
+        "backends": row_keys(ort["backends"]),
+        "onnxruntime": row_keys(ort["onnxruntime"]),
+    }
+    assert len(tables) == len(actual), f"compare-json.md has {len(tables)} key tables"
+    return {name: (table, keys) for (name, keys), table in zip(actual.items(), tables, strict=True)}
+
+
+def key_gaps() -> list[str]:
+    """What the script prints: per doc and table, keys missing on either side."""
+    lines = []
+    for name, (documented, keys) in compare_tables().items():
+        for key in sorted(keys - set(documented)):
+            lines.append(f"compare-json.md {name}: `{key}` in the output, not in the table")
+        for key in sorted(set(documented) - keys):
+            lines.append(f"compare-json.md {name}: `{key}` in the table, not in the output")
+    # Not entered: run.json (its own page), findings (compare-json.md's), and objects whose
+    # keys are data (torch's counters and config, the ignored events' reasons).
+    free_form = ("inductor_config", "mode_options", "counters")
+    runs = [compare_json(ORT_RUN), compare_json(GPU_RUN)]
+    pages = {
+        "compare-json.md": set().union(*(all_keys(c, skip=("run",)) for c in runs)),
+        "run-json.md": set().union(*(all_keys(c["run"], skip=free_form) for c in runs)),
+        "summary-json.md": set().union(
+            *(all_keys(summary_json(t), skip=("findings", "ignored")) for t in SUMMARY_TRACES)
+        ),
+    }
+    for page, keys in pages.items():
+        named = documented_names((DOCS / page).read_text())
+        for key in sorted(keys - named):
+            lines.append(f"{page}: `{key}` in the output, named nowhere on the page")
+    summary_table = key_tables((DOCS / "summary-json.md").read_text())[0]
+    summary_keys = set().union(*(set(summary_json(t)) for t in SUMMARY_TRACES))
+    for key in sorted(summary_keys ^ set(summary_table)):
+        side = "output" if key in summary_keys else "table"
+        lines.append(f"summary-json.md top level: `{key}` only in the {side}")
+    return lines
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "top level",
+        "findings",
+        "fusion.kernels",
+        "fusion.by_line",
+        "backends",
+        "onnxruntime",
+    ],
+)
+def test_compare_json_table_matches_output(name: str) -> None:
+    documented, keys = compare_tables()[name]
+    assert set(documented) == keys, (
+        f"docs/compare-json.md, table {name}: undocumented {sorted(keys - set(documented))}, "
+        f"documented but absent {sorted(set(documented) - keys)}"
+    )
+
+
+def test_summary_json_table_matches_output() -> None:
+    table = key_tables((DOCS / "summary-json.md").read_text())[0]
+    keys = set().union(*(set(summary_json(t)) for t in SUMMARY_TRACES))
+    assert set(table) == keys, f"docs/summary-json.md: {sorted(keys ^ set(table))}"
+
+
+@pytest.mark.parametrize("page", ["compare-json.md", "run-json.md", "summary-json.md"])
+def test_every_output_key_is_named_on_its_page(page: str) -> None:
+    gaps = [line for line in key_gaps() if line.startswith(f"{page}: ")]
+    assert not gaps, "\n".join(gaps)
+
+
+def test_key_table_reader() -> None:
+    doc = "| key | meaning |\n|---|---|\n| `a`, `b` | x `c` |\n| `d` | y |\n\ntext `e`\n"
+    assert key_tables(doc) == [["a", "b", "d"]]
+    assert {"a", "b", "c", "d", "e", "f", "g"} <= documented_names(doc + "`{f, g}`")
+
+
+def test_docs_index_lists_every_doc() -> None:
+    index = (DOCS / "README.md").read_text()
+    for page in sorted(DOCS.glob("*.md")):
+        if page.name != "README.md":
+            assert f"({page.name})" in index, f"docs/README.md does not link {page.name}"
+
+
+if __name__ == "__main__":
+    import os
+
+    os.environ["TRACEVIZ_NO_CACHE"] = "1"  # a script run leaves no cache behind
+    gaps = key_gaps()
+    print("\n".join(gaps) or "docs and JSON output agree")
+    sys.exit(1 if gaps else 0)
