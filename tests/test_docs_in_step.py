@@ -163,6 +163,40 @@ def test_shell_parts_are_not_taken_for_options() -> None:
     assert words == ["traceviz", "export", "runs/mlp", "--perfetto", "-o", "-"]
 
 
+def readme_layout() -> str:
+    """The README's Layout code block: the ``traceviz/`` tree."""
+    text = (REPO / "README.md").read_text()
+    section = text[text.index("## Layout") :]
+    return next(block for block in _code_blocks(section) if block.startswith("traceviz/"))
+
+
+def test_readme_layout_lists_every_module_and_layer() -> None:
+    import tomllib
+
+    listed = {line.split()[0].rstrip("/") for line in readme_layout().splitlines()[1:] if line}
+    package = REPO / "traceviz"
+    modules = {
+        p.name.removesuffix(".py")
+        for p in package.iterdir()
+        if (p.suffix == ".py" or (p.is_dir() and p.name != "__pycache__"))
+    }
+    missing = {m for m in modules if m not in listed and f"{m}.py" not in listed}
+    assert not missing, f"README Layout does not list traceviz/{sorted(missing)}"
+    contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    layers = {m.strip() for layer in contracts["contracts"][0]["layers"] for m in layer.split("|")}
+    assert layers <= modules, f"layers naming no module: {sorted(layers - modules)}"
+
+
+def test_readme_names_every_extra() -> None:
+    import tomllib
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    readme = (REPO / "README.md").read_text()
+    for extra in extras["optional-dependencies"]:
+        assert f"| `{extra}` |" in readme, f"README's Extras table has no row for {extra}"
+    assert "TRACEVIZ_CORPUS" in readme
+
+
 # ----------------------------------------------------------------------------- JSON keys
 
 
