@@ -1,34 +1,36 @@
-"""Dashboard benchmark: is every view ready within load time × 2 + 5 s on two 1M-event traces?
+"""Dashboard benchmark: are all views of two 1M-event traces ready within 1.2 × their load?
 
 Builds (once, see ``make_large_trace.py``) two ~1.1M-event traces by replicating real corpus
 traces 10 times: the A100 eager training step (``a`` side) and the A100 compiled + CUDA-graph
-training step (``b`` side). Then, in this one process:
+training step (``b`` side). Then, side by side in this one process (issue 14's target: all
+views ready <= 1.2 x the time to load both):
 
-1. **load**: ``traceviz.load`` of each JSON file, one after the other (what the dashboard does
-   at start or on upload);
-2. **views**: everything after parsing until the first tab exists server-side: analysis of
-   both traces, the comparison, the diagnosis, and ``Dashboard(comparison=...)``, which builds
-   the visible tab only;
-3. **models**: every other tab opened (built on first opening) and the Bokeh models of every
-   tab (``get_root``), i.e. what a browser session would be sent, as if every tab had been
-   opened.
+1. **load**: ``traceviz.load(path, cache=False)`` of each JSON file, one after the other
+   (what the dashboard does at start or on upload; the parse cache neither read nor written);
+2. **analysis**: ``traceviz.pipeline.compare`` of the two traces: analysis of both sides, the
+   comparison and the diagnosis (the report every view reads; not the dashboard's own code);
+3. **views**: ``Dashboard(comparison=...)`` (the first tab built) and then every other tab of
+   :func:`traceviz.dashboard.views.views_for` opened in turn, as a browser session does when
+   each tab is clicked (built server-side on first opening), each timed;
+4. **models**: the Bokeh models of every tab (``get_root``): what the session sends.
 
-Panel and Bokeh's one-time warm-up (several seconds for the first model of a process) is
-done first and reported apart: ``traceviz dashboard`` pays it at start, before any trace.
-
-The target is ``load + views + models <= 2 × load + 5 s``; the timeline must draw at most
-about 20k marks (default step and whole trace). Prints the numbers, the ratio against the
-target, PASS/FAIL, and the machine; exits 0 whatever the numbers (a measurement, not a test).
+Ready = load + analysis + views + models; the ratio ready / load is printed against 1.2, and
+the dashboard's own share (views + models) / load beside it. Panel and Bokeh's one-time
+warm-up (``serve.warm_up``, what ``traceviz dashboard`` does before serving) is done first and
+reported apart. The timeline must draw at most about 20k marks (default step and whole trace).
+The load average (``os.getloadavg``) is printed before and after: the machine is shared. Exits 0
+whatever the numbers (a measurement, not a test).
 
     .venv/bin/python benchmarks/dashboard.py [--repeat 1] [--cache]
     .venv/bin/python benchmarks/dashboard.py --browser [RUN_DIR | A B] [--repeat 3]
+    .venv/bin/python benchmarks/dashboard.py --browser --skip-large   # the browser part only
 
 ``--cache`` loads the Parquet caches instead of the JSON (written on first use next to each
 file), to see the view-building cost against a fast load.
 
-``--browser`` measures what a person waits for instead: ``traceviz dashboard`` on a sample run
-(default ``sample_traces/graph-break``) or two traces, and headless Chromium (Debian's, driven
-by playwright) opening the page, ``--repeat`` times with a fresh browser each time. It prints,
+``--browser`` adds what a person waits for: ``traceviz dashboard`` on a sample run (default
+``sample_traces/graph-break``) or two traces, and headless Chromium (Debian's, driven by
+playwright) opening the page, ``--repeat`` times with a fresh browser each time. It prints,
 per round, the seconds from ``goto`` to the page's HTML, to the first drawn chart (the target:
 at most 3 s), and to every figure of the first tab, and the bytes of JavaScript/CSS the page
 loaded; then the server-side cost of one session (the first tab built and its Bokeh models)
@@ -57,7 +59,7 @@ SOURCES = {
     "b": CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz",
 }
 FACTOR = 10
-TARGET_SLACK_S = 5.0
+TARGET_RATIO = 1.2  # issue 14: all views ready <= 1.2 x the time to load both
 MARK_CAP = 20_000
 
 
@@ -82,12 +84,14 @@ def inputs(use_cache: bool) -> dict[str, Path]:
     return paths
 
 
-def measure(paths: dict[str, Path]) -> dict[str, float]:
+def measure(paths: dict[str, Path]) -> dict[str, Any]:
+    """One round: load, analysis, every view opened, every tab's Bokeh models (module doc)."""
     import panel as pn
 
     import traceviz
     from traceviz.dashboard.app import EXTENSIONS, Dashboard
     from traceviz.dashboard.serve import warm_up
+    from traceviz.dashboard.views import views_for
     from traceviz.pipeline import compare
     from traceviz.report import figures
 
@@ -95,28 +99,43 @@ def measure(paths: dict[str, Path]) -> dict[str, float]:
     tw = time.perf_counter()
     warm_up()  # once per server process, before any trace: not part of a load
     t0 = time.perf_counter()
-    traces = {side: traceviz.load(path) for side, path in paths.items()}
+    traces = {side: traceviz.load(path, cache=False) for side, path in paths.items()}
     t1 = time.perf_counter()
     comparison = compare(traces["a"], traces["b"], names=("eager", "compiled"))
-    app = Dashboard(comparison=comparison)
     t2 = time.perf_counter()
-    for i in range(len(app._tabs)):
-        app._tabs.active = i  # tabs are built when first opened
-    for view in app._tabs.objects:
+    app = Dashboard(comparison=comparison)  # builds the first tab
+    titles = views_for(comparison)
+    views = {titles[0]: time.perf_counter() - t2}
+    for i, title in enumerate(titles[1:], start=1):
+        ts = time.perf_counter()
+        app._tabs.active = i  # a tab is built when first opened
+        views[title] = time.perf_counter() - ts
+    models = {}
+    for title, view in zip(titles, app._tabs.objects, strict=True):
+        ts = time.perf_counter()
         pn.panel(view).get_root()
-    t3 = time.perf_counter()
+        models[title] = time.perf_counter() - ts
+    assert app.built_tabs == titles, app.built_tabs
     marks_step = figures.timeline_marks(figures.timeline_figure(comparison, step=0))
     marks_all = figures.timeline_marks(figures.timeline_figure(comparison, step=None))
     events = sum(t.stats.events_in for t in traces.values())
     return {
         "warm_up": t0 - tw,
         "load": t1 - t0,
-        "views": t2 - t1,
-        "models": t3 - t2,
+        "analysis": t2 - t1,
+        "views": sum(views.values()),
+        "models": sum(models.values()),
+        "per_view": views,
+        "per_model": models,
         "events": events,
         "marks_step": marks_step,
         "marks_all": marks_all,
     }
+
+
+def load_average() -> str:
+    """The 1/5/15-minute load averages, as ``uptime`` prints them."""
+    return ", ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 FIRST_CHART_TARGET_S = 3.0
@@ -260,30 +279,57 @@ def main(argv: list[str] | None = None) -> int:
         "--browser",
         nargs="*",
         metavar="PATH",
-        help=f"time the page in Chromium instead (default run: {DEFAULT_RUN.name})",
+        help=f"also time the page in Chromium (default run: {DEFAULT_RUN.name})",
+    )
+    parser.add_argument(
+        "--skip-large", action="store_true", help="skip the 1M-event pair (with --browser)"
     )
     args = parser.parse_args(argv)
+    print(f"load average before: {load_average()}")
+    if not args.skip_large:
+        large_main(args.cache, args.repeat)
     if args.browser is not None:
-        return browser_main(args.browser or [str(DEFAULT_RUN)], args.repeat)
-    paths = inputs(args.cache)
-    rounds = [measure(paths) for _ in range(max(args.repeat, 1))]
-    best = min(rounds, key=lambda r: r["load"] + r["views"] + r["models"])
-    load, views, models = best["load"], best["views"], best["models"]
-    ready = load + views + models
-    target = 2 * load + TARGET_SLACK_S
+        browser_main(args.browser or [str(DEFAULT_RUN)], args.repeat)
+    print(f"load average after: {load_average()}")
+    return 0
+
+
+def large_main(use_cache: bool, repeat: int) -> None:
+    """The two 1M-event traces: load vs every view ready, against the 1.2 x target."""
+    paths = inputs(use_cache)
+    rounds = [measure(paths) for _ in range(max(repeat, 1))]
+    for i, r in enumerate(rounds, 1):
+        ready = r["load"] + r["analysis"] + r["views"] + r["models"]
+        print(
+            f"# round {i}: load {r['load']:.2f} s, analysis {r['analysis']:.2f} s, views "
+            f"{r['views']:.2f} s, models {r['models']:.2f} s, ready {ready:.2f} s = "
+            f"{ready / r['load']:.2f} x load (load average {load_average()})"
+        )
+    best = min(rounds, key=lambda r: (r["analysis"] + r["views"] + r["models"]) / r["load"])
+    load, analysis = best["load"], best["analysis"]
+    views, models = best["views"], best["models"]
+    ready = load + analysis + views + models
     print()
-    print("| step | seconds |")
-    print("|---|---|")
-    print(f"| load both traces ({best['events']:,.0f} events) | {load:.2f} |")
-    print(f"| analyse, compare, diagnose, build every view | {views:.2f} |")
-    print(f"| Bokeh models of every tab | {models:.2f} |")
-    print(f"| **all views ready** | **{ready:.2f}** |")
-    print(f"| (once per server process, before: Panel/Bokeh warm-up) | {best['warm_up']:.2f} |")
+    print("| step | seconds | × load |")
+    print("|---|---:|---:|")
+    print(f"| load both traces ({best['events']:,.0f} events, cache off) | {load:.2f} | 1.00 |")
+    print(f"| analysis: analyse both, compare, diagnose | {analysis:.2f} | {analysis / load:.2f} |")
+    for title, seconds in best["per_view"].items():
+        print(f"| view {title!r} built ({seconds / load:.3f} × load) | {seconds:.2f} | |")
+    print(f"| views, all {len(best['per_view'])} | {views:.2f} | {views / load:.2f} |")
+    print(f"| Bokeh models of every tab | {models:.2f} | {models / load:.2f} |")
+    print(f"| **all views ready** | **{ready:.2f}** | **{ready / load:.2f}** |")
+    print(f"| (once per server process, before: Panel/Bokeh warm-up) | {best['warm_up']:.2f} | |")
     print()
-    verdict = "PASS" if ready <= target else "FAIL"
+    verdict = "PASS" if ready <= TARGET_RATIO * load else "FAIL"
+    own = (views + models) / load
     print(
-        f"ready / (2 × load + {TARGET_SLACK_S:.0f} s) = {ready:.2f} / {target:.2f} = "
-        f"{ready / target:.2f}  {verdict}"
+        f"ready / load = {ready:.2f} / {load:.2f} = {ready / load:.2f}  "
+        f"(target <= {TARGET_RATIO})  {verdict}"
+    )
+    print(
+        f"  of which the dashboard's own views + models: {own:.2f} x load; "
+        f"the analysis: {analysis / load:.2f} x load"
     )
     ok_marks = max(best["marks_step"], best["marks_all"]) <= MARK_CAP
     print(
@@ -293,9 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}; "
-        f"python {platform.python_version()}; inputs: {'Parquet cache' if args.cache else 'JSON'}"
+        f"python {platform.python_version()}; inputs: {'Parquet cache' if use_cache else 'JSON'}"
     )
-    return 0
 
 
 if __name__ == "__main__":
