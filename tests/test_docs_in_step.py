@@ -136,6 +136,15 @@ def test_every_command_help_has_examples() -> None:
     assert set(COMMANDS) <= with_examples, f"no examples: {sorted(set(COMMANDS) - with_examples)}"
 
 
+def test_every_command_help_opens_with_one_whole_line() -> None:
+    from traceviz.cli import COMMANDS, build_parser
+
+    subparsers = _subparsers(build_parser())
+    firsts = {name: (subparsers[name].description or "").split("\n\n")[0] for name in COMMANDS}
+    cut = {name: first for name, first in firsts.items() if "\n" in first or first[-1] != "."}
+    assert not cut, f"--help opens with more than one whole line: {cut}"
+
+
 @pytest.mark.parametrize(("name", "line"), help_examples())
 def test_help_example_parses(name: str, line: str) -> None:
     assert command_words(line)[1] == name, f"traceviz {name} --help shows {line}"

@@ -38,15 +38,15 @@ class Command(NamedTuple):
 # Subcommand name -> Command, in the order `traceviz --help` lists them.
 COMMANDS: dict[str, Command] = {
     "demo": Command("demo", "Profile the default model eagerly and compiled, then compare."),
-    "run": Command("run", "Profile a model eagerly and under torch.compile into a run directory."),
+    "run": Command("run", "Profile a model eagerly and compiled, into a run directory."),
     "models": Command("models", "List the built-in models and the fusion story each one tells."),
-    "summary": Command("summary", "Summarise one trace: kernels, launches, regions, memory.", True),
+    "summary": Command("summary", "Summarise one trace, or with --ranks a ranks dataset.", True),
     "compare": Command("compare", "Compare two traces or a run directory, with findings.", True),
-    "dashboard": Command("dashboard", "Open the comparison in a web dashboard (Panel).", True),
-    "export": Command(
-        "export", "Write both traces with the analysis overlaid as one Perfetto trace.", True
+    "dashboard": Command(
+        "dashboard", "Open a run, two traces or a ranks dataset in a web dashboard.", True
     ),
-    "ingest": Command("ingest", "Ingest many ranks' traces into a Parquet dataset (Dask).", True),
+    "export": Command("export", "Write both traces and the analysis as one Perfetto trace.", True),
+    "ingest": Command("ingest", "Ingest many ranks' traces into one Parquet dataset.", True),
 }
 EXIT_PIPE_CLOSED = 141
 

@@ -1,5 +1,7 @@
-"""Compare two traces side by side: kernels, launch overhead, memory traffic, compiled regions,
-and which eager ops were fused into which compiled kernel.
+"""Compare two traces or a run directory side by side, then the findings.
+
+Kernels, launch overhead, memory traffic, compiled regions, and which eager ops were fused
+into which compiled kernel.
 
 A and B are two trace files (.json / .json.gz, or trace cache directories), or A alone is a
 run directory made by `traceviz run` (eager vs compiled, with run.json's timings and Dynamo
@@ -21,9 +23,11 @@ examples:
   traceviz compare before.json.gz after.json.gz --format html -o report.html
   traceviz compare runs/mlp --format json --top 50 > mlp.json
   traceviz compare runs/mlp --fail-on error     # exit 1 when a finding is an error
-  traceviz compare eager.json.gz compiled.json.gz --compile-log /tmp/torch_trace
+  traceviz compare eager.json.gz compiled.json.gz --compile-log /tmp/torch_trace  # TORCH_TRACE
   traceviz compare a100.json.gz mi300x.json.gz --force   # fusion figures for an odd pair
   traceviz compare eager-ranks/ compiled-ranks/ --ranks --names eager compiled
+  traceviz compare runs/mlp --no-cache          # parse and analyse again, keep nothing
+  traceviz compare runs/mlp --cache-dir /tmp/traceviz-cache
 """
 
 from __future__ import annotations

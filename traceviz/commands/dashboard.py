@@ -1,6 +1,8 @@
-"""Open the comparison in a web dashboard (Panel): overview and findings, kernels (both traces
-side by side), timeline, fusion, launch overhead, memory and compiled regions, with traces
-uploadable in the page. Each tab is built when first opened; every table downloads as CSV.
+"""Open a run directory, two traces or a ranks dataset in a web dashboard (Panel).
+
+Overview and findings, kernels (both traces side by side), timeline, fusion, launch overhead,
+memory and compiled regions, with traces uploadable in the page. Each tab is built when first
+opened; every table downloads as CSV.
 
 RUN_DIR is a run directory made by `traceviz run`; A and B are two trace files (.json /
 .json.gz). With neither, the page starts empty and both traces are uploaded in it.

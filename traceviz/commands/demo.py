@@ -1,4 +1,4 @@
-"""Demo: profile the default model eagerly and compiled on the best device, show both side by side.
+"""Demo: profile the default model eagerly and compiled on the best device, then compare.
 
 Runs the default built-in model, `block` (LayerNorm, a matmul and its bias add, a pointwise
 chain, a residual add: Inductor cuts 8 kernels per step to 3 on CPU; see `traceviz models`),

@@ -1,5 +1,6 @@
-"""Export both traces of a comparison as one annotated Chrome trace for ui.perfetto.dev or
-chrome://tracing.
+"""Export both traces of a comparison as one annotated trace for ui.perfetto.dev.
+
+The file is a Chrome trace: chrome://tracing opens it too.
 
 A and B are two trace files (.json / .json.gz), or A alone is a run directory made by
 `traceviz run`; the comparison is built exactly as `traceviz compare` builds it. The file holds

@@ -1,5 +1,7 @@
-"""List the built-in models, one line each: name, the fusion story it tells, and its kernels per
-step eager → compiled as `traceviz compare` counts them on its sample run (CPU, float32).
+"""List the built-in models and the fusion story each one tells.
+
+One line each: name, the fusion story it tells, and its kernels per step eager → compiled as
+`traceviz compare` counts them on its sample run (CPU, float32).
 
 Run one with `traceviz run NAME`. Your own model: `traceviz run path/to/file.py:factory`,
 where factory() returns (model, example_inputs).

@@ -15,6 +15,7 @@ examples:
   traceviz run attention --mode max-autotune --dtype bfloat16 --out runs/attn
   traceviz run my_model.py:make_model --train --steps 3
   traceviz run gpt2 --backends eager,compile,onnxruntime   # + ONNX Runtime (docs/onnxruntime.md)
+  traceviz run gpt2 --backends eager,compile,onnxruntime --ort-offline transformers:gpt2
 """
 
 from __future__ import annotations
