@@ -81,10 +81,14 @@ def synchronizer(device: torch.device) -> Callable[[], None]:
     return lambda: None
 
 
-def timing_method(device: torch.device) -> str:
+def timing_method(device: torch.device, *, interleaved: bool = False) -> str:
     if device.type == "cuda":
-        return "time.perf_counter around each step, torch.cuda.synchronize before and after"
-    return "time.perf_counter around each step (CPU execution is synchronous)"
+        how = "time.perf_counter around each step, torch.cuda.synchronize before and after"
+    else:
+        how = "time.perf_counter around each step (CPU execution is synchronous)"
+    return how + (
+        "; eager and compiled steps alternate, one of each per round" if interleaved else ""
+    )
 
 
 def warm_up(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter) -> None:
@@ -93,6 +97,24 @@ def warm_up(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter
         step()
         reporter.advance()
     sync()
+
+
+def interleaved_samples(
+    calls: dict[str, Callable[[], Any]], sync: Callable[[], None], rounds: int, reporter: Reporter
+) -> dict[str, list[float]]:
+    """Step times in µs of each call in ``calls``, taken in turn: each round runs every call
+    once, so drift in the machine's speed (other load on a shared machine, clocks) hits them
+    all alike instead of whichever was timed during the slow minute."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            sync()
+            start = time.perf_counter()
+            call()
+            sync()
+            samples[name].append((time.perf_counter() - start) * 1e6)
+        reporter.advance()
+    return samples
 
 
 def time_steps(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter) -> TimingStats:

@@ -207,6 +207,7 @@ def _profile(
         with measure.grad_mode(options.train):
             eager = _run_eager(work, options, directory, reporter)
             compiled = _run_compiled(work, options, backend, directory, reporter)
+            eager, compiled = _time_interleaved(work, options, eager, compiled, reporter)
             extra = _run_backends(work, options, eager, compiled, directory, reporter)
     finally:
         dynamo.reset()
@@ -445,6 +446,32 @@ def _explain(work: Workload) -> tuple[Any, RunError | None]:
         return None, _run_error("explain", err)
 
 
+def _time_interleaved(
+    work: Workload,
+    options: Options,
+    eager: Measured,
+    compiled: CompiledResult,
+    reporter: Reporter,
+) -> tuple[Measured, CompiledResult]:
+    """The verdict's step times: eager and compiled steps alternate (one of each per round), so
+    load that comes and goes on a shared machine weighs on both alike. On a busy 2-core VM the
+    sequential timings (eager first, compiled minutes later) disagreed with each other by more
+    than the effect being measured. Without a compiled model the eager timing stays as it is."""
+    if compiled.fn is None or compiled.timing is None:
+        return eager, compiled
+    reporter.phase("eager and compiled: timing, interleaved", options.iters)
+    samples = measure.interleaved_samples(
+        {"eager": work.step(work.fn), "compiled": work.step(compiled.fn)},
+        measure.synchronizer(work.device),
+        options.iters,
+        reporter,
+    )
+    return (
+        dataclasses.replace(eager, timing=measure.timing_stats(samples["eager"])),
+        dataclasses.replace(compiled, timing=measure.timing_stats(samples["compiled"])),
+    )
+
+
 def _run_backends(
     work: Workload,
     options: Options,
@@ -525,7 +552,7 @@ def _assemble(
         ),
         compile=compiled.info,
         timing=Timing(
-            method=measure.timing_method(device),
+            method=measure.timing_method(device, interleaved=compiled.fn is not None),
             eager=eager.timing,
             compiled=c_timing,
             speedup=speedup,

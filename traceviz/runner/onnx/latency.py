@@ -7,11 +7,10 @@ samples per backend after ``warmup`` untimed rounds. Times are microseconds.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
-from traceviz.runner.measure import timing_stats
+from traceviz.runner.measure import interleaved_samples, timing_stats
 from traceviz.runner.progress import Reporter
 from traceviz.runner.runinfo_backends import Latency, LatencyRow
 
@@ -30,15 +29,7 @@ def round_robin(
         for call in calls.values():
             call()
     sync()
-    samples: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(rounds):
-        for name, call in calls.items():
-            sync()
-            start = time.perf_counter()
-            call()
-            sync()
-            samples[name].append((time.perf_counter() - start) * 1e6)
-        reporter.advance()
+    samples = interleaved_samples(calls, sync, rounds, reporter)
     stats = {name: timing_stats(values) for name, values in samples.items()}
     eager = stats["eager"].median_us
     rows = [
