@@ -92,11 +92,12 @@ def command_words(line: str) -> list[str]:
     return words
 
 
-def command_problem(line: str) -> str | None:
-    """Why ``line`` would not parse as a traceviz command (None when it does)."""
+def names_problem(words: list[str]) -> str | None:
+    """Why the words of a traceviz command name a subcommand or an option that does not exist
+    (an option as written out in full: argparse would take an abbreviation; ``--a/--b`` names
+    two); None when all exist."""
     from traceviz.cli import COMMANDS, build_parser
 
-    words = command_words(line)
     if len(words) < 2 or words[0] != "traceviz":
         return "not a traceviz command"
     name = words[1]
@@ -105,16 +106,49 @@ def command_problem(line: str) -> str | None:
     parser = build_parser(load=[name])
     known = {s for a in _subparsers(parser)[name]._actions for s in a.option_strings}
     for word in words[2:]:
-        option = word.split("=", 1)[0]
-        if option.startswith("--") and option not in known:
-            return f"no option {option} of traceviz {name}"
+        for option in word.split("=", 1)[0].split("/"):
+            if option.startswith("--") and option not in known:
+                return f"no option {option} of traceviz {name}"
+    return None
+
+
+def command_problem(line: str) -> str | None:
+    """Why ``line`` would not parse as a traceviz command (None when it does)."""
+    from traceviz.cli import build_parser
+
+    words = command_words(line)
+    problem = names_problem(words)
+    if problem is not None:
+        return problem
     stderr = io.StringIO()
     try:
         with contextlib.redirect_stderr(stderr):
-            parser.parse_args(words[1:])
+            build_parser(load=[words[1]]).parse_args(words[1:])
     except SystemExit:
         return stderr.getvalue().strip().splitlines()[-1]
     return None
+
+
+def docs_commands() -> list[tuple[str, str]]:
+    """(page, line) for every ``traceviz ...`` line in the code blocks of docs/*.md."""
+    return [
+        (page.name, line.strip())
+        for page in sorted(DOCS.glob("*.md"))
+        for block in _code_blocks(page.read_text())
+        for line in block.splitlines()
+        if line.strip().startswith("traceviz ")
+    ]
+
+
+def inline_commands() -> list[tuple[str, str]]:
+    """(page, text) for every inline `traceviz COMMAND ...` of the README and docs/*.md (not
+    `traceviz line ...`, the source-line marks' span name in a trace)."""
+    found = []
+    for page in [REPO / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for text in re.findall(r"(?<!`)`(traceviz [a-z][^`]*)`", page.read_text()):
+            if text.split()[1] != "line":
+                found.append((page.name, text))
+    return found
 
 
 def test_readme_has_an_example_for_every_command() -> None:
@@ -127,6 +161,17 @@ def test_readme_has_an_example_for_every_command() -> None:
 @pytest.mark.parametrize("line", readme_commands())
 def test_readme_command_parses(line: str) -> None:
     assert command_problem(line) is None, f"README: {line}: {command_problem(line)}"
+
+
+@pytest.mark.parametrize(("page", "line"), docs_commands())
+def test_docs_command_parses(page: str, line: str) -> None:
+    assert command_problem(line) is None, f"docs/{page}: {line}: {command_problem(line)}"
+
+
+@pytest.mark.parametrize(("page", "text"), inline_commands())
+def test_inline_command_names_exist(page: str, text: str) -> None:
+    problem = names_problem(shlex.split(text.replace("…", "")))
+    assert problem is None, f"{page}: `{text}`: {problem}"
 
 
 def test_every_command_help_has_examples() -> None:
