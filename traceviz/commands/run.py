@@ -15,7 +15,7 @@ examples:
   traceviz run attention --mode max-autotune --dtype bfloat16 --out runs/attn
   traceviz run my_model.py:make_model --train --steps 3
   traceviz run gpt2 --backends eager,compile,onnxruntime   # + ONNX Runtime (docs/onnxruntime.md)
-  traceviz run gpt2 --backends eager,compile,onnxruntime --ort-offline transformers:gpt2
+  traceviz run gpt2 --backends eager,compile,onnxruntime --ort-offline transformers:bert
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ort-offline",
         metavar="transformers:TYPE",
         help="with onnxruntime: add onnxruntime.transformers' offline optimizer for model type"
-        " TYPE (e.g. transformers:gpt2) as one more level",
+        " TYPE (e.g. transformers:bert; docs/onnxruntime.md) as one more level",
     )
 
 
