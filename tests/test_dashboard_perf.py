@@ -119,3 +119,20 @@ def test_benchmark_times_every_view_of_a_real_pair() -> None:
     assert result["load"] > 0 and result["analysis"] > 0
     assert result["events"] == sum(trace.stats.events_in for trace in traces)
     assert 0 < result["marks_step"] <= bench.MARK_CAP
+
+
+def test_benchmark_best_of_takes_each_part_best() -> None:
+    """The summary takes each part's shortest time over the rounds, and its totals are the
+    sums of the per-view bests (one slow round does not choose the others)."""
+    bench = _benchmark()
+
+    def round_(load: float, a: float, b: float) -> dict[str, Any]:
+        views = {"Overview": a, "Kernels": b}
+        return {"warm_up": 0.1, "load": load, "analysis": 2 * load, "views": a + b,
+                "models": a, "per_view": views, "per_model": {"Overview": a, "Kernels": a},
+                "events": 10, "marks_step": 1, "marks_all": 1}  # fmt: skip
+
+    best = bench.best_of([round_(5.0, 0.3, 0.1), round_(4.0, 0.2, 0.4)])
+    assert best["load"] == 4.0 and best["analysis"] == 8.0
+    assert best["per_view"] == {"Overview": 0.2, "Kernels": 0.1}
+    assert best["views"] == pytest.approx(0.3) and best["models"] == pytest.approx(0.4)
