@@ -40,6 +40,15 @@ def test_drift_weighs_on_both_sides_alike(monkeypatch: pytest.MonkeyPatch) -> No
     assert compiled / eager == pytest.approx(42 / 36)  # steps 2,4,..,12 ms against 1,3,..,11
 
 
+def test_blocks_time_each_side_on_its_own_warm_caches() -> None:
+    order: list[str] = []
+    calls = {"eager": lambda: order.append("e"), "compiled": lambda: order.append("c")}
+    samples = interleaved_samples(calls, lambda: None, 2, Silent(), block=3)
+    # one untimed step at each switch, then three timed ones
+    assert "".join(order) == "eeeecccceeeecccc"
+    assert {name: len(values) for name, values in samples.items()} == {"eager": 6, "compiled": 6}
+
+
 def test_the_method_says_so() -> None:
     import torch
 

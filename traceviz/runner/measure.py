@@ -81,13 +81,18 @@ def synchronizer(device: torch.device) -> Callable[[], None]:
     return lambda: None
 
 
+INTERLEAVE_BLOCK = 5  # timed steps of one side before the other side's turn (eager vs compiled)
+
+
 def timing_method(device: torch.device, *, interleaved: bool = False) -> str:
     if device.type == "cuda":
         how = "time.perf_counter around each step, torch.cuda.synchronize before and after"
     else:
         how = "time.perf_counter around each step (CPU execution is synchronous)"
     return how + (
-        "; eager and compiled steps alternate, one of each per round" if interleaved else ""
+        f"; eager and compiled alternate in blocks of {INTERLEAVE_BLOCK} timed steps"
+        if interleaved
+        else ""
     )
 
 
@@ -100,19 +105,29 @@ def warm_up(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter
 
 
 def interleaved_samples(
-    calls: dict[str, Callable[[], Any]], sync: Callable[[], None], rounds: int, reporter: Reporter
+    calls: dict[str, Callable[[], Any]],
+    sync: Callable[[], None],
+    rounds: int,
+    reporter: Reporter,
+    *,
+    block: int = 1,
 ) -> dict[str, list[float]]:
     """Step times in µs of each call in ``calls``, taken in turn: each round runs every call
-    once, so drift in the machine's speed (other load on a shared machine, clocks) hits them
-    all alike instead of whichever was timed during the slow minute."""
+    for ``block`` timed steps, so drift in the machine's speed (other load on a shared
+    machine, clocks) hits them all alike instead of whichever was timed during the slow
+    minute. With ``block > 1`` each block starts with one untimed step, so that a call is not
+    timed on caches the other one just left cold (``rounds * block`` samples per call)."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
-            sync()
-            start = time.perf_counter()
-            call()
-            sync()
-            samples[name].append((time.perf_counter() - start) * 1e6)
+            if block > 1:
+                call()  # the switch from the other call: not timed
+            for _ in range(block):
+                sync()
+                start = time.perf_counter()
+                call()
+                sync()
+                samples[name].append((time.perf_counter() - start) * 1e6)
         reporter.advance()
     return samples
 

@@ -453,18 +453,23 @@ def _time_interleaved(
     compiled: CompiledResult,
     reporter: Reporter,
 ) -> tuple[Measured, CompiledResult]:
-    """The verdict's step times: eager and compiled steps alternate (one of each per round), so
-    load that comes and goes on a shared machine weighs on both alike. On a busy 2-core VM the
-    sequential timings (eager first, compiled minutes later) disagreed with each other by more
-    than the effect being measured. Without a compiled model the eager timing stays as it is."""
+    """The verdict's step times: eager and compiled alternate in blocks of
+    :data:`~traceviz.runner.measure.INTERLEAVE_BLOCK` timed steps, each block after one untimed
+    step. Load that comes and goes on a shared machine then weighs on both alike (on a busy
+    2-core VM the sequential timings, eager first and compiled minutes later, disagreed by
+    more than the effect measured), while each side runs on its own warm caches (alternating
+    step by step made a memory-bound eager block 3x slower on CPU). Without a compiled model
+    the eager timing stays as it is."""
     if compiled.fn is None or compiled.timing is None:
         return eager, compiled
-    reporter.phase("eager and compiled: timing, interleaved", options.iters)
+    rounds = -(-options.iters // measure.INTERLEAVE_BLOCK)  # ceil: at least `iters` samples a side
+    reporter.phase("eager and compiled: timing, interleaved", rounds)
     samples = measure.interleaved_samples(
         {"eager": work.step(work.fn), "compiled": work.step(compiled.fn)},
         measure.synchronizer(work.device),
-        options.iters,
+        rounds,
         reporter,
+        block=measure.INTERLEAVE_BLOCK,
     )
     return (
         dataclasses.replace(eager, timing=measure.timing_stats(samples["eager"])),
