@@ -24,6 +24,7 @@ def _by_line(run: str):  # type: ignore[no-untyped-def]
     comparison = compare(
         traceviz.load(rundir.eager), traceviz.load(rundir.compiled),
         names=("eager", "compiled"), run_info=rundir.info, compile_log=rundir.compile_log,
+        eager_lines=rundir.eager_lines,  # the run's lines trace: its eager trace has no marks
     )  # fmt: skip
     return comparison.fusion.by_line
 

@@ -129,7 +129,8 @@ def test_widgets_take_a_compile_log_for_two_traces() -> None:
     from traceviz import widgets
 
     run = run_dir("pointwise")
-    board = widgets.compare(run / "eager.pt.trace.json.gz", run / "compiled.pt.trace.json.gz",
+    # the run's lines trace as a: two plain traces get lines only from a's own marks
+    board = widgets.compare(run / "eager_lines.pt.trace.json.gz", run / "compiled.pt.trace.json.gz",
                             compile_log=run / "compile_log.jsonl.gz")  # fmt: skip
     fusion = board.comparison.fusion
     assert not fusion.by_line.empty and set(fusion.kernels["basis"]) == {"compiler"}

@@ -237,15 +237,19 @@ def test_a_corpus_trace_is_its_own_twin(path: Path) -> None:
     assert (twins == np.arange(len(trace.kernels))).all()
 
 
+# made on an H200 before the runner wrote a separate lines trace: marks in the eager trace
+OLD_RUN = SAMPLES / "h200" / "block"
+
+
 def test_an_old_run_dir_is_its_own_lines_trace() -> None:
     """A sample run made before the lines trace: its eager trace has the marks, so it is its
     own lines trace, and the pipeline takes the old single-trace path."""
-    run = load_run(SAMPLES / "block")
+    run = load_run(OLD_RUN)
     profiler = run.info.profiler
     assert run.info.traces.eager_lines is None
     assert profiler.eager_line_marks or profiler.eager_with_stack
     assert run.eager_lines_trace == run.eager_trace
-    assert read_run_dir(SAMPLES / "block").eager_lines is None
+    assert read_run_dir(OLD_RUN).eager_lines is None
 
 
 def test_a_run_dir_with_a_lines_trace(tmp_path: Path) -> None:
@@ -258,7 +262,7 @@ def test_a_run_dir_with_a_lines_trace(tmp_path: Path) -> None:
     import json
     import shutil
 
-    source = SAMPLES / "block"
+    source = OLD_RUN
     run = tmp_path / "block"
     shutil.copytree(source, run)
     (run / "eager.pt.trace.json.gz").rename(run / "eager_lines.pt.trace.json.gz")
