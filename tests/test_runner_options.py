@@ -132,7 +132,8 @@ def test_every_builtin_model_has_a_story_and_an_importable_factory_path() -> Non
 
 
 def test_unknown_model_names_the_choices() -> None:
-    with pytest.raises(UsageError, match="unknown model 'nope'; built-in models are block, pointwise"):
+    choices = "unknown model 'nope'; built-in models are block, pointwise"
+    with pytest.raises(UsageError, match=choices):
         load_model("nope")
 
 
