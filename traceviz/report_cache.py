@@ -40,17 +40,14 @@ import hashlib
 import json
 import os
 import pickle
-import shutil
 import stat
 import sys
-import tempfile
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from traceviz._version import __version__
-from traceviz.parse.cache import ENTRY_FILE, cache_dir, evict
+from traceviz.parse.cache import ENTRY_FILE, cache_dir, discard_entry, publish_entry
 from traceviz.parse.read import MAX_BYTES_ENV
 from traceviz.report.bundle import Report
 
@@ -103,7 +100,7 @@ class ReportEntry:
             if not isinstance(report, Report):
                 raise TypeError(f"not a Report: {type(report).__name__}")
         except Exception:  # any damage at all is a miss, never an error
-            _discard(self.directory)
+            discard_entry(self.directory)
             return None
         with contextlib.suppress(OSError):
             os.utime(marker)  # recently used: evicted last
@@ -112,31 +109,14 @@ class ReportEntry:
     def write(self, report: Report) -> bool:
         """Store ``report``; ``False`` when it cannot be (unwritable directory, an object
         that does not pickle): never an error."""
-        root = self.directory.parent
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            temp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))  # mode 0700
-        except OSError:
-            return False
-        try:
+
+        def fill(temp: Path) -> None:
             data = pickle.dumps(report, protocol=5)
             _write_private(temp / PAYLOAD_FILE, data)
             header = {"key": self.key, "payload_bytes": len(data)}
             _write_private(temp / ENTRY_FILE, json.dumps(header, indent=1).encode())
-            try:
-                os.rename(temp, self.directory)  # atomic; fails if another run got there first
-            except OSError:
-                if not (self.directory / ENTRY_FILE).is_file():
-                    _discard(self.directory)  # a damaged entry in the way: replace it
-                    os.rename(temp, self.directory)
-        except Exception:
-            _discard(temp)
-            return False
-        finally:
-            if temp.exists():
-                _discard(temp)
-        evict(root, keep=self.directory)
-        return True
+
+        return publish_entry(self.directory, fill)
 
 
 def cached(entry: ReportEntry | None, build: Callable[[], Report]) -> Report:
@@ -349,13 +329,3 @@ def _write_private(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
-
-
-def _discard(directory: Path) -> None:
-    """Delete ``directory`` so that no reader sees it half-deleted: rename it aside first."""
-    aside = directory.with_name(f".tmp-gone-{os.getpid()}-{time.monotonic_ns()}")
-    try:
-        os.rename(directory, aside)
-    except OSError:
-        aside = directory
-    shutil.rmtree(aside, ignore_errors=True)

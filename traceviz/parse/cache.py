@@ -29,6 +29,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +143,7 @@ class Entry:
             trace = load_cache(self.directory)
             json_bytes = int(header["json_bytes"])
         except Exception:  # any damage at all is a miss, never an error
-            _remove(self.directory)
+            discard_entry(self.directory)
             return None
         with contextlib.suppress(OSError):
             os.utime(marker)  # recently used: evicted last
@@ -150,30 +151,44 @@ class Entry:
 
     def write(self, trace: Trace, json_bytes: int) -> bool:
         """Store ``trace``; ``False`` when the cache directory cannot be written (no error)."""
-        root = self.directory.parent
-        try:
-            root.mkdir(parents=True, exist_ok=True)
-            temp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
-        except OSError:
-            return False
-        try:
+
+        def fill(temp: Path) -> None:
             trace.save(temp)
             header = {"key": self.key, "json_bytes": json_bytes, "source": self.key["path"]}
             (temp / ENTRY_FILE).write_text(json.dumps(header, indent=1))
-            try:
-                os.rename(temp, self.directory)  # atomic; fails if another run got there first
-            except OSError:
-                if not (self.directory / ENTRY_FILE).is_file():
-                    _remove(self.directory)  # a damaged entry in the way: replace it
-                    os.rename(temp, self.directory)
-        except Exception:
-            _remove(temp)
-            return False
-        finally:
-            if temp.exists():
-                _remove(temp)
-        evict(root, keep=self.directory)
-        return True
+
+        return publish_entry(self.directory, fill)
+
+
+def publish_entry(directory: Path, fill: Callable[[Path], None]) -> bool:
+    """Write a cache entry into ``directory`` all at once: ``fill`` writes the entry's files
+    (``entry.json`` last) into a private temporary directory (mode 0700) next to it, which is
+    then renamed into place in one step, so concurrent readers never see half an entry; the
+    cache is then evicted down to its bound (never this entry). ``False``, never an error, when
+    the cache directory cannot be written or ``fill`` fails; an entry another run wrote
+    meanwhile is kept, a damaged one in the way is replaced."""
+    root = directory.parent
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))  # mode 0700
+    except OSError:
+        return False
+    try:
+        fill(temp)
+        try:
+            os.rename(temp, directory)  # atomic; fails if another run got there first
+        except OSError:
+            if not (directory / ENTRY_FILE).is_file():
+                discard_entry(directory)  # a damaged entry in the way: replace it
+                os.rename(temp, directory)
+    except Exception:
+        discard_entry(temp)
+        return False
+    finally:
+        if temp.exists():
+            discard_entry(temp)
+    evict(root, keep=directory)
+    return True
 
 
 def lookup(source: Path, option: CacheOption) -> Entry | None:
@@ -207,7 +222,7 @@ def evict(root: Path, *, keep: Path | None = None, limit: int | None = None) -> 
         try:
             if child.name.startswith(".tmp-"):
                 if now - child.stat().st_mtime > STALE_TEMP_S:
-                    _remove(child)
+                    discard_entry(child)
                 continue
             marker = child / ENTRY_FILE
             if not child.is_dir() or not marker.is_file():
@@ -223,14 +238,15 @@ def evict(root: Path, *, keep: Path | None = None, limit: int | None = None) -> 
             break
         if keep is not None and child == keep:
             continue
-        _remove(child)
+        discard_entry(child)
         removed.append(child)
         total -= size
     return removed
 
 
-def _remove(directory: Path) -> None:
-    """Delete ``directory`` so that no reader sees it half-deleted: rename it aside first."""
+def discard_entry(directory: Path) -> None:
+    """Delete the cache entry (or temporary directory) ``directory`` so that no reader sees it
+    half-deleted: rename it aside first; one already gone is no error."""
     aside = directory.with_name(f".tmp-gone-{os.getpid()}-{time.monotonic_ns()}")
     try:
         os.rename(directory, aside)
