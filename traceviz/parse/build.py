@@ -220,12 +220,18 @@ def _thread_codes(codes: np.ndarray, pairs: list[Any]) -> tuple[np.ndarray, list
     remap = np.full(len(pairs), -1, dtype=np.int64)
     for pair_code in in_order.tolist():
         pid, tid = pairs[pair_code]
-        label = f"{_label(pid)}/{_label(tid)}"
+        label = thread_label(pid, tid)
         if label not in code_of_label:
             code_of_label[label] = len(labels)
             labels.append(label)
         remap[pair_code] = code_of_label[label]
     return remap[codes], labels
+
+
+def thread_label(pid: Any, tid: Any) -> str:
+    """The ``thread`` label of a (pid, tid) pair: ``"pid/tid"``, ``?`` for a missing part, an
+    integral float written as an integer (7, 7.0 and "7" are one thread)."""
+    return f"{_label(pid)}/{_label(tid)}"
 
 
 def _label(value: Any) -> str:
@@ -241,45 +247,65 @@ def cpu_kernel_table(ops: pd.DataFrame) -> pd.DataFrame:
     parent = ops[Ops.parent_row].to_numpy(dtype=np.int64, na_value=-1)
     is_cpu_op = (ops[Ops.category] == OpCategory.CPU_OP.value).to_numpy()
     rows = np.flatnonzero(cpu_kernels.cpu_kernel_mask(ops[Ops.name].array, is_cpu_op, parent))
+    return kernels_from_ops(ops, rows)
+
+
+def kernels_from_ops(
+    ops: pd.DataFrame,
+    rows: np.ndarray,
+    *,
+    names: Sequence[str] | None = None,
+    bytes_moved: pd.arrays.IntegerArray | None = None,
+) -> pd.DataFrame:
+    """A Kernels table (before :func:`~traceviz.schema.conform`) of one CPU kernel per ops row
+    in ``rows`` (positions in ``ops``), each linked to its own row (``op_link`` ``self``), in
+    time order: ``ts_us``/``dur_us``/``thread``/``external_id`` are the op's, ``excl_dur_us``
+    its duration less that of the kernels nested in it on its thread (µs). ``names``: the
+    kernel names, one per row (default: the op names); ``bytes_moved``: ``bytes`` per row
+    (default <NA>). No device, stream, launch or graph: a CPU kernel has none."""
     chosen = ops.iloc[rows]
     n = len(rows)
     durs = chosen[Ops.dur_us].to_numpy()
     exclusive = cpu_kernels.exclusive_durations(
         np.asarray(chosen[Ops.thread].cat.codes), chosen[Ops.ts_us].to_numpy(), durs
     )
-    na_int = pd.array([pd.NA] * n, dtype="Int64")
+    op_names = chosen[Ops.name].array.remove_unused_categories()
+
+    def na_int() -> pd.arrays.IntegerArray:
+        return pd.array([pd.NA] * n, dtype="Int64")
+
     frame = pd.DataFrame(
         {
-            Kernels.name: chosen[Ops.name].array.remove_unused_categories(),
+            Kernels.name: op_names if names is None else pd.Categorical(names),
             Kernels.activity: pd.Categorical(
                 [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
             ),
             Kernels.device: pd.array([pd.NA] * n, dtype="Int32"),
-            Kernels.stream: na_int,
+            Kernels.stream: na_int(),
             Kernels.ts_us: chosen[Ops.ts_us].to_numpy(),
             Kernels.dur_us: durs,
             Kernels.excl_dur_us: exclusive,
-            Kernels.correlation: na_int,
+            Kernels.correlation: na_int(),
             Kernels.external_id: chosen[Ops.external_id].array,
             Kernels.grid: pd.Categorical([None] * n),
             Kernels.block: pd.Categorical([None] * n),
             Kernels.registers: pd.array([pd.NA] * n, dtype="Int32"),
-            Kernels.shared_memory_bytes: na_int,
+            Kernels.shared_memory_bytes: na_int(),
             Kernels.occupancy_pct: np.full(n, np.nan),
-            Kernels.bytes: na_int,
+            Kernels.bytes: na_int() if bytes_moved is None else bytes_moved,
             Kernels.copy_kind: pd.Categorical([None] * n),
-            Kernels.launch_row: na_int,
+            Kernels.launch_row: na_int(),
             Kernels.launch_name: pd.Categorical([None] * n),
             Kernels.launch_ts_us: np.full(n, np.nan),
             Kernels.launch_dur_us: np.full(n, np.nan),
             Kernels.launch_delay_us: np.full(n, np.nan),
             Kernels.thread: chosen[Ops.thread].array,
             Kernels.op_row: pd.array(rows, dtype="Int64"),
-            Kernels.op_name: chosen[Ops.name].array.remove_unused_categories(),
+            Kernels.op_name: op_names,
             Kernels.op_link: pd.Categorical(
                 ["self"] * n, categories=["external_id", "time", "self"]
             ),
-            Kernels.graph_launch_row: na_int,
+            Kernels.graph_launch_row: na_int(),
             Kernels.in_graph: np.zeros(n, dtype=bool),
         }
     )

@@ -44,10 +44,10 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.errors import TraceFormatError
-from traceviz.parse import cpu_kernels, nesting, tables
+from traceviz.parse import build, nesting, tables
 from traceviz.parse.columns import floats, nullable_ints
 from traceviz.parse.meta import time_bounds
-from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops, Steps
+from traceviz.schema import DeviceKind, OpCategory, Ops, Steps
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
 __all__ = ["FORMAT", "detect", "read_profile"]
@@ -207,17 +207,9 @@ def _threads(events: Sequence[OrtEvent]) -> list[str]:
         key = (repr(event.pid), repr(event.tid))
         label = labels.get(key)
         if label is None:
-            label = labels[key] = f"{_label(event.pid)}/{_label(event.tid)}"
+            label = labels[key] = build.thread_label(event.pid, event.tid)
         out.append(label)
     return out
-
-
-def _label(value: Any) -> str:
-    if value is None:
-        return "?"
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    return str(value).strip()
 
 
 def _op_table(nodes: list[OrtEvent], sessions: list[OrtEvent]) -> tuple[pd.DataFrame, np.ndarray]:
@@ -307,50 +299,8 @@ def _shapes(value: Any) -> tuple[str | None, str | None]:
 
 def _kernel_table(ops: pd.DataFrame, node_rows: np.ndarray, nodes: list[OrtEvent]) -> pd.DataFrame:
     """One kernel per node event, in time order, linked to its own ops row."""
-    n = len(nodes)
-    chosen = ops.iloc[node_rows]
-    durs = chosen[Ops.dur_us].to_numpy()
-    exclusive = cpu_kernels.exclusive_durations(
-        np.asarray(chosen[Ops.thread].cat.codes), chosen[Ops.ts_us].to_numpy(), durs
-    )
     node_names = [str(e.name)[: -len(KERNEL_SUFFIX)] for e in nodes]
-    na_int = pd.array([pd.NA] * n, dtype="Int64")
-    frame = pd.DataFrame(
-        {
-            Kernels.name: pd.Categorical(node_names),
-            Kernels.activity: pd.Categorical(
-                [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
-            ),
-            Kernels.device: pd.array([pd.NA] * n, dtype="Int32"),
-            Kernels.stream: na_int,
-            Kernels.ts_us: chosen[Ops.ts_us].to_numpy(),
-            Kernels.dur_us: durs,
-            Kernels.excl_dur_us: exclusive,
-            Kernels.correlation: na_int.copy(),
-            Kernels.external_id: na_int.copy(),
-            Kernels.grid: pd.Categorical([None] * n),
-            Kernels.block: pd.Categorical([None] * n),
-            Kernels.registers: pd.array([pd.NA] * n, dtype="Int32"),
-            Kernels.shared_memory_bytes: na_int.copy(),
-            Kernels.occupancy_pct: np.full(n, np.nan),
-            Kernels.bytes: _node_bytes(nodes),
-            Kernels.copy_kind: pd.Categorical([None] * n),
-            Kernels.launch_row: na_int.copy(),
-            Kernels.launch_name: pd.Categorical([None] * n),
-            Kernels.launch_ts_us: np.full(n, np.nan),
-            Kernels.launch_dur_us: np.full(n, np.nan),
-            Kernels.launch_delay_us: np.full(n, np.nan),
-            Kernels.thread: chosen[Ops.thread].array,
-            Kernels.op_row: pd.array(node_rows, dtype="Int64"),
-            Kernels.op_name: chosen[Ops.name].array,
-            Kernels.op_link: pd.Categorical(
-                ["self"] * n, categories=["external_id", "time", "self"]
-            ),
-            Kernels.graph_launch_row: na_int.copy(),
-            Kernels.in_graph: np.zeros(n, dtype=bool),
-        }
-    )
-    return frame.sort_values(Kernels.ts_us, kind="stable").reset_index(drop=True)
+    return build.kernels_from_ops(ops, node_rows, names=node_names, bytes_moved=_node_bytes(nodes))
 
 
 def _node_bytes(nodes: list[OrtEvent]) -> pd.arrays.IntegerArray:
