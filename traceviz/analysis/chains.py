@@ -220,22 +220,42 @@ def _links(
         & (region[1:] == region[:-1]) & (ctx[1:] == ctx[:-1])
     )  # fmt: skip
     out = np.full(len(seq), "", dtype=object)
-    dims = ops[Ops.input_dims].astype(object).to_numpy()
-    names = ops[Ops.name].astype(object).to_numpy()
-    reduces = _reducing_ops(seq, top_op)
-    for i in np.flatnonzero(candidate):
-        if top_op[i] == top_op[i - 1]:
-            out[i] = "same op"
-            continue
-        a, b = top_op[i - 1], top_op[i]
-        out[i] = _data_link(_shapes(dims[a]), str(names[a]), a in reduces, _shapes(dims[b]))
+    at = np.flatnonzero(candidate)
+    a, b = top_op[at - 1], top_op[at]
+    same = a == b
+    out[at[same]] = "same op"
+    at, a, b = at[~same], a[~same], b[~same]
+    if not len(at):
+        return out
+    # Decided once per distinct (a's shapes text, a's name, a reduces, b's shapes text): the
+    # links of a long trace repeat a few hundred op pairs thousands of times.
+    dims = ops[Ops.input_dims].to_numpy(dtype=object)
+    names = ops[Ops.name].to_numpy(dtype=object)
+    reduces = np.isin(a, _reducing_ops(seq, top_op))
+    decided: dict[tuple[object, str, bool, object], str] = {}
+    links = []
+    for key in zip(
+        _texts(dims[a]), map(str, names[a]), reduces.tolist(), _texts(dims[b]), strict=True
+    ):
+        link = decided.get(key)
+        if link is None:
+            dims_a, name_a, reduces_a, dims_b = key
+            link = _data_link(_shapes(dims_a), name_a, reduces_a, _shapes(dims_b))
+            decided[key] = link
+        links.append(link)
+    out[at] = links
     return out
 
 
-def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> set[int]:
+def _texts(values: npt.NDArray[np.object_]) -> list[str | None]:
+    """Each value if it is a string, else None (hashable keys for the per-pair decisions)."""
+    return [v if isinstance(v, str) else None for v in values.tolist()]
+
+
+def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Top ops that launched a reduction kernel: their output is not their inputs' shape."""
     reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
-    return {int(t) for t in np.unique(top_op[reduction & (top_op >= 0)])}
+    return np.unique(top_op[reduction & (top_op >= 0)])
 
 
 def _data_link(
