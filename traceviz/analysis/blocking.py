@@ -206,24 +206,65 @@ def issuers(
     o_end = o_ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
     parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1).astype(np.int64)
     is_frame = (ops[Ops.category] == OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
-    is_step = is_step_span(ops[Ops.name])
-    names = ops[Ops.name]
+    is_op = ~is_frame & ~is_step_span(ops[Ops.name])
+    start = np.full(n, -1, dtype=np.int64)  # latest op starting at or before each call
     for thread in pd.unique(call_thread):
         mine = np.flatnonzero((ops[Ops.thread] == thread).to_numpy(dtype=bool))
         if mine.size == 0:
             continue
         mine = mine[np.argsort(o_ts[mine], kind="stable")]
-        for i in np.flatnonzero(call_thread == thread):
-            pos = int(np.searchsorted(o_ts[mine], call_ts[i], side="right")) - 1
-            row = int(mine[pos]) if pos >= 0 else -1
-            while row >= 0 and (op_out[i] is None or frame_out[i] is None):
-                if o_end[row] > call_ts[i]:
-                    if is_frame[row]:
-                        frame_out[i] = frame_out[i] or str(names.iat[row])
-                    elif not is_step[row]:
-                        op_out[i] = op_out[i] or str(names.iat[row])
-                row = int(parent[row])
+        calls = np.flatnonzero(call_thread == thread)
+        pos = np.searchsorted(o_ts[mine], call_ts[calls], side="right") - 1
+        start[calls] = np.where(pos >= 0, mine[np.maximum(pos, 0)], -1)
+    op_row, frame_row = _innermost(start, call_ts, o_end, parent, is_frame, is_op, ops[Ops.name])
+    names = ops[Ops.name]
+    for out, found in ((op_out, op_row), (frame_out, frame_row)):
+        at = np.flatnonzero(found >= 0)
+        out[at] = [str(v) for v in names.iloc[found[at]].to_numpy(dtype=object)]
     return op_out, frame_out
+
+
+def _innermost(
+    start: npt.NDArray[np.int64],
+    call_ts: npt.NDArray[np.float64],
+    o_end: npt.NDArray[np.float64],
+    parent: npt.NDArray[np.int64],
+    is_frame: npt.NDArray[np.bool_],
+    is_op: npt.NDArray[np.bool_],
+    names: pd.Series,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Per call, the rows (−1: none) of the innermost op (``is_op``) and Python frame that
+    end after the call's start, walking up the parents from ``start``: all calls one level
+    at a time. A span with an empty name is taken but does not end the search (an enclosing
+    one replaces it)."""
+    empty = _empty_name(names)
+    found = {kind: np.full(len(start), -1, dtype=np.int64) for kind in ("op", "frame")}
+    named = {kind: np.zeros(len(start), dtype=bool) for kind in ("op", "frame")}
+    row = start.copy()
+    while True:
+        at = np.flatnonzero((row >= 0) & ((found["op"] < 0) | (found["frame"] < 0)))
+        if at.size == 0:
+            return found["op"], found["frame"]
+        here = row[at]
+        inside = o_end[here] > call_ts[at]
+        for kind, mask in (("op", is_op), ("frame", is_frame)):
+            take = inside & mask[here] & ~named[kind][at]
+            found[kind][at[take]] = here[take]
+            named[kind][at[take]] = ~empty[here[take]]
+        row[at] = parent[here]
+
+
+def _empty_name(names: pd.Series) -> npt.NDArray[np.bool_]:
+    """Per row, whether its name reads as the empty string."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        labels = np.asarray(names.cat.categories.astype(str) == "", dtype=bool)
+        codes = names.cat.codes.to_numpy()
+        return (
+            np.where(codes >= 0, labels[np.clip(codes, 0, None)], False)
+            if labels.size
+            else codes < -1
+        )
+    return np.array([str(v) == "" for v in names.to_numpy(dtype=object)], dtype=bool)
 
 
 def is_step_span(names: pd.Series) -> npt.NDArray[np.bool_]:
