@@ -139,18 +139,10 @@ def decode_events(path: Path, data: bytes | bytearray) -> tuple[list[Event], Tra
     is skipped. Files msgspec rejects only because of ``NaN``/``Infinity`` literals are decoded
     a second, slower way (:func:`_decode_lenient`).
     """
-    view = memoryview(data)
-    if data[:3] == UTF8_BOM:
-        view = view[3:]  # no copy of the document
-    start = _FIRST_TOKEN.match(view).end()  # type: ignore[union-attr]
-    bare = view[start : start + 1] == b"["
-    target: type = list[Event] if bare else TraceDocument
+    view, bare = _document(data)
+    target = _full(bare)
     try:
-        decoded: Any = msgspec.json.decode(view, type=target)
-    except msgspec.ValidationError as err:
-        raise TraceFormatError(path, f"not a profiler trace: {_plain(err)}") from err
-    except RecursionError as err:
-        raise TraceFormatError(path, _too_deep()) from err
+        decoded = _decode_strict(path, view, target)
     except msgspec.DecodeError as err:
         decoded = _decode_lenient(path, view, target, err)
     if bare:
@@ -169,18 +161,9 @@ def decode_batches(
     the document's header (``None`` for a bare array). Errors name the event by its index in
     the whole file, as :func:`decode_events` does.
     """
-    view = memoryview(data)
-    if data[:3] == UTF8_BOM:
-        view = view[3:]
-    start = _FIRST_TOKEN.match(view).end()  # type: ignore[union-attr]
-    bare = view[start : start + 1] == b"["
-    target: type = list[msgspec.Raw] if bare else RawTraceDocument
+    view, bare = _document(data)
     try:
-        decoded: Any = msgspec.json.decode(view, type=target)
-    except msgspec.ValidationError as err:
-        raise TraceFormatError(path, f"not a profiler trace: {_plain(err)}") from err
-    except RecursionError as err:
-        raise TraceFormatError(path, _too_deep()) from err
+        decoded = _decode_strict(path, view, list[msgspec.Raw] if bare else RawTraceDocument)
     except msgspec.DecodeError as err:
         events, doc = _split(_decode_lenient(path, view, _full(bare), err), bare)
         if doc is not None:
@@ -190,6 +173,29 @@ def decode_batches(
     if doc is not None:
         doc.traceEvents = []  # the header alone; the slices live in ``raws``
     return _typed_batches(path, raws, view, bare), len(raws), doc
+
+
+def _document(data: bytes | bytearray) -> tuple[memoryview, bool]:
+    """The JSON document in ``data`` without a UTF-8 byte-order mark (a view: no copy), and
+    whether it is a bare event array rather than an object."""
+    view = memoryview(data)
+    if data[:3] == UTF8_BOM:
+        view = view[3:]
+    start = _FIRST_TOKEN.match(view).end()  # type: ignore[union-attr]
+    return view, view[start : start + 1] == b"["
+
+
+def _decode_strict(path: Path, view: memoryview, target: type) -> Any:
+    """``view`` decoded as ``target`` by msgspec. A document of the wrong shape or nested too
+    deep raises :class:`~traceviz.errors.TraceFormatError` naming ``path``; JSON msgspec
+    cannot read (such as ``NaN`` literals) raises ``msgspec.DecodeError`` for the caller's
+    lenient decode."""
+    try:
+        return msgspec.json.decode(view, type=target)
+    except msgspec.ValidationError as err:
+        raise TraceFormatError(path, f"not a profiler trace: {_plain(err)}") from err
+    except RecursionError as err:
+        raise TraceFormatError(path, _too_deep()) from err
 
 
 def _full(bare: bool) -> type:
