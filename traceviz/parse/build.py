@@ -254,7 +254,7 @@ def kernels_from_ops(
     ops: pd.DataFrame,
     rows: np.ndarray,
     *,
-    names: Sequence[str] | None = None,
+    names: list[str] | None = None,
     bytes_moved: pd.arrays.IntegerArray | None = None,
 ) -> pd.DataFrame:
     """A Kernels table (before :func:`~traceviz.schema.conform`) of one CPU kernel per ops row
