@@ -294,14 +294,10 @@ def _profile_lines(
     launch time) in compiled's favour when they were in the measured trace. So they get a
     trace of their own, used only to give the measured eager kernels their lines
     (:func:`traceviz.analysis.line_transfer.transfer_lines`)."""
-    reporter.phase(
-        "eager: profiling source lines",
-        measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps,
-    )
     try:
         with lines.mark_lines():
-            measure.profile_steps(
-                step, sync, device=work.device, steps=options.steps, path=trace, reporter=reporter
+            _profile_steps(
+                step, sync, work, options, trace, reporter, "eager: profiling source lines"
             )
     except Exception:
         trace.unlink(missing_ok=True)
@@ -332,17 +328,25 @@ def _measure(
     reporter.phase(f"{label}: timing", options.iters)
     timing = measure.time_steps(step, sync, options.iters, reporter)
     tracker.phase = "profiling"
-    profiled = measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps
-    reporter.phase(f"{label}: profiling", profiled)
-    measure.profile_steps(
-        step,
-        sync,
-        device=work.device,
-        steps=options.steps,
-        path=trace,
-        reporter=reporter,
-    )
+    _profile_steps(step, sync, work, options, trace, reporter, f"{label}: profiling")
     return Measured(timing, measure.memory_stats(trace, work.device), outputs)
+
+
+def _profile_steps(
+    step: measure.Step,
+    sync: Callable[[], None],
+    work: Workload,
+    options: Options,
+    trace: Path,
+    reporter: Reporter,
+    phase: str,
+) -> None:
+    """Profile ``options.steps`` steps (after the profiler's wait and warm-up steps) into
+    ``trace``, reported as the phase ``phase``."""
+    reporter.phase(phase, measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps)
+    measure.profile_steps(
+        step, sync, device=work.device, steps=options.steps, path=trace, reporter=reporter
+    )
 
 
 def _run_compiled(
