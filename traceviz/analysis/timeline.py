@@ -99,16 +99,31 @@ def _is_gpu(trace: Trace) -> bool:
 
 
 def _lanes(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
-    """Per kernel, a code for its stream (GPU: device + stream) or thread (CPU)."""
+    """Per kernel, a code for its stream (GPU: device + stream) or thread (CPU).
+
+    Codes number the lanes' text keys in order of first appearance; the keys are spelled
+    once per distinct (device, stream, thread) combination, not per kernel."""
+    columns = (
+        [Kernels.device, Kernels.stream, Kernels.thread] if _is_gpu(trace) else [Kernels.thread]
+    )
+    combo = np.zeros(len(kernels), dtype=np.int64)
+    for column in columns:
+        codes, uniques = pd.factorize(kernels[column], use_na_sentinel=False)
+        combo = pd.factorize(combo * (len(uniques) + 1) + codes)[0]  # stays below len(kernels)
+    first = np.unique(combo, return_index=True)[1]  # one row per combination, in order
+    lane_codes, _ = pd.factorize(_lane_keys(trace, kernels.iloc[first]))
+    return np.asarray(lane_codes, dtype=np.int64)[combo]
+
+
+def _lane_keys(trace: Trace, kernels: pd.DataFrame) -> pd.Series:
+    """The text key of each row's lane: ``device/stream``, ``device/tTHREAD`` for a GPU row
+    without a stream, the thread on CPU-only traces."""
     thread = kernels[Kernels.thread].astype(object).astype(str)
-    if _is_gpu(trace):
-        stream = kernels[Kernels.stream].astype(object).astype(str)
-        device = kernels[Kernels.device].astype(object).astype(str)
-        key = device + "/" + stream.where(kernels[Kernels.stream].notna(), "t" + thread)
-    else:
-        key = thread
-    codes, _ = pd.factorize(key)
-    return np.asarray(codes, dtype=np.int64)
+    if not _is_gpu(trace):
+        return thread
+    stream = kernels[Kernels.stream].astype(object).astype(str)
+    device = kernels[Kernels.device].astype(object).astype(str)
+    return device + "/" + stream.where(kernels[Kernels.stream].notna(), "t" + thread)
 
 
 def _nested(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
@@ -132,11 +147,14 @@ def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
 def data_keys(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
     """Per kernel, the largest tensor shape its launching op reads, as text (None: unknown)."""
     op_rows = kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
-    dims = trace.ops[Ops.input_dims].astype(object).to_numpy()
+    dims = trace.ops[Ops.input_dims]
     out = np.full(len(kernels), None, dtype=object)
     known = np.isfinite(op_rows) & (op_rows >= 0) & (op_rows < len(dims))
     rows = op_rows[known].astype(np.int64)
-    out[known] = [largest_shape(d) if isinstance(d, str) else None for d in dims[rows]]
+    # Each distinct shapes text is parsed once, then spread back to the kernels.
+    codes, texts = pd.factorize(dims.iloc[rows].to_numpy(dtype=object), use_na_sentinel=False)
+    keys = np.array([largest_shape(d) if isinstance(d, str) else None for d in texts], dtype=object)
+    out[known] = keys[codes] if len(codes) else []
     return out
 
 
