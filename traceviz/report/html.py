@@ -17,6 +17,7 @@ from traceviz.report.backends_html import backends_sections
 from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES
 from traceviz.report.figures_html import figures_html
+from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
 from traceviz.report.snippet import view_html
 from traceviz.report.views import comparison_views, headline
 
@@ -77,24 +78,9 @@ def _findings(comparison: Report) -> str:
 def finding_html(finding: Any) -> str:
     """One diagnosis finding (a :class:`traceviz.diagnose.finding.Finding` or anything with
     ``severity`` and ``title``): severity, title, evidence, estimated gain and next step."""
-    severity = getattr(finding, "severity", "info")
-    severity = str(getattr(severity, "value", severity))
-    title = str(getattr(finding, "title", finding))
-    lines_of = getattr(finding, "evidence_lines", None)
-    lines = [str(line) for line in lines_of()] if callable(lines_of) else []
-    gain_of = getattr(finding, "gain_text", None)
-    gain = str(gain_of()) if callable(gain_of) else ""
-    if gain:
-        lines.append(f"estimated gain: {gain}")
-    next_step = str(getattr(finding, "next_step", "") or "")
-    docs = str(getattr(finding, "docs_url", "") or "")
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    step = f"<div>next step: {html.escape(next_step)}" if next_step else ""
-    if step and docs.startswith(("https://", "http://")):
-        step += f' (<a href="{html.escape(docs)}">docs</a>)'
-    step += "</div>" if step else ""
+    severity, title = severity_and_title(finding)
     return (
         f"<div class='finding sev-{html.escape(severity.lower())}'>"
         f"<b>[{html.escape(severity)}]</b> {html.escape(title)}"
-        f"<ul>{items}</ul>{step}</div>"
+        f"<ul>{evidence_items(finding)}</ul>{next_step_html(finding)}</div>"
     )

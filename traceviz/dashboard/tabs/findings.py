@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from traceviz.dashboard.tabs.common import html_pane
+from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
 
 #: The CSS of a collapsed finding (added to the pane's stylesheet with the common one).
 FINDINGS_CSS = """
@@ -19,34 +20,17 @@ details.finding ul { margin: 2px 0 4px; }
 """
 
 
-def finding_summary(finding: Any) -> tuple[str, str]:
-    """A finding's severity (``error``, ``warning``, ``info``) and title, as text."""
-    severity = getattr(finding, "severity", "info")
-    return str(getattr(severity, "value", severity)), str(getattr(finding, "title", finding))
-
-
 def finding_body(finding: Any) -> str:
     """HTML of what a finding's line expands to: its evidence lines, the estimated gain and
-    the next step (with a docs link when it has one)."""
-    lines_of = getattr(finding, "evidence_lines", None)
-    lines = [str(line) for line in lines_of()] if callable(lines_of) else []
-    gain_of = getattr(finding, "gain_text", None)
-    gain = str(gain_of()) if callable(gain_of) else ""
-    if gain:
-        lines.append(f"estimated gain: {gain}")
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
-    body = f"<ul>{items}</ul>" if items else ""
-    next_step = str(getattr(finding, "next_step", "") or "")
-    docs = str(getattr(finding, "docs_url", "") or "")
-    if next_step:
-        link = f' (<a href="{html.escape(docs)}">docs</a>)' if docs.startswith("http") else ""
-        body += f"<div>next step: {html.escape(next_step)}{link}</div>"
+    the next step (with a docs link when it has one), as the HTML report shows them."""
+    items = evidence_items(finding)
+    body = (f"<ul>{items}</ul>" if items else "") + next_step_html(finding)
     return body or "<div class='tv-tag'>no evidence recorded</div>"
 
 
 def finding_details(finding: Any) -> str:
     """One finding as a collapsed ``<details>``: the line shows ``[severity] title``."""
-    severity, title = finding_summary(finding)
+    severity, title = severity_and_title(finding)
     sev = html.escape(severity.lower())
     return (
         f"<details class='finding sev-{sev}' data-severity='{sev}'><summary>"
