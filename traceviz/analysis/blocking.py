@@ -139,16 +139,21 @@ def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
     """Per row of ``trace.launches``, its :class:`BlockReason` value, or "" (not blocking)."""
     launches = trace.launches
     classes = launches[Launches.launch_class].astype(object).to_numpy()
-    out = np.full(len(launches), "", dtype=object)
+    # codes into _REASONS, spelled out once at the end (as wide as the widest reason present)
+    out = np.zeros(len(launches), dtype=np.int8)
     is_copy = classes == LaunchClass.MEMCPY.value
     is_async = _name_contains(launches[Launches.name], "Async")
-    out[classes == LaunchClass.SYNC.value] = BlockReason.SYNC.value
-    out[is_copy & ~is_async] = BlockReason.SYNC_COPY.value
+    out[classes == LaunchClass.SYNC.value] = 1
+    out[is_copy & ~is_async] = 2
     pageable = np.zeros(len(launches), dtype=bool)
     pageable[_pageable_launch_rows(trace)] = True
-    out[is_copy & is_async & pageable] = BlockReason.PAGEABLE_COPY.value
-    out[_stalled_launches(trace, classes)] = BlockReason.STALLED_LAUNCH.value
-    return out.astype(str)
+    out[is_copy & is_async & pageable] = 3
+    out[_stalled_launches(trace, classes)] = 4
+    width = max([1, *(len(_REASONS[c]) for c in np.unique(out))])
+    return np.array(_REASONS, dtype=f"<U{width}")[out]
+
+
+_REASONS = ("", *(r.value for r in BlockReason))  # codes of blocking_reasons
 
 
 def _pageable_launch_rows(trace: Trace) -> npt.NDArray[np.int64]:
