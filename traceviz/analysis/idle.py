@@ -121,6 +121,8 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
     b_lo, b_hi = blocked_intervals(blocking.calls)
     thread = _main_thread(trace)
     ops = _outer_ops(trace, thread)
+    o_lo = ops[Ops.ts_us].to_numpy(dtype=float)
+    o_hi = o_lo + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
     rows, work, spans = [], [], []
     for i, (step, lo, hi) in enumerate(windows):
         inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
@@ -129,7 +131,7 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
         spans.append(blocked)
         row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
         rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
-        work += _cpu_work(ops, wait, i)
+        work += _cpu_work(o_lo, o_hi, wait, i)
     per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
     blocked_spans = (
@@ -225,10 +227,15 @@ def _intersect(
 
 def _main_thread(trace: Trace) -> str | None:
     """The thread with the most launch calls (the one that feeds the device)."""
-    threads = trace.launches[Launches.thread].astype(str)
+    threads = trace.launches[Launches.thread]
     if threads.empty:
         return None
-    return str(threads.value_counts().index[0])
+    # value_counts' first: the most calls, the first to appear among equals
+    codes, uniques = pd.factorize(threads)
+    counts = np.bincount(codes[codes >= 0], minlength=len(uniques))
+    if not counts.size:
+        return str(threads.astype(str).value_counts().index[0])
+    return str(uniques[int(np.argmax(counts))])
 
 
 def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
@@ -258,16 +265,16 @@ _Work = tuple[int, str, npt.NDArray[np.int64], FloatArray]
 
 
 def _cpu_work(
-    ops: pd.DataFrame,
+    o_lo: FloatArray,
+    o_hi: FloatArray,
     wait: tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
     step: int,
 ) -> list[_Work]:
-    """The outer ops' overlap with one step's wait intervals, per gap position."""
+    """The overlap of the outer ops (spans [o_lo, o_hi), µs) with one step's wait intervals,
+    per gap position."""
     w_lo, w_hi, where = wait
-    if ops.empty or w_lo.size == 0:
+    if o_lo.size == 0 or w_lo.size == 0:
         return []
-    o_lo = ops[Ops.ts_us].to_numpy(dtype=float)
-    o_hi = o_lo + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
     rows = np.flatnonzero((o_hi > w_lo[0]) & (o_lo < w_hi[-1]))
     out: list[_Work] = []
     for label in (LEADING, BETWEEN, TRAILING):
