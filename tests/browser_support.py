@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import REPO
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -37,6 +39,16 @@ TIMEOUT_MS = 120_000
 READY_S = 300
 #: One HTTP request while polling for readiness (s): long, a busy server answers late.
 REQUEST_S = 60
+
+
+def require_browser() -> Any:
+    """Called by a browser test module as it is imported: skips the whole module, with the
+    reason, where Chromium, playwright or panel is missing; else playwright's ``sync_api``."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium", allow_module_level=True)
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+    pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+    return sync_api
 
 
 def free_port() -> int:
@@ -70,6 +82,17 @@ def dashboard(args: list[str], log: Path) -> Iterator[str]:
                 proc.kill()
         if code != 0:
             raise ServerError(f"dashboard exited with {code}:\n{log.read_text()}")
+
+
+@contextmanager
+def served_cleanly(args: list[str], log: Path) -> Iterator[str]:
+    """:func:`dashboard`; once it has stopped, asserts that its log holds no traceback from
+    traceviz's own code (tornado's "websocket closed" noise when a browser page goes away is
+    not ours)."""
+    with dashboard(args, log) as url:
+        yield url
+    text = log.read_text()
+    assert f'File "{REPO / "traceviz"}' not in text, text
 
 
 def wait_until_served(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:

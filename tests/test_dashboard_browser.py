@@ -27,8 +27,9 @@ from tests.browser_support import (
     CHROMIUM,
     CHROMIUM_ARGS,
     TIMEOUT_MS,
-    dashboard,
     new_page,
+    require_browser,
+    served_cleanly,
     tab,
 )
 from tests.conftest import REPO, SAMPLES
@@ -44,10 +45,7 @@ VIEWS = {
     "Regions": (1, 0),
 }
 
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+sync_api = require_browser()
 
 from traceviz.dashboard.app import tab_class  # noqa: E402
 
@@ -62,12 +60,8 @@ def sample_run(*names: str) -> Path:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     run = sample_run("graph-break", "pointwise")
-    log = tmp_path_factory.mktemp("dashboard") / "server.log"
-    with dashboard([str(run)], log) as url:
+    with served_cleanly([str(run)], tmp_path_factory.mktemp("dashboard") / "server.log") as url:
         yield url
-    # no traceback from traceviz's own code (tornado's "websocket closed" noise when a browser
-    # page goes away is not ours)
-    assert f'File "{REPO / "traceviz"}' not in log.read_text(), log.read_text()
 
 
 @pytest.fixture(scope="module")

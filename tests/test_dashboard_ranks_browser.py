@@ -26,15 +26,13 @@ from tests.browser_support import (
     TIMEOUT_MS,
     dashboard,
     new_page,
+    require_browser,
+    served_cleanly,
     tab,
 )
-from tests.conftest import REPO
 from tests.ranks_fixtures import synthetic_job, write_ranks
 
-if not CHROMIUM.exists():
-    pytest.skip(f"{CHROMIUM} not found: apt-get install -y chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
-pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+sync_api = require_browser()
 
 from traceviz.dashboard.ranks_app import tab_class  # noqa: E402
 from traceviz.report.figures.ranks import STRAGGLER_COLOR  # noqa: E402
@@ -52,10 +50,8 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    log = tmp_path_factory.mktemp("dashboard") / "server.log"
-    with dashboard([str(dataset)], log) as url:
+    with served_cleanly([str(dataset)], tmp_path_factory.mktemp("dashboard") / "server.log") as url:
         yield url
-    assert f'File "{REPO / "traceviz"}' not in log.read_text(), log.read_text()
 
 
 @pytest.fixture(scope="module")
