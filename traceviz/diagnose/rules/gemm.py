@@ -174,40 +174,38 @@ def _autotuned(run_info: RunInfo | None) -> bool:
 
 def _pairs(facts: TraceFacts, seq: pd.DataFrame) -> list[tuple[int, int]]:
     """(gemm row, add row) index pairs of consecutive kernels in ``seq``."""
-    kind = seq["kind"].to_numpy(dtype=object)
-    labels = seq["label"].astype(object).astype(str)
-    op_names = _op_names(facts, seq["op"])
-    plain = _per_name(labels, _is_plain_matmul) | _per_name(op_names, _is_plain_matmul)
+    gemm = seq["kind"].isin([KernelKind.GEMM.value]).to_numpy(dtype=bool)
+    pointwise = seq["kind"].isin([KernelKind.POINTWISE.value]).to_numpy(dtype=bool)
+    labels = seq["label"]
+    plain = _per_name(labels, _is_plain_matmul) | _op_names_are(facts, seq["op"], _is_plain_matmul)
     adds = _per_name(labels, _is_add)
     candidate = np.zeros(len(seq), dtype=bool)
-    candidate[1:] = (
-        (kind[:-1] == KernelKind.GEMM.value)
-        & (kind[1:] == KernelKind.POINTWISE.value)
-        & plain[:-1]
-        & adds[1:]
-    )
+    candidate[1:] = gemm[:-1] & pointwise[1:] & plain[:-1] & adds[1:]
     candidate &= same_context(seq)
-    dims = facts.trace.ops[Ops.input_dims].astype(object).to_numpy()
+    at = np.flatnonzero(candidate)
     ops = seq["op"].to_numpy(dtype=float)
+    gemm_dims, add_dims = _dims(facts, ops[at - 1]), _dims(facts, ops[at])
     return [
         (int(seq.index[j - 1]), int(seq.index[j]))
-        for j in (int(x) for x in np.flatnonzero(candidate))
-        if _same_output(_dims(ops[j - 1], dims), _dims(ops[j], dims))
+        for j, g, a in zip(at.tolist(), gemm_dims, add_dims, strict=True)
+        if _same_output(g, a)
     ]
 
 
-def _op_names(facts: TraceFacts, op_rows: pd.Series) -> pd.Series:
-    """The launching op's name per row ("" when none)."""
+def _op_names_are(
+    facts: TraceFacts, op_rows: pd.Series, test: Callable[[str], bool]
+) -> npt.NDArray[np.bool_]:
+    """``test`` of the launching op's name per row (of "" when there is none)."""
     rows = op_rows.to_numpy(dtype=float)
-    names = facts.trace.ops[Ops.name].astype(object).to_numpy()
+    names = facts.trace.ops[Ops.name]
     known = np.isfinite(rows) & (rows >= 0) & (rows < len(names))
-    out = np.full(len(rows), "", dtype=object)
-    out[known] = names[rows[known].astype(np.int64)]
-    return pd.Series(out, index=op_rows.index).astype(str)
+    out = np.full(len(rows), test(""), dtype=bool)
+    out[known] = _per_name(names.iloc[rows[known].astype(np.int64)], test)
+    return out
 
 
 def _per_name(names: pd.Series, test: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
-    """``test`` per row, evaluated once per distinct name."""
+    """``test`` per row, evaluated once per distinct name (False where the name is missing)."""
     codes, uniques = pd.factorize(names)
     hits = np.array([test(str(u)) for u in uniques], dtype=bool)
     out = np.zeros(len(names), dtype=bool)
@@ -235,11 +233,13 @@ def _same_output(gemm_dims: str | None, add_dims: str | None) -> bool:
     return out in tensor_shapes(add_dims)
 
 
-def _dims(op: float, dims: npt.NDArray[np.object_]) -> str | None:
-    if not np.isfinite(op) or not 0 <= op < len(dims):
-        return None
-    value = dims[int(op)]
-    return value if isinstance(value, str) else None
+def _dims(facts: TraceFacts, ops: npt.NDArray[np.float64]) -> list[str | None]:
+    """The ``Input Dims`` text of each op row (None: no op, or shapes not recorded)."""
+    dims = facts.trace.ops[Ops.input_dims]
+    known = np.isfinite(ops) & (ops >= 0) & (ops < len(dims))
+    out = np.full(len(ops), None, dtype=object)
+    out[known] = dims.iloc[ops[known].astype(np.int64)].to_numpy(dtype=object)
+    return [v if isinstance(v, str) else None for v in out.tolist()]
 
 
 def _matmul_output(dims: str | None) -> tuple[int, ...] | None:
