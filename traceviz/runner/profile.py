@@ -261,30 +261,47 @@ def _run_eager(work: Workload, options: Options, directory: Path, reporter: Repo
     """Warm up, time and profile the eager model (``EAGER_TRACE``, no marks, like the compiled
     side); keep its outputs as the reference; then profile it again under the line marks
     (``EAGER_LINES_TRACE``, :func:`_profile_lines`)."""
-    step = work.step(work.fn)
-    sync = measure.synchronizer(work.device)
+    passes = _Passes(work.step(work.fn), measure.synchronizer(work.device), work, options, reporter)
     try:
         reporter.phase("eager: warm-up", options.warmup + 1)
-        outputs = snapshot(step())
+        outputs = snapshot(passes.step())
         reporter.advance()
-        measured = _measure(step, sync, work, options, directory / EAGER_TRACE, reporter, "eager",
-                            outputs)  # fmt: skip
+        measured = _measure(passes, directory / EAGER_TRACE, "eager", outputs)
     except UsageError:
         raise
     except Exception as err:
         raise UsageError(f"the model fails in eager mode: {_one_line(err)}") from err
-    lines_trace = _profile_lines(step, sync, work, options, directory / EAGER_LINES_TRACE, reporter)
+    lines_trace = _profile_lines(passes, directory / EAGER_LINES_TRACE)
     return dataclasses.replace(measured, lines_trace=lines_trace)
 
 
-def _profile_lines(
-    step: measure.Step,
-    sync: Callable[[], None],
-    work: Workload,
-    options: Options,
-    trace: Path,
-    reporter: Reporter,
-) -> str | None:
+@dataclasses.dataclass(frozen=True)
+class _Passes:
+    """What every pass over one variant's steps needs: the step, the device's synchronizer,
+    the workload (its device), the options (step counts) and the progress reporter."""
+
+    step: measure.Step
+    sync: Callable[[], None]
+    work: Workload
+    options: Options
+    reporter: Reporter
+
+    def profile(self, trace: Path, phase: str) -> None:
+        """Profile ``options.steps`` steps (after the profiler's wait and warm-up steps) into
+        ``trace``, reported as the phase ``phase``."""
+        steps = self.options.steps
+        self.reporter.phase(phase, measure.PROFILER_WAIT + measure.PROFILER_WARMUP + steps)
+        measure.profile_steps(
+            self.step,
+            self.sync,
+            device=self.work.device,
+            steps=steps,
+            path=trace,
+            reporter=self.reporter,
+        )
+
+
+def _profile_lines(passes: _Passes, trace: Path) -> str | None:
     """Profile the eager steps again with each torch call marked with its source line
     (:mod:`traceviz.runner.lines`); return the trace's file name, None when the marked steps
     failed (a model that runs unmarked but not under a TorchFunctionMode: no source lines).
@@ -296,9 +313,7 @@ def _profile_lines(
     (:func:`traceviz.analysis.line_transfer.transfer_lines`)."""
     try:
         with lines.mark_lines():
-            _profile_steps(
-                step, sync, work, options, trace, reporter, "eager: profiling source lines"
-            )
+            passes.profile(trace, "eager: profiling source lines")
     except Exception:
         trace.unlink(missing_ok=True)
         return None
@@ -306,47 +321,23 @@ def _profile_lines(
 
 
 def _measure(
-    step: measure.Step,
-    sync: Callable[[], None],
-    work: Workload,
-    options: Options,
-    trace: Path,
-    reporter: Reporter,
-    label: str,
-    outputs: Any,
-    tracker: _PhaseTracker | None = None,
+    passes: _Passes, trace: Path, label: str, outputs: Any, tracker: _PhaseTracker | None = None
 ) -> Measured:
     """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors.
     Nothing traceviz adds runs in the profiled steps: Python frames (``with_stack``) were
     3,800 events per step on an H200 GPT-2 and made the profiled eager steps 6x slower than
     the timed ones; the source-line marks have their own pass (:func:`_profile_lines`)."""
+    step, sync, reporter = passes.step, passes.sync, passes.reporter
     tracker = tracker or _PhaseTracker()
     tracker.phase = "warmup"
-    measure.warm_up(step, sync, options.warmup, reporter)
-    measure.reset_device_peak(work.device)
+    measure.warm_up(step, sync, passes.options.warmup, reporter)
+    measure.reset_device_peak(passes.work.device)
     tracker.phase = "timing"
-    reporter.phase(f"{label}: timing", options.iters)
-    timing = measure.time_steps(step, sync, options.iters, reporter)
+    reporter.phase(f"{label}: timing", passes.options.iters)
+    timing = measure.time_steps(step, sync, passes.options.iters, reporter)
     tracker.phase = "profiling"
-    _profile_steps(step, sync, work, options, trace, reporter, f"{label}: profiling")
-    return Measured(timing, measure.memory_stats(trace, work.device), outputs)
-
-
-def _profile_steps(
-    step: measure.Step,
-    sync: Callable[[], None],
-    work: Workload,
-    options: Options,
-    trace: Path,
-    reporter: Reporter,
-    phase: str,
-) -> None:
-    """Profile ``options.steps`` steps (after the profiler's wait and warm-up steps) into
-    ``trace``, reported as the phase ``phase``."""
-    reporter.phase(phase, measure.PROFILER_WAIT + measure.PROFILER_WARMUP + options.steps)
-    measure.profile_steps(
-        step, sync, device=work.device, steps=options.steps, path=trace, reporter=reporter
-    )
+    passes.profile(trace, f"{label}: profiling")
+    return Measured(timing, measure.memory_stats(trace, passes.work.device), outputs)
 
 
 def _run_compiled(
@@ -412,14 +403,12 @@ class _CompiledAttempt:
     def run(
         self, step: measure.Step, work: Workload, options: Options, trace: Path, reporter: Reporter
     ) -> None:
-        sync = measure.synchronizer(work.device)
+        passes = _Passes(step, measure.synchronizer(work.device), work, options, reporter)
         try:
             reporter.phase("compile (first call)")
-            self.compile_time_s, self.outputs = _first_call(step, sync, self.tracker)
+            self.compile_time_s, self.outputs = _first_call(step, passes.sync, self.tracker)
             reporter.phase("compiled: warm-up", options.warmup)
-            self.measured = _measure(
-                step, sync, work, options, trace, reporter, "compiled", self.outputs, self.tracker
-            )
+            self.measured = _measure(passes, trace, "compiled", self.outputs, self.tracker)
         except Exception as err:
             self.error = _run_error(self.tracker.phase, err)
 
