@@ -173,7 +173,7 @@ def _op_context(
     aten = is_aten[codes]  # code −1 (missing name) picks the trailing False
     optimizer = in_optimizer[codes].copy()
     rows = np.arange(n, dtype=np.int64)
-    python = (ops[Ops.category].astype(object) == OpCategory.PYTHON_FUNCTION.value).to_numpy()
+    python = ops[Ops.category].isin([OpCategory.PYTHON_FUNCTION.value]).to_numpy(dtype=bool)
     transparent = aten | python  # spans that do not make a parent context
     holder = np.where(transparent, -1, rows)  # nearest context span at or above each op
     top = rows.copy()
@@ -229,13 +229,16 @@ def _links(
         return out
     # Decided once per distinct (a's shapes text, a's name, a reduces, b's shapes text): the
     # links of a long trace repeat a few hundred op pairs thousands of times.
-    dims = ops[Ops.input_dims].to_numpy(dtype=object)
-    names = ops[Ops.name].to_numpy(dtype=object)
+    dims, names = ops[Ops.input_dims], ops[Ops.name]
     reduces = np.isin(a, _reducing_ops(seq, top_op))
     decided: dict[tuple[object, str, bool, object], str] = {}
     links = []
     for key in zip(
-        _texts(dims[a]), map(str, names[a]), reduces.tolist(), _texts(dims[b]), strict=True
+        _texts(dims.iloc[a]),
+        map(str, names.iloc[a].to_numpy(dtype=object)),
+        reduces.tolist(),
+        _texts(dims.iloc[b]),
+        strict=True,
     ):
         link = decided.get(key)
         if link is None:
@@ -247,9 +250,9 @@ def _links(
     return out
 
 
-def _texts(values: npt.NDArray[np.object_]) -> list[str | None]:
+def _texts(values: pd.Series) -> list[str | None]:
     """Each value if it is a string, else None (hashable keys for the per-pair decisions)."""
-    return [v if isinstance(v, str) else None for v in values.tolist()]
+    return [v if isinstance(v, str) else None for v in values.to_numpy(dtype=object).tolist()]
 
 
 def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
