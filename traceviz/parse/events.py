@@ -58,8 +58,9 @@ class Args(msgspec.Struct, frozen=True, gc=False):
 EMPTY_ARGS = Args()
 
 
-class Event(msgspec.Struct, gc=False):
-    """One entry of ``traceEvents``."""
+class TraceEvent(msgspec.Struct, gc=False):
+    """The fields of a Chrome trace-format event that every reader takes as they come
+    (Kineto's :class:`Event`, ONNX Runtime's ``OrtEvent``); each adds its own typed ``args``."""
 
     ph: Any = None
     cat: Any = None
@@ -68,6 +69,11 @@ class Event(msgspec.Struct, gc=False):
     tid: Any = None
     ts: Num = None
     dur: Num = None
+
+
+class Event(TraceEvent, gc=False):
+    """One entry of ``traceEvents``."""
+
     args: Args = EMPTY_ARGS
 
 

@@ -46,6 +46,7 @@ from traceviz import schema
 from traceviz.errors import TraceFormatError
 from traceviz.parse import build, nesting, tables
 from traceviz.parse.columns import floats, nullable_ints
+from traceviz.parse.events import TraceEvent
 from traceviz.parse.meta import time_bounds
 from traceviz.schema import DeviceKind, OpCategory, Ops, Steps
 from traceviz.trace import ParseStats, Trace, TraceMeta
@@ -83,16 +84,9 @@ class OrtArgs(msgspec.Struct, frozen=True, gc=False):
     output_size: Num = None
 
 
-class OrtEvent(msgspec.Struct, gc=False):
+class OrtEvent(TraceEvent, gc=False):
     """One event of the profile's array."""
 
-    ph: Any = None
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Num = None
-    dur: Num = None
     args: OrtArgs = OrtArgs()
 
 
