@@ -49,6 +49,12 @@ def test_blocks_time_each_side_on_its_own_warm_caches() -> None:
     assert {name: len(values) for name, values in samples.items()} == {"eager": 6, "compiled": 6}
 
 
+def test_the_last_block_is_cut_to_the_samples_asked_for() -> None:
+    calls = {"eager": lambda: None, "compiled": lambda: None}
+    samples = interleaved_samples(calls, lambda: None, 2, Silent(), block=5, samples_per_call=7)
+    assert {name: len(values) for name, values in samples.items()} == {"eager": 7, "compiled": 7}
+
+
 def test_the_method_says_so() -> None:
     import torch
 

@@ -111,18 +111,22 @@ def interleaved_samples(
     reporter: Reporter,
     *,
     block: int = 1,
+    samples_per_call: int | None = None,
 ) -> dict[str, list[float]]:
     """Step times in µs of each call in ``calls``, taken in turn: each round runs every call
     for ``block`` timed steps, so drift in the machine's speed (other load on a shared
     machine, clocks) hits them all alike instead of whichever was timed during the slow
     minute. With ``block > 1`` each block starts with one untimed step, so that a call is not
-    timed on caches the other one just left cold (``rounds * block`` samples per call)."""
+    timed on caches the other one just left cold (``rounds * block`` samples per call, or
+    ``samples_per_call`` when given: the last block is cut short)."""
     samples: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(rounds):
         for name, call in calls.items():
             if block > 1:
                 call()  # the switch from the other call: not timed
             for _ in range(block):
+                if samples_per_call is not None and len(samples[name]) >= samples_per_call:
+                    break
                 sync()
                 start = time.perf_counter()
                 call()

@@ -455,7 +455,7 @@ def _time_interleaved(
     the eager timing stays as it is."""
     if compiled.fn is None or compiled.timing is None:
         return eager, compiled
-    rounds = -(-options.iters // measure.INTERLEAVE_BLOCK)  # ceil: at least `iters` samples a side
+    rounds = -(-options.iters // measure.INTERLEAVE_BLOCK)  # ceil; the last block is cut to `iters`
     reporter.phase("eager and compiled: timing, interleaved", rounds)
     samples = measure.interleaved_samples(
         {"eager": work.step(work.fn), "compiled": work.step(compiled.fn)},
@@ -463,6 +463,7 @@ def _time_interleaved(
         rounds,
         reporter,
         block=measure.INTERLEAVE_BLOCK,
+        samples_per_call=options.iters,
     )
     return (
         dataclasses.replace(eager, timing=measure.timing_stats(samples["eager"])),
