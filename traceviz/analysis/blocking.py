@@ -240,8 +240,8 @@ def _innermost(
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
     """Per call, the rows (−1: none) of the innermost op (``is_op``) and Python frame that
     end after the call's start, walking up the parents from ``start``: all calls one level
-    at a time. A span with an empty name is taken but does not end the search (an enclosing
-    one replaces it)."""
+    at a time. A span with an empty name is taken, and replaced by an enclosing one met before
+    the search ends (it ends once an op and a frame are both found)."""
     empty = _empty_name(names)
     found = {kind: np.full(len(start), -1, dtype=np.int64) for kind in ("op", "frame")}
     named = {kind: np.zeros(len(start), dtype=bool) for kind in ("op", "frame")}
