@@ -369,7 +369,6 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
         label=members[ChainMember.label].astype(str),
     )
     table = frame.groupby(ChainMember.chain, sort=False).agg(
-        signature=("label", SEPARATOR.join),
         kernels=(ChainMember.dur_us, "size"),
         time_us=(ChainMember.dur_us, "sum"),
         longest_us=(ChainMember.dur_us, "max"),
@@ -379,9 +378,20 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
         eager=("eager", "any"),
         shapes_known=("confirmed", "all"),
     )
+    table.insert(0, "signature", _signatures(members[ChainMember.chain], frame["label"]))
     largest_row = frame["out"].fillna(-1.0).groupby(frame[ChainMember.chain], sort=False).idxmax()
     table["largest_op"] = op[largest_row.to_numpy()]
     return table
+
+
+def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
+    """Per chain, in order, its members' labels joined by :data:`SEPARATOR` (a chain's
+    members are consecutive rows: chain ids only grow down the lane order)."""
+    ids = chain.to_numpy()
+    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]])) if len(ids) else ids
+    ends = np.append(starts[1:], len(ids))
+    texts = labels.tolist()
+    return [SEPARATOR.join(texts[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:
