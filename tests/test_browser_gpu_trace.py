@@ -69,11 +69,13 @@ def test_kernel_tables_keep_numbers_in_view(page: Any) -> None:
     for table, name, field in tables:
         cells = root.locator(f"{table} .tabulator-cell[tabulator-field={field}]")
         cells.first.wait_for()
-        boxes = [cells.nth(i).bounding_box() for i in range(cells.count())]
-        assert boxes and all(b is not None and b["x"] + b["width"] <= WIDTH for b in boxes), (
-            table,
-            boxes[:3],
+        # one snapshot of every cell in the browser: asking cell by cell raced Tabulator's
+        # re-render under load (a cell detached between two questions gave no box)
+        boxes = cells.evaluate_all(
+            "els => els.map(e => { const r = e.getBoundingClientRect();"
+            " return {x: r.x + window.scrollX, width: r.width}; })"
         )
+        assert boxes and all(b["x"] + b["width"] <= WIDTH for b in boxes), (table, boxes[:3])
         names = root.locator(f"{table} .tabulator-col[tabulator-field={name}]").bounding_box()
         assert names is not None and names["width"] <= NAME_WIDTH + 2
     scroll = page.evaluate("document.scrollingElement.scrollWidth")
