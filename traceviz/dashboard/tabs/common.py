@@ -11,8 +11,9 @@ from typing import Any
 import pandas as pd
 import panel as pn
 
+from traceviz.analysis.compare import Comparison, Metric
 from traceviz.report.snippet import view_html
-from traceviz.report.views import View
+from traceviz.report.views import View, metrics_view
 
 STRETCH = "stretch_width"
 
@@ -113,4 +114,16 @@ def view_table(view: View, data: pd.DataFrame | None = None) -> pn.viewable.View
         html_pane(view_html(view)),
         csv_download(frame, f"{slug(view.title)}.csv"),
         sizing_mode=STRETCH,
+    )
+
+
+def metrics_tab(
+    c: Comparison, names: tuple[str, ...], title: str, figures: list[Any], name: str
+) -> pn.Column:
+    """A tab of ``figures`` above the table of the metrics ``names`` (with its CSV download
+    of the raw numbers)."""
+    table = metrics_view(c, only=names, title=title)
+    data = c.metrics[c.metrics[Metric.name].isin(names)]
+    return pn.Column(
+        *(plot(fig) for fig in figures), view_table(table, data), sizing_mode=STRETCH, name=name
     )
