@@ -164,3 +164,11 @@ def test_mismatch_is_shown_loudly(tmp_path: Path) -> None:
     info = msgspec.structs.replace(sample_info(), correctness=bad)
     text = render(Run(tmp_path, info))
     assert "compiled outputs differ from eager" in text and "MISMATCH" in text
+
+
+def test_timing_table_says_how_the_steps_were_timed(tmp_path: Path) -> None:
+    info = sample_info()
+    # rich wraps the title and caption to the table's width: compare without line breaks.
+    text = " ".join(render(Run(tmp_path, info)).split())
+    assert f"{info.timing.eager.iters} timed steps each, outside the profiler" in text
+    assert info.timing.method in text  # the caption: how a sample was taken

@@ -44,9 +44,13 @@ def headline(info: RunInfo) -> Text:
 
 
 def timing_table(info: RunInfo) -> Table:
-    """Median step time with its quartiles for eager and compiled, and the speedup."""
+    """Median step time with its quartiles for eager and compiled, and the speedup; the
+    caption says how the steps were timed (e.g. eager and compiled alternating in blocks)."""
     t = info.timing
-    table = Table(title=f"step time, {t.eager.iters} timed steps outside the profiler")
+    table = Table(
+        title=f"step time, {t.eager.iters} timed steps each, outside the profiler",
+        caption=t.method,
+    )
     for column in ("", "median", "IQR (q1–q3)", "min"):
         table.add_column(column, justify="right" if column else "left")
     table.add_row("eager", *_timing_cells(t.eager))
