@@ -321,3 +321,59 @@ def test_a_damaged_dataset_file_is_one_clear_error(sample_job: Path, tmp_path: P
     with pytest.raises(TraceFormatError, match="unreadable manifest"):
         open_dataset(result.dataset)
     assert main(["summary", str(result.dataset)]) == 2
+
+
+def test_an_ingest_waits_for_the_one_writing_the_dataset(sample_job: Path, tmp_path: Path) -> None:
+    import threading
+
+    first = ingest(sample_job / "rank0.pt.trace.json.gz", tmp_path / "ds")
+    released = threading.Event()
+    seen: list[bool] = []
+    real_read_manifest = ds.read_manifest
+
+    def read_manifest(root: Path) -> pd.DataFrame:
+        seen.append(released.is_set())  # False: it read while another writer held the lock
+        return real_read_manifest(root)
+
+    outcome: list[object] = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ds, "read_manifest", read_manifest)
+        with ds.writer_lock(first.dataset):
+            second = threading.Thread(
+                target=lambda: outcome.append(
+                    ingest(sample_job / "rank1.pt.trace.json.gz", first.dataset)
+                )
+            )
+            second.start()
+            second.join(timeout=0.5)
+            assert second.is_alive()  # it cannot finish while the lock is held
+            released.set()
+        second.join()
+    assert seen == [True]
+    assert ds.ok_ranks(outcome[0].manifest) == [0, 1]  # type: ignore[attr-defined]
+
+
+def _ingest_one(source: str, dataset: str) -> None:
+    ingest(source, dataset)
+
+
+def test_two_ingests_at_once_into_one_new_dataset_both_land(
+    sample_job: Path, tmp_path: Path
+) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    dataset = tmp_path / "ds"
+    jobs = [
+        context.Process(
+            target=_ingest_one, args=(str(sample_job / f"rank{k}.pt.trace.json.gz"), str(dataset))
+        )
+        for k in (2, 3)
+    ]
+    for job in jobs:
+        job.start()
+    for job in jobs:
+        job.join(timeout=300)
+        assert job.exitcode == 0
+    assert ds.ok_ranks(ds.read_manifest(dataset)) == [2, 3]
+    assert not list(dataset.glob(f".{ds.MARKER}.*"))

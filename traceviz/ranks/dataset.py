@@ -17,7 +17,10 @@ stored dictionary-encoded and read back as pandas categoricals.
 
 Writes are atomic per rank and table: a rank's files are written under ``.tmp/`` and then
 renamed into place; the manifest, written last (also by rename), is what says which ranks are
-whole. Readers read only the ranks the manifest lists as ``ok``.
+whole. Readers read only the ranks the manifest lists as ``ok``. Writers take turns: an ingest
+holds :func:`writer_lock` from reading the manifest to appending its run, so two ingests into
+one dataset (every rank of a job ingesting its own file) both land instead of one manifest
+replacing the other.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -47,6 +51,7 @@ META = "meta"
 META_FILE = "meta.json"
 PART = "part-0.parquet"
 TMP = ".tmp"
+LOCK = ".ingest.lock"
 TRACE_TABLES: tuple[str, ...] = tuple(schema.TABLE_DTYPES)  # kernels, ops, launches, ...
 RANK_TABLES: tuple[str, ...] = ("summary", "kernel_summary", "collectives")
 TABLES: tuple[str, ...] = TRACE_TABLES + RANK_TABLES
@@ -168,11 +173,37 @@ def ensure_dataset(root: Path) -> None:
     if is_dataset(root):
         check_format(root)
         return
-    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+    if root.exists() and (not root.is_dir() or any(map(_foreign, root.iterdir()))):
         raise TraceFormatError(root, "is not empty and not a traceviz ranks dataset")
     root.mkdir(parents=True, exist_ok=True)
-    marker = {"format_version": FORMAT_VERSION, "traceviz_version": __version__}
-    _write_atomic_text(root / MARKER, json.dumps(marker, indent=1))
+    with writer_lock(root):  # two first ingests at once: one writes the marker
+        if not is_dataset(root):
+            marker = {"format_version": FORMAT_VERSION, "traceviz_version": __version__}
+            _write_atomic_text(root / MARKER, json.dumps(marker, indent=1))
+
+
+def _foreign(entry: Path) -> bool:
+    """Not a file a starting dataset holds: its lock, or the marker being written."""
+    return entry.name != LOCK and not entry.name.startswith(f".{MARKER}.")
+
+
+@contextmanager
+def writer_lock(root: Path) -> Iterator[None]:
+    """Hold ``root``'s writer lock (an exclusive ``flock`` on :data:`LOCK`), waiting for
+    another ingest that holds it to finish. Readers never take it: the manifest they read is
+    replaced by rename. The lock goes with the process, so a killed ingest leaves none behind.
+    Without ``fcntl`` (not POSIX) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(root / LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def check_format(root: Path) -> None:

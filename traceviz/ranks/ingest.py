@@ -372,22 +372,46 @@ def ingest(
     (default ``rank[-_=]?(\\d+)``); ``max_bytes`` caps each trace's JSON size
     (``traceviz.load``'s). ``progress(done, failed, total)`` is called after each rank.
     """
-    from traceviz.parse.read import max_bytes as resolve_max_bytes
-
-    started = time.perf_counter()
     sources = expand_inputs(inputs)
     root = Path(cache).expanduser().absolute() if cache else default_dataset(sources)
     try:
         ds.ensure_dataset(root)
     except OSError as err:
         raise UsageError(f"cannot write the dataset at {root}: {err.strerror or err}") from None
+    with ds.writer_lock(root):
+        return _ingest_locked(
+            inputs,
+            sources,
+            root,
+            where_from=(cluster, workers),
+            rank_regex=rank_regex,
+            max_bytes=max_bytes,
+            progress=progress,
+        )
+
+
+def _ingest_locked(
+    inputs: str | Path | Sequence[str | Path],
+    sources: list[Path],
+    root: Path,
+    *,
+    where_from: tuple[Any, int | str | None],
+    rank_regex: str | None,
+    max_bytes: int | None,
+    progress: Progress | None,
+) -> IngestResult:
+    """The ingest proper, under the dataset's writer lock: read the manifest, ingest the
+    changed ranks (``where_from``: the ``cluster`` and ``workers`` of :func:`ingest`), write
+    the manifest, append the run."""
+    from traceviz.parse.read import max_bytes as resolve_max_bytes
+
+    started = time.perf_counter()
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     previous = ds.read_manifest(root)
     cap = resolve_max_bytes(max_bytes)
     plan = _plan(sources, root, previous, rank_regex=rank_regex, max_bytes=cap, now=now)
     where = resolve_where(
-        cluster,
-        workers,
+        *where_from,
         tasks=len(plan.tasks),
         largest_json_bytes=max((_json_size(t) for t in plan.tasks), default=0),
     )
