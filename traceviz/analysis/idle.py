@@ -30,7 +30,14 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz.analysis.blocking import BlockingCalls, blocked_intervals, is_step_span
-from traceviz.analysis.windows import FloatArray, StepWindows, overlap, subtract, union
+from traceviz.analysis.windows import (
+    FloatArray,
+    StepWindows,
+    overlap,
+    prefix_lengths,
+    subtract,
+    union,
+)
 from traceviz.schema import Kernels, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -118,20 +125,25 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
     issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
         Kernels.launch_dur_us
     ].to_numpy(dtype=float)
-    b_lo, b_hi = blocked_intervals(blocking.calls)
+    # by start (stable: ties in row order, as each step's own stable sort had them), so that
+    # a step's activities are one slice, found by two binary searches
+    order = np.argsort(starts, kind="stable")
+    starts, ends, issued = starts[order], ends[order], issued[order]
+    blocked_set = _Blocked(*blocked_intervals(blocking.calls))
     thread = _main_thread(trace)
     ops = _outer_ops(trace, thread)
-    o_lo = ops[Ops.ts_us].to_numpy(dtype=float)
-    o_hi = o_lo + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
+    outer = _OuterOps(ops)
     rows, work, spans = [], [], []
     for i, (step, lo, hi) in enumerate(windows):
-        inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
-        gaps = _gaps(starts[inside], ends[inside], issued[inside], lo, hi)
-        row, wait, blocked = _split(gaps, b_lo, b_hi)
+        first, last = np.searchsorted(starts, [lo, hi], side="left")
+        s, e, iss = starts[first:last], ends[first:last], issued[first:last]
+        inside = (s >= lo) & (s < hi) & np.isfinite(s)
+        gaps = _gaps(s[inside], e[inside], iss[inside], lo, hi)
+        row, wait, blocked = _split(gaps, blocked_set, lo, hi)
         spans.append(blocked)
         row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
         rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
-        work += _cpu_work(o_lo, o_hi, wait, i)
+        work += _cpu_work(outer, wait, i)
     per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
     blocked_spans = (
@@ -158,6 +170,29 @@ _ROW_COLUMNS = [
 ]
 
 
+class _Blocked:
+    """The blocked interval set (sorted, disjoint, µs) and its prefix lengths, computed once
+    for every step's :func:`~traceviz.analysis.windows.overlap`."""
+
+    def __init__(self, lo: FloatArray, hi: FloatArray) -> None:
+        self.lo, self.hi = lo, hi
+        self._prefix = prefix_lengths(lo, hi)
+
+    def overlap(self, lo: FloatArray, hi: FloatArray) -> FloatArray:
+        """Per interval [lo, hi), its overlap with the blocked set, µs."""
+        return overlap(self.lo, self.hi, lo, hi, self._prefix)
+
+    def near(self, lo: float, hi: float) -> tuple[FloatArray, FloatArray]:
+        """The blocked intervals touching [lo, hi] (ends included), as a set: subtracting
+        these from a set inside [lo, hi] gives what subtracting the whole set gives (the
+        others only add points outside it); the whole set when the window is not finite."""
+        if not (np.isfinite(lo) and np.isfinite(hi)):
+            return self.lo, self.hi
+        first = int(np.searchsorted(self.hi, min(lo, hi), side="left"))
+        last = int(np.searchsorted(self.lo, max(lo, hi), side="right"))
+        return self.lo[first:last], self.hi[first:last]
+
+
 def _gaps(s: FloatArray, e: FloatArray, issued: FloatArray, lo: float, hi: float) -> _Gaps:
     """The idle gaps of [lo, hi) around the activities [s, e) (clipped to the window)."""
     if s.size == 0:
@@ -176,14 +211,15 @@ def _gaps(s: FloatArray, e: FloatArray, issued: FloatArray, lo: float, hi: float
 
 
 def _split(
-    gaps: _Gaps, b_lo: FloatArray, b_hi: FloatArray
+    gaps: _Gaps, blocked_set: _Blocked, w_start: float, w_end: float
 ) -> tuple[
     dict[str, float],
     tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
     tuple[FloatArray, FloatArray],
 ]:
     """One step's parts (a row of :class:`IdleParts` columns), its cpu-wait intervals
-    (start, end, position; blocked time removed) and its blocked intervals."""
+    (start, end, position; blocked time removed) and its blocked intervals. The gaps lie in
+    the step window [w_start, w_end]."""
     lo, hi, issued, where = gaps.lo, gaps.hi, gaps.issued, gaps.where
     known = np.isfinite(issued)
     edge = where != BETWEEN
@@ -192,10 +228,10 @@ def _split(
     latency = np.where(known & (issued > lo), hi - wait_end, 0.0)
     between = (hi - lo) - (wait_end - lo) - latency
     wait_lo, wait_hi = lo, wait_end
-    blocked = overlap(b_lo, b_hi, wait_lo, wait_hi)
+    blocked = blocked_set.overlap(wait_lo, wait_hi)
     cpu = (wait_hi - wait_lo) - blocked
     # no known launch for the next activity: where the CPU was blocked, that is the cause
-    unknown = np.where(~known & ~edge, overlap(b_lo, b_hi, lo, hi), 0.0)
+    unknown = np.where(~known & ~edge, blocked_set.overlap(lo, hi), 0.0)
     blocked, between = blocked + unknown, between - unknown
     lead, trail = where == LEADING, where == TRAILING
     row = {
@@ -210,6 +246,7 @@ def _split(
         IdleParts.trail_cpu_wait_us: float(cpu[trail].sum()),
         IdleParts.long_cpu_wait_us: float(cpu[(hi - lo) >= LONG_GAP_US].sum()),
     }
+    b_lo, b_hi = blocked_set.near(w_start, w_end)
     w_lo, w_hi = subtract(*union(wait_lo, wait_hi), b_lo, b_hi)
     pos = np.searchsorted(lo, w_lo, side="right") - 1
     open_lo = np.concatenate([wait_lo, lo[~known & ~edge]])
@@ -264,18 +301,35 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
 _Work = tuple[int, str, npt.NDArray[np.int64], FloatArray]
 
 
+class _OuterOps:
+    """The outer ops' spans [lo, hi) (µs), and whether both ends are sorted (the outer ops
+    never overlap, so they are unless a duration is negative), for :meth:`rows_within`."""
+
+    def __init__(self, ops: pd.DataFrame) -> None:
+        self.lo = ops[Ops.ts_us].to_numpy(dtype=float)
+        self.hi = self.lo + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
+        self.sorted = bool(np.all(np.diff(self.lo) >= 0) and np.all(np.diff(self.hi) >= 0))
+
+    def rows_within(self, start: float, end: float) -> npt.NDArray[np.intp]:
+        """Rows (ascending) whose span ends after ``start`` and begins before ``end``."""
+        if not self.sorted:
+            return np.flatnonzero((self.hi > start) & (self.lo < end))
+        first = int(np.searchsorted(self.hi, start, side="right"))
+        last = int(np.searchsorted(self.lo, end, side="left"))
+        return np.arange(first, max(first, last), dtype=np.intp)
+
+
 def _cpu_work(
-    o_lo: FloatArray,
-    o_hi: FloatArray,
+    outer: _OuterOps,
     wait: tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
     step: int,
 ) -> list[_Work]:
-    """The overlap of the outer ops (spans [o_lo, o_hi), µs) with one step's wait intervals,
-    per gap position."""
+    """The overlap of the outer ops with one step's wait intervals, per gap position."""
     w_lo, w_hi, where = wait
+    o_lo, o_hi = outer.lo, outer.hi
     if o_lo.size == 0 or w_lo.size == 0:
         return []
-    rows = np.flatnonzero((o_hi > w_lo[0]) & (o_lo < w_hi[-1]))
+    rows = outer.rows_within(w_lo[0], w_hi[-1])
     out: list[_Work] = []
     for label in (LEADING, BETWEEN, TRAILING):
         mine = where == label

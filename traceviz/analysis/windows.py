@@ -76,11 +76,24 @@ def union(starts: FloatArray, ends: FloatArray) -> tuple[FloatArray, FloatArray]
     return s[new], out_e
 
 
-def covered(set_starts: FloatArray, set_ends: FloatArray, x: FloatArray) -> FloatArray:
-    """Length of the interval set inside (−∞, x], per x (the set's cumulative measure)."""
+def prefix_lengths(set_starts: FloatArray, set_ends: FloatArray) -> FloatArray:
+    """The set's cumulative lengths: 0, then the running sum of its intervals' lengths, µs
+    (what :func:`covered` needs; compute it once when one set is asked many times)."""
+    return np.concatenate([[0.0], np.cumsum(set_ends - set_starts)])
+
+
+def covered(
+    set_starts: FloatArray,
+    set_ends: FloatArray,
+    x: FloatArray,
+    prefix: FloatArray | None = None,
+) -> FloatArray:
+    """Length of the interval set inside (−∞, x], per x (the set's cumulative measure);
+    ``prefix`` is :func:`prefix_lengths` of the set, when the caller has it already."""
     if set_starts.size == 0:
         return np.zeros(np.shape(x))
-    prefix = np.concatenate([[0.0], np.cumsum(set_ends - set_starts)])
+    if prefix is None:
+        prefix = prefix_lengths(set_starts, set_ends)
     idx = np.searchsorted(set_starts, x, side="right") - 1
     safe = np.clip(idx, 0, None)
     part = np.clip(np.minimum(x, set_ends[safe]) - set_starts[safe], 0.0, None)
@@ -88,11 +101,19 @@ def covered(set_starts: FloatArray, set_ends: FloatArray, x: FloatArray) -> Floa
 
 
 def overlap(
-    set_starts: FloatArray, set_ends: FloatArray, lo: FloatArray, hi: FloatArray
+    set_starts: FloatArray,
+    set_ends: FloatArray,
+    lo: FloatArray,
+    hi: FloatArray,
+    prefix: FloatArray | None = None,
 ) -> FloatArray:
-    """Per interval [lo, hi), its overlap with the interval set, µs."""
+    """Per interval [lo, hi), its overlap with the interval set, µs (``prefix``: as
+    :func:`covered`)."""
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-    return np.clip(covered(set_starts, set_ends, hi) - covered(set_starts, set_ends, lo), 0.0, None)
+    if prefix is None and set_starts.size:
+        prefix = prefix_lengths(set_starts, set_ends)
+    upto_hi = covered(set_starts, set_ends, hi, prefix)
+    return np.clip(upto_hi - covered(set_starts, set_ends, lo, prefix), 0.0, None)
 
 
 def subtract(

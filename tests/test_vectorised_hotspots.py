@@ -1,0 +1,166 @@
+"""The analysis and dashboard hot spots made faster for issue 14 (PERF-BIG) against the plain
+code they replaced, kept here as references: every result must be equal to the last bit, on
+every corpus and sample trace, and on tiny hand-made traces for the edge cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
+from traceviz.analysis import idle as idle_mod
+from traceviz.analysis.blocking import blocked_intervals, blocking_calls
+from traceviz.analysis.windows import StepWindows, overlap, step_windows
+from traceviz.trace import Trace
+
+SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
+    SAMPLES.glob("h200/*/*.pt.trace.json.gz")
+)
+
+
+def _traces() -> list[object]:
+    return [
+        *corpus_params(),
+        *(pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_TRACES),
+    ]
+
+
+def _same(got: object, want: object) -> None:
+    """Equal to the last bit: frames, arrays, tuples of them, scalars."""
+    if isinstance(got, pd.DataFrame):
+        pd.testing.assert_frame_equal(got, want, check_exact=True)  # type: ignore[arg-type]
+    elif isinstance(got, pd.Series):
+        pd.testing.assert_series_equal(got, want, check_exact=True)  # type: ignore[arg-type]
+    elif isinstance(got, np.ndarray):
+        assert isinstance(want, np.ndarray) and got.dtype == want.dtype
+        assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
+    elif isinstance(got, tuple | list):
+        assert isinstance(want, tuple | list) and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            _same(g, w)
+    else:
+        assert got == want or (got != got and want != want), (got, want)
+
+
+# --- references: the code as it was ---------------------------------------------------------
+
+
+class _WholeBlocked(idle_mod._Blocked):
+    """The blocked set as the loop used it: the whole set everywhere, no kept prefix."""
+
+    def overlap(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+        return overlap(self.lo, self.hi, lo, hi)
+
+    def near(self, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+        return self.lo, self.hi
+
+
+class _AllOuterOps(idle_mod._OuterOps):
+    """The outer ops as the loop scanned them: a mask over all of them per step."""
+
+    def rows_within(self, start: float, end: float) -> np.ndarray:
+        return np.flatnonzero((self.hi > start) & (self.lo < end))
+
+
+def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
+    """idle_split as it was: every step masks all kernels, subtracts and measures against the
+    whole blocked set, and scans every outer op."""
+    from traceviz.schema import Kernels
+
+    blocking = blocking_calls(trace)
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    whole = _WholeBlocked(*blocked_intervals(blocking.calls))
+    thread = idle_mod._main_thread(trace)
+    ops = idle_mod._outer_ops(trace, thread)
+    outer = _AllOuterOps(ops)
+    rows, work, spans = [], [], []
+    for i, (step, lo, hi) in enumerate(windows):
+        inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
+        gaps = idle_mod._gaps(starts[inside], ends[inside], issued[inside], lo, hi)
+        row, wait, blocked = idle_mod._split(gaps, whole, lo, hi)
+        spans.append(blocked)
+        row[idle_mod.IdleParts.busy_us] = max((hi - lo) - row[idle_mod.IdleParts.idle_us], 0.0)
+        rows.append({idle_mod.IdleParts.step: step, idle_mod.IdleParts.wall_us: hi - lo, **row})
+        work += idle_mod._cpu_work(outer, wait, i)
+    columns = [idle_mod.IdleParts.step, idle_mod.IdleParts.wall_us, *idle_mod._ROW_COLUMNS]
+    per_step = pd.DataFrame(rows, columns=columns)
+    per_step[idle_mod.IdleParts.step] = per_step[idle_mod.IdleParts.step].astype("Int64")
+    blocked_spans = (
+        np.concatenate([b[0] for b in spans]),
+        np.concatenate([b[1] for b in spans]),
+    )
+    return idle_mod.IdleSplit(
+        per_step=per_step,
+        cpu_work=idle_mod._work_table(ops, work),
+        main_thread=thread,
+        blocked_spans=idle_mod.union(*blocked_spans),
+    )
+
+
+def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
+    windows = step_windows(trace)
+    got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
+    want = _idle_split_loop(trace, windows)
+    _same(got.per_step, want.per_step)
+    _same(got.cpu_work, want.cpu_work)
+    _same(got.blocked_spans, want.blocked_spans)
+    assert got.main_thread == want.main_thread
+    return got
+
+
+# --- real traces ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_hot_spots_match_the_code_they_replaced_on_real_traces(path: Path) -> None:
+    trace = load_trace(path)
+    split = _check_idle(trace)
+    # what is credited never exceeds what was measured
+    per_step = split.per_step
+    parts = per_step[list(idle_mod.PARTS)].sum(axis=1).to_numpy()
+    assert np.all(parts <= per_step[idle_mod.IdleParts.idle_us].to_numpy() * (1 + 1e-9) + 1e-6)
+    assert split.total(idle_mod.IdleParts.idle_us) <= split.total(idle_mod.IdleParts.wall_us)
+
+
+def test_real_traces_have_blocked_and_cpu_wait_time() -> None:
+    """The idle comparison above is not vacuous: a corpus trace has several steps, blocked
+    time and CPU work named in the waits."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    trace = load_trace(CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz")
+    split = _check_idle(trace)
+    assert len(split.per_step) > 1
+    assert split.total(idle_mod.IdleParts.cpu_wait_us) > 0
+    assert len(split.cpu_work) > 0
+
+
+# --- edge cases -----------------------------------------------------------------------------
+
+
+def test_idle_split_ties_nan_starts_and_blocking_across_steps(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    """Kernels tied on their start, a sync spanning a step boundary, a step with no kernel."""
+    events = [
+        op("ProfilerStep#1", 0, 1000),
+        op("ProfilerStep#2", 1000, 1000),
+        op("ProfilerStep#3", 2000, 500),
+        op("outer", 5, 300),
+        launch("cudaLaunchKernel", 10, 5, 1),
+        launch("cudaLaunchKernel", 20, 5, 2),
+        kernel("k1", 400, 50, 1),
+        kernel("k2", 400, 80, 2),  # same start as k1
+        launch("cudaStreamSynchronize", 900, 300, 99),  # blocks across the step boundary
+        launch("cudaLaunchKernel", 1250, 5, 3),
+        kernel("k3", 1300, 20, 3),
+    ]
+    trace = load_trace(tmp_trace(events))
+    split = _check_idle(trace)
+    assert len(split.per_step) == 3
+    assert split.total(idle_mod.IdleParts.blocked_us) > 0
