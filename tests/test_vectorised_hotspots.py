@@ -12,8 +12,10 @@ import pytest
 
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis import idle as idle_mod
+from traceviz.analysis import kernel_kinds as kinds_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
 from traceviz.analysis.windows import StepWindows, overlap, step_windows
+from traceviz.schema import Kernels, Ops
 from traceviz.trace import Trace
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
@@ -105,6 +107,40 @@ def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
     )
 
 
+def _classify_kind_loop(name: str) -> kinds_mod.KernelKind:
+    """classify_kind as it was: every name through the case-insensitive rules, nothing kept."""
+    if not isinstance(name, str):
+        return kinds_mod.KernelKind.OTHER
+    fused = kinds_mod.fused_kernel_ops(name)
+    if fused is not None:
+        return kinds_mod._inductor_kind(fused)
+    if kinds_mod._NAMESPACED.match(name):
+        base = kinds_mod.eager_op_base(name, strip_inplace=True)
+        for rule in kinds_mod.OP_KIND_RULES:
+            if rule.pattern.fullmatch(base):
+                return rule.kind
+        if name.startswith("aten::"):
+            return kinds_mod.KernelKind.OTHER
+    for rule in kinds_mod.KIND_RULES:
+        if rule.pattern.search(name):
+            return rule.kind
+    return kinds_mod.KernelKind.OTHER
+
+
+def _check_kinds(trace: Trace) -> set[str]:
+    """Every distinct kernel and op name of ``trace`` (and its upper/lower-cased forms) gets
+    the kind the plain rules give; returns the kinds seen."""
+    names = {str(n) for n in trace.kernels[Kernels.name].dropna().unique()}
+    names |= {str(n) for n in trace.ops[Ops.name].dropna().unique()}
+    seen = set()
+    for name in sorted(names):
+        for variant in (name, name.upper(), name.lower(), name.swapcase()):
+            kind = kinds_mod.classify_kind(variant)
+            assert kind is _classify_kind_loop(variant), variant
+            seen.add(kind.value)
+    return seen
+
+
 def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
     windows = step_windows(trace)
     got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
@@ -122,6 +158,7 @@ def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
 @pytest.mark.parametrize("path", _traces())
 def test_hot_spots_match_the_code_they_replaced_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
+    _check_kinds(trace)
     split = _check_idle(trace)
     # what is credited never exceeds what was measured
     per_step = split.per_step
@@ -142,7 +179,35 @@ def test_real_traces_have_blocked_and_cpu_wait_time() -> None:
     assert len(split.cpu_work) > 0
 
 
+def test_real_names_cover_most_kinds() -> None:
+    """The kind comparison above is not vacuous: corpus names reach most kinds."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    seen: set[str] = set()
+    for name in ("a100_eager_train_control.json.gz", "v100_resnet50_eager_train_2021.json.gz"):
+        seen |= _check_kinds(load_trace(CORPUS / "nvidia" / name))
+    assert {"gemm", "conv", "pointwise", "reduction", "normalization", "copy"} <= seen
+
+
 # --- edge cases -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "Kelvin_\u212a_gemm",  # not ASCII: the case-insensitive rules, as before
+        "GEMM_\u017f",
+        "SOFTMAX_WARP_FORWARD",
+        "void at::native::ReduceOp<float>",
+        "CatArrayBatchedCopy",
+        "nchwToNhwcKernel",
+        "fbgemm_only",  # the look-behind
+        "",
+    ],
+)
+def test_kind_of_unusual_names_matches_the_rules(name: str) -> None:
+    assert kinds_mod.classify_kind(name) is _classify_kind_loop(name)
+    assert kinds_mod.classify_kind(name) is kinds_mod.classify_kind(name)  # remembered
 
 
 def test_idle_split_ties_nan_starts_and_blocking_across_steps(tmp_trace) -> None:  # type: ignore[no-untyped-def]
