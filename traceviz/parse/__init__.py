@@ -1,6 +1,8 @@
 """Chrome/Kineto JSON traces → :class:`~traceviz.trace.Trace` (typed tables).
 
-``read`` turns the file into bytes, ``events`` gives those bytes a typed shape for msgspec,
+``read`` turns the file into bytes, ``events`` gives those bytes a typed shape for msgspec
+(or ``native`` scans them into columns with the optional C scanner; ``source`` gives the
+builders one way to read either),
 ``routing`` sends each event to a table, ``tables`` builds each table's columns, ``nesting``
 and ``link`` connect kernels to launches and ops, ``regions`` finds compiled regions and
 steps, ``cpu_kernels`` says which CPU ops are kernels on a CPU-only trace, ``meta`` collects
@@ -12,7 +14,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from traceviz.parse import readers
+from traceviz.parse import native, readers
 from traceviz.parse.build import build_trace_batches
 from traceviz.parse.cache import CacheOption, lookup, with_source
 from traceviz.parse.read import check_json_bytes, decode_batches, read_bytes
@@ -58,8 +60,12 @@ def _parse(source: Path, max_bytes: int | None) -> tuple[Trace, int]:
         reader = readers.reader_for(source, data)  # parse/readers.py: one per trace format
         if reader is not readers.KINETO:
             return reader.read(source, data), json_bytes
-        # Kineto inline, a batch of events at a time: the JSON bytes are freed as soon as
-        # the last batch is decoded, before the tables are built.
+        # Kineto: the native scanner's columns when it is built and the file is usual
+        # (parse/native.py), else the Python way, a batch of events at a time: the JSON
+        # bytes are freed as soon as the last batch is decoded, before the tables are built.
+        trace = native.parse_native(source, data)
+        if trace is not None:
+            return trace, json_bytes
         batches, _, doc = decode_batches(source, data)
         del data
         return build_trace_batches(source, batches, doc), json_bytes

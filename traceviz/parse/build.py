@@ -1,15 +1,15 @@
 """From decoded events to a :class:`~traceviz.trace.Trace`: route, build tables, link, count.
 
-Events come in batches (:func:`traceviz.parse.read.decode_batches`): each batch is routed and
-its columns taken before the next batch is decoded, so memory holds one batch of event objects
-plus compact columns, never a million event objects at once.
+Events come in batches (:func:`traceviz.parse.read.decode_batches`, or the native scanner's
+columns: :mod:`traceviz.parse.native`), each an :class:`~traceviz.parse.source.EventSource`:
+each batch is routed and its columns taken before the next batch is decoded, so memory holds
+one batch of events plus compact columns, never a million event objects at once.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from operator import attrgetter, itemgetter
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,10 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.parse import cpu_kernels, durations, link, meta, read, regions, routing, tables
-from traceviz.parse.columns import ColumnSet, _hashable
+from traceviz.parse.columns import ColumnSet
 from traceviz.parse.events import Event, TraceHeader
+from traceviz.parse.source import EventSource
+from traceviz.parse.structs import StructSource
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
@@ -41,7 +43,7 @@ def build_trace_batches(
     only one batch of event objects is alive at a time."""
     collector = Collector()
     for events in batches:
-        collector.add(events)
+        collector.add(StructSource(events))
         del events
     return collector.trace(path, doc)
 
@@ -58,7 +60,7 @@ class Collector:
         self.columns = {label: ColumnSet() for label in routing.TABLES}
         self.thread_pairs = ColumnSet()  # (pid, tid) codes per CPU-side table, one numbering
 
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: EventSource) -> None:
         """Route one batch and take its columns."""
         self.events_in += len(events)
         dest_codes, dest_labels, pairs = routing.route(events)
@@ -68,19 +70,20 @@ class Collector:
         for label, rows in rows_of.items():
             if label.startswith("ignored:"):
                 self.ignored[label.removeprefix("ignored:")] += len(rows)
-        processes, threads = meta.names_from_metadata(events, _rows(rows_of, "ignored:metadata"))
+        metadata = events.take(_rows(rows_of, "ignored:metadata"))
+        processes, threads = meta.names_from_metadata(metadata)
         self.processes.update(processes)
         self.thread_names.update(threads)
-        parts = {label: _take(events, _rows(rows_of, label)) for label in routing.TABLES}
+        parts = {label: events.take(_rows(rows_of, label)) for label in routing.TABLES}
         # Negative or infinite durations are not measurements: counted as ignored, no row.
         durations.drop_impossible(parts, durations.TIMED_TABLES, self.ignored)
         for label, add in ADDERS.items():
-            if parts[label]:
+            if len(parts[label]):
                 add(self.columns[label], parts[label])
         numbering = self.thread_pairs.numbering("pairs")
         for label in ON_CPU:
-            if parts[label]:
-                codes = _pair_codes(numbering, parts[label])
+            if len(parts[label]):
+                codes = parts[label].pair_codes(numbering, "pid", "tid")
                 self.thread_pairs.add_array(label, codes)
 
     def threads(self) -> dict[str, pd.Categorical]:
@@ -152,7 +155,7 @@ class Collector:
 
 
 ON_CPU = (routing.OPS, routing.LAUNCHES, routing.SPANS, routing.MEMORY)
-ADDERS: dict[str, Callable[[ColumnSet, list[Event]], None]] = {
+ADDERS: dict[str, Callable[[ColumnSet, EventSource], None]] = {
     routing.KERNELS: tables.add_kernels,
     routing.OPS: tables.add_ops,
     routing.LAUNCHES: tables.add_launches,
@@ -173,14 +176,6 @@ def _rows(rows_of: dict[str, np.ndarray], label: str) -> np.ndarray:
     return rows_of.get(label, np.empty(0, dtype=np.int64))
 
 
-def _take(events: list[Event], rows: np.ndarray) -> list[Event]:
-    if len(rows) == 0:
-        return []
-    if len(rows) == 1:
-        return [events[int(rows[0])]]
-    return list(itemgetter(*rows.tolist())(events))
-
-
 def _rows_by_destination(codes: np.ndarray, labels: list[str]) -> dict[str, np.ndarray]:
     """Event rows per destination label, in input order (one pass per label: few labels)."""
     names = list(dict.fromkeys(labels))
@@ -190,24 +185,14 @@ def _rows_by_destination(codes: np.ndarray, labels: list[str]) -> dict[str, np.n
 
 
 def _split_instants(
-    events: list[Event], rows_of: dict[str, np.ndarray], ignored: Counter[str]
+    events: EventSource, rows_of: dict[str, np.ndarray], ignored: Counter[str]
 ) -> None:
     """Instants named ``[memory]`` go to the memory table; the rest are counted as ignored."""
     instants = rows_of.pop(routing.INSTANT, np.empty(0, dtype=np.int64))
-    names = np.array([events[i].name == routing.MEMORY_EVENT_NAME for i in instants], dtype=bool)
+    names = events.take(instants).equals("name", routing.MEMORY_EVENT_NAME)
     rows_of[routing.MEMORY] = instants[names] if len(instants) else instants
     if len(instants) and (~names).any():
         ignored["instant"] += int((~names).sum())
-
-
-def _pair_codes(numbering: dict[Any, int], events: Sequence[Event]) -> np.ndarray:
-    """Codes of the events' (pid, tid) pairs in ``numbering`` (shared by every batch)."""
-    pairs = zip(map(attrgetter("pid"), events), map(attrgetter("tid"), events), strict=True)
-    try:
-        return np.fromiter(map(numbering.__getitem__, pairs), dtype=np.int64, count=len(events))
-    except TypeError:  # an unhashable pid or tid (a list): compared as text
-        fixed = [_hashable(p) for p in map(attrgetter("pid", "tid"), events)]
-        return np.fromiter(map(numbering.__getitem__, fixed), dtype=np.int64, count=len(fixed))
 
 
 def _thread_codes(codes: np.ndarray, pairs: list[Any]) -> tuple[np.ndarray, list[str]]:

@@ -11,13 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
 import pandas as pd
 
 from traceviz.parse.events import MISSING_INT, Event
+
+if TYPE_CHECKING:
+    from traceviz.parse.source import EventSource
 
 
 def field(events: Sequence[Event], name: str) -> list[Any]:
@@ -250,6 +253,18 @@ class ColumnSet:
         codes = _encode(self._numberings.setdefault(name, _Numbering()), values)
         self._add(name, codes)
         return codes
+
+    def add_from(self, name: str, events: EventSource, field: str = "") -> np.ndarray:
+        """Number the values of ``field`` (default: ``name``) of ``events`` in this column's
+        dictionary, as :meth:`add_codes` of those values; returns this batch's codes."""
+        codes = events.codes(self.numbering(name), field or name)
+        self._add(name, codes)
+        return codes
+
+    def add_raw_from(self, name: str, events: EventSource, fallback: str = "") -> None:
+        """Number the raw JSON text (``bytes``) of field ``name`` of ``events`` (``fallback``'s
+        where ``name`` is absent) in this column's dictionary."""
+        self._add(name, events.raw_codes(self.numbering(name), name, fallback))
 
     def numbering(self, name: str) -> dict[Any, int]:
         """The value → code dictionary of a text column so far."""

@@ -13,30 +13,29 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from traceviz.parse.columns import Lazy, floats, streamed
-from traceviz.parse.events import Event
 from traceviz.parse.routing import KERNELS, LAUNCHES, OPS, SPANS
+from traceviz.parse.source import EventSource
 
 BAD_DURATION = "bad_duration"
 TIMED_TABLES = (KERNELS, OPS, LAUNCHES, SPANS)  # the tables of complete ("X") events
 
 
-def impossible(events: list[Event]) -> np.ndarray:
+def impossible(events: EventSource) -> np.ndarray:
     """Boolean mask: the events whose ``dur`` is negative or ±infinite."""
-    durs = streamed(Lazy(events, "dur"), np.float64, floats)
+    durs = events.floats("dur")
     return (durs < 0) | np.isinf(durs)
 
 
 def drop_impossible(
-    parts: dict[str, list[Event]], labels: Iterable[str], ignored: Counter[str]
+    parts: dict[str, EventSource], labels: Iterable[str], ignored: Counter[str]
 ) -> None:
     """Remove the events of impossible duration from ``parts[label]`` for each label (in
     place) and count them in ``ignored[BAD_DURATION]``."""
     for label in labels:
         events = parts[label]
-        if not events:
+        if not len(events):
             continue
         bad = impossible(events)
         if bad.any():
-            parts[label] = [events[i] for i in np.flatnonzero(~bad)]
+            parts[label] = events.take(np.flatnonzero(~bad))
             ignored[BAD_DURATION] += int(bad.sum())

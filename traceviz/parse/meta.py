@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceviz.parse.events import Event, TraceHeader
+from traceviz.parse.events import TraceHeader
+from traceviz.parse.source import EventSource
 from traceviz.schema import DeviceKind, Launches
 
 VERSION_KEYS = (
@@ -54,19 +55,18 @@ def device_list(doc: TraceHeader | None) -> list[dict[str, Any]]:
     return [d for d in props if isinstance(d, dict)] if isinstance(props, list) else []
 
 
-def names_from_metadata(events: Sequence[Event], rows: np.ndarray) -> tuple[dict, dict]:
+def names_from_metadata(events: EventSource) -> tuple[dict, dict]:
     """process_name / thread_name metadata events → (pid → name, "pid/tid" → name)."""
     processes: dict[str, str] = {}
     threads: dict[str, str] = {}
-    for i in rows:
-        event = events[i]
-        label = event.args.label
+    columns = (events.values(f) for f in ("label", "name", "pid", "tid"))
+    for label, name, pid, tid in zip(*map(list, columns), strict=True):
         if not isinstance(label, str):
             continue
-        if event.name == "process_name":
-            processes[str(event.pid)] = label
-        elif event.name == "thread_name":
-            threads[f"{event.pid}/{event.tid}"] = label
+        if name == "process_name":
+            processes[str(pid)] = label
+        elif name == "thread_name":
+            threads[f"{pid}/{tid}"] = label
     return processes, threads
 
 

@@ -6,13 +6,11 @@ checked: see ``Trace.stats``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from traceviz.parse.columns import factorize_pairs
-from traceviz.parse.events import Event
+from traceviz.parse.columns import _Numbering
 from traceviz.schema import ActivityKind, OpCategory
 
 DEVICE_CATEGORIES: dict[str, ActivityKind] = {
@@ -32,6 +30,9 @@ OP_CATEGORIES: dict[str, OpCategory] = {
 LAUNCH_CATEGORIES = frozenset({"cuda_runtime", "cuda_driver", "Runtime", "Driver"})
 LEGACY_CATEGORIES = frozenset({"Operator", "Runtime", "Kernel", "Memcpy", "Memset"})
 MEMORY_EVENT_NAME = "[memory]"
+
+if TYPE_CHECKING:
+    from traceviz.parse.source import EventSource
 
 KERNELS, OPS, LAUNCHES, SPANS, MEMORY = "kernels", "ops", "launches", "spans", "memory"
 TABLES = (KERNELS, OPS, LAUNCHES, SPANS, MEMORY)
@@ -64,8 +65,10 @@ def destination(ph: Any, cat: Any) -> str:
     return f"ignored:phase_{ph}"
 
 
-def route(events: Sequence[Event]) -> tuple[np.ndarray, list[str], list[tuple[Any, Any]]]:
+def route(events: EventSource) -> tuple[np.ndarray, list[str], list[tuple[Any, Any]]]:
     """Destination code per event, the destination label of each code, and each code's
-    (phase, category) pair."""
-    codes, pairs = factorize_pairs(events, "ph", "cat")
+    (phase, category) pair (pairs numbered in order of first appearance)."""
+    numbering = _Numbering()
+    codes = events.pair_codes(numbering, "ph", "cat")
+    pairs = list(numbering)
     return codes, [destination(ph, cat) for ph, cat in pairs], pairs

@@ -9,25 +9,16 @@ table only holds what its own events say.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from traceviz.parse import nesting
-from traceviz.parse.columns import (
-    ColumnSet,
-    Lazy,
-    Values,
-    arg_field,
-    field,
-    int64s,
-    map_categories,
-    streamed,
-)
-from traceviz.parse.events import MISSING_INT, NO_RAW, Event
+from traceviz.parse.columns import ColumnSet, map_categories
+from traceviz.parse.events import MISSING_INT
 from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
+from traceviz.parse.source import EventSource
 from traceviz.schema import (
     ActivityKind,
     Kernels,
@@ -58,26 +49,17 @@ def thread_column(codes: np.ndarray, labels: list[str]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
 
 
-def _ints(values: Values) -> np.ndarray:
-    """int64 values, ``MISSING_INT`` where absent or unusable (see ``nullable_ints``)."""
-    return streamed(values, np.int64, int64s)
-
-
 def _first_present(primary: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """``primary`` where present, else ``fallback`` (``MISSING_INT`` marks absent)."""
     return np.where(primary == MISSING_INT, fallback, primary)
 
 
-def external_ids(args: Sequence[Any]) -> np.ndarray:
+def external_ids(events: EventSource) -> np.ndarray:
     """``External id`` (or the oldest schema's ``external id``); Kineto's 0 means none
     (``MISSING_INT`` where absent)."""
-    ids = _first_present(_ints(Lazy(args, "external_id")), _ints(Lazy(args, "external_id_legacy")))
+    ids = _first_present(events.ints("external_id"), events.ints("external_id_legacy"))
     ids[ids == 0] = MISSING_INT
     return ids
-
-
-def _raw(args: Sequence[Any], name: str) -> list[bytes]:
-    return list(map(bytes, arg_field(args, name)))
 
 
 def sorted_categorical(codes: np.ndarray, uniques: list[Any]) -> pd.Categorical[Any]:
@@ -90,28 +72,25 @@ def sorted_categorical(codes: np.ndarray, uniques: list[Any]) -> pd.Categorical[
     return pd.Categorical.from_codes(lookup[codes], categories=pd.Index(kept))
 
 
-def add_kernels(cols: ColumnSet, events: Sequence[Event]) -> None:
+def add_kernels(cols: ColumnSet, events: EventSource) -> None:
     """One batch of device activities (kernels, memcpy, memset)."""
-    args = field(events, "args")
     cols.rows += len(events)
-    cats = cols.add_codes("cat", Lazy(events, "cat"))
-    names = field(events, "name")
-    cols.add_codes("name", names)
-    pids, tids = _ints(Lazy(events, "pid")), _ints(Lazy(events, "tid"))
-    cols.add_array("device", _first_present(_ints(Lazy(args, "device")), pids))
-    cols.add_array("stream", _first_present(_ints(Lazy(args, "stream")), tids))
-    cols.add_floats("ts", Lazy(events, "ts"))
-    cols.add_floats("dur", Lazy(events, "dur"))
-    cols.add_ints("correlation", Lazy(args, "correlation"))
-    cols.add_array("external_id", external_ids(args))
-    cols.add_codes("grid", _raw(args, "grid"))
-    cols.add_codes("block", _raw(args, "block"))
-    cols.add_ints("registers", Lazy(args, "registers"))
-    cols.add_ints("shared_memory", Lazy(args, "shared_memory"))
-    cols.add_floats("occupancy", Lazy(args, "occupancy"))
-    cols.add_ints("bytes", Lazy(args, "bytes"))
+    cats = cols.add_from("cat", events)
+    cols.add_from("name", events)
+    cols.add_array("device", _first_present(events.ints("device"), events.ints("pid")))
+    cols.add_array("stream", _first_present(events.ints("stream"), events.ints("tid")))
+    cols.add_array("ts", events.floats("ts"))
+    cols.add_array("dur", events.floats("dur"))
+    cols.add_array("correlation", events.ints("correlation"))
+    cols.add_array("external_id", external_ids(events))
+    cols.add_raw_from("grid", events)
+    cols.add_raw_from("block", events)
+    cols.add_array("registers", events.ints("registers"))
+    cols.add_array("shared_memory", events.ints("shared_memory"))
+    cols.add_array("occupancy", events.floats("occupancy"))
+    cols.add_array("bytes", events.ints("bytes"))
     copies = [code for cat, code in cols.numbering("cat").items() if _is_memcpy(cat)]
-    cols.add_codes("copy_kind", _copy_kinds(np.isin(cats, copies), names, args))
+    cols.add_codes("copy_kind", _copy_kinds(np.isin(cats, copies), events))
 
 
 def _is_memcpy(cat: Any) -> bool:
@@ -162,15 +141,16 @@ def kernel_table(cols: ColumnSet) -> pd.DataFrame:
     )
 
 
-def _copy_kinds(is_copy: np.ndarray, names: list[Any], args: Sequence[Any]) -> list[str | None]:
+def _copy_kinds(is_copy: np.ndarray, events: EventSource) -> list[str | None]:
     """Memcpy direction from ``args.kind`` ("HtoD") or from the name ("Memcpy HtoD (...)")."""
-    out: list[str | None] = [None] * len(names)
-    for i in np.flatnonzero(is_copy).tolist():
-        kind = args[i].kind
+    out: list[str | None] = [None] * len(events)
+    rows = np.flatnonzero(is_copy)
+    copies = events.take(rows)
+    kinds, names = list(copies.values("kind")), list(copies.values("name"))
+    for i, kind, name in zip(rows.tolist(), kinds, names, strict=True):
         if isinstance(kind, str) and COPY_DIRECTION.fullmatch(kind):
             out[i] = kind
         else:
-            name = names[i]
             match = COPY_DIRECTION.search(name if isinstance(name, str) else _text(name))
             out[i] = match.group(1) if match else None
     return out
@@ -181,23 +161,23 @@ def _text(value: Any) -> str:
     return "nan" if value is None else str(value)
 
 
-def add_ops(cols: ColumnSet, events: Sequence[Event]) -> None:
+def add_ops(cols: ColumnSet, events: EventSource) -> None:
     """One batch of CPU-side ops."""
-    args = field(events, "args")
     cols.rows += len(events)
-    cols.add_codes("name", Lazy(events, "name"))
-    cols.add_codes("cat", Lazy(events, "cat"))
-    cols.add_floats("ts", Lazy(events, "ts"))
-    cols.add_floats("dur", Lazy(events, "dur"))
-    cols.add_array("external_id", external_ids(args))
-    cols.add_ints("sequence_number", Lazy(args, "sequence_number"))
-    cols.add_ints("fwd_thread_id", Lazy(args, "fwd_thread_id"))
-    cols.add_codes("input_dims", _input_dims(args))
-    cols.add_codes("input_types", _raw(args, "input_types"))
-    cols.add_codes("concrete_inputs", _raw(args, "concrete_inputs"))
-    cols.add_codes("kernel_backend", Lazy(args, "kernel_backend"))
-    cols.add_codes("kernel_file", Lazy(args, "kernel_file"))
-    cols.add_floats("kernel_num_gb", Lazy(args, "kernel_num_gb"))
+    cols.add_from("name", events)
+    cols.add_from("cat", events)
+    cols.add_array("ts", events.floats("ts"))
+    cols.add_array("dur", events.floats("dur"))
+    cols.add_array("external_id", external_ids(events))
+    cols.add_array("sequence_number", events.ints("sequence_number"))
+    cols.add_array("fwd_thread_id", events.ints("fwd_thread_id"))
+    # the oldest schema's "Input dims" where there is no "Input Dims"
+    cols.add_raw_from("input_dims", events, fallback="input_dims_legacy")
+    cols.add_raw_from("input_types", events)
+    cols.add_raw_from("concrete_inputs", events)
+    cols.add_from("kernel_backend", events)
+    cols.add_from("kernel_file", events)
+    cols.add_array("kernel_num_gb", events.floats("kernel_num_gb"))
 
 
 def op_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
@@ -232,14 +212,6 @@ def op_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
     frame = frame.take(order).reset_index(drop=True)
     add_nesting(frame)
     return frame
-
-
-def _input_dims(args: Sequence[Any]) -> list[bytes]:
-    dims = arg_field(args, "input_dims")
-    legacy = arg_field(args, "input_dims_legacy")
-    if legacy.count(NO_RAW) == len(legacy):  # no oldest-schema "Input dims": nothing to merge
-        return list(map(bytes, dims))
-    return [bytes(d if len(d) else old) for d, old in zip(dims, legacy, strict=True)]
 
 
 def add_nesting(ops: pd.DataFrame) -> None:
@@ -288,15 +260,14 @@ def launch_class(name: str) -> LaunchClass:
     return LaunchClass.OTHER
 
 
-def add_launches(cols: ColumnSet, events: Sequence[Event]) -> None:
+def add_launches(cols: ColumnSet, events: EventSource) -> None:
     """One batch of runtime/driver API calls."""
-    args = field(events, "args")
     cols.rows += len(events)
-    cols.add_codes("name", Lazy(events, "name"))
-    cols.add_floats("ts", Lazy(events, "ts"))
-    cols.add_floats("dur", Lazy(events, "dur"))
-    cols.add_ints("correlation", Lazy(args, "correlation"))
-    cols.add_array("external_id", external_ids(args))
+    cols.add_from("name", events)
+    cols.add_array("ts", events.floats("ts"))
+    cols.add_array("dur", events.floats("dur"))
+    cols.add_array("correlation", events.ints("correlation"))
+    cols.add_array("external_id", external_ids(events))
 
 
 def launch_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
@@ -322,15 +293,14 @@ def launch_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
     )
 
 
-def add_spans(cols: ColumnSet, events: Sequence[Event]) -> None:
+def add_spans(cols: ColumnSet, events: EventSource) -> None:
     """One batch of other complete events."""
-    args = field(events, "args")
     cols.rows += len(events)
-    cols.add_codes("cat", Lazy(events, "cat"))
-    cols.add_codes("name", Lazy(events, "name"))
-    cols.add_floats("ts", Lazy(events, "ts"))
-    cols.add_floats("dur", Lazy(events, "dur"))
-    cols.add_array("external_id", external_ids(args))
+    cols.add_from("cat", events)
+    cols.add_from("name", events)
+    cols.add_array("ts", events.floats("ts"))
+    cols.add_array("dur", events.floats("dur"))
+    cols.add_array("external_id", external_ids(events))
 
 
 def span_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
@@ -347,12 +317,11 @@ def span_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
     )
 
 
-def add_memory(cols: ColumnSet, events: Sequence[Event]) -> None:
+def add_memory(cols: ColumnSet, events: EventSource) -> None:
     """One batch of ``[memory]`` allocator instants."""
-    args = field(events, "args")
     cols.rows += len(events)
-    cols.add_floats("ts", Lazy(events, "ts"))
-    type_codes = _ints(Lazy(args, "device_type"))
+    cols.add_array("ts", events.floats("ts"))
+    type_codes = events.ints("device_type")
     cols.add_codes(
         "device_type",
         [
@@ -360,10 +329,10 @@ def add_memory(cols: ColumnSet, events: Sequence[Event]) -> None:
             for code in type_codes.tolist()
         ],
     )
-    cols.add_ints("device_id", Lazy(args, "device_id"))
-    cols.add_ints("mem_bytes", Lazy(args, "mem_bytes"))
-    cols.add_ints("total_allocated", Lazy(args, "total_allocated"))
-    cols.add_ints("total_reserved", Lazy(args, "total_reserved"))
+    cols.add_array("device_id", events.ints("device_id"))
+    cols.add_array("mem_bytes", events.ints("mem_bytes"))
+    cols.add_array("total_allocated", events.ints("total_allocated"))
+    cols.add_array("total_reserved", events.ints("total_reserved"))
 
 
 def memory_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:

@@ -1,0 +1,311 @@
+"""Parsing through the native scanner: columns straight from the JSON bytes, no event objects.
+
+The optional C extension ``traceviz.parse._scan`` reads ``traceEvents`` a batch at a time and
+hands back, per field (the top-level keys of :class:`~traceviz.parse.events.Event`, then the
+keys of its ``args``), one kind byte and one 8-byte value per event: absent, null, an int64, a
+float64, a code into the scanner's distinct strings, or a code into its distinct raw JSON texts
+(``Input Dims``, ``grid``). :class:`NativeSource` turns those columns into the arrays the table
+builders want (:class:`~traceviz.parse.source.EventSource`) exactly as the Python path would:
+numbers and text of the usual kinds by NumPy, any other mix of kinds in a field by first
+making that field's Python values, exactly as msgspec decodes them, and converting those the
+Python path's way.
+
+The scanner either gives what msgspec would give or raises ``_scan.Unsupported`` (NaN literals,
+``true`` where a number belongs, integers beyond int64, invalid JSON, ...): then
+:func:`parse_native` gives ``None`` and :func:`traceviz.parse.load_trace` parses the file the
+Python way, whose tables are the same, and whose errors name the file and the problem.
+``TRACEVIZ_NATIVE=0`` turns the scanner off.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from traceviz.parse import read
+from traceviz.parse.build import Collector
+from traceviz.parse.columns import _encode, floats, int64s
+from traceviz.parse.events import MISSING_INT, Args, RawTraceDocument, TraceEvent
+from traceviz.parse.structs import pairs_encoded, raw_bytes
+from traceviz.trace import Trace
+
+__all__ = ["NATIVE_ENV", "NativeSource", "parse_native", "scanner_module"]
+
+NATIVE_ENV = "TRACEVIZ_NATIVE"
+# Events scanned into columns at a time (kinds and values: 9 bytes a field, 34 fields: about
+# 20 MB a batch at this size); chosen by measurement (benchmarks/parse.py, 10x file).
+BATCH_EVENTS = 65536
+
+ABSENT, NULL, INT, FLOAT, STR, RAW = range(6)  # the scanner's kind codes
+_NONE_KINDS = 1 << ABSENT | 1 << NULL
+_NUMBER_KINDS = _NONE_KINDS | 1 << INT | 1 << FLOAT
+_INT_KINDS = _NONE_KINDS | 1 << INT
+_TEXT_KINDS = _NONE_KINDS | 1 << STR
+
+_ARG_INFO = msgspec.structs.fields(Args)
+TOP_KEYS: tuple[str, ...] = tuple(f.encode_name for f in msgspec.structs.fields(TraceEvent))
+ARG_KEYS: tuple[str, ...] = tuple(f.encode_name for f in _ARG_INFO)
+RAW_KEYS: frozenset[str] = frozenset(f.encode_name for f in _ARG_INFO if f.type is msgspec.Raw)
+# Python field name -> (column number j in the scanner's output, value when absent)
+FIELDS: dict[str, tuple[int, Any]] = {
+    **{f.name: (j, f.default) for j, f in enumerate(msgspec.structs.fields(TraceEvent))},
+    **{f.name: (len(TOP_KEYS) + j, f.default) for j, f in enumerate(_ARG_INFO)},
+}
+
+_log = logging.getLogger(__name__)
+_UNSET: Any = object()
+_module: Any = _UNSET
+
+
+def scanner_module() -> Any:
+    """The ``_scan`` extension module, or ``None`` when it is not built or
+    ``TRACEVIZ_NATIVE=0``."""
+    global _module
+    if os.environ.get(NATIVE_ENV, "").strip() == "0":
+        return None
+    if _module is _UNSET:
+        try:
+            from traceviz.parse import _scan  # type: ignore[attr-defined]
+        except ImportError:
+            _module = None
+        else:
+            _module = _scan
+    return _module
+
+
+def parse_native(path: Path, data: bytes | bytearray, module: Any = None) -> Trace | None:
+    """The trace of a Kineto JSON document, scanned by ``module`` (default
+    :func:`scanner_module`), or ``None`` when there is no scanner or it found the file unusual
+    (the caller then parses it the Python way; the result would be the same)."""
+    module = module if module is not None else scanner_module()
+    if module is None:
+        return None
+    view, _ = read._document(data)
+    try:
+        scanner = module.Scanner(view, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+        collector = Collector()
+        while (batch := scanner.next(BATCH_EVENTS)) is not None:
+            n, kinds, values = batch
+            collector.add(NativeSource(_Batch(n, kinds, values, scanner.strings, scanner.raws)))
+            del batch, kinds, values
+        bare, start, end = scanner.bare, scanner.events_start, scanner.events_end
+        del scanner
+        header = None if bare else _header(path, view, start, end)
+    except module.Unsupported as err:
+        _log.debug("%s: parsed the Python way (native scanner: %s)", path, err)
+        return None
+    if header is _UNSET:
+        return None
+    return collector.trace(path, header)
+
+
+def _header(path: Path, view: memoryview, start: int, end: int) -> Any:
+    """The document's top-level keys, decoded as the Python path decodes them, from the
+    document with its events array cut out (``_UNSET`` when msgspec cannot read it)."""
+    text = b"".join((view[:start], b"[]", view[end:]))
+    try:
+        doc = read._decode_strict(path, memoryview(text), RawTraceDocument)
+    except msgspec.DecodeError:
+        return _UNSET
+    doc.traceEvents = []
+    return doc
+
+
+class _Batch:
+    """One batch of the scanner's output: per field, kinds (uint8) and values (int64 bits)."""
+
+    __slots__ = ("_arrays", "kinds", "n", "raws", "strings", "values")
+
+    def __init__(
+        self, n: int, kinds: list[bytes], values: list[bytes], strings: list[str], raws: list[bytes]
+    ) -> None:
+        self.n, self.kinds, self.values = n, kinds, values
+        self.strings, self.raws = strings, raws
+        self._arrays: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def column(self, j: int) -> tuple[np.ndarray, np.ndarray]:
+        arrays = self._arrays.get(j)
+        if arrays is None:
+            kinds = np.frombuffer(self.kinds[j], dtype=np.uint8)
+            values = np.frombuffer(self.values[j], dtype=np.int64)
+            arrays = self._arrays[j] = (kinds, values)
+        return arrays
+
+
+class NativeSource:
+    """A batch of scanned events (or the rows ``rows`` of one), as an
+    :class:`~traceviz.parse.source.EventSource`."""
+
+    __slots__ = ("_batch", "_cache", "_rows")
+
+    def __init__(self, batch: _Batch, rows: np.ndarray | None = None) -> None:
+        self._batch, self._rows = batch, rows
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+
+    def __len__(self) -> int:
+        return self._batch.n if self._rows is None else len(self._rows)
+
+    def take(self, rows: np.ndarray) -> NativeSource:
+        return NativeSource(self._batch, rows if self._rows is None else self._rows[rows])
+
+    def _column(self, field: str) -> tuple[np.ndarray, np.ndarray, Any]:
+        """Kinds, values and the value when absent of one field over these events."""
+        j, default = FIELDS[field]
+        arrays = self._cache.get(field)
+        if arrays is None:
+            kinds, values = self._batch.column(j)
+            if self._rows is not None:
+                kinds, values = kinds[self._rows], values[self._rows]
+            arrays = self._cache[field] = (kinds, values)
+        return (*arrays, default)
+
+    def values(self, field: str) -> list[Any]:
+        kinds, values, default = self._column(field)
+        ids, python, _ = self._atoms(kinds, values, default)
+        return list(map(python.__getitem__, ids.tolist()))
+
+    def floats(self, field: str) -> np.ndarray:
+        kinds, values, default = self._column(field)
+        present = _present(kinds)
+        if present & ~_NUMBER_KINDS or (present & 1 << ABSENT and default is not None):
+            return _streamed(self.values(field), np.float64, floats)
+        out = values.view(np.float64).copy()
+        if present & 1 << INT:
+            is_int = kinds == INT
+            out[is_int] = values[is_int].astype(np.float64)
+        if present & _NONE_KINDS:
+            out[kinds <= NULL] = np.nan
+        return out
+
+    def ints(self, field: str) -> np.ndarray:
+        kinds, values, default = self._column(field)
+        present = _present(kinds)
+        absent_ok = default is None or default == MISSING_INT
+        if present & ~_INT_KINDS or (present & 1 << ABSENT and not absent_ok):
+            return _streamed(self.values(field), np.int64, int64s)
+        out = values.copy()
+        if present & _NONE_KINDS:
+            out[kinds <= NULL] = MISSING_INT
+        return out
+
+    def codes(self, numbering: dict[Any, int], field: str) -> np.ndarray:
+        kinds, values, default = self._column(field)
+        if _present(kinds) & ~_TEXT_KINDS or default is not None:
+            return _encode(numbering, self.values(field))  # type: ignore[arg-type]
+        return _renumber(numbering, *self._atoms(kinds, values, default))
+
+    def raw_codes(self, numbering: dict[Any, int], field: str, fallback: str = "") -> np.ndarray:
+        kinds, values, _ = self._column(field)
+        if fallback:
+            other_kinds, other_values, _ = self._column(fallback)
+            absent = kinds == ABSENT
+            kinds = np.where(absent, other_kinds, kinds)
+            values = np.where(absent, other_values, values)
+        if _present(kinds) & ~(1 << ABSENT | 1 << RAW):
+            return _encode(numbering, raw_bytes(self, field, fallback))  # type: ignore[arg-type]
+        return _renumber(numbering, *self._atoms(kinds, values, b"", as_bytes=True))
+
+    def pair_codes(self, numbering: dict[Any, int], first: str, second: str) -> np.ndarray:
+        kinds_a, values_a, default_a = self._column(first)
+        kinds_b, values_b, default_b = self._column(second)
+        if not (_plain_key(kinds_a, default_a) and _plain_key(kinds_b, default_b)):
+            return pairs_encoded(numbering, self.values(first), self.values(second))
+        ids_a, python_a, _ = self._atoms(kinds_a, values_a, default_a)
+        ids_b, python_b, _ = self._atoms(kinds_b, values_b, default_b)
+        width = len(python_b)
+        pairs, first_rows, inverse = np.unique(
+            ids_a * width + ids_b, return_index=True, return_inverse=True
+        )
+        lookup = np.empty(len(pairs), dtype=np.int64)
+        for i in np.argsort(first_rows, kind="stable").tolist():
+            a, b = divmod(int(pairs[i]), width)
+            lookup[i] = numbering[(python_a[a], python_b[b])]
+        return lookup[inverse]
+
+    def equals(self, field: str, text: str) -> np.ndarray:
+        kinds, values, default = self._column(field)
+        ids, python, _ = self._atoms(kinds, values, default)
+        same = np.array([value == text for value in python], dtype=bool)
+        return same[ids] if len(ids) else np.zeros(0, dtype=bool)
+
+    def _atoms(
+        self, kinds: np.ndarray, values: np.ndarray, default: Any, *, as_bytes: bool = False
+    ) -> tuple[np.ndarray, list[Any], np.ndarray]:
+        """The distinct (kind, value) pairs of a field: per event the number of its pair, per
+        pair its Python value (as msgspec decodes it; raw texts as ``bytes`` with
+        ``as_bytes``) and the first event that has it."""
+        n = len(kinds)
+        ids = np.empty(n, dtype=np.int64)
+        python: list[Any] = []
+        firsts: list[np.ndarray] = []
+        present = _present(kinds)
+        for kind in range(RAW + 1):
+            if not present & 1 << kind:
+                continue
+            single = present == 1 << kind
+            rows = None if single else np.flatnonzero(kinds == kind)
+            if kind in (ABSENT, NULL):
+                target = rows if rows is not None else slice(None)
+                ids[target] = len(python)
+                python.append(None if kind == NULL else default)
+                firsts.append(np.array([0 if rows is None else rows[0]]))
+                continue
+            distinct, first, inverse = np.unique(
+                values if rows is None else values[rows], return_index=True, return_inverse=True
+            )
+            ids[slice(None) if rows is None else rows] = inverse + len(python)
+            firsts.append(first if rows is None else rows[first])
+            python.extend(self._python(kind, distinct, as_bytes))
+        first_rows = np.concatenate(firsts) if firsts else np.empty(0, dtype=np.int64)
+        return ids, python, first_rows
+
+    def _python(self, kind: int, distinct: np.ndarray, as_bytes: bool) -> list[Any]:
+        """The Python values of distinct values of one kind."""
+        if kind == INT:
+            return distinct.tolist()
+        if kind == FLOAT:
+            return distinct.view(np.float64).tolist()
+        if kind == STR:
+            return list(map(self._batch.strings.__getitem__, distinct.tolist()))
+        texts = list(map(self._batch.raws.__getitem__, distinct.tolist()))
+        return texts if as_bytes else list(map(msgspec.Raw, texts))
+
+
+def _present(kinds: np.ndarray) -> int:
+    """The kinds present in ``kinds``, as a bit set (bit k for kind k)."""
+    counts = np.bincount(kinds, minlength=RAW + 1)
+    return sum(1 << k for k in np.flatnonzero(counts).tolist())
+
+
+def _plain_key(kinds: np.ndarray, default: Any) -> bool:
+    """Whether a field holds one kind of value (ints, or strings), or nothing, throughout."""
+    present = _present(kinds)
+    if present & 1 << ABSENT and default is not None:
+        return False
+    return not present & ~_INT_KINDS or not present & ~_TEXT_KINDS
+
+
+def _renumber(
+    numbering: dict[Any, int], ids: np.ndarray, python: list[Any], first_rows: np.ndarray
+) -> np.ndarray:
+    """Codes in ``numbering`` of the events whose distinct values are ``python[ids]``: new
+    values numbered in order of first appearance (``first_rows``), as looking each event's
+    value up in turn would number them."""
+    lookup = np.empty(len(python), dtype=np.int64)
+    for atom in np.argsort(first_rows, kind="stable").tolist():
+        lookup[atom] = numbering[python[atom]]
+    return lookup[ids]
+
+
+def _streamed(values: list[Any], dtype: Any, convert: Any) -> np.ndarray:
+    """As :func:`traceviz.parse.columns.streamed` of the struct path's lazy values: one
+    ``np.fromiter`` pass, else ``convert`` of the list."""
+    try:
+        return np.fromiter(values, dtype=dtype, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        return convert(values)
