@@ -1,0 +1,629 @@
+"""The optional C scanner ``traceviz.parse._scan``: it gives exactly what msgspec's decode into
+:class:`traceviz.parse.events.Event` gives, or raises ``Unsupported``; never anything else.
+
+The oracle for every value is ``msgspec.json.decode(doc, type=TraceDocument | list[Event])``
+(what the Python path parses with); the oracle for whether a key is present at all (ABSENT
+versus a JSON value equal to the field's default) is the standard library's ``json.loads``.
+Checked on every corpus trace and sample trace, in batches of 1, 7 and 32768 events, on random
+event lists (hypothesis) and on byte-level mutations of small real traces; each Unsupported rule
+has its own small test. Skipped when the extension is not built, except under CI (env ``CI``),
+where a missing extension fails.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import struct
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import CORPUS, SAMPLES, corpus_files
+from traceviz.parse.events import Args, Event, TraceDocument, TraceEvent
+
+try:
+    from traceviz.parse import _scan
+except ImportError as exc:  # pragma: no cover - depends on the build
+    _scan = None  # type: ignore[assignment]
+    WHY_MISSING = (
+        f"the C scanner traceviz.parse._scan is not built ({exc}); build it with "
+        "`python setup.py build_ext --inplace` or `pip install -e .`"
+    )
+else:
+    WHY_MISSING = ""
+
+needs_scan = pytest.mark.skipif(_scan is None, reason=WHY_MISSING)
+
+# The field lists, derived from the structs (the interface's order: top keys, then arg keys).
+TOP_FIELDS = [f for f in msgspec.structs.fields(TraceEvent)]
+ARG_FIELDS = list(msgspec.structs.fields(Args))
+TOP_KEYS = tuple(f.encode_name for f in TOP_FIELDS)
+ARG_KEYS = tuple(f.encode_name for f in ARG_FIELDS)
+RAW_KEYS = frozenset(f.encode_name for f in ARG_FIELDS if f.type is msgspec.Raw)
+N_FIELDS = len(TOP_KEYS) + len(ARG_KEYS)
+
+ABSENT, NULL, INT, FLOAT, STR, RAW = range(6)
+REFUSE = "msgspec gives a value the scanner must refuse"
+EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+DOC_DECODER = msgspec.json.Decoder(TraceDocument)
+
+
+def test_extension_is_built_under_ci() -> None:
+    """CI must never test only the Python path: there a missing extension is a failure."""
+    if not os.environ.get("CI"):
+        pytest.skip("only checked under CI (env CI set)")
+    assert _scan is not None, WHY_MISSING
+
+
+# ------------------------------------------------------------------------------------------
+# Running the scanner and the oracle, into one comparable form:
+# per field, a list over events of (kind, value) with value None (ABSENT, NULL), int (INT),
+# the 8 bytes of the float64 (FLOAT: bit-equal), str (STR) or bytes (RAW).
+
+
+def scan_raw(data: bytes, batch: int) -> tuple[list[bytes], list[bytes], list[str], list[bytes]]:
+    """The scanner's whole answer, read ``batch`` events at a time: per field the concatenated
+    kinds and values, then the strings and raws lists. Checks the interface's shapes."""
+    assert _scan is not None
+    scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    assert scanner.events_end == -1
+    kinds = [bytearray() for _ in range(N_FIELDS)]
+    values = [bytearray() for _ in range(N_FIELDS)]
+    while (got := scanner.next(batch)) is not None:
+        n, batch_kinds, batch_values = got
+        assert 1 <= n <= batch
+        assert len(batch_kinds) == len(batch_values) == N_FIELDS
+        for j in range(N_FIELDS):
+            assert len(batch_kinds[j]) == n and len(batch_values[j]) == 8 * n
+            kinds[j] += batch_kinds[j]
+            values[j] += batch_values[j]
+    assert scanner.next(batch) is None  # stays exhausted
+    assert 0 <= scanner.events_start < scanner.events_end <= len(data)
+    assert data[scanner.events_start : scanner.events_start + 1] == b"["
+    assert data[scanner.events_end - 1 : scanner.events_end] == b"]"
+    assert scanner.bare == (data.lstrip(b" \t\r\n")[:1] == b"[")
+    strings, raws = scanner.strings, scanner.raws
+    assert len(set(strings)) == len(strings) and len(set(raws)) == len(raws)
+    return [bytes(k) for k in kinds], [bytes(v) for v in values], strings, raws
+
+
+def columns(
+    kinds: list[bytes], values: list[bytes], strings: list[str], raws: list[bytes]
+) -> list[list[tuple[int, Any]]]:
+    """The scanner's answer as per-field lists of (kind, value); every code must be valid."""
+    out = []
+    for j in range(N_FIELDS):
+        column: list[tuple[int, Any]] = []
+        for kind, (word,) in zip(kinds[j], struct.iter_unpack("=q", values[j]), strict=True):
+            if kind in (ABSENT, NULL):
+                assert word == 0
+                column.append((kind, None))
+            elif kind == INT:
+                column.append((kind, word))
+            elif kind == FLOAT:
+                column.append((kind, struct.pack("=q", word)))
+            elif kind == STR:
+                assert 0 <= word < len(strings)
+                column.append((kind, strings[word]))
+            else:
+                assert kind == RAW and 0 <= word < len(raws), kind
+                column.append((kind, raws[word]))
+        out.append(column)
+    return out
+
+
+def scan(data: bytes, batch: int) -> list[list[tuple[int, Any]]]:
+    """The scanner's answer for the whole document as (kind, value) columns."""
+    return columns(*scan_raw(data, batch))
+
+
+def _oracle_value(value: Any, present: bool, default: Any) -> tuple[int, Any]:
+    """(kind, value) for one field from msgspec's decoded value and json's presence."""
+    if not present:
+        assert type(value) is type(default) and value == default
+        return (ABSENT, None)
+    if isinstance(value, msgspec.Raw):
+        return (RAW, bytes(value))
+    if value is None:
+        return (NULL, None)
+    if type(value) is int:
+        return (INT, value) if -(2**63) <= value < 2**63 else (-1, REFUSE)
+    if type(value) is float:
+        return (FLOAT, struct.pack("=d", value))
+    if type(value) is str:
+        return (STR, value)
+    return (-1, REFUSE)  # bool, list, dict: the scanner refuses these
+
+
+def oracle(data: bytes) -> list[list[tuple[int, Any]]]:
+    """msgspec's answer in the scanner's form (raises what msgspec raises)."""
+    stripped = data.lstrip(b" \t\r\n")
+    events = (
+        EVENTS_DECODER.decode(data)
+        if stripped[:1] == b"["
+        else DOC_DECODER.decode(data).traceEvents
+    )
+    plain = json.loads(data)
+    plain_events = plain if isinstance(plain, list) else plain["traceEvents"]
+    assert len(plain_events) == len(events)
+    columns: list[list[tuple[int, Any]]] = [[] for _ in range(N_FIELDS)]
+    for event, raw_event in zip(events, plain_events, strict=True):
+        raw_args = raw_event.get("args", {})
+        for j, f in enumerate(TOP_FIELDS):
+            columns[j].append(
+                _oracle_value(getattr(event, f.name), f.encode_name in raw_event, f.default)
+            )
+        for k, f in enumerate(ARG_FIELDS):
+            columns[len(TOP_FIELDS) + k].append(
+                _oracle_value(getattr(event.args, f.name), f.encode_name in raw_args, f.default)
+            )
+    return columns
+
+
+def assert_same(got: list[list[tuple[int, Any]]], want: list[list[tuple[int, Any]]]) -> None:
+    """Field by field, event by event; names the first difference."""
+    keys = TOP_KEYS + ARG_KEYS
+    for j in range(N_FIELDS):
+        if got[j] != want[j]:
+            i = next(i for i, (a, b) in enumerate(zip(got[j], want[j], strict=True)) if a != b)
+            raise AssertionError(
+                f"field {keys[j]!r}, event {i}: scanner {got[j][i]} != {want[j][i]}"
+            )
+
+
+def read(path: Path) -> bytes:
+    data = path.read_bytes()
+    return gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+
+
+def real_traces() -> list[Any]:
+    files = corpus_files() + sorted(SAMPLES.rglob("*.json.gz"))
+    return [pytest.param(p, id=str(p)) for p in files] or [
+        pytest.param(None, marks=pytest.mark.skip(reason=f"no traces at {CORPUS} or {SAMPLES}"))
+    ]
+
+
+# ------------------------------------------------------------------------------------------
+# Real traces.
+
+
+@needs_scan
+@pytest.mark.parametrize("path", real_traces())
+def test_real_trace_equals_msgspec_in_every_batch_size(path: Path) -> None:
+    """Every corpus trace and sample trace: the scanner's columns equal msgspec's decode, field
+    by field (kind and value, floats bit-equal), and batches of 1, 7 and 32768 events give the
+    same bytes. None of these files is refused today (a refused one would fall back to the
+    Python path, which msgspec's decode in the oracle stands for)."""
+    data = read(path)
+    want = oracle(data)
+    try:
+        whole = scan_raw(data, 32768)
+    except _scan.Unsupported as err:
+        pytest.fail(f"the scanner refuses {path} ({err}); every real trace scans today")
+    assert_same(columns(*whole), want)
+    assert scan_raw(data, 7) == whole
+    assert scan_raw(data, 1) == whole
+
+
+@needs_scan
+def test_object_and_bare_array_documents_scan_alike() -> None:
+    """The same events as an indented object document (a header after the events too) and as a
+    compact bare array: each equals msgspec; non-raw columns are equal between the two (raw
+    texts keep their inner whitespace, so those differ); bare says which is which."""
+    doc = json.loads(read(SAMPLES / "block" / "compiled.pt.trace.json.gz"))
+    events = doc.pop("traceEvents")
+    as_object = json.dumps({**doc, "traceEvents": events, "after": [1, {"x": None}]}, indent=1)
+    as_array = json.dumps(events, separators=(",", ":"))
+    got_object, got_array = scan(as_object.encode(), 5), scan(as_array.encode(), 5)
+    assert got_object == oracle(as_object.encode())
+    assert got_array == oracle(as_array.encode())
+    raw = {j for j, k in enumerate(TOP_KEYS + ARG_KEYS) if k in RAW_KEYS}
+    assert [c for j, c in enumerate(got_object) if j not in raw] == [
+        c for j, c in enumerate(got_array) if j not in raw
+    ]
+    assert any(kind == RAW for j in raw for kind, _ in got_object[j])
+    scanner = _scan.Scanner(as_array.encode(), TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    assert scanner.bare and scanner.events_start == 0
+    scanner = _scan.Scanner(as_object.encode(), TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    assert not scanner.bare
+    assert as_object[: scanner.events_start + 1].endswith('"traceEvents": [')
+
+
+# ------------------------------------------------------------------------------------------
+# Hand-made documents: what each kind holds.
+
+
+def scan_events(text: str | bytes, batch: int = 32768) -> list[list[tuple[int, Any]]]:
+    data = text.encode() if isinstance(text, str) else text
+    return scan(data, batch)
+
+
+def field(name: str, *, arg: bool = False) -> int:
+    return (len(TOP_KEYS) + ARG_KEYS.index(name)) if arg else TOP_KEYS.index(name)
+
+
+@needs_scan
+def test_kinds_and_values_by_hand() -> None:
+    text = (
+        '[{"ph":"X","ts":1.5,"dur":7,"pid":null,"name":"a\\u00e9\\ud83d\\ude00\\n\\"",'
+        '"args":{"grid":[1, 2 ,3],"External id":-9223372036854775808,"kind":null,"Input type":null,'
+        '"name":{"nested":[true]}}},'
+        ' {"ph":"X","ts":-0.0,"dur":1e2,"cat":"é😀","args":{"grid":[1, 2 ,3],"bytes":"N/A"}}]'
+    )
+    with pytest.raises(_scan.Unsupported, match="true, false, an array or an object"):
+        scan_events(text)  # args "name" is Any: an object there is refused
+    text = text.replace('{"nested":[true]}', '"label"')
+    got = scan_events(text)
+    assert got == oracle(text.encode())
+    assert got[field("ts")] == [(FLOAT, struct.pack("=d", 1.5)), (FLOAT, struct.pack("=d", -0.0))]
+    assert got[field("dur")] == [(INT, 7), (FLOAT, struct.pack("=d", 100.0))]
+    assert got[field("pid")] == [(NULL, None), (ABSENT, None)]
+    assert got[field("name")][0] == (STR, 'aé\U0001f600\n"')
+    assert got[field("cat")] == [(ABSENT, None), (STR, "é😀")]
+    assert got[field("grid", arg=True)] == [(RAW, b"[1, 2 ,3]")] * 2
+    assert got[field("Input type", arg=True)] == [(RAW, b"null"), (ABSENT, None)]
+    assert got[field("External id", arg=True)] == [(INT, -(2**63)), (ABSENT, None)]
+    assert got[field("kind", arg=True)] == [(NULL, None), (ABSENT, None)]
+    assert got[field("bytes", arg=True)] == [(ABSENT, None), (STR, "N/A")]
+    assert got[field("name", arg=True)] == [(STR, "label"), (ABSENT, None)]
+
+
+@needs_scan
+def test_codes_are_shared_in_order_of_first_appearance() -> None:
+    """Equal decoded texts share one code across fields, whatever their escaping."""
+    text = '[{"ph":"X","cat":"b","name":"\\u0058"},{"ph":"b","args":{"kernel_file":"X"}}]'
+    scanner = _scan.Scanner(text.encode(), TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    n, kinds, values = scanner.next(10)
+    assert n == 2 and scanner.strings == ["X", "b"]
+    codes = {j: struct.unpack("=2q", values[j]) for j in range(N_FIELDS) if any(kinds[j])}
+    assert codes[field("ph")] == (0, 1)
+    assert codes[field("cat")][0] == 1 and codes[field("name")][0] == 0
+    assert codes[field("kernel_file", arg=True)][1] == 0
+    assert scanner.next(10) is None and scanner.events_end == len(text)
+
+
+@needs_scan
+def test_empty_events_and_empty_objects() -> None:
+    for text in ('{"traceEvents":[]}', "[]", " [ ] ", '{"a":1,"traceEvents":[ ],"b":{}}'):
+        scanner = _scan.Scanner(text.encode(), TOP_KEYS, ARG_KEYS, RAW_KEYS)
+        assert scanner.next(5) is None
+        assert text[scanner.events_end - 1] == "]" and text[scanner.events_start] == "["
+    got = scan_events('[{},{"args":{}}]')
+    assert all(column == [(ABSENT, None)] * 2 for column in got)
+
+
+@needs_scan
+def test_numbers_convert_like_python_float() -> None:
+    """Float texts on both sides of the exact fast path: bit-equal to float(text)."""
+    texts = [
+        "0.1", "1e22", "1e23", "9007199254740993.0", "123456789012345.6", "1234567890123456.7",
+        "0.000000000000000000000000000001", "1.7976931348623157e308", "2.2250738585072014e-308",
+        "4.9e-324", "1e-400", "-0e0", "0E+5", "1.5e-22", "12345678901234567890123e-3",
+        "0." + "0" * 400 + "1e400", "1" + "0" * 300 + ".5e-300", "7e0000000000000000000001",
+    ]  # fmt: skip
+    text = "[" + ",".join(f'{{"ts":{t}}}' for t in texts) + "]"
+    got = scan_events(text)[field("ts")]
+    assert got == [(FLOAT, struct.pack("=d", float(t))) for t in texts]
+    assert got == oracle(text.encode())[field("ts")]
+    ints = ["0", "-0", "9223372036854775807", "-9223372036854775808", "10", "-1"]
+    text = "[" + ",".join(f'{{"ts":{t}}}' for t in ints) + "]"
+    assert scan_events(text)[field("ts")] == [(INT, int(t)) for t in ints]
+
+
+# ------------------------------------------------------------------------------------------
+# Each Unsupported rule, with the byte offset in the message.
+
+
+def refused(text: str | bytes, batch: int = 32768) -> str:
+    """The message of the Unsupported the scanner raises for this document."""
+    data = text.encode() if isinstance(text, str) else text
+    with pytest.raises(_scan.Unsupported) as info:
+        scan(data, batch)
+    return str(info.value)
+
+
+UNSUPPORTED_CASES = [
+    # (document, the message, the byte offset it names)
+    ('[{"ts":1,}]', "expected a key", 9),
+    ('[{"ts" 1}]', "expected ':'", 7),
+    ('[{"ts":01}]', "leading zero", 7),
+    ('[{"ts":1.}]', "fraction", 7),
+    ('[{"ts":1e}]', "exponent", 7),
+    ('[{"ts":-}]', "invalid number", 7),
+    ('[{"ts":NaN}]', "invalid JSON value", 7),
+    ('[{"zz":Infinity}]', "invalid JSON value", 7),
+    ('[{"ts":"a\tb"}]', "control character in a string", 9),
+    ('[{"zz":"a\\x"}]', "invalid escape in a string", 9),
+    ('[{"zz":"\\u12G4"}]', "invalid \\u escape", 8),
+    ('[{"zz":"\\ud800x"}]', "lone high surrogate", 8),
+    ('[{"zz":"\\udc00"}]', "lone low surrogate", 8),
+    ('[{"zz":"\\ud800\\u0041"}]', "lone high surrogate", 8),
+    (b'[{"zz":"\xff"}]', "invalid UTF-8 in a string", 8),
+    (b'[{"zz":"\xed\xa0\x80"}]', "invalid UTF-8 in a string", 8),
+    (b'[{"zz":"\xc0\xaf"}]', "invalid UTF-8 in a string", 8),
+    (b'[{"zz":"\xf4\x90\x80\x80"}]', "invalid UTF-8 in a string", 8),
+    (b'[{"ph":"\xe2\x82"}]', "invalid UTF-8 in a string", 8),
+    (b'{"a":"\xe2\x82', "truncated UTF-8 in a string", 6),
+    ('[{"zz":"abc}]', "unterminated string", 7),
+    ("[{}] x", "trailing data after the document", 5),
+    ("[{}],", "trailing data after the document", 4),
+    ('[{"zz":' + "[" * 260 + "]" * 260 + "}]", "nesting deeper than 256 levels", 261),
+    ("42", "neither an array nor an object", 0),
+    ('"x"', "neither an array nor an object", 0),
+    ("", "neither an array nor an object", 0),
+    ('{"a":1}', 'no "traceEvents" key', 6),
+    ("{}", 'no "traceEvents" key', 1),
+    ('{"traceEvents":{}}', '"traceEvents" is not an array', 15),
+    ('{"traceEvents":[],"traceEvents":[]}', '"traceEvents" twice', 19),
+    ('{"traceEvents":[1]}', "not an object", 16),
+    ("[[]]", "not an object", 1),
+    ('[{"ts":true}]', "true, false, an array or an object", 7),
+    ('[{"ph":false}]', "true, false, an array or an object", 7),
+    ('[{"name":[1]}]', "true, false, an array or an object", 9),
+    ('[{"pid":{}}]', "true, false, an array or an object", 8),
+    ('[{"ts":9223372036854775808}]', "integer outside int64", 7),
+    ('[{"ts":-9223372036854775809}]', "integer outside int64", 7),
+    ('[{"ts":1e400}]', "out of the float range", 7),
+    ('[{"ts":-1e309}]', "out of the float range", 7),
+    ('{"schemaVersion":1e400,"traceEvents":[]}', "out of the float range", 17),
+    ('{"traceEvents":[],"z":[99999999999999999999]}', "integer outside int64", 23),
+    ('[{"args":null}]', '"args" is not an object', 9),
+    ('[{"args":[1]}]', '"args" is not an object', 9),
+    ('[{"ph":"X","ph":"X"}]', "a known key twice", 16),
+    ('[{"args":{"stream":1,"stream":2}}]', "a known key twice", 30),
+    ('[{"args":{},"args":{}}]', '"args" twice', 19),
+    ('[{"p\\u0068":"X"}]', "escaped key", 2),
+    ('[{"args":{"strea\\u006d":1}}]', "escaped key", 10),
+    ('{"trace\\u0045vents":[]}', "escaped key", 1),
+    ("[{}{}]", "expected ',' or ']'", 3),
+    ('[{"a":1 "b":2}]', "expected ',' or '}'", 8),
+    ("[{}", "expected ',' or ']'", 3),
+    ('[{"ts":nul}]', "invalid JSON value", 7),
+]
+
+
+@needs_scan
+@pytest.mark.parametrize(("text", "message", "offset"), UNSUPPORTED_CASES)
+def test_each_unsupported_rule_names_what_and_where(
+    text: str | bytes, message: str, offset: int
+) -> None:
+    got = refused(text)
+    assert message in got and got.endswith(f"at byte {offset}"), got
+
+
+@needs_scan
+def test_whitespace_is_json_whitespace_only() -> None:
+    assert scan_events(' \t\r\n[ \t\r\n{ "ph" : "X" } \t\r\n] \t\r\n')[0] == [(STR, "X")]
+    for ws in ("\x0b", "\x0c", "\xa0", "\u2028"):
+        assert "at byte" in refused(f'[{ws}{{"ph":"X"}}]')
+
+
+@needs_scan
+def test_a_failed_scanner_stays_failed() -> None:
+    """An Unsupported mid-array stops the scanner: later calls raise the same message."""
+    scanner = _scan.Scanner(b'[{"ts":1},{"ts":true}]', TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    with pytest.raises(_scan.Unsupported) as first:
+        scanner.next(10)
+    with pytest.raises(_scan.Unsupported) as again:
+        scanner.next(10)
+    assert str(first.value) == str(again.value)
+    assert scanner.events_end == -1
+
+
+@needs_scan
+def test_bad_arguments_are_type_errors() -> None:
+    good = (b"[]", TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    for args in [
+        ("[]", *good[1:]),  # str is not a buffer
+        (b"[]", list(TOP_KEYS), ARG_KEYS, RAW_KEYS),
+        (b"[]", TOP_KEYS, ARG_KEYS, list(RAW_KEYS)),
+        (b"[]", (*TOP_KEYS, 1), ARG_KEYS, RAW_KEYS),
+        (b"[]", (*TOP_KEYS, "ph"), ARG_KEYS, RAW_KEYS),
+        (b"[]", ("args",), ARG_KEYS, RAW_KEYS),
+        (b"[]", ("grid",), ARG_KEYS, RAW_KEYS),  # only arg keys may be raw
+    ]:
+        with pytest.raises(TypeError):
+            _scan.Scanner(*args)
+    scanner = _scan.Scanner(*good)
+    for bad in (0, -1, "3", 1.5):
+        with pytest.raises(TypeError):
+            scanner.next(bad)
+
+
+@needs_scan
+def test_buffers_of_every_kind_and_the_buffer_is_held() -> None:
+    text = b'[{"ph":"X","ts":3}]'
+    want = scan(text, 4)
+    for data in (bytearray(text), memoryview(text), memoryview(b"xx" + text)[2:]):
+        scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+        assert scanner.next(4) is not None
+    held = bytearray(text)
+    scanner = _scan.Scanner(held, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    with pytest.raises(BufferError):
+        held.append(0)  # the scanner holds the buffer: it cannot be resized under it
+    assert scanner.next(4) is not None
+    assert want[field("ts")] == [(INT, 3)]
+    del scanner
+    held.append(0)  # released once collected
+
+
+@needs_scan
+def test_two_scanners_at_once_do_not_share_state() -> None:
+    a = b'[{"ph":"A"},{"ph":"B"}]'
+    b = b'{"traceEvents":[{"ph":"B"},{"ph":"C"},{"ph":"A"}]}'
+    sa = _scan.Scanner(a, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    sb = _scan.Scanner(b, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    assert sa.next(1)[0] == 1 and sb.next(2)[0] == 2
+    assert sa.next(5)[0] == 1 and sb.next(5)[0] == 1
+    assert sa.strings == ["A", "B"] and sb.strings == ["B", "C", "A"]
+
+
+# ------------------------------------------------------------------------------------------
+# Fuzz: random event lists, and byte mutations of small real traces.
+
+# Keys: mostly printable ASCII (json.dumps escapes the others, and escaped keys are refused).
+PLAIN_KEY = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E, exclude_characters='"\\'), max_size=6
+)
+KEY_TEXT = st.one_of(
+    PLAIN_KEY,
+    PLAIN_KEY,
+    PLAIN_KEY,
+    st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6),
+)
+STRING = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=12)
+SCALAR = st.one_of(
+    st.none(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    STRING,
+    st.booleans(),
+)
+ANY_VALUE = st.recursive(
+    SCALAR,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(KEY_TEXT, inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+# Values known fields hold; a few that msgspec or the scanner refuse, so both sides are tried.
+FIELD_VALUE = st.one_of(SCALAR, SCALAR, SCALAR, ANY_VALUE)
+ARGS = st.dictionaries(st.one_of(st.sampled_from(ARG_KEYS), KEY_TEXT), FIELD_VALUE, max_size=6)
+EVENT = st.dictionaries(
+    st.one_of(st.sampled_from((*TOP_KEYS, "args", "args")), KEY_TEXT),
+    FIELD_VALUE,
+    max_size=8,
+).flatmap(
+    lambda ev: (
+        st.just(ev)
+        if "args" not in ev
+        else st.one_of(ARGS, ANY_VALUE).map(lambda a: {**ev, "args": a})
+    )
+)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> bytes:
+    events = draw(st.lists(EVENT, max_size=6))
+    header = draw(
+        st.dictionaries(KEY_TEXT.filter(lambda k: k != "traceEvents"), ANY_VALUE, max_size=2)
+    )
+    bare = draw(st.booleans())
+    doc: Any = events if bare else {**header, "traceEvents": events}
+    how = draw(st.sampled_from(["msgspec", "compact", "spaced", "indented", "ascii"]))
+    if how == "msgspec":
+        return msgspec.json.encode(doc)
+    if how == "compact":
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    if how == "spaced":
+        return json.dumps(doc, separators=(" , ", " : "), ensure_ascii=False).encode()
+    if how == "indented":
+        return json.dumps(doc, indent="\t\r", ensure_ascii=False).encode()
+    return json.dumps(doc, ensure_ascii=True).encode()
+
+
+def check_against_msgspec(data: bytes, batch: int) -> str:
+    """The rule: where msgspec raises, the scanner raises Unsupported; where msgspec decodes,
+    the scanner gives the same columns or raises Unsupported. Returns what happened."""
+    try:
+        want = oracle(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, ValueError):
+        want = None
+    try:
+        got = scan(data, batch)
+    except _scan.Unsupported:
+        return "unsupported"
+    assert want is not None, "the scanner gave an answer where msgspec raises"
+    refuse = [(j, i) for j, col in enumerate(want) for i, kv in enumerate(col) if kv[1] == REFUSE]
+    assert not refuse, f"the scanner accepted a value it must refuse: {refuse[:3]}"
+    assert_same(got, want)
+    return "same"
+
+
+@needs_scan
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=documents(), batch=st.sampled_from([1, 2, 7, 32768]))
+def test_fuzz_random_documents_equal_msgspec_or_unsupported(data: bytes, batch: int) -> None:
+    check_against_msgspec(data, batch)
+
+
+@needs_scan
+def test_fuzz_generator_mostly_scans() -> None:
+    """The fuzz above is not vacuous: plain documents of its kind scan (no Unsupported)."""
+    plain = [
+        {"ph": "X", "name": "k\u00e9\U0001f600", "ts": 1.25, "dur": 3, "zz": [1, {"a": None}],
+         "args": {"grid": [1, 1], "External id": 5, "name": "n", "other": {"x": [True]}}},
+        {"args": {}, "pid": None, "tid": "str\\\"/\b\f\n\r\t\x01\x7f"},
+    ]  # fmt: skip
+    for encode in (
+        msgspec.json.encode,
+        lambda d: json.dumps(d).encode(),
+        lambda d: json.dumps(d, indent=2, ensure_ascii=False).encode(),
+    ):
+        assert check_against_msgspec(encode(plain), 1) == "same"
+        assert check_against_msgspec(encode({"a": [1.5], "traceEvents": plain}), 7) == "same"
+
+
+def small_real_traces() -> list[bytes]:
+    names = [
+        "nvidia/v100_small_plain.json",
+        "other/backward_thread_plain.json",
+        "nvidia/a100_compiled_triton_tiny.json.gz",
+        "other/large_integer_ids.json.gz",
+    ]
+    found = [read(CORPUS / n) for n in names if (CORPUS / n).exists()]
+    # The sample traces are in the repository, so the mutation test always has ground.
+    found.append(read(SAMPLES / "linear-add" / "eager.pt.trace.json.gz"))
+    # Keep them small: the first events and the closing brackets of the document.
+    small = []
+    for data in found:
+        doc = json.loads(data)
+        if isinstance(doc, list):
+            doc = doc[:12]
+        else:
+            doc["traceEvents"] = doc["traceEvents"][:12]
+        small.append(json.dumps(doc, indent=1, ensure_ascii=False).encode())
+        small.append(msgspec.json.encode(doc))
+    return small
+
+
+SMALL_TRACES = small_real_traces()
+MUTATION_BYTES = st.sampled_from(
+    [*b'{}[]",:\\ 0123456789.eE+-tfnuxa\x00\x1f\x7f', 0x80, 0xC3, 0xED, 0xF0, 0xFF]
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> bytes:
+    data = bytearray(draw(st.sampled_from(SMALL_TRACES)))
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(data) - 1))
+        what = draw(st.sampled_from(["flip", "insert", "delete", "set"]))
+        if what == "flip":
+            data[at] ^= 1 << draw(st.integers(0, 7))
+        elif what == "insert":
+            data.insert(at, draw(MUTATION_BYTES))
+        elif what == "delete":
+            del data[at]
+        else:
+            data[at] = draw(MUTATION_BYTES)
+    return bytes(data)
+
+
+@needs_scan
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=mutated(), batch=st.sampled_from([1, 5, 32768]))
+def test_fuzz_mutated_real_traces_never_differ_from_msgspec(data: bytes, batch: int) -> None:
+    check_against_msgspec(data, batch)
+
+
+@needs_scan
+def test_unmutated_small_traces_scan() -> None:
+    assert SMALL_TRACES and all(check_against_msgspec(d, 3) == "same" for d in SMALL_TRACES)

@@ -1,0 +1,1333 @@
+/*
+ * traceviz.parse._scan: an optional, validating scanner from Chrome/Kineto trace JSON bytes to
+ * columns (see the module docstring below and _scan.pyi for the interface).
+ *
+ * It reads the events array of a trace one batch at a time and, for each event and each field
+ * the caller names (top-level keys of the event, then keys of its "args" object), writes a kind
+ * byte and an 8-byte value. Strings and raw JSON texts become codes into two lists of distinct
+ * values, so a Python object is made once per distinct value, never per event.
+ *
+ * Its answer must equal what msgspec's decode into traceviz.parse.events.Event gives; whatever
+ * it is not sure of raises Unsupported and the caller parses the file the Python way. The buffer
+ * is not NUL-terminated: every read is checked against s->len.
+ *
+ * C99 against the CPython C API only; the GIL is held throughout; no global state but the
+ * Unsupported exception type.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { K_ABSENT = 0, K_NULL = 1, K_INT = 2, K_FLOAT = 3, K_STR = 4, K_RAW = 5 };
+enum { S_FIRST = 0, S_NEXT = 1, S_DONE = 2, S_FAILED = 3 };
+
+#define MAX_DEPTH 256
+#define MAX_KEYS 1024
+
+static PyObject *Unsupported; /* the exception type, created at module init */
+
+/* ---------------------------------------------------------------------------------------- */
+/* Intern tables: distinct byte strings -> codes, open addressing over (hash, bytes).        */
+
+typedef struct {
+    uint64_t hash;
+    const char *key; /* bytes owned by obj (UTF-8 of a str, or the bytes of a bytes) */
+    Py_ssize_t len;
+    Py_ssize_t code; /* -1: empty slot */
+    PyObject *obj;   /* a reference of the table's own */
+} Slot;
+
+typedef struct {
+    Slot *slots;
+    Py_ssize_t cap; /* a power of two, 0 before the first insert */
+    Py_ssize_t used;
+} Table;
+
+/* Hash of n bytes at p, 8 bytes at a time; any 64-bit mix does, it only spreads slots. */
+static inline uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
+    uint64_t w;
+    while (n >= 8) {
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+        h ^= h >> 31;
+        p += 8;
+        n -= 8;
+    }
+    w = 0;
+    if (n > 0)
+        memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0x94D049BB133111EBULL;
+    h ^= h >> 29;
+    return h;
+}
+
+/* Releases every reference the table holds and its slots. */
+static void table_free(Table *t)
+{
+    for (Py_ssize_t i = 0; i < t->cap; i++)
+        Py_XDECREF(t->slots[i].obj);
+    PyMem_Free(t->slots);
+    t->slots = NULL;
+    t->cap = t->used = 0;
+}
+
+/* Doubles the slot array (or makes the first one); returns 0, or -1 with MemoryError. */
+static int table_grow(Table *t)
+{
+    Py_ssize_t ncap = t->cap ? t->cap * 2 : 256;
+    Slot *ns = PyMem_Calloc((size_t)ncap, sizeof(Slot));
+    if (ns == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < ncap; i++)
+        ns[i].code = -1;
+    for (Py_ssize_t i = 0; i < t->cap; i++) {
+        Slot *o = &t->slots[i];
+        if (o->code < 0)
+            continue;
+        Py_ssize_t k = (Py_ssize_t)(o->hash & (uint64_t)(ncap - 1));
+        while (ns[k].code >= 0)
+            k = (k + 1) & (ncap - 1);
+        ns[k] = *o;
+    }
+    PyMem_Free(t->slots);
+    t->slots = ns;
+    t->cap = ncap;
+    return 0;
+}
+
+/*
+ * The code of the n bytes at p in table t, adding them (as a str decoded from UTF-8 when
+ * as_str, else as bytes) to the list `values` when new. p must be valid UTF-8 when as_str.
+ * Returns the code, or -1 with an exception set.
+ */
+static Py_ssize_t intern(Table *t, PyObject *values, const unsigned char *p, Py_ssize_t n,
+                         int as_str)
+{
+    if (t->cap == 0 && table_grow(t) < 0)
+        return -1;
+    uint64_t h = hash_bytes(p, n);
+    Py_ssize_t mask = t->cap - 1;
+    Py_ssize_t k = (Py_ssize_t)(h & (uint64_t)mask);
+    for (;;) {
+        Slot *sl = &t->slots[k];
+        if (sl->code < 0)
+            break;
+        if (sl->hash == h && sl->len == n && memcmp(sl->key, p, (size_t)n) == 0)
+            return sl->code;
+        k = (k + 1) & mask;
+    }
+    /* New value: make its object, append it, then fill the free slot found above. */
+    PyObject *obj;
+    const char *key;
+    Py_ssize_t klen;
+    if (as_str) {
+        obj = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
+        if (obj == NULL)
+            return -1;
+        key = PyUnicode_AsUTF8AndSize(obj, &klen);
+        if (key == NULL) {
+            Py_DECREF(obj);
+            return -1;
+        }
+    } else {
+        obj = PyBytes_FromStringAndSize((const char *)p, n);
+        if (obj == NULL)
+            return -1;
+        key = PyBytes_AS_STRING(obj);
+        klen = n;
+    }
+    Py_ssize_t code = PyList_GET_SIZE(values);
+    if (PyList_Append(values, obj) < 0) {
+        Py_DECREF(obj);
+        return -1;
+    }
+    Slot *sl = &t->slots[k];
+    sl->hash = h;
+    sl->key = key;
+    sl->len = klen;
+    sl->code = code;
+    sl->obj = obj; /* the table keeps the reference made above */
+    if (++t->used * 2 > t->cap && table_grow(t) < 0)
+        return -1;
+    return code;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Key tables: the field keys, matched by length first, then bytes.                           */
+
+typedef struct {
+    char *text;
+    Py_ssize_t len;
+    int field; /* j */
+} Key;
+
+typedef struct {
+    Key *keys;
+    int n;
+    Py_ssize_t maxlen;
+} KeySet;
+
+/* Field number of the key [p, p+n) in ks, or -1 when it is not one of them. */
+static inline int keyset_find(const KeySet *ks, const unsigned char *p, Py_ssize_t n)
+{
+    if (n > ks->maxlen)
+        return -1;
+    for (int i = 0; i < ks->n; i++) {
+        const Key *k = &ks->keys[i];
+        if (k->len == n && k->text[0] == (char)p[0] && memcmp(k->text, p, (size_t)n) == 0)
+            return k->field;
+    }
+    return -1;
+}
+
+/* Frees the copies of the key texts. */
+static void keyset_free(KeySet *ks)
+{
+    for (int i = 0; i < ks->n; i++)
+        PyMem_Free(ks->keys[i].text);
+    PyMem_Free(ks->keys);
+    ks->keys = NULL;
+    ks->n = 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* The Scanner object.                                                                        */
+
+typedef struct {
+    PyObject_HEAD
+    Py_buffer view;
+    int have_view;
+    const unsigned char *buf;
+    Py_ssize_t len;
+    Py_ssize_t pos;
+    char bare;
+    Py_ssize_t events_start;
+    Py_ssize_t events_end;
+    int state;
+    PyObject *failure; /* the message of the Unsupported that stopped it, once failed */
+    PyObject *strings;
+    PyObject *raws;
+    Table str_table;
+    Table raw_table;
+    KeySet top;
+    KeySet args;
+    int nfields;
+    unsigned char *is_raw; /* per field */
+    /* The batch being filled: one bytes object per field for kinds and for values. */
+    PyObject **kinds_obj;
+    PyObject **values_obj;
+    Py_ssize_t cap;
+    unsigned char **kinds; /* kinds[j] = PyBytes_AS_STRING(kinds_obj[j]) */
+    int64_t **values;
+    /* Scratch for decoding escaped strings and number texts. */
+    unsigned char *scratch;
+    Py_ssize_t scratch_cap;
+} Scanner;
+
+/* Raises Unsupported "<what> at byte <pos>"; returns -1. */
+static int fail(Scanner *s, Py_ssize_t pos, const char *what)
+{
+    (void)s;
+    PyErr_Format(Unsupported, "%s at byte %zd", what, pos);
+    return -1;
+}
+
+/* Makes the scratch buffer hold at least n bytes; 0, or -1 with MemoryError. */
+static int scratch_reserve(Scanner *s, Py_ssize_t n)
+{
+    if (n <= s->scratch_cap)
+        return 0;
+    Py_ssize_t ncap = s->scratch_cap ? s->scratch_cap : 256;
+    while (ncap < n)
+        ncap *= 2;
+    unsigned char *p = PyMem_Realloc(s->scratch, (size_t)ncap);
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->scratch = p;
+    s->scratch_cap = ncap;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Lexing. Each function starts at s->pos and leaves s->pos just past what it consumed.      */
+
+/* Consumes JSON whitespace (space, \t, \n, \r). */
+static inline void skip_ws(Scanner *s)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t p = s->pos, n = s->len;
+    while (p < n && (b[p] == ' ' || b[p] == '\n' || b[p] == '\r' || b[p] == '\t'))
+        p++;
+    s->pos = p;
+}
+
+/* The byte at s->pos, or -1 at the end of the buffer (consumes nothing). */
+static inline int peek(const Scanner *s)
+{
+    return s->pos < s->len ? s->buf[s->pos] : -1;
+}
+
+/* Consumes the byte c, or fails with `what` when another byte (or the end) is there. */
+static inline int expect(Scanner *s, unsigned char c, const char *what)
+{
+    if (s->pos < s->len && s->buf[s->pos] == c) {
+        s->pos++;
+        return 0;
+    }
+    return fail(s, s->pos, what);
+}
+
+/* The value of one hex digit, or -1. */
+static inline int hexval(unsigned char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* The 4 hex digits at p (bounds already checked) as a code unit, or -1. */
+static inline long hex4(const unsigned char *p)
+{
+    long v = 0;
+    for (int i = 0; i < 4; i++) {
+        int h = hexval(p[i]);
+        if (h < 0)
+            return -1;
+        v = (v << 4) | h;
+    }
+    return v;
+}
+
+/*
+ * Reads the escape at s->pos (a backslash) and returns its code point (surrogate pairs
+ * joined), consuming it; -1 with Unsupported for a bad escape or a lone surrogate.
+ */
+static long read_escape(Scanner *s)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t p = s->pos;
+    if (p + 1 >= s->len)
+        return fail(s, p, "unterminated escape in a string");
+    switch (b[p + 1]) {
+    case '"': s->pos = p + 2; return '"';
+    case '\\': s->pos = p + 2; return '\\';
+    case '/': s->pos = p + 2; return '/';
+    case 'b': s->pos = p + 2; return '\b';
+    case 'f': s->pos = p + 2; return '\f';
+    case 'n': s->pos = p + 2; return '\n';
+    case 'r': s->pos = p + 2; return '\r';
+    case 't': s->pos = p + 2; return '\t';
+    case 'u': break;
+    default: return fail(s, p, "invalid escape in a string");
+    }
+    if (p + 6 > s->len)
+        return fail(s, p, "truncated \\u escape");
+    long cp = hex4(b + p + 2);
+    if (cp < 0)
+        return fail(s, p, "invalid \\u escape");
+    if (cp >= 0xDC00 && cp <= 0xDFFF)
+        return fail(s, p, "lone low surrogate in a \\u escape");
+    if (cp >= 0xD800 && cp <= 0xDBFF) {
+        if (p + 12 > s->len || b[p + 6] != '\\' || b[p + 7] != 'u')
+            return fail(s, p, "lone high surrogate in a \\u escape");
+        long lo = hex4(b + p + 8);
+        if (lo < 0xDC00 || lo > 0xDFFF)
+            return fail(s, p, "lone high surrogate in a \\u escape");
+        cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        s->pos = p + 12;
+        return cp;
+    }
+    s->pos = p + 6;
+    return cp;
+}
+
+/* Consumes one well-formed UTF-8 sequence of 2 to 4 bytes at s->pos; -1 when invalid. */
+static int skip_utf8(Scanner *s)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t p = s->pos;
+    unsigned char c = b[p];
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* no overlongs */
+        else if (c == 0xED)
+            hi = 0x9F; /* no surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F; /* nothing above U+10FFFF */
+    } else
+        return fail(s, p, "invalid UTF-8 in a string");
+    if (p + n > s->len)
+        return fail(s, p, "truncated UTF-8 in a string");
+    if (b[p + 1] < lo || b[p + 1] > hi)
+        return fail(s, p, "invalid UTF-8 in a string");
+    for (int i = 2; i < n; i++)
+        if ((b[p + i] & 0xC0) != 0x80)
+            return fail(s, p, "invalid UTF-8 in a string");
+    s->pos = p + n;
+    return 0;
+}
+
+#if defined(__GNUC__) && defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define SCAN_SWAR 1
+/* A mask with the high bit set in (at least) the lowest byte of w that is '"', '\\',
+ * below 0x20 or above 0x7F, and 0 when w holds none of those; bits above the first such
+ * byte may be spurious, so only its lowest set bit is used. */
+static inline uint64_t special_bytes(uint64_t w)
+{
+    const uint64_t ones = 0x0101010101010101ULL, high = 0x8080808080808080ULL;
+    uint64_t q = w ^ (ones * '"');
+    uint64_t bs = w ^ (ones * '\\');
+    return (((q - ones) & ~q) | ((bs - ones) & ~bs) | (w - ones * 0x20) | w) & high;
+}
+#endif
+
+/*
+ * Consumes a string at s->pos (its opening quote), validating it (escapes, surrogates,
+ * UTF-8, no control characters). Sets *start and *end to its body (between the quotes, escapes
+ * as written) and *escaped when it holds a backslash. 0, or -1 with Unsupported.
+ */
+static int scan_string(Scanner *s, Py_ssize_t *start, Py_ssize_t *end, int *escaped)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t n = s->len;
+    Py_ssize_t open = s->pos;
+    Py_ssize_t p = open + 1; /* the caller saw the quote */
+    *escaped = 0;
+    for (;;) {
+#ifdef SCAN_SWAR
+        while (p + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, b + p, 8);
+            uint64_t m = special_bytes(w);
+            if (m) {
+                p += __builtin_ctzll(m) >> 3;
+                break;
+            }
+            p += 8;
+        }
+#endif
+        if (p >= n)
+            return fail(s, open, "unterminated string");
+        unsigned char c = b[p];
+        if (c == '"') {
+            *start = open + 1;
+            *end = p;
+            s->pos = p + 1;
+            return 0;
+        }
+        if (c == '\\') {
+            s->pos = p;
+            if (read_escape(s) < 0)
+                return -1;
+            p = s->pos;
+            *escaped = 1;
+        } else if (c < 0x20) {
+            return fail(s, p, "control character in a string");
+        } else if (c >= 0x80) {
+            s->pos = p;
+            if (skip_utf8(s) < 0)
+                return -1;
+            p = s->pos;
+        } else {
+            p++;
+        }
+    }
+}
+
+/* Appends code point cp as UTF-8 at out; returns the number of bytes written. */
+static inline int put_utf8(unsigned char *out, long cp)
+{
+    if (cp < 0x80) {
+        out[0] = (unsigned char)cp;
+        return 1;
+    }
+    if (cp < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (cp >> 6));
+        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (cp >> 12));
+        out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (cp >> 18));
+    out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+/*
+ * Decodes the already validated string body [start, end) into s->scratch as UTF-8; sets
+ * *out_len. Every escape gives at most as many bytes as it takes, so end - start is enough
+ * room. 0, or -1 with an exception.
+ */
+static int decode_string(Scanner *s, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *out_len)
+{
+    if (scratch_reserve(s, end - start + 1) < 0)
+        return -1;
+    unsigned char *out = s->scratch;
+    Py_ssize_t o = 0, p = start;
+    Py_ssize_t saved = s->pos;
+    while (p < end) {
+        unsigned char c = s->buf[p];
+        if (c != '\\') {
+            out[o++] = c;
+            p++;
+            continue;
+        }
+        s->pos = p;
+        long cp = read_escape(s);
+        if (cp < 0)
+            return -1;
+        p = s->pos;
+        o += put_utf8(out + o, cp);
+    }
+    s->pos = saved;
+    *out_len = o;
+    return 0;
+}
+
+/* Consumes the literal word (null, true or false) at s->pos, or fails. */
+static int expect_word(Scanner *s, const char *word, Py_ssize_t wlen)
+{
+    if (s->pos + wlen > s->len || memcmp(s->buf + s->pos, word, (size_t)wlen) != 0)
+        return fail(s, s->pos, "invalid JSON value");
+    s->pos += wlen;
+    return 0;
+}
+
+static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * The float value of the validated number text [start, end): Clinger's exact fast path when
+ * the significant digits (sig, nsig of them, at most 15) times 10^exp10 is one IEEE operation
+ * on exact operands, else PyOS_string_to_double (Python's float()). Fails on overflow to inf.
+ */
+static int number_to_double(Scanner *s, Py_ssize_t start, Py_ssize_t end, uint64_t sig,
+                            int nsig, int64_t exp10, int negative, double *out)
+{
+    double d;
+    if (nsig <= 15 && exp10 >= -22 && exp10 <= 22) {
+        d = (double)sig;
+        d = exp10 < 0 ? d / POW10[-exp10] : d * POW10[exp10];
+        *out = negative ? -d : d;
+        return 0;
+    }
+    Py_ssize_t n = end - start;
+    if (scratch_reserve(s, n + 1) < 0)
+        return -1;
+    memcpy(s->scratch, s->buf + start, (size_t)n);
+    s->scratch[n] = '\0';
+    char *stop = NULL;
+    d = PyOS_string_to_double((const char *)s->scratch, &stop, NULL);
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return fail(s, start, "number not parsed as a float");
+    }
+    if (stop != (char *)s->scratch + n)
+        return fail(s, start, "number not parsed as a float");
+    if (!isfinite(d))
+        return fail(s, start, "number out of the float range");
+    *out = d;
+    return 0;
+}
+
+/*
+ * Consumes a JSON number at s->pos. When kind is not NULL, also converts it: *kind = K_INT and
+ * *value the int64 for an integer, *kind = K_FLOAT and *value the float64 bits for a number
+ * with a fraction or an exponent; an integer outside int64 or a float overflowing to inf
+ * fails. With kind NULL only the grammar is checked. 0, or -1 with Unsupported.
+ */
+static int scan_number(Scanner *s, int *kind, int64_t *value)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t n = s->len, start = s->pos, p = s->pos;
+    int negative = 0;
+    if (p < n && b[p] == '-') {
+        negative = 1;
+        p++;
+    }
+    if (p >= n || b[p] < '0' || b[p] > '9')
+        return fail(s, start, "invalid number");
+    uint64_t mant = 0; /* the integer part, while it fits */
+    int int_overflow = 0;
+    uint64_t sig = 0; /* significant digits, at most 19 of them */
+    int nsig = 0;     /* how many significant digits there are in all */
+    int64_t exp10 = 0; /* the power of ten applying to sig */
+    int exp_huge = 0;  /* the exponent has too many digits for exp10: no fast path */
+    if (b[p] == '0') {
+        p++;
+        if (p < n && b[p] >= '0' && b[p] <= '9')
+            return fail(s, start, "invalid number (leading zero)");
+    } else {
+        while (p < n && b[p] >= '0' && b[p] <= '9') {
+            unsigned d = b[p] - '0';
+            if (mant > (UINT64_MAX - d) / 10)
+                int_overflow = 1;
+            else
+                mant = mant * 10 + d;
+            if (nsig < 19)
+                sig = sig * 10 + d;
+            else
+                exp10++;
+            nsig++;
+            p++;
+        }
+    }
+    int is_float = 0;
+    if (p < n && b[p] == '.') {
+        is_float = 1;
+        p++;
+        if (p >= n || b[p] < '0' || b[p] > '9')
+            return fail(s, start, "invalid number (fraction)");
+        while (p < n && b[p] >= '0' && b[p] <= '9') {
+            unsigned d = b[p] - '0';
+            if (nsig == 0 && d == 0) {
+                exp10--; /* a leading zero of the fraction */
+            } else if (nsig < 19) {
+                sig = sig * 10 + d;
+                exp10--;
+                nsig++;
+            } else {
+                nsig++;
+            }
+            p++;
+        }
+    }
+    if (p < n && (b[p] == 'e' || b[p] == 'E')) {
+        is_float = 1;
+        p++;
+        int eneg = 0;
+        if (p < n && (b[p] == '+' || b[p] == '-')) {
+            eneg = b[p] == '-';
+            p++;
+        }
+        if (p >= n || b[p] < '0' || b[p] > '9')
+            return fail(s, start, "invalid number (exponent)");
+        int64_t e = 0;
+        while (p < n && b[p] >= '0' && b[p] <= '9') {
+            if (e < 100000)
+                e = e * 10 + (b[p] - '0');
+            else
+                exp_huge = 1;
+            p++;
+        }
+        exp10 += eneg ? -e : e;
+    }
+    s->pos = p;
+    if (kind == NULL)
+        return 0;
+    if (!is_float) {
+        if (int_overflow || (negative ? mant > (uint64_t)INT64_MAX + 1 : mant > INT64_MAX))
+            return fail(s, start, "integer outside int64");
+        *kind = K_INT;
+        *value = negative ? (int64_t)(0 - mant) : (int64_t)mant;
+        return 0;
+    }
+    double d;
+    if (number_to_double(s, start, p, sig, exp_huge ? 99 : nsig, exp10, negative, &d) < 0)
+        return -1;
+    *kind = K_FLOAT;
+    memcpy(value, &d, 8);
+    return 0;
+}
+
+/*
+ * Consumes any JSON value at s->pos, validating it. depth is the nesting level of the value
+ * (a container deeper than MAX_DEPTH fails). strict: numbers must also convert (int64 and
+ * finite float; msgspec decodes, rather than skips, the values of the document's other
+ * top-level keys). 0, or -1 with Unsupported.
+ */
+static int skip_value(Scanner *s, int depth, int strict)
+{
+    int c = peek(s);
+    Py_ssize_t a, z;
+    int esc;
+    switch (c) {
+    case '"':
+        return scan_string(s, &a, &z, &esc);
+    case 'n':
+        return expect_word(s, "null", 4);
+    case 't':
+        return expect_word(s, "true", 4);
+    case 'f':
+        return expect_word(s, "false", 5);
+    case '{':
+    case '[':
+        break;
+    default:
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            int k;
+            int64_t v;
+            return scan_number(s, strict ? &k : NULL, strict ? &v : NULL);
+        }
+        return fail(s, s->pos, c < 0 ? "unexpected end of the document" : "invalid JSON value");
+    }
+    if (depth > MAX_DEPTH)
+        return fail(s, s->pos, "nesting deeper than 256 levels");
+    int is_obj = c == '{';
+    unsigned char close = is_obj ? '}' : ']';
+    s->pos++;
+    skip_ws(s);
+    if (peek(s) == close) {
+        s->pos++;
+        return 0;
+    }
+    for (;;) {
+        if (is_obj) {
+            if (peek(s) != '"')
+                return fail(s, s->pos, "expected a key");
+            if (scan_string(s, &a, &z, &esc) < 0)
+                return -1;
+            skip_ws(s);
+            if (expect(s, ':', "expected ':'") < 0)
+                return -1;
+            skip_ws(s);
+        }
+        if (skip_value(s, depth + 1, strict) < 0)
+            return -1;
+        skip_ws(s);
+        c = peek(s);
+        if (c == ',') {
+            s->pos++;
+            skip_ws(s);
+        } else if (c == close) {
+            s->pos++;
+            return 0;
+        } else {
+            return fail(s, s->pos, is_obj ? "expected ',' or '}'" : "expected ',' or ']'");
+        }
+    }
+}
+
+/* Consumes a key at s->pos (must be a string without escapes) and the ':' after it, with
+ * whitespace; sets [*start, *end) to the key's bytes. 0, or -1 with Unsupported. */
+static int read_key(Scanner *s, Py_ssize_t *start, Py_ssize_t *end)
+{
+    int esc;
+    if (peek(s) != '"')
+        return fail(s, s->pos, "expected a key");
+    Py_ssize_t at = s->pos;
+    if (scan_string(s, start, end, &esc) < 0)
+        return -1;
+    if (esc)
+        return fail(s, at, "escaped key");
+    skip_ws(s);
+    if (expect(s, ':', "expected ':'") < 0)
+        return -1;
+    skip_ws(s);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Events.                                                                                    */
+
+/*
+ * Consumes the value of field j of event i at s->pos (depth: its nesting level) and stores
+ * its kind and value; a known key seen twice fails. 0, or -1 with an exception.
+ */
+static int read_field(Scanner *s, int j, Py_ssize_t i, int depth)
+{
+    Py_ssize_t at = s->pos;
+    if (s->kinds[j][i] != K_ABSENT)
+        return fail(s, at, "a known key twice in one object");
+    Py_ssize_t code;
+    if (s->is_raw[j]) {
+        if (skip_value(s, depth, 0) < 0)
+            return -1;
+        code = intern(&s->raw_table, s->raws, s->buf + at, s->pos - at, 0);
+        if (code < 0)
+            return -1;
+        s->kinds[j][i] = K_RAW;
+        s->values[j][i] = code;
+        return 0;
+    }
+    int c = peek(s);
+    if (c == '"') {
+        Py_ssize_t a, z, dn;
+        int esc;
+        if (scan_string(s, &a, &z, &esc) < 0)
+            return -1;
+        if (esc) {
+            if (decode_string(s, a, z, &dn) < 0)
+                return -1;
+            code = intern(&s->str_table, s->strings, s->scratch, dn, 1);
+        } else {
+            code = intern(&s->str_table, s->strings, s->buf + a, z - a, 1);
+        }
+        if (code < 0)
+            return -1;
+        s->kinds[j][i] = K_STR;
+        s->values[j][i] = code;
+        return 0;
+    }
+    if (c == 'n') {
+        if (expect_word(s, "null", 4) < 0)
+            return -1;
+        s->kinds[j][i] = K_NULL;
+        return 0;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+        int k;
+        int64_t v;
+        if (scan_number(s, &k, &v) < 0)
+            return -1;
+        s->kinds[j][i] = (unsigned char)k;
+        s->values[j][i] = v;
+        return 0;
+    }
+    if (c == 't' || c == 'f' || c == '[' || c == '{')
+        return fail(s, at, "a field holds true, false, an array or an object");
+    return fail(s, at, c < 0 ? "unexpected end of the document" : "invalid JSON value");
+}
+
+/*
+ * Consumes an object at s->pos (its '{') whose keys are looked up in ks: known keys go to
+ * their field of event i, other values are skipped. With is_event, an "args" key is read
+ * as the args object. depth: the object's nesting level. 0, or -1 with an exception.
+ */
+static int read_object(Scanner *s, Py_ssize_t i, int depth, int is_event)
+{
+    const KeySet *ks = is_event ? &s->top : &s->args;
+    int seen_args = 0;
+    if (depth > MAX_DEPTH)
+        return fail(s, s->pos, "nesting deeper than 256 levels");
+    s->pos++;
+    skip_ws(s);
+    if (peek(s) == '}') {
+        s->pos++;
+        return 0;
+    }
+    for (;;) {
+        Py_ssize_t a, z;
+        if (read_key(s, &a, &z) < 0)
+            return -1;
+        const unsigned char *key = s->buf + a;
+        Py_ssize_t klen = z - a;
+        int j = klen ? keyset_find(ks, key, klen) : -1;
+        if (j >= 0) {
+            if (read_field(s, j, i, depth + 1) < 0)
+                return -1;
+        } else if (is_event && klen == 4 && memcmp(key, "args", 4) == 0) {
+            if (seen_args)
+                return fail(s, s->pos, "\"args\" twice in one event");
+            seen_args = 1;
+            if (peek(s) != '{')
+                return fail(s, s->pos, "\"args\" is not an object");
+            if (read_object(s, i, depth + 1, 0) < 0)
+                return -1;
+        } else if (skip_value(s, depth + 1, 0) < 0) {
+            return -1;
+        }
+        skip_ws(s);
+        int c = peek(s);
+        if (c == ',') {
+            s->pos++;
+            skip_ws(s);
+        } else if (c == '}') {
+            s->pos++;
+            return 0;
+        } else {
+            return fail(s, s->pos, "expected ',' or '}'");
+        }
+    }
+}
+
+/* The nesting level of an event object: inside the document's array (and object). */
+static inline int event_depth(const Scanner *s)
+{
+    return s->bare ? 2 : 3;
+}
+
+/*
+ * Consumes the rest of the document after the events array's ']' (at s->pos): the other
+ * top-level keys of an object document (validated; "traceEvents" again fails), the closing
+ * '}', then only whitespace. 0, or -1 with Unsupported.
+ */
+static int finish_document(Scanner *s)
+{
+    if (!s->bare) {
+        for (;;) {
+            skip_ws(s);
+            int c = peek(s);
+            if (c == '}') {
+                s->pos++;
+                break;
+            }
+            if (c != ',')
+                return fail(s, s->pos, "expected ',' or '}'");
+            s->pos++;
+            skip_ws(s);
+            Py_ssize_t a, z;
+            if (read_key(s, &a, &z) < 0)
+                return -1;
+            if (z - a == 11 && memcmp(s->buf + a, "traceEvents", 11) == 0)
+                return fail(s, a, "\"traceEvents\" twice");
+            if (skip_value(s, 2, 1) < 0)
+                return -1;
+        }
+    }
+    skip_ws(s);
+    if (s->pos != s->len)
+        return fail(s, s->pos, "trailing data after the document");
+    return 0;
+}
+
+/*
+ * Consumes the document up to (and including) the '[' that opens the events array, setting
+ * bare and events_start. 0, or -1 with Unsupported.
+ */
+static int find_events(Scanner *s)
+{
+    skip_ws(s);
+    int c = peek(s);
+    if (c == '[') {
+        s->bare = 1;
+        s->events_start = s->pos++;
+        return 0;
+    }
+    if (c != '{')
+        return fail(s, s->pos, "the document is neither an array nor an object");
+    s->bare = 0;
+    s->pos++;
+    skip_ws(s);
+    if (peek(s) == '}')
+        return fail(s, s->pos, "no \"traceEvents\" key");
+    for (;;) {
+        Py_ssize_t a, z;
+        if (read_key(s, &a, &z) < 0)
+            return -1;
+        if (z - a == 11 && memcmp(s->buf + a, "traceEvents", 11) == 0) {
+            if (peek(s) != '[')
+                return fail(s, s->pos, "\"traceEvents\" is not an array");
+            s->events_start = s->pos++;
+            return 0;
+        }
+        if (skip_value(s, 2, 1) < 0)
+            return -1;
+        skip_ws(s);
+        c = peek(s);
+        if (c == ',') {
+            s->pos++;
+            skip_ws(s);
+        } else if (c == '}') {
+            return fail(s, s->pos, "no \"traceEvents\" key");
+        } else {
+            return fail(s, s->pos, "expected ',' or '}'");
+        }
+    }
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Batch buffers.                                                                             */
+
+/* Drops the bytes objects of the current batch. */
+static void batch_clear(Scanner *s)
+{
+    for (int j = 0; j < s->nfields; j++) {
+        Py_CLEAR(s->kinds_obj[j]);
+        Py_CLEAR(s->values_obj[j]);
+    }
+    s->cap = 0;
+}
+
+/* Makes the batch hold room for ncap events (new room zeroed: ABSENT, 0). 0, or -1. */
+static int batch_grow(Scanner *s, Py_ssize_t ncap)
+{
+    for (int j = 0; j < s->nfields; j++) {
+        if (s->kinds_obj[j] == NULL) {
+            s->kinds_obj[j] = PyBytes_FromStringAndSize(NULL, ncap);
+            s->values_obj[j] = PyBytes_FromStringAndSize(NULL, ncap * 8);
+            if (s->kinds_obj[j] == NULL || s->values_obj[j] == NULL)
+                return -1;
+        } else if (_PyBytes_Resize(&s->kinds_obj[j], ncap) < 0 ||
+                   _PyBytes_Resize(&s->values_obj[j], ncap * 8) < 0) {
+            return -1;
+        }
+        s->kinds[j] = (unsigned char *)PyBytes_AS_STRING(s->kinds_obj[j]);
+        s->values[j] = (int64_t *)PyBytes_AS_STRING(s->values_obj[j]);
+        memset(s->kinds[j] + s->cap, 0, (size_t)(ncap - s->cap));
+        memset(s->values[j] + s->cap, 0, (size_t)(ncap - s->cap) * 8);
+    }
+    s->cap = ncap;
+    return 0;
+}
+
+/* The (n, kinds, values) tuple of the batch of n events, handing its bytes objects over. */
+static PyObject *batch_result(Scanner *s, Py_ssize_t n)
+{
+    PyObject *kinds = PyList_New(s->nfields);
+    PyObject *values = PyList_New(s->nfields);
+    if (kinds == NULL || values == NULL)
+        goto error;
+    for (int j = 0; j < s->nfields; j++) {
+        if (_PyBytes_Resize(&s->kinds_obj[j], n) < 0 ||
+            _PyBytes_Resize(&s->values_obj[j], n * 8) < 0)
+            goto error;
+        PyList_SET_ITEM(kinds, j, s->kinds_obj[j]);
+        PyList_SET_ITEM(values, j, s->values_obj[j]);
+        s->kinds_obj[j] = s->values_obj[j] = NULL;
+    }
+    s->cap = 0;
+    PyObject *res = Py_BuildValue("(nNN)", n, kinds, values);
+    return res;
+error:
+    Py_XDECREF(kinds);
+    Py_XDECREF(values);
+    batch_clear(s);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Python methods.                                                                            */
+
+/* Scans events into the batch until max_events or the array's end; the number read, or -1. */
+static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
+{
+    Py_ssize_t n = 0;
+    int depth = event_depth(s);
+    while (n < max_events) {
+        skip_ws(s);
+        int c = peek(s);
+        if (s->state == S_NEXT) {
+            if (c == ']')
+                break;
+            if (c != ',')
+                return fail(s, s->pos, "expected ',' or ']' in the events array");
+            s->pos++;
+            skip_ws(s);
+            c = peek(s);
+        } else if (c == ']') {
+            break;
+        }
+        if (c != '{')
+            return fail(s, s->pos, "an element of the events array is not an object");
+        if (n == s->cap) {
+            Py_ssize_t ncap = s->cap ? s->cap * 2 : 1024;
+            if (ncap > max_events)
+                ncap = max_events;
+            if (batch_grow(s, ncap) < 0)
+                return -1;
+        }
+        if (read_object(s, n, depth, 1) < 0)
+            return -1;
+        s->state = S_NEXT;
+        n++;
+    }
+    skip_ws(s);
+    if (peek(s) == ']') {
+        s->pos++;
+        s->events_end = s->pos;
+        if (finish_document(s) < 0)
+            return -1;
+        s->state = S_DONE;
+    }
+    return n;
+}
+
+static PyObject *Scanner_next(Scanner *s, PyObject *arg)
+{
+    Py_ssize_t max_events = PyLong_AsSsize_t(arg);
+    if (max_events == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_SetString(PyExc_TypeError, "max_events must be an int");
+        return NULL;
+    }
+    if (max_events < 1) {
+        PyErr_SetString(PyExc_TypeError, "max_events must be >= 1");
+        return NULL;
+    }
+    if (s->state == S_FAILED) {
+        PyErr_SetObject(Unsupported, s->failure);
+        return NULL;
+    }
+    if (s->state == S_DONE)
+        Py_RETURN_NONE;
+    Py_ssize_t n = scan_batch(s, max_events);
+    if (n < 0) {
+        batch_clear(s);
+        if (PyErr_ExceptionMatches(Unsupported)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_NormalizeException(&type, &value, &tb);
+            Py_XSETREF(s->failure, PyObject_Str(value));
+            PyErr_Restore(type, value, tb);
+            if (s->failure == NULL)
+                s->failure = PyUnicode_FromString("the scanner failed earlier");
+        }
+        s->state = S_FAILED;
+        return NULL;
+    }
+    if (n == 0) {
+        batch_clear(s);
+        Py_RETURN_NONE;
+    }
+    return batch_result(s, n);
+}
+
+/* Copies the UTF-8 texts of the str items of `keys` into ks, numbering them from first;
+ * a raw key (in raw_keys) sets is_raw. 0, or -1 with TypeError / MemoryError. */
+static int keyset_init(Scanner *s, KeySet *ks, PyObject *keys, int first, PyObject *raw_keys)
+{
+    Py_ssize_t n = PyTuple_GET_SIZE(keys);
+    ks->keys = PyMem_Calloc((size_t)(n ? n : 1), sizeof(Key));
+    if (ks->keys == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    ks->n = 0;
+    ks->maxlen = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *k = PyTuple_GET_ITEM(keys, i);
+        if (!PyUnicode_Check(k)) {
+            PyErr_SetString(PyExc_TypeError, "field keys must be str");
+            return -1;
+        }
+        Py_ssize_t len;
+        const char *u = PyUnicode_AsUTF8AndSize(k, &len);
+        if (u == NULL)
+            return -1;
+        if (len == 0 || (len == 4 && memcmp(u, "args", 4) == 0 && ks == &s->top)) {
+            PyErr_SetString(PyExc_TypeError, "a field key is empty or \"args\"");
+            return -1;
+        }
+        if (keyset_find(ks, (const unsigned char *)u, len) >= 0) {
+            PyErr_SetString(PyExc_TypeError, "a field key is given twice");
+            return -1;
+        }
+        char *copy = PyMem_Malloc((size_t)len);
+        if (copy == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(copy, u, (size_t)len);
+        ks->keys[ks->n].text = copy;
+        ks->keys[ks->n].len = len;
+        ks->keys[ks->n].field = first + (int)i;
+        ks->n++;
+        if (len > ks->maxlen)
+            ks->maxlen = len;
+        int raw = PySet_Contains(raw_keys, k);
+        if (raw < 0)
+            return -1;
+        if (raw && ks == &s->top) {
+            PyErr_SetString(PyExc_TypeError, "only arg keys may be raw");
+            return -1;
+        }
+        s->is_raw[first + i] = (unsigned char)raw;
+    }
+    return 0;
+}
+
+/* Allocates the per-field arrays for nfields fields. 0, or -1 with MemoryError. */
+static int fields_alloc(Scanner *s, int nfields)
+{
+    s->nfields = nfields;
+    size_t m = (size_t)(nfields ? nfields : 1);
+    s->is_raw = PyMem_Calloc(m, 1);
+    s->kinds_obj = PyMem_Calloc(m, sizeof(PyObject *));
+    s->values_obj = PyMem_Calloc(m, sizeof(PyObject *));
+    s->kinds = PyMem_Calloc(m, sizeof(unsigned char *));
+    s->values = PyMem_Calloc(m, sizeof(int64_t *));
+    if (!s->is_raw || !s->kinds_obj || !s->values_obj || !s->kinds || !s->values) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"data", "top_keys", "arg_keys", "raw_keys", NULL};
+    PyObject *data, *top_keys, *arg_keys, *raw_keys;
+    if (s->have_view || s->nfields || s->strings) {
+        PyErr_SetString(PyExc_TypeError, "Scanner is initialised once");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O:Scanner", kwlist, &data, &PyTuple_Type,
+                                     &top_keys, &PyTuple_Type, &arg_keys, &raw_keys))
+        return -1;
+    if (!PyAnySet_Check(raw_keys)) {
+        PyErr_SetString(PyExc_TypeError, "raw_keys must be a frozenset or set");
+        return -1;
+    }
+    Py_ssize_t ntop = PyTuple_GET_SIZE(top_keys), narg = PyTuple_GET_SIZE(arg_keys);
+    if (ntop + narg > MAX_KEYS) {
+        PyErr_SetString(PyExc_TypeError, "too many field keys");
+        return -1;
+    }
+    if (PyObject_GetBuffer(data, &s->view, PyBUF_C_CONTIGUOUS) < 0)
+        return -1;
+    s->have_view = 1;
+    s->buf = s->view.buf;
+    s->len = s->view.len;
+    s->strings = PyList_New(0);
+    s->raws = PyList_New(0);
+    if (s->strings == NULL || s->raws == NULL)
+        return -1;
+    if (fields_alloc(s, (int)(ntop + narg)) < 0 ||
+        keyset_init(s, &s->top, top_keys, 0, raw_keys) < 0 ||
+        keyset_init(s, &s->args, arg_keys, (int)ntop, raw_keys) < 0)
+        return -1;
+    s->events_end = -1;
+    s->pos = 0;
+    if (find_events(s) < 0) {
+        /* The caller gets Unsupported from the constructor; the object is not used. */
+        return -1;
+    }
+    s->state = S_FIRST;
+    return 0;
+}
+
+static void Scanner_dealloc(Scanner *s)
+{
+    if (s->kinds_obj)
+        batch_clear(s);
+    if (s->have_view) {
+        PyBuffer_Release(&s->view);
+        s->have_view = 0;
+    }
+    table_free(&s->str_table);
+    table_free(&s->raw_table);
+    keyset_free(&s->top);
+    keyset_free(&s->args);
+    PyMem_Free(s->is_raw);
+    PyMem_Free(s->kinds_obj);
+    PyMem_Free(s->values_obj);
+    PyMem_Free(s->kinds);
+    PyMem_Free(s->values);
+    PyMem_Free(s->scratch);
+    Py_XDECREF(s->strings);
+    Py_XDECREF(s->raws);
+    Py_XDECREF(s->failure);
+    Py_TYPE(s)->tp_free((PyObject *)s);
+}
+
+static PyObject *Scanner_get_bare(Scanner *s, void *closure)
+{
+    return PyBool_FromLong(s->bare);
+}
+
+static PyObject *Scanner_get_strings(Scanner *s, void *closure)
+{
+    if (s->strings == NULL)
+        return PyList_New(0);
+    Py_INCREF(s->strings);
+    return s->strings;
+}
+
+static PyObject *Scanner_get_raws(Scanner *s, void *closure)
+{
+    if (s->raws == NULL)
+        return PyList_New(0);
+    Py_INCREF(s->raws);
+    return s->raws;
+}
+
+static PyMethodDef Scanner_methods[] = {
+    {"next", (PyCFunction)Scanner_next, METH_O,
+     "next(max_events) -> (n, kinds, values) | None\n\n"
+     "The next up-to-max_events events: kinds[j] is n bytes (one kind per event), values[j]\n"
+     "8*n bytes (native int64 or float64). None once the events array is exhausted."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef Scanner_members[] = {
+    {"events_start", T_PYSSIZET, offsetof(Scanner, events_start), READONLY,
+     "offset of the '[' that opens the events array"},
+    {"events_end", T_PYSSIZET, offsetof(Scanner, events_end), READONLY,
+     "offset just past the events array's ']' (-1 until the array is exhausted)"},
+    {NULL, 0, 0, 0, NULL},
+};
+
+static PyGetSetDef Scanner_getset[] = {
+    {"bare", (getter)Scanner_get_bare, NULL, "the document is a bare array of events", NULL},
+    {"strings", (getter)Scanner_get_strings, NULL, "distinct strings; a STR value indexes it",
+     NULL},
+    {"raws", (getter)Scanner_get_raws, NULL, "distinct raw JSON texts; a RAW value indexes it",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ScannerType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "traceviz.parse._scan.Scanner",
+    .tp_basicsize = sizeof(Scanner),
+    .tp_dealloc = (destructor)Scanner_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Scanner(data, top_keys, arg_keys, raw_keys): columns of a trace's events, a "
+              "batch at a time (see traceviz/parse/_scan.pyi).",
+    .tp_methods = Scanner_methods,
+    .tp_members = Scanner_members,
+    .tp_getset = Scanner_getset,
+    .tp_init = (initproc)Scanner_init,
+    .tp_new = PyType_GenericNew,
+};
+
+static struct PyModuleDef scan_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "traceviz.parse._scan",
+    .m_doc = "Optional C scanner: trace JSON bytes to event columns (see _scan.pyi).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC PyInit__scan(void)
+{
+    if (PyType_Ready(&ScannerType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&scan_module);
+    if (m == NULL)
+        return NULL;
+    if (Unsupported == NULL) {
+        Unsupported = PyErr_NewExceptionWithDoc(
+            "traceviz.parse._scan.Unsupported",
+            "The input is outside what the scanner handles exactly; parse it the Python way. "
+            "str(err) says what and where (byte offset).",
+            NULL, NULL);
+        if (Unsupported == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    Py_INCREF(Unsupported);
+    if (PyModule_AddObject(m, "Unsupported", Unsupported) < 0) {
+        Py_DECREF(Unsupported);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&ScannerType);
+    if (PyModule_AddObject(m, "Scanner", (PyObject *)&ScannerType) < 0) {
+        Py_DECREF(&ScannerType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
