@@ -11,11 +11,12 @@ import pandas as pd
 import pytest
 
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
+from traceviz.analysis import blocking as blocking_mod
 from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import kernel_kinds as kinds_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
-from traceviz.analysis.windows import StepWindows, overlap, step_windows
-from traceviz.schema import Kernels, Ops
+from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
+from traceviz.schema import Kernels, LaunchClass, Launches, Ops
 from traceviz.trace import Trace
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
@@ -141,6 +142,68 @@ def _check_kinds(trace: Trace) -> set[str]:
     return seen
 
 
+def _blocking_reasons_loop(trace: Trace) -> np.ndarray:
+    """blocking_reasons as it was: launch classes compared as an object array, the device's
+    busy time measured for every launch."""
+    launches = trace.launches
+    classes = launches[Launches.launch_class].astype(object).to_numpy()
+    out = np.zeros(len(launches), dtype=np.int8)
+    is_copy = classes == LaunchClass.MEMCPY.value
+    is_async = launches[Launches.name].astype(str).str.contains("Async", regex=False).to_numpy()
+    out[classes == LaunchClass.SYNC.value] = 1
+    out[is_copy & ~is_async] = 2
+    pageable = np.zeros(len(launches), dtype=bool)
+    pageable[blocking_mod._pageable_launch_rows(trace)] = True
+    out[is_copy & is_async & pageable] = 3
+    is_launch = np.isin(classes, blocking_mod._LAUNCHES)
+    durs = launches[Launches.dur_us].to_numpy(dtype=float)
+    if is_launch.any():
+        keys = launches[Launches.name].cat.codes.to_numpy()
+        median = pd.Series(durs).where(is_launch).groupby(keys).transform("median")
+        long = (
+            is_launch
+            & (durs >= blocking_mod.STALL_MIN_US)
+            & (durs >= blocking_mod.STALL_FACTOR * median.to_numpy(float))
+        )
+        if long.any():
+            starts = trace.kernels[Kernels.ts_us].to_numpy(dtype=float)
+            busy = union(starts, starts + trace.kernels[Kernels.dur_us].to_numpy(dtype=float))
+            ts = launches[Launches.ts_us].to_numpy(dtype=float)
+            device_busy = overlap(*busy, ts, ts + np.nan_to_num(durs))
+            long &= device_busy < blocking_mod.STALL_IDLE_SHARE * np.nan_to_num(durs)
+        out[long] = 4
+    width = max([1, *(len(blocking_mod._REASONS[c]) for c in np.unique(out))])
+    return np.array(blocking_mod._REASONS, dtype=f"<U{width}")[out]
+
+
+def _blocked_per_step_loop(windows: StepWindows, calls: pd.DataFrame) -> pd.DataFrame:
+    """blocking._per_step as it was: the calls of each step counted by a comparison."""
+    col = blocking_mod.BlockingColumns
+    ts = calls[col.ts_us].to_numpy(dtype=float)
+    end = ts + calls[col.dur_us].to_numpy(dtype=float)
+    rows = []
+    for i, (step, lo, hi) in enumerate(windows):
+        starts, ends = union(np.clip(ts, lo, hi), np.clip(end, lo, hi))
+        rows.append(
+            {
+                blocking_mod.BlockedStep.step: step,
+                blocking_mod.BlockedStep.wall_us: hi - lo,
+                blocking_mod.BlockedStep.calls: int((calls[col.step] == i).sum()),
+                blocking_mod.BlockedStep.blocked_us: float((ends - starts).sum()),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table[blocking_mod.BlockedStep.step] = table[blocking_mod.BlockedStep.step].astype("Int64")
+    return table
+
+
+def _check_blocking(trace: Trace) -> blocking_mod.BlockingCalls:
+    _same(blocking_mod.blocking_reasons(trace), _blocking_reasons_loop(trace))
+    found = blocking_calls(trace)
+    _same(found.per_step, _blocked_per_step_loop(step_windows(trace), found.calls))
+    return found
+
+
 def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
     windows = step_windows(trace)
     got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
@@ -159,6 +222,7 @@ def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
 def test_hot_spots_match_the_code_they_replaced_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
     _check_kinds(trace)
+    _check_blocking(trace)
     split = _check_idle(trace)
     # what is credited never exceeds what was measured
     per_step = split.per_step
@@ -174,6 +238,12 @@ def test_real_traces_have_blocked_and_cpu_wait_time() -> None:
         pytest.skip(f"corpus not found at {CORPUS}")
     trace = load_trace(CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz")
     split = _check_idle(trace)
+    found = _check_blocking(trace)
+    assert set(found.calls[blocking_mod.BlockingColumns.reason]) >= {
+        "sync",
+        "pageable_copy",
+        "stalled_launch",
+    }
     assert len(split.per_step) > 1
     assert split.total(idle_mod.IdleParts.cpu_wait_us) > 0
     assert len(split.cpu_work) > 0
@@ -227,5 +297,6 @@ def test_idle_split_ties_nan_starts_and_blocking_across_steps(tmp_trace) -> None
     ]
     trace = load_trace(tmp_trace(events))
     split = _check_idle(trace)
+    assert _check_blocking(trace).per_step[blocking_mod.BlockedStep.calls].tolist() == [1, 0, 0]
     assert len(split.per_step) == 3
     assert split.total(idle_mod.IdleParts.blocked_us) > 0

@@ -138,12 +138,12 @@ def blocking_calls(trace: Trace) -> BlockingCalls:
 def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
     """Per row of ``trace.launches``, its :class:`BlockReason` value, or "" (not blocking)."""
     launches = trace.launches
-    classes = launches[Launches.launch_class].astype(object).to_numpy()
+    classes = launches[Launches.launch_class]
     # codes into _REASONS, spelled out once at the end (as wide as the widest reason present)
     out = np.zeros(len(launches), dtype=np.int8)
-    is_copy = classes == LaunchClass.MEMCPY.value
+    is_copy = _is_one_of(classes, (LaunchClass.MEMCPY.value,))
     is_async = _name_contains(launches[Launches.name], "Async")
-    out[classes == LaunchClass.SYNC.value] = 1
+    out[_is_one_of(classes, (LaunchClass.SYNC.value,))] = 1
     out[is_copy & ~is_async] = 2
     pageable = np.zeros(len(launches), dtype=bool)
     pageable[_pageable_launch_rows(trace)] = True
@@ -165,6 +165,17 @@ def _pageable_launch_rows(trace: Trace) -> npt.NDArray[np.int64]:
     return rows[(rows >= 0) & (rows < len(trace.launches))]
 
 
+def _is_one_of(column: pd.Series, values: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+    """Per row, whether the value equals one of ``values`` (a categorical column: each
+    category compared once, the rows looked up by code)."""
+    if not isinstance(column.dtype, pd.CategoricalDtype):
+        objects = column.astype(object).to_numpy()
+        return np.logical_or.reduce([objects == v for v in values], initial=False)
+    hit = np.array([any(c == v for v in values) for c in column.cat.categories], dtype=bool)
+    codes = column.cat.codes.to_numpy()
+    return (codes >= 0) & hit[np.clip(codes, 0, max(hit.size - 1, 0))] if hit.size else codes < -1
+
+
 def _name_contains(names: pd.Series, text: str) -> npt.NDArray[np.bool_]:
     """Per categorical name, whether it contains ``text`` (tested once per category)."""
     if not isinstance(names.dtype, pd.CategoricalDtype):
@@ -174,9 +185,9 @@ def _name_contains(names: pd.Series, text: str) -> npt.NDArray[np.bool_]:
     return (codes >= 0) & hit[np.clip(codes, 0, max(hit.size - 1, 0))] if hit.size else codes < -1
 
 
-def _stalled_launches(trace: Trace, classes: np.ndarray) -> npt.NDArray[np.bool_]:
+def _stalled_launches(trace: Trace, classes: pd.Series) -> npt.NDArray[np.bool_]:
     launches = trace.launches
-    is_launch = np.isin(classes, _LAUNCHES)
+    is_launch = _is_one_of(classes, _LAUNCHES)
     durs = launches[Launches.dur_us].to_numpy(dtype=float)
     if not is_launch.any():
         return np.zeros(len(launches), dtype=bool)
@@ -188,9 +199,11 @@ def _stalled_launches(trace: Trace, classes: np.ndarray) -> npt.NDArray[np.bool_
         return long
     starts = trace.kernels[Kernels.ts_us].to_numpy(dtype=float)
     busy = union(starts, starts + trace.kernels[Kernels.dur_us].to_numpy(dtype=float))
-    ts = launches[Launches.ts_us].to_numpy(dtype=float)
-    device_busy = overlap(*busy, ts, ts + np.nan_to_num(durs))
-    return long & (device_busy < STALL_IDLE_SHARE * np.nan_to_num(durs))
+    rows = np.flatnonzero(long)  # the device's busy time only where it decides
+    ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
+    call = np.nan_to_num(durs[rows])
+    long[rows] = overlap(*busy, ts, ts + call) < STALL_IDLE_SHARE * call
+    return long
 
 
 def issuers(
@@ -315,6 +328,8 @@ def _copies(
 def _per_step(windows: StepWindows, calls: pd.DataFrame) -> pd.DataFrame:
     ts = calls[BlockingColumns.ts_us].to_numpy(dtype=float)
     end = ts + calls[BlockingColumns.dur_us].to_numpy(dtype=float)
+    step_of = calls[BlockingColumns.step].to_numpy(dtype=np.int64)
+    counts = np.bincount(step_of[step_of >= 0], minlength=len(windows.steps))
     rows = []
     for i, (step, lo, hi) in enumerate(windows):
         starts, ends = union(np.clip(ts, lo, hi), np.clip(end, lo, hi))
@@ -322,7 +337,7 @@ def _per_step(windows: StepWindows, calls: pd.DataFrame) -> pd.DataFrame:
             {
                 BlockedStep.step: step,
                 BlockedStep.wall_us: hi - lo,
-                BlockedStep.calls: int((calls[BlockingColumns.step] == i).sum()),
+                BlockedStep.calls: int(counts[i]),
                 BlockedStep.blocked_us: float((ends - starts).sum()),
             }
         )
