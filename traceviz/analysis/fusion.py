@@ -26,6 +26,7 @@ different numbers, the compiled side is scaled to the eager side's step count fi
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -258,7 +259,14 @@ def fusion_map(
 
 
 def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
-    return schema.conform(pd.DataFrame({c: [] for c in dtypes}), dtypes)
+    """A zero-row table with ``dtypes``: a copy of one built once per dtypes (building and
+    casting an empty frame costs ~2 ms, copying it ~0.1 ms; a FusionMap holds six)."""
+    return _empty_template(tuple(dtypes.items())).copy()
+
+
+@functools.cache
+def _empty_template(dtypes: tuple[tuple[str, str], ...]) -> pd.DataFrame:
+    return schema.conform(pd.DataFrame({c: [] for c, _ in dtypes}), dict(dtypes))
 
 
 # --- the two sides -----------------------------------------------------------------------

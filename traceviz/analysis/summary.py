@@ -8,7 +8,9 @@ JSON (:data:`DEVICE_FIGURES`), "n/a" in text, and ``device_activity`` says what 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import enum
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -28,6 +30,15 @@ from traceviz.schema import (
 from traceviz.trace import Trace
 
 SUMMARY_SCHEMA_VERSION = 1
+
+
+class Unset(enum.Enum):
+    """A keyword not given (where None is a value)."""
+
+    UNSET = enum.auto()
+
+
+UNSET = Unset.UNSET
 LAUNCH_CLASSES_COUNTED = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
 #: Keys of the JSON form that need a device model (null when ``basis`` is ``not-analysed``).
 DEVICE_FIGURES = (
@@ -40,7 +51,8 @@ DEVICE_FIGURES = (
 class TraceSummary:
     """Headline figures of one trace.
 
-    Tables (DataFrames):
+    Tables (DataFrames, computed from ``trace`` when first read: a comparison reads only the
+    figures above them):
 
     - ``activities``: ``activity`` (kernel/memcpy/memset), ``count``, ``time_us`` (summed
       device time, µs: ``excl_dur_us``, so a nested CPU kernel counts once), ``bytes``
@@ -72,12 +84,28 @@ class TraceSummary:
     events_in: int
     events_ignored: int
     ignored: dict[str, int]
-    activities: pd.DataFrame
-    top_kernels: pd.DataFrame
-    launch_classes: pd.DataFrame
-    region_kinds: pd.DataFrame
+    trace: Trace = field(repr=False, compare=False)  # the tables below are read from it
+    top: int = 10  # how many kernels ``top_kernels`` lists
     basis: str = "measured"  # "not-analysed": the device has no model, device figures n/a
     device_activity: DeviceActivity | None = None  # what an unmodelled device's trace holds
+
+    @cached_property
+    def activities(self) -> pd.DataFrame:
+        return _activities(self.trace.kernels)
+
+    @cached_property
+    def top_kernels(self) -> pd.DataFrame:
+        kernels = self.trace.kernels
+        is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
+        return _top_kernels(kernels[is_kernel], self.top)
+
+    @cached_property
+    def launch_classes(self) -> pd.DataFrame:
+        return _grouped(self.trace.launches, Launches.launch_class, Launches.dur_us)
+
+    @cached_property
+    def region_kinds(self) -> pd.DataFrame:
+        return _region_kinds(self.trace.regions)
 
     @property
     def analysed(self) -> bool:
@@ -123,8 +151,12 @@ class TraceSummary:
         }
 
 
-def summarize(trace: Trace, *, top: int = 10) -> TraceSummary:
-    """Headline figures of ``trace``; ``top`` is the number of kernels to list."""
+def summarize(
+    trace: Trace, *, top: int = 10, peak_allocated_bytes: int | Unset | None = UNSET
+) -> TraceSummary:
+    """Headline figures of ``trace``; ``top`` is the number of kernels to list.
+    ``peak_allocated_bytes``, when the caller has it already (``MemoryTraffic`` of this
+    trace), is taken instead of read again from the allocator events."""
     if top < 0:
         raise ValueError("top must be >= 0")
     kernels = trace.kernels
@@ -151,15 +183,17 @@ def summarize(trace: Trace, *, top: int = 10) -> TraceSummary:
         compiled_region_calls=int(
             (trace.regions[Regions.kind] == RegionKind.COMPILED_REGION.value).sum()
         ),
-        peak_allocated_bytes=peak_allocated(trace),
+        peak_allocated_bytes=(
+            peak_allocated(trace)
+            if isinstance(peak_allocated_bytes, Unset)
+            else peak_allocated_bytes
+        ),
         memory_events=len(trace.memory),
         events_in=trace.stats.events_in,
         events_ignored=trace.stats.events_ignored,
         ignored=dict(trace.stats.ignored),
-        activities=_activities(kernels),
-        top_kernels=_top_kernels(kernels[is_kernel], top),
-        launch_classes=_grouped(launches, Launches.launch_class, Launches.dur_us),
-        region_kinds=_region_kinds(trace.regions),
+        trace=trace,
+        top=top,
         basis="measured" if is_analysed(trace) else NOT_ANALYSED,
         device_activity=device_activity(trace),
     )

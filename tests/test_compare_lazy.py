@@ -1,0 +1,78 @@
+"""`traceviz compare` computes what its output shows, and no more (issue 14: the text report
+on a sample run within 1.5x of parsing its traces): what the text path leaves uncomputed is
+computed when read (JSON, `traceviz summary`, the dashboard), with the same values."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from tests.conftest import SAMPLES, load_trace
+from traceviz.analysis.memory import memory_traffic, peak_allocated
+from traceviz.analysis.summary import summarize
+from traceviz.commands.output import console
+from traceviz.pipeline import compare_run
+from traceviz.report.formats import renderer
+
+SUMMARY_TABLES = ("activities", "top_kernels", "launch_classes", "region_kinds")
+RUNS = sorted(p.parent.name for p in SAMPLES.glob("*/run.json"))
+
+
+def _text(report: object) -> str:
+    buffer = io.StringIO()
+    renderer("text").comparison(report, top=10)(console(file=buffer, width=80))  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def pointwise():  # type: ignore[no-untyped-def]
+    return compare_run(SAMPLES / "pointwise", load=lambda p: load_trace(p))
+
+
+def test_text_compare_leaves_summary_tables_uncomputed(pointwise) -> None:  # type: ignore[no-untyped-def]
+    assert "Findings" in _text(pointwise)
+    for side in (pointwise.a, pointwise.b):
+        computed = [t for t in SUMMARY_TABLES if t in vars(side.summary)]
+        assert computed == [], f"the text report computed {computed}"
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_summary_tables_read_later_equal_eager_ones(run: str) -> None:
+    for name in ("eager", "compiled"):
+        trace = load_trace(SAMPLES / run / f"{name}.pt.trace.json.gz")
+        lazy = summarize(trace, top=3)
+        # the same tables computed at once, as before they were lazy
+        kernels = trace.kernels
+        from traceviz.analysis import summary as module
+
+        is_kernel = (kernels["activity"] == "kernel").to_numpy()
+        pd.testing.assert_frame_equal(lazy.activities, module._activities(kernels))
+        pd.testing.assert_frame_equal(lazy.top_kernels, module._top_kernels(kernels[is_kernel], 3))
+        pd.testing.assert_frame_equal(
+            lazy.launch_classes, module._grouped(trace.launches, "launch_class", "dur_us")
+        )
+        pd.testing.assert_frame_equal(lazy.region_kinds, module._region_kinds(trace.regions))
+        assert len(lazy.top_kernels) <= 3
+        # the summary's JSON (traceviz summary --format json) still holds every table
+        data = lazy.to_json()
+        for table in SUMMARY_TABLES:
+            assert data[table] == lazy.to_json()[table]
+            assert isinstance(data[table], list)
+        assert len(data["top_kernels"]) == min(3, kernels.loc[is_kernel, "name"].nunique())
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_peak_taken_from_traffic_is_the_allocator_peak(run: str) -> None:
+    report = compare_run(SAMPLES / run, load=lambda p: load_trace(p))
+    for side in (report.a, report.b):
+        assert side.summary.peak_allocated_bytes == peak_allocated(side.trace)
+        assert side.summary.peak_allocated_bytes == memory_traffic(side.trace).peak_allocated_bytes
+
+
+def test_summary_given_a_peak_keeps_it_and_none_is_a_value() -> None:
+    trace = load_trace(SAMPLES / "pointwise" / "eager.pt.trace.json.gz")
+    assert summarize(trace).peak_allocated_bytes == peak_allocated(trace) is not None
+    assert summarize(trace, peak_allocated_bytes=None).peak_allocated_bytes is None
+    assert summarize(trace, peak_allocated_bytes=7).peak_allocated_bytes == 7
