@@ -67,6 +67,27 @@ static inline uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n)
     return h;
 }
 
+/* Whether the n bytes at a and at b are equal (8 at a time; short keys without a call). */
+static inline int bytes_equal(const unsigned char *a, const unsigned char *b, Py_ssize_t n)
+{
+    uint64_t u, v;
+    if (n >= 8) {
+        for (Py_ssize_t i = 0; i + 8 <= n; i += 8) {
+            memcpy(&u, a + i, 8);
+            memcpy(&v, b + i, 8);
+            if (u != v)
+                return 0;
+        }
+        memcpy(&u, a + n - 8, 8); /* the last 8 bytes, overlapping what was compared */
+        memcpy(&v, b + n - 8, 8);
+        return u == v;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return 0;
+    return 1;
+}
+
 /* Releases every reference the table holds and its slots. */
 static void table_free(Table *t)
 {
@@ -120,7 +141,7 @@ static Py_ssize_t intern(Table *t, PyObject *values, const unsigned char *p, Py_
         Slot *sl = &t->slots[k];
         if (sl->code < 0)
             break;
-        if (sl->hash == h && sl->len == n && memcmp(sl->key, p, (size_t)n) == 0)
+        if (sl->hash == h && sl->len == n && bytes_equal((const unsigned char *)sl->key, p, n))
             return sl->code;
         k = (k + 1) & mask;
     }
@@ -170,9 +191,10 @@ typedef struct {
 } Key;
 
 typedef struct {
-    Key *keys;
+    Key *keys; /* sorted by length once complete (keyset_index) */
     int n;
     Py_ssize_t maxlen;
+    int *by_len; /* keys[by_len[L] .. by_len[L+1]) have length L, for L <= maxlen */
 } KeySet;
 
 /* Field number of the key [p, p+n) in ks, or -1 when it is not one of them. */
@@ -180,12 +202,46 @@ static inline int keyset_find(const KeySet *ks, const unsigned char *p, Py_ssize
 {
     if (n > ks->maxlen)
         return -1;
-    for (int i = 0; i < ks->n; i++) {
+    if (ks->by_len != NULL) {
+        for (int i = ks->by_len[n]; i < ks->by_len[n + 1]; i++) {
+            const Key *k = &ks->keys[i];
+            if (bytes_equal((const unsigned char *)k->text, p, n))
+                return k->field;
+        }
+        return -1;
+    }
+    for (int i = 0; i < ks->n; i++) { /* while the set is being built */
         const Key *k = &ks->keys[i];
-        if (k->len == n && k->text[0] == (char)p[0] && memcmp(k->text, p, (size_t)n) == 0)
+        if (k->len == n && memcmp(k->text, p, (size_t)n) == 0)
             return k->field;
     }
     return -1;
+}
+
+/* Sorts the keys by length and builds by_len. 0, or -1 with MemoryError. */
+static int keyset_index(KeySet *ks)
+{
+    for (int i = 1; i < ks->n; i++) { /* insertion sort: a few dozen keys */
+        Key k = ks->keys[i];
+        int j = i - 1;
+        while (j >= 0 && ks->keys[j].len > k.len) {
+            ks->keys[j + 1] = ks->keys[j];
+            j--;
+        }
+        ks->keys[j + 1] = k;
+    }
+    ks->by_len = PyMem_Calloc((size_t)ks->maxlen + 2, sizeof(int));
+    if (ks->by_len == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int i = 0;
+    for (Py_ssize_t len = 0; len <= ks->maxlen + 1; len++) {
+        while (i < ks->n && ks->keys[i].len < len)
+            i++;
+        ks->by_len[len] = i;
+    }
+    return 0;
 }
 
 /* Frees the copies of the key texts. */
@@ -194,7 +250,9 @@ static void keyset_free(KeySet *ks)
     for (int i = 0; i < ks->n; i++)
         PyMem_Free(ks->keys[i].text);
     PyMem_Free(ks->keys);
+    PyMem_Free(ks->by_len);
     ks->keys = NULL;
+    ks->by_len = NULL;
     ks->n = 0;
 }
 
@@ -577,9 +635,7 @@ static int scan_number(Scanner *s, int *kind, int64_t *value)
     }
     if (p >= n || b[p] < '0' || b[p] > '9')
         return fail(s, start, "invalid number");
-    uint64_t mant = 0; /* the integer part, while it fits */
-    int int_overflow = 0;
-    uint64_t sig = 0; /* significant digits, at most 19 of them */
+    uint64_t sig = 0; /* the first 19 significant digits (19 digits always fit) */
     int nsig = 0;     /* how many significant digits there are in all */
     int64_t exp10 = 0; /* the power of ten applying to sig */
     int exp_huge = 0;  /* the exponent has too many digits for exp10: no fast path */
@@ -589,13 +645,8 @@ static int scan_number(Scanner *s, int *kind, int64_t *value)
             return fail(s, start, "invalid number (leading zero)");
     } else {
         while (p < n && b[p] >= '0' && b[p] <= '9') {
-            unsigned d = b[p] - '0';
-            if (mant > (UINT64_MAX - d) / 10)
-                int_overflow = 1;
-            else
-                mant = mant * 10 + d;
             if (nsig < 19)
-                sig = sig * 10 + d;
+                sig = sig * 10 + (unsigned)(b[p] - '0');
             else
                 exp10++;
             nsig++;
@@ -646,10 +697,11 @@ static int scan_number(Scanner *s, int *kind, int64_t *value)
     if (kind == NULL)
         return 0;
     if (!is_float) {
-        if (int_overflow || (negative ? mant > (uint64_t)INT64_MAX + 1 : mant > INT64_MAX))
+        /* An integer's digits are all significant: more than 19 is at least 10^19. */
+        if (nsig > 19 || (negative ? sig > (uint64_t)INT64_MAX + 1 : sig > INT64_MAX))
             return fail(s, start, "integer outside int64");
         *kind = K_INT;
-        *value = negative ? (int64_t)(0 - mant) : (int64_t)mant;
+        *value = negative ? (int64_t)(0 - sig) : (int64_t)sig;
         return 0;
     }
     double d;
@@ -1144,7 +1196,7 @@ static int keyset_init(Scanner *s, KeySet *ks, PyObject *keys, int first, PyObje
         }
         s->is_raw[first + i] = (unsigned char)raw;
     }
-    return 0;
+    return keyset_index(ks);
 }
 
 /* Allocates the per-field arrays for nfields fields. 0, or -1 with MemoryError. */
