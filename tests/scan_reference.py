@@ -14,6 +14,7 @@ Slow (a Python function call per distinct value); for tests only.
 from __future__ import annotations
 
 import math
+from operator import attrgetter
 from typing import Any
 
 import msgspec
@@ -93,7 +94,10 @@ class Scanner:
             events = msgspec.json.decode(
                 b"[" + b",".join(map(bytes, chunk)) + b"]", type=list[self._event_type]
             )
-            args = [self._args(event.args) for event in events]
+            texts = [bytes(event.args) or b"{}" for event in events]
+            if any(text[:1] != b"{" for text in texts):
+                raise Unsupported("args is not an object")
+            args = msgspec.json.decode(b"[" + b",".join(texts) + b"]", type=list[self._args_type])
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
             raise Unsupported(str(err)) from None
         kinds: list[bytes] = []
@@ -101,18 +105,15 @@ class Scanner:
         for j, is_raw in enumerate(self._is_raw):
             items = events if j < self._n_top else args
             name = f"f{j if j < self._n_top else j - self._n_top}"
-            column = [self._kind(bytes(getattr(item, name)), is_raw) for item in items]
-            kinds.append(np.array([k for k, _ in column], dtype=np.uint8).tobytes())
-            values.append(np.array([v for _, v in column], dtype=np.int64).tobytes())
+            texts = list(map(bytes, map(attrgetter(name), items)))
+            # one kind and value per distinct text, in order of first appearance
+            known = {text: self._kind(text, is_raw) for text in dict.fromkeys(texts)}
+            kind_of = {text: kind for text, (kind, _) in known.items()}
+            value_of = {text: value for text, (_, value) in known.items()}
+            n = len(texts)
+            kinds.append(np.fromiter(map(kind_of.__getitem__, texts), np.uint8, n).tobytes())
+            values.append(np.fromiter(map(value_of.__getitem__, texts), np.int64, n).tobytes())
         return len(events), kinds, values
-
-    def _args(self, raw: msgspec.Raw) -> Any:
-        text = bytes(raw)
-        if not text:
-            return self._args_type()
-        if text[:1] != b"{":
-            raise Unsupported("args is not an object")
-        return msgspec.json.decode(text, type=self._args_type)
 
     def _kind(self, text: bytes, is_raw: bool) -> tuple[int, int]:
         if not text:

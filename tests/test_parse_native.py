@@ -1,0 +1,458 @@
+"""The native parse path (traceviz.parse.native: the C scanner's columns) gives the very tables,
+meta and stats of the Python path (msgspec structs), on every real trace and on hand-made
+traces of every odd kind of value; whatever the scanner refuses is parsed the Python way.
+
+Each test runs with the pure-Python stand-in (tests/scan_reference.py, always) and with the
+real extension when it is built.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+import pandas as pd
+import pytest
+import scan_reference
+
+from traceviz.errors import TraceFormatError
+from traceviz.parse import load_trace, native, read
+from traceviz.parse.columns import _Numbering
+from traceviz.parse.events import Event
+from traceviz.parse.structs import StructSource
+from traceviz.trace import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+CORPUS = sorted(p for p in (ROOT.parent / "shared" / "corpus").rglob("*.json*"))
+SAMPLES = sorted((ROOT / "sample_traces").rglob("*.json.gz"))
+TABLES = ("kernels", "ops", "launches", "regions", "memory", "spans", "steps")
+
+
+def _real_module() -> Any:
+    try:
+        return importlib.import_module("traceviz.parse._scan")
+    except ImportError:
+        return None
+
+
+SCANNERS = [pytest.param(scan_reference, id="reference")]
+if _real_module() is not None:
+    SCANNERS.append(pytest.param(_real_module(), id="extension"))
+else:
+    SCANNERS.append(
+        pytest.param(None, id="extension", marks=pytest.mark.skip(reason="_scan not built"))
+    )
+
+
+@pytest.fixture(params=SCANNERS)
+def scanner(request: pytest.FixtureRequest) -> Any:
+    return request.param
+
+
+def python_trace(path: Path, monkeypatch: pytest.MonkeyPatch) -> Trace:
+    """The trace parsed the Python way (TRACEVIZ_NATIVE=0)."""
+    with monkeypatch.context() as patch:
+        patch.setenv(native.NATIVE_ENV, "0")
+        return load_trace(path, cache=False)
+
+
+def native_trace(path: Path, module: Any) -> Trace | None:
+    """The trace parsed by ``module``'s scanner (``None``: it refused the file)."""
+    return native.parse_native(path, read.read_bytes(path), module=module)
+
+
+def assert_same(expected: Trace, got: Trace) -> None:
+    for name in TABLES:
+        pd.testing.assert_frame_equal(
+            getattr(got, name), getattr(expected, name), check_exact=True, obj=name
+        )
+        for column in getattr(expected, name).select_dtypes("category"):
+            want = getattr(expected, name)[column].cat.categories
+            assert list(getattr(got, name)[column].cat.categories) == list(want), column
+    assert got.meta == expected.meta
+    assert got.stats == expected.stats
+
+
+def _check(path: Path, scanner: Any, monkeypatch: pytest.MonkeyPatch, *, scanned: bool) -> Trace:
+    """Native and Python path agree; ``scanned``: the scanner took the file (else it refused
+    it, and load_trace, with that scanner, gave the Python path's trace)."""
+    expected = python_trace(path, monkeypatch)
+    got = native_trace(path, scanner)
+    assert (got is not None) == scanned
+    if got is None:
+        monkeypatch.setattr(native, "_module", scanner)
+        monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+        got = load_trace(path, cache=False)
+    assert_same(expected, got)
+    return expected
+
+
+@pytest.mark.parametrize("path", CORPUS + SAMPLES, ids=lambda p: p.name)
+def test_real_traces_identical(path: Path, scanner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    expected = _check(path, scanner, monkeypatch, scanned=True)
+    assert expected.stats.events_in > 0
+
+
+def test_corpus_is_there() -> None:
+    assert len(CORPUS) >= 15 and len(SAMPLES) >= 10
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-made traces: one per odd kind of value
+
+
+def _x(name: Any, ts: Any, dur: Any, *, cat: Any = "cpu_op", pid: Any = 1, tid: Any = 1,
+       **args: Any) -> dict:  # fmt: skip
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+            "args": args}  # fmt: skip
+
+
+def _kernel(name: Any, ts: Any, dur: Any, corr: Any, **args: Any) -> dict:
+    args = {"device": 0, "stream": 7, "correlation": corr, **args}
+    return _x(name, ts, dur, cat="kernel", pid=0, tid=7, **args)
+
+
+def _launch(ts: Any, corr: Any, **args: Any) -> dict:
+    return _x("cudaLaunchKernel", ts, 2, cat="cuda_runtime", correlation=corr, **args)
+
+
+BASE = [
+    _x("aten::mm", 10, 50, **{"External id": 1, "Input Dims": [[2, 3], [3, 4]]}),
+    _launch(12, 100, **{"External id": 1}),
+    _kernel("gemm", 20, 30, 100, **{"External id": 1, "grid": [1, 2, 3], "block": [128, 1, 1]}),
+    _x("aten::add", 70, 5, **{"External id": 2, "Sequence number": 4, "Fwd thread id": 0}),
+]
+
+CASES: dict[str, list[dict]] = {
+    "strings_in_ts_dur": [*BASE, _x("a", "80.5", "3"), _x("b", 90, "N/A"), _x("c", "inf", 1)],
+    "strings_in_ids": [
+        *BASE,
+        _launch(95, "0x1f", **{"External id": "7"}),
+        _kernel("k2", 96, 1, "0x1f", stream="stream 9", **{"External id": "7"}),
+    ],
+    "floats_in_ids": [
+        *BASE,
+        _launch(95, 101.0, **{"External id": 3.7}),
+        _kernel("k2", 96, 1, 101.0, device=0.0, **{"registers per thread": 32.0}),
+    ],
+    "ints_in_names": [*BASE, _x(123, 95, 1), _x(4.5, 96, 1, cat=7), _x(None, 97, 1)],
+    "string_pids": [
+        *BASE,
+        _x("PyTorch Profiler (0)", 0, 200, cat="Trace", pid="Spans", tid="PyTorch Profiler"),
+        _x("x", 5, 1, pid="Traces", tid=3),
+        _x("y", 6, 1, pid=1.0, tid=1),
+    ],
+    "null_and_absent": [
+        *BASE,
+        {"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 99, "dur": None},
+        {"ph": "X", "cat": "cpu_op", "name": None, "pid": None, "ts": 100},
+        {"ph": "X", "cat": None, "name": "nocat", "pid": 1, "tid": 1, "ts": 101, "dur": 1},
+        {"ph": "X", "cat": "cpu_op", "name": "noargs", "pid": 1, "tid": 1, "ts": 102, "dur": 1},
+    ],
+    "bad_durations": [*BASE, _x("neg", 95, -5), _kernel("negk", 96, -1.5, 100), _x("ok", 97, 0)],
+    "memory_instants": [
+        *BASE,
+        {
+            "ph": "i",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 15,
+            "s": "t",
+            "args": {
+                "Device Type": 1,
+                "Device Id": 0,
+                "Bytes": 512,
+                "Total Allocated": 512,
+                "Total Reserved": 2048,
+            },
+        },
+        {
+            "ph": "i",
+            "name": "[memory]",
+            "pid": 1,
+            "tid": 1,
+            "ts": 16,
+            "args": {"Device Type": "cuda", "Device Id": "0", "Bytes": -512},
+        },
+        {"ph": "i", "name": "[memory]", "pid": 1, "tid": 1, "ts": 17, "args": {"Device Type": 99}},
+        {"ph": "i", "name": "other instant", "pid": 1, "tid": 1, "ts": 18},
+        {"ph": "I", "name": 5, "pid": 1, "tid": 1, "ts": 19},
+    ],
+    "metadata_names": [
+        *BASE,
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "python3"}},
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 1, "args": {"name": "main"}},
+        {"ph": "M", "name": "thread_name", "pid": "Spans", "tid": 2, "args": {"name": 7}},
+        {"ph": "M", "name": "process_sort_index", "pid": 1, "args": {"sort_index": 3}},
+        {"ph": "s", "id": 1, "pid": 1, "tid": 1, "ts": 12, "cat": "ac2g", "name": "flow"},
+        {"ph": "C", "name": "counter", "pid": 1, "ts": 1, "args": {"value": 3}},
+    ],
+    "copy_kinds": [
+        *BASE,
+        _x("Memcpy HtoD (Pageable -> Device)", 90, 3, cat="gpu_memcpy", pid=0, tid=7, bytes=64),
+        _x("Memcpy", 91, 3, cat="gpu_memcpy", pid=0, tid=7, kind="DtoH", bytes="64"),
+        _x(17, 92, 3, cat="gpu_memcpy", pid=0, tid=7, kind=1),
+        _x("Memset (Device)", 93, 1, cat="gpu_memset", pid=0, tid=7, bytes=8),
+    ],
+    "raw_args": [
+        *BASE,
+        _x("aten::cat", 95, 1, **{"Input dims": [[1], [2]], "Input type": ["float", ""]}),
+        _x("aten::cat", 96, 1, **{"Input Dims": [], "Input dims": [[9]]}),
+        _x("aten::to", 97, 1, **{"Concrete Inputs": ["", "7", None], "Input Dims": None}),
+        _kernel("k3", 98, 1, 101, grid="weird", block=None),
+    ],
+    "text_escapes": [
+        *BASE,
+        _x('caf\u00e9 \u2603 \U0001f600 "quoted" \\ \n', 95, 1),
+        _x(
+            "kernel_backend",
+            96,
+            1,
+            kernel_backend="triton",
+            kernel_file="/tmp/x.py",
+            kernel_num_gb=0.25,
+        ),
+    ],
+    "large_ids": [
+        *BASE,
+        _launch(95, 2**62 + 1, **{"External id": 2**63 - 1}),
+        _kernel("k2", 96, 1, 2**62 + 1, **{"External id": -(2**63)}),
+        _x("big", 97, 1, **{"Sequence number": 2**53 + 1, "External id": 0}),
+    ],
+    "legacy_schema": [
+        _x("aten::mm", 10, 50, cat="Operator", **{"external id": 5}),
+        _x("cudaLaunchKernel", 12, 2, cat="Runtime", correlation=9, **{"external id": 5}),
+        _x("gemm", 20, 30, cat="Kernel", pid=0, tid=7, device=0, stream=7, correlation=9),
+    ],
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hand_made_identical(
+    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{case}.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": CASES[case]}))
+    expected = _check(path, scanner, monkeypatch, scanned=True)
+    assert expected.stats.events_in == len(CASES[case])
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_small_batches_identical(
+    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of 2 events: each column's numbering carries over batches, odd kinds appear in
+    some batches only."""
+    path = tmp_path / f"{case}.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": CASES[case]}))
+    monkeypatch.setattr(native, "BATCH_EVENTS", 2)
+    _check(path, scanner, monkeypatch, scanned=True)
+
+
+def test_bare_array_gzip_bom_header(
+    scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = CASES["string_pids"]
+    bare = tmp_path / "bare.json.gz"
+    bare.write_bytes(gzip.compress(b"\xef\xbb\xbf  " + json.dumps(events).encode() + b"\n "))
+    _check(bare, scanner, monkeypatch, scanned=True)
+    doc = tmp_path / "doc.json"
+    header = {"deviceProperties": [{"id": 0, "name": "NVIDIA A100"}], "baseTimeNanoseconds": 7}
+    text = json.dumps({"schemaVersion": 1, **header, "traceEvents": events, "traceName": "t"})
+    doc.write_text(text)
+    expected = _check(doc, scanner, monkeypatch, scanned=True)
+    assert expected.meta.trace_name == "t" and expected.meta.devices
+
+
+def test_empty_events(scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text('{"traceEvents": [], "schemaVersion": 1}')
+    expected = _check(path, scanner, monkeypatch, scanned=True)
+    assert expected.stats.events_in == 0
+
+
+# ---------------------------------------------------------------------------------------------
+# What the scanner refuses: parsed the Python way, same trace or same error
+
+REFUSED = {
+    "nan_literal": '{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, '
+    '"tid": 1, "ts": 1, "dur": NaN}, {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, '
+    '"tid": 1, "ts": 2, "dur": Infinity}]}',
+    "beyond_int64": json.dumps({"traceEvents": [_x("a", 1, 2, **{"External id": 2**64 + 3})]}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_parsed_the_python_way(
+    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{case}.json"
+    path.write_text(REFUSED[case])
+    _check(path, scanner, monkeypatch, scanned=False)
+
+
+BROKEN = {
+    "args_null": json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "args": None}]}),
+    "bool_in_ts": json.dumps({"traceEvents": [{"ph": "X", "name": "a", "ts": True}]}),
+    "event_not_object": json.dumps({"traceEvents": [[1, 2]]}),
+    "no_events": json.dumps({"schemaVersion": 1}),
+    "overflowing_float": '{"traceEvents": [{"ph": "X", "name": "a", "ts": 1e400, "dur": 1}]}',
+    "truncated": '{"traceEvents": [{"ph": "X", "name": "a"',
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_refused_errors_unchanged(
+    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"{case}.json"
+    path.write_text(BROKEN[case])
+    with monkeypatch.context() as patch:
+        patch.setenv(native.NATIVE_ENV, "0")
+        with pytest.raises(TraceFormatError) as python_error:
+            load_trace(path, cache=False)
+    assert native_trace(path, scanner) is None
+    monkeypatch.setattr(native, "_module", scanner)
+    with pytest.raises(TraceFormatError) as native_error:
+        load_trace(path, cache=False)
+    assert str(native_error.value) == str(python_error.value)
+    assert str(path) in str(native_error.value)
+
+
+def test_refused_in_a_later_batch(
+    scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Unsupported after some batches were taken: the partial columns are dropped and the whole
+    file is parsed again the Python way."""
+    events = json.dumps(CASES["copy_kinds"] + CASES["metadata_names"])[1:-1]
+    path = tmp_path / "late.json"
+    path.write_text('{"traceEvents": [' + events + ', {"ph": "X", "ts": NaN}]}')
+    monkeypatch.setattr(native, "BATCH_EVENTS", 3)
+    expected = _check(path, scanner, monkeypatch, scanned=False)
+    assert expected.stats.events_in == len(CASES["copy_kinds"] + CASES["metadata_names"]) + 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Which path load_trace takes
+
+
+class _Spy:
+    """A scanner module that counts the scanners made."""
+
+    def __init__(self, module: Any) -> None:
+        self.made = 0
+        self.module = module
+        self.Unsupported = module.Unsupported
+
+    def Scanner(self, *args: Any) -> Any:
+        self.made += 1
+        return self.module.Scanner(*args)
+
+
+def test_native_env_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": BASE}))
+    spy = _Spy(scan_reference)
+    monkeypatch.setattr(native, "_module", spy)
+    monkeypatch.setenv(native.NATIVE_ENV, "0")
+    off = load_trace(path, cache=False)
+    assert spy.made == 0
+    monkeypatch.delenv(native.NATIVE_ENV)
+    on = load_trace(path, cache=False)
+    assert spy.made == 1
+    assert_same(off, on)
+
+
+def test_without_extension_python_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": BASE}))
+    monkeypatch.setattr(native, "_module", None)
+    monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+    assert native.scanner_module() is None
+    assert native.parse_native(path, path.read_bytes()) is None
+    assert load_trace(path, cache=False).stats.rows["kernels"] == 1
+
+
+def test_field_lists_follow_the_structs() -> None:
+    """The keys the scanner is given are the structs' own (nothing retyped)."""
+    assert native.TOP_KEYS == ("ph", "cat", "name", "pid", "tid", "ts", "dur")
+    assert "External id" in native.ARG_KEYS and "name" in native.ARG_KEYS
+    raw = {"grid", "block", "Input Dims", "Input dims", "Input type", "Concrete Inputs"}
+    assert raw == native.RAW_KEYS
+    assert len(native.FIELDS) == len(native.TOP_KEYS) + len(native.ARG_KEYS)
+
+
+RAW_FIELDS = ("grid", "block", "input_dims", "input_dims_legacy", "input_types", "concrete_inputs")
+
+
+def test_source_conversions_match_structs(scanner: Any) -> None:
+    """Field by field, NativeSource gives what StructSource gives on the same events (all the
+    hand-made cases in one batch, and every third event of it)."""
+    events = [e for case in CASES.values() for e in case]
+    text = json.dumps(events).encode()
+    structs = StructSource(msgspec.json.decode(text, type=list[Event]))
+    scan = scanner.Scanner(text, native.TOP_KEYS, native.ARG_KEYS, native.RAW_KEYS)
+    n, kinds, values = scan.next(10**6)
+    source = native.NativeSource(native._Batch(n, kinds, values, scan.strings, scan.raws))
+    rows = np.arange(0, n, 3)
+    for want, got in ((structs, source), (structs.take(rows), source.take(rows))):
+        assert len(want) == len(got)
+        for field in native.FIELDS:
+            if field in RAW_FIELDS:
+                assert _codes(want.raw_codes, field) == _codes(got.raw_codes, field)
+                continue
+            assert list(want.values(field)) == list(got.values(field)), field
+            np.testing.assert_array_equal(want.floats(field), got.floats(field), field)
+            np.testing.assert_array_equal(want.ints(field), got.ints(field), field)
+            assert _codes(want.codes, field) == _codes(got.codes, field)
+            assert want.equals(field, "[memory]").tolist() == got.equals(field, "[memory]").tolist()
+        merged = _codes(want.raw_codes, "input_dims", "input_dims_legacy")
+        assert merged == _codes(got.raw_codes, "input_dims", "input_dims_legacy")
+        for pair in (("pid", "tid"), ("ph", "cat"), ("name", "ts")):
+            assert _codes(want.pair_codes, *pair) == _codes(got.pair_codes, *pair)
+
+
+def _codes(method: Any, *fields: str) -> tuple[list[int], list[Any]]:
+    """Codes from a fresh numbering and the numbering's values, in order."""
+    numbering = _Numbering()
+    codes = method(numbering, *fields)
+    return codes.tolist(), list(numbering)
+
+
+FALLBACKS = {  # case -> the converter of the Python path its odd values go through
+    "strings_in_ts_dur": "_streamed",
+    "strings_in_ids": "_streamed",
+    "floats_in_ids": "_streamed",
+    "ints_in_names": "_encode",
+    "string_pids": "pairs_encoded",
+}
+
+
+@pytest.mark.parametrize("case", sorted(FALLBACKS))
+def test_odd_kinds_take_the_python_converters(
+    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Odd mixes of kinds go through the Python path's converters; plain traces never do."""
+    calls: dict[str, int] = dict.fromkeys(set(FALLBACKS.values()), 0)
+    for name in calls:
+        original = getattr(native, name)
+
+        def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            calls[_name] += 1
+            return _original(*args)
+
+        monkeypatch.setattr(native, name, counted)
+    plain = tmp_path / "plain.json"
+    plain.write_text(json.dumps({"traceEvents": BASE}))
+    assert native_trace(plain, scanner) is not None
+    assert sum(calls.values()) == 0
+    odd = tmp_path / f"{case}.json"
+    odd.write_text(json.dumps({"traceEvents": CASES[case]}))
+    assert native_trace(odd, scanner) is not None
+    assert calls[FALLBACKS[case]] > 0
