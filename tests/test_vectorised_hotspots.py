@@ -13,9 +13,15 @@ import pytest
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis import blocking as blocking_mod
 from traceviz.analysis import idle as idle_mod
+from traceviz.analysis import kernel_diff as kernel_diff_mod
 from traceviz.analysis import kernel_kinds as kinds_mod
+from traceviz.analysis import top_kernels as top_kernels_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
+from traceviz.analysis.chains import chain_members
+from traceviz.analysis.kernels import classify
+from traceviz.analysis.timeline import timeline
 from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
+from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 from traceviz.schema import Kernels, LaunchClass, Launches, Ops
 from traceviz.trace import Trace
 
@@ -204,6 +210,41 @@ def _check_blocking(trace: Trace) -> blocking_mod.BlockingCalls:
     return found
 
 
+def _side_by_text(kernels: pd.DataFrame, column: str) -> pd.DataFrame:
+    """kernel_diff._side as it was: every row's key spelled out, grouped by text."""
+    values = kernels[column]
+    keys = values.astype(object).where(values.notna(), kernel_diff_mod.NO_OP).astype(str)
+    time = kernels[Kernels.excl_dur_us].astype(float).fillna(0.0)
+    frame = pd.DataFrame({"key": keys.to_numpy(), "time_us": time.to_numpy()})
+    grouped = frame.groupby("key", sort=False)
+    return pd.DataFrame({"calls": grouped.size(), "time_us": grouped["time_us"].sum()})
+
+
+def _check_kernel_tables(
+    a: pd.DataFrame, b: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> pd.DataFrame:
+    """top_kernels and kernel_diff (every grouping) of classified kernels ``a`` and ``b``
+    equal what the per-group Python and the per-row texts gave; returns top_kernels."""
+    sides = [("a", a), ("b", b)]
+    got = top_kernels_mod.top_kernels(sides)
+    diffs = {by: kernel_diff_mod.kernel_diff(a, b, by=by) for by in kernel_diff_mod.GROUPS}
+    with monkeypatch.context() as m:
+        m.setattr(
+            top_kernels_mod,
+            "_launched_by",
+            lambda k, grouped: grouped[Kernels.op_name].agg(top_kernels_mod._most_common),
+        )
+        m.setattr(kernel_diff_mod, "_side", _side_by_text)
+        _same(got, top_kernels_mod.top_kernels(sides))
+        for by, diff in diffs.items():
+            _same(diff, kernel_diff_mod.kernel_diff(a, b, by=by))
+    for side in ("a", "b"):  # every activity in one row: the times add up to the measured
+        measured = (a if side == "a" else b)[Kernels.excl_dur_us].fillna(0.0).sum()
+        for diff in diffs.values():
+            assert diff[f"{side}_time_us"].sum() == pytest.approx(measured, rel=1e-9, abs=1e-6)
+    return got
+
+
 def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
     windows = step_windows(trace)
     got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
@@ -219,8 +260,20 @@ def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
 
 
 @pytest.mark.parametrize("path", _traces())
-def test_hot_spots_match_the_code_they_replaced_on_real_traces(path: Path) -> None:
+def test_hot_spots_match_the_code_they_replaced_on_real_traces(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     trace = load_trace(path)
+    classified = classify(trace)
+    _check_kernel_tables(classified, classified.iloc[::2], monkeypatch)
+    # the chains rule reads the gemm rule's timeline (with shape keys) instead of its own
+    facts = facts_of_trace(trace)
+    steps = kernel_steps(facts)
+    lanes = timeline(trace, facts.kernels, steps)
+    _same(
+        chain_members(trace, facts.kernels, steps, lanes=lanes),
+        chain_members(trace, facts.kernels, steps),
+    )
     _check_kinds(trace)
     _check_blocking(trace)
     split = _check_idle(trace)
@@ -278,6 +331,27 @@ def test_real_names_cover_most_kinds() -> None:
 def test_kind_of_unusual_names_matches_the_rules(name: str) -> None:
     assert kinds_mod.classify_kind(name) is _classify_kind_loop(name)
     assert kinds_mod.classify_kind(name) is kinds_mod.classify_kind(name)  # remembered
+
+
+def test_launched_by_ties_missing_ops_and_text_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel whose two ops tie, one with no launching op, one launched by one op; the same
+    with text (not categorical) columns."""
+    frame = pd.DataFrame(
+        {
+            Kernels.name: ["tie", "tie", "tie", "tie", "none", "one", "one", "one"],
+            Kernels.op_name: ["x", "y", "y", "x", None, "z", "z", "x"],
+            Kernels.excl_dur_us: [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, np.nan, 8.0],
+            "kind": ["gemm"] * 8,
+            "source": ["eager_aten"] * 8,
+        }
+    )
+    cats = frame.astype({Kernels.name: "category", Kernels.op_name: "category"})
+    for kernels in (cats, frame):
+        got = _check_kernel_tables(kernels, kernels.iloc[:5], monkeypatch)
+        mine = got[got["trace"] == "a"]
+        launched = dict(zip(mine["kernel"], mine["launched_by"], strict=True))
+        assert launched["one"] == "z"
+        assert launched["tie"] in {"x", "y"}
 
 
 def test_idle_split_ties_nan_starts_and_blocking_across_steps(tmp_trace) -> None:  # type: ignore[no-untyped-def]

@@ -9,6 +9,7 @@ device time and the op that launched most of its calls.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,9 @@ import pandas as pd
 from traceviz import schema
 from traceviz.analysis.kernels import Classified
 from traceviz.schema import Kernels
+
+if TYPE_CHECKING:
+    from pandas.api.typing import DataFrameGroupBy
 
 __all__ = ["TOP_KERNELS_DTYPES", "TopKernels", "top_kernels"]
 
@@ -68,13 +72,48 @@ def _one(name: str, k: pd.DataFrame) -> pd.DataFrame:
             TopKernels.source: grouped[Classified.source].first().astype(str),
             TopKernels.calls: grouped.size(),
             TopKernels.time_us: grouped[Kernels.excl_dur_us].sum(),
-            TopKernels.launched_by: grouped[Kernels.op_name].agg(_most_common),
+            TopKernels.launched_by: _launched_by(k, grouped),
         }
     )
     table[TopKernels.mean_us] = table[TopKernels.time_us] / table[TopKernels.calls]
     table[TopKernels.share_pct] = (100.0 * table[TopKernels.time_us] / total).round(1)
     table.index = table.index.astype(str)
     return table.rename_axis(TopKernels.kernel).reset_index().assign(**{TopKernels.trace: name})
+
+
+def _launched_by(k: pd.DataFrame, grouped: DataFrameGroupBy) -> pd.Series:
+    """Per kernel name (``grouped``'s order), the op that launched most of its calls: counted
+    on the category codes of both columns at once; a name whose most frequent op is tied with
+    another, or which has none, asks :func:`_most_common` (its tie order is pandas')."""
+    names, ops = k[Kernels.name], k[Kernels.op_name]
+    categorical = (isinstance(c.dtype, pd.CategoricalDtype) for c in (names, ops))
+    if not all(categorical):
+        return grouped[Kernels.op_name].agg(_most_common)
+    order = grouped.size().index
+    name_codes = names.cat.codes.to_numpy().astype(np.int64)
+    op_codes = ops.cat.codes.to_numpy().astype(np.int64)
+    n_ops = max(len(ops.cat.categories), 1)
+    both = (name_codes >= 0) & (op_codes >= 0)
+    pairs, counts = np.unique(name_codes[both] * n_ops + op_codes[both], return_counts=True)
+    pair_name, pair_op = pairs // n_ops, pairs % n_ops
+    by_count = np.lexsort((-counts, pair_name))  # per name, the most frequent op first
+    pair_name, pair_op, counts = pair_name[by_count], pair_op[by_count], counts[by_count]
+    first = np.flatnonzero(np.r_[True, pair_name[1:] != pair_name[:-1]]) if pairs.size else pairs
+    tied = np.zeros(first.size, dtype=bool)
+    runner_up = first + 1
+    has_next = runner_up < pair_name.size
+    tied[has_next] = (pair_name[runner_up[has_next]] == pair_name[first[has_next]]) & (
+        counts[runner_up[has_next]] == counts[first[has_next]]
+    )
+    op_labels = ops.cat.categories
+    best = {
+        int(n): str(op_labels[o])
+        for n, o, t in zip(pair_name[first], pair_op[first], tied, strict=True)
+        if not t
+    }
+    wanted = pd.Categorical(order, categories=names.cat.categories).codes
+    values = [best[c] if c in best else _most_common(ops[name_codes == c]) for c in wanted.tolist()]
+    return pd.Series(values, index=order, dtype=object)
 
 
 def _most_common(values: pd.Series) -> str:
