@@ -27,6 +27,7 @@ enum { S_FIRST = 0, S_NEXT = 1, S_DONE = 2, S_FAILED = 3 };
 
 #define MAX_DEPTH 256
 #define MAX_KEYS 1024
+#define FIRST_CAP 131072 /* events a batch first has room for (9 bytes a field each) */
 
 static PyObject *Unsupported; /* the exception type, created at module init */
 
@@ -1083,7 +1084,12 @@ static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
         if (c != '{')
             return fail(s, s->pos, "an element of the events array is not an object");
         if (n == s->cap) {
-            Py_ssize_t ncap = s->cap ? s->cap * 2 : 1024;
+            /* Room for the whole batch at once (growing copies it), up to FIRST_CAP events:
+             * an event takes at least 3 bytes ("{}" and a comma), so no more than
+             * (bytes left) / 2 are left. Doubling after that. */
+            Py_ssize_t ncap = s->cap ? s->cap * 2 : (s->len - s->pos) / 2 + 1;
+            if (s->cap == 0 && ncap > FIRST_CAP)
+                ncap = FIRST_CAP;
             if (ncap > max_events)
                 ncap = max_events;
             if (batch_grow(s, ncap) < 0)
