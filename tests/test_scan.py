@@ -627,3 +627,54 @@ def test_fuzz_mutated_real_traces_never_differ_from_msgspec(data: bytes, batch: 
 @needs_scan
 def test_unmutated_small_traces_scan() -> None:
     assert SMALL_TRACES and all(check_against_msgspec(d, 3) == "same" for d in SMALL_TRACES)
+
+
+@needs_scan
+def test_every_truncation_of_a_small_trace_is_refused() -> None:
+    """Cut anywhere before its last bracket, a document is refused (never read past its end,
+    never answered); only the whole document, less trailing whitespace, scans."""
+    data = SMALL_TRACES[0]
+    whole = data.rstrip()
+    for cut in range(len(data) + 1):
+        if cut >= len(whole):
+            assert check_against_msgspec(data[:cut], 50) == "same"
+        else:
+            with pytest.raises(_scan.Unsupported):
+                scan_raw(data[:cut], 50)
+
+
+@needs_scan
+def test_no_memory_is_kept_after_scanners_are_gone() -> None:
+    """Scanners that finish, fail mid-array, fail in the constructor or are dropped half-way
+    leave nothing allocated behind (tables, key copies, batches, the buffer reference)."""
+    import gc
+    import tracemalloc
+
+    good = SMALL_TRACES[0]
+    bad_late = good.replace(b'"ph"', b'"ph":true,"x"', 3)
+    docs = [good, bad_late, b'{"a":1}', b"[" + b'{"ph":"x"},' * 50]
+
+    def churn() -> None:
+        for data in docs:
+            try:
+                scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+                scanner.next(3)  # dropped half-way, or failing
+                while scanner.next(3) is not None:
+                    pass
+            except _scan.Unsupported:
+                pass
+
+    churn()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for _ in range(100):
+            churn()
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    # One scan of these allocates tens of kB (intern tables alone are 10 kB); 100 rounds
+    # leaking any of it would be megabytes.
+    assert grown < 64_000, grown
