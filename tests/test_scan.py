@@ -434,6 +434,10 @@ def test_bad_arguments_are_type_errors() -> None:
     for bad in (0, -1, "3", 1.5):
         with pytest.raises(TypeError):
             scanner.next(bad)
+    with pytest.raises(TypeError, match="once"):
+        scanner.__init__(*good)  # type: ignore[misc]
+    with pytest.raises(TypeError, match="not called"):
+        _scan.Scanner.__new__(_scan.Scanner).next(1)
 
 
 @needs_scan

@@ -291,11 +291,15 @@ typedef struct {
     Py_ssize_t scratch_cap;
 } Scanner;
 
-/* Raises Unsupported "<what> at byte <pos>"; returns -1. */
+/* Raises Unsupported "<what> at byte <pos>" and keeps the message (a failed scanner raises
+ * it again); returns -1. */
 static int fail(Scanner *s, Py_ssize_t pos, const char *what)
 {
-    (void)s;
-    PyErr_Format(Unsupported, "%s at byte %zd", what, pos);
+    PyObject *msg = PyUnicode_FromFormat("%s at byte %zd", what, pos);
+    if (msg == NULL)
+        return -1;
+    PyErr_SetObject(Unsupported, msg);
+    Py_XSETREF(s->failure, msg);
     return -1;
 }
 
@@ -705,7 +709,7 @@ static int scan_number(Scanner *s, int *kind, int64_t *value)
         *value = negative ? (int64_t)(0 - sig) : (int64_t)sig;
         return 0;
     }
-    double d;
+    double d = 0.0;
     if (number_to_double(s, start, p, sig, exp_huge ? 99 : nsig, exp10, negative, &d) < 0)
         return -1;
     *kind = K_FLOAT;
@@ -1123,8 +1127,15 @@ static PyObject *Scanner_next(Scanner *s, PyObject *arg)
         PyErr_SetString(PyExc_TypeError, "max_events must be >= 1");
         return NULL;
     }
+    if (!s->have_view) {
+        PyErr_SetString(PyExc_TypeError, "Scanner.__init__ was not called");
+        return NULL;
+    }
     if (s->state == S_FAILED) {
-        PyErr_SetObject(Unsupported, s->failure);
+        if (s->failure != NULL)
+            PyErr_SetObject(Unsupported, s->failure);
+        else
+            PyErr_SetString(Unsupported, "the scanner failed earlier");
         return NULL;
     }
     if (s->state == S_DONE)
@@ -1132,15 +1143,8 @@ static PyObject *Scanner_next(Scanner *s, PyObject *arg)
     Py_ssize_t n = scan_batch(s, max_events);
     if (n < 0) {
         batch_clear(s);
-        if (PyErr_ExceptionMatches(Unsupported)) {
-            PyObject *type, *value, *tb;
-            PyErr_Fetch(&type, &value, &tb);
-            PyErr_NormalizeException(&type, &value, &tb);
-            Py_XSETREF(s->failure, PyObject_Str(value));
-            PyErr_Restore(type, value, tb);
-            if (s->failure == NULL)
-                s->failure = PyUnicode_FromString("the scanner failed earlier");
-        }
+        if (s->failure == NULL) /* MemoryError: later calls raise Unsupported */
+            s->failure = PyUnicode_FromString("the scanner failed earlier");
         s->state = S_FAILED;
         return NULL;
     }
@@ -1245,6 +1249,7 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
     if (PyObject_GetBuffer(data, &s->view, PyBUF_C_CONTIGUOUS) < 0)
         return -1;
     s->have_view = 1;
+    s->state = S_FAILED; /* until the start of the events array is found */
     s->buf = s->view.buf;
     s->len = s->view.len;
     s->strings = PyList_New(0);
