@@ -63,9 +63,11 @@ def _parse(source: Path, max_bytes: int | None) -> tuple[Trace, int]:
         # Kineto: the native scanner's columns when it is built and the file is usual
         # (parse/native.py), else the Python way, a batch of events at a time: the JSON
         # bytes are freed as soon as the last batch is decoded, before the tables are built.
-        trace = native.parse_native(source, data)
-        if trace is not None:
-            return trace, json_bytes
+        scanned = native.scan(source, data)
+        if scanned is not None:
+            del data  # the JSON bytes go before the tables are built
+            collector, header = scanned
+            return collector.trace(source, header), json_bytes
         batches, _, doc = decode_batches(source, data)
         del data
         return build_trace_batches(source, batches, doc), json_bytes

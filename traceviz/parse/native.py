@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import pandas as pd
 
 from traceviz.parse import read
 from traceviz.parse.build import Collector
@@ -34,7 +35,7 @@ from traceviz.parse.events import MISSING_INT, Args, RawTraceDocument, TraceEven
 from traceviz.parse.structs import pairs_encoded, raw_bytes
 from traceviz.trace import Trace
 
-__all__ = ["NATIVE_ENV", "NativeSource", "parse_native", "scanner_module"]
+__all__ = ["NATIVE_ENV", "NativeSource", "parse_native", "scan", "scanner_module"]
 
 NATIVE_ENV = "TRACEVIZ_NATIVE"
 # Events scanned into columns at a time (kinds and values: 9 bytes a field, 34 fields: about
@@ -57,6 +58,7 @@ FIELDS: dict[str, tuple[int, Any]] = {
     **{f.name: (len(TOP_KEYS) + j, f.default) for j, f in enumerate(_ARG_INFO)},
 }
 
+Scanned = tuple[Collector, Any]  # the columns of every batch, and the document's header
 _log = logging.getLogger(__name__)
 _UNSET: Any = object()
 _module: Any = _UNSET
@@ -82,6 +84,16 @@ def parse_native(path: Path, data: bytes | bytearray, module: Any = None) -> Tra
     """The trace of a Kineto JSON document, scanned by ``module`` (default
     :func:`scanner_module`), or ``None`` when there is no scanner or it found the file unusual
     (the caller then parses it the Python way; the result would be the same)."""
+    scanned = scan(path, data, module)
+    if scanned is None:
+        return None
+    collector, header = scanned
+    return collector.trace(path, header)
+
+
+def scan(path: Path, data: bytes | bytearray, module: Any = None) -> Scanned | None:
+    """:func:`parse_native` up to the tables: every batch's columns taken and the header
+    decoded, so that the caller can drop the JSON bytes before the tables are built."""
     module = module if module is not None else scanner_module()
     if module is None:
         return None
@@ -101,7 +113,7 @@ def parse_native(path: Path, data: bytes | bytearray, module: Any = None) -> Tra
         return None
     if header is _UNSET:
         return None
-    return collector.trace(path, header)
+    return collector, header
 
 
 def _header(path: Path, view: memoryview, start: int, end: int) -> Any:
@@ -218,12 +230,10 @@ class NativeSource:
         ids_a, python_a, _ = self._atoms(kinds_a, values_a, default_a)
         ids_b, python_b, _ = self._atoms(kinds_b, values_b, default_b)
         width = len(python_b)
-        pairs, first_rows, inverse = np.unique(
-            ids_a * width + ids_b, return_index=True, return_inverse=True
-        )
+        inverse, pairs, _ = _factorize(ids_a * width + ids_b)  # pairs in order of appearance
         lookup = np.empty(len(pairs), dtype=np.int64)
-        for i in np.argsort(first_rows, kind="stable").tolist():
-            a, b = divmod(int(pairs[i]), width)
+        for i, pair in enumerate(pairs.tolist()):
+            a, b = divmod(pair, width)
             lookup[i] = numbering[(python_a[a], python_b[b])]
         return lookup[inverse]
 
@@ -255,9 +265,7 @@ class NativeSource:
                 python.append(None if kind == NULL else default)
                 firsts.append(np.array([0 if rows is None else rows[0]]))
                 continue
-            distinct, first, inverse = np.unique(
-                values if rows is None else values[rows], return_index=True, return_inverse=True
-            )
+            inverse, distinct, first = _factorize(values if rows is None else values[rows])
             ids[slice(None) if rows is None else rows] = inverse + len(python)
             firsts.append(first if rows is None else rows[first])
             python.extend(self._python(kind, distinct, as_bytes))
@@ -274,6 +282,15 @@ class NativeSource:
             return list(map(self._batch.strings.__getitem__, distinct.tolist()))
         texts = list(map(self._batch.raws.__getitem__, distinct.tolist()))
         return texts if as_bytes else list(map(msgspec.Raw, texts))
+
+
+def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per value the number of its distinct value, the distinct values in order of first
+    appearance, and the position where each first appears (a hash table, no sort)."""
+    codes, distinct = pd.factorize(values)
+    running = np.maximum.accumulate(codes) if len(codes) else codes
+    firsts = np.flatnonzero(np.diff(running, prepend=-1) > 0)  # where a new code appears
+    return codes.astype(np.int64, copy=False), np.asarray(distinct), firsts
 
 
 def _present(kinds: np.ndarray) -> int:
