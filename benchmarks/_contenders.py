@@ -17,6 +17,7 @@ run here, "failed" when it ran and raised).
 """
 
 import json
+import os
 import resource
 import sys
 import time
@@ -118,7 +119,16 @@ def _traceviz_load(path: str) -> tuple[Callable[[], Result], str]:
         detail = ", ".join(f"{name} {len(table):,}" for name, table in tables.items() if len(table))
         return int(trace.stats.events_in), detail
 
-    return run, f"traceviz {traceviz.__version__}"
+    from traceviz.parse import native
+
+    way = "native scanner" if native.scanner_module() is not None else "Python path"
+    return run, f"traceviz {traceviz.__version__} ({way})"
+
+
+def _traceviz_python(path: str) -> tuple[Callable[[], Result], str]:
+    """traceviz.load the Python way (msgspec structs): the native scanner turned off."""
+    os.environ["TRACEVIZ_NATIVE"] = "0"  # this contender's own process
+    return _traceviz_load(path)
 
 
 def _traceviz_decode(path: str) -> tuple[Callable[[], Result], str]:
@@ -185,6 +195,7 @@ CONTENDERS: dict[str, Callable[[str], tuple[Callable[[], Result], str]]] = {
     "msgspec-typed": _msgspec_typed,
     "msgspec-typed-nogc": _msgspec_typed_nogc,
     "traceviz": _traceviz_load,
+    "traceviz-python": _traceviz_python,
     "traceviz-cache": _traceviz_load,  # the path is the cache directory
     "traceviz-decode": _traceviz_decode,
     "hta": lambda path: _hta(path, None),
