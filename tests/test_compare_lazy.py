@@ -76,3 +76,35 @@ def test_summary_given_a_peak_keeps_it_and_none_is_a_value() -> None:
     assert summarize(trace).peak_allocated_bytes == peak_allocated(trace) is not None
     assert summarize(trace, peak_allocated_bytes=None).peak_allocated_bytes is None
     assert summarize(trace, peak_allocated_bytes=7).peak_allocated_bytes == 7
+
+
+def test_provenance_asked_twice_is_computed_once_and_copied(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from traceviz.analysis import provenance
+    from traceviz.analysis.fusion_lines import read_log
+
+    run = SAMPLES / "attention"
+    trace = load_trace(run / "compiled.pt.trace.json.gz")
+    log = read_log(run / "compile_log.jsonl.gz")
+    calls: list[int] = []
+    compute = provenance._provenance
+    monkeypatch.setattr(provenance, "_provenance", lambda t, g: calls.append(1) or compute(t, g))
+    monkeypatch.setattr(provenance, "_last", None)
+    first = provenance.compiled_kernel_provenance(trace, log)
+    assert len(first) and calls == [1]
+    first.loc[:, "prov_kernel"] = "changed by the caller"
+    second = provenance.compiled_kernel_provenance(trace, log)
+    assert calls == [1]  # the same pair: not computed again
+    pd.testing.assert_frame_equal(second, compute(trace, log))  # the caller's change not kept
+    provenance.compiled_kernel_provenance(trace, read_log(run / "compile_log.jsonl.gz"))
+    assert calls == [1, 1]  # another log object: computed
+
+
+def test_compare_computes_provenance_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from traceviz.analysis import provenance
+
+    calls: list[int] = []
+    compute = provenance._provenance
+    monkeypatch.setattr(provenance, "_provenance", lambda t, g: calls.append(1) or compute(t, g))
+    report = compare_run(SAMPLES / "attention", load=lambda p: load_trace(p))
+    assert calls == [1]
+    assert report.fusion.by_line.shape[0] > 0
