@@ -16,9 +16,14 @@ from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import kernel_diff as kernel_diff_mod
 from traceviz.analysis import kernel_kinds as kinds_mod
 from traceviz.analysis import top_kernels as top_kernels_mod
+from traceviz.analysis import traffic as traffic_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
+from traceviz.analysis.chains import chain_members
 from traceviz.analysis.kernels import classify
+from traceviz.analysis.memory import memory_traffic
+from traceviz.analysis.timeline import timeline
 from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
+from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 from traceviz.schema import Kernels, LaunchClass, Launches, Ops
 from traceviz.trace import Trace
 
@@ -242,6 +247,31 @@ def _check_kernel_tables(
     return got
 
 
+def _group_rows_loop(columns: list[pd.Series]) -> tuple[np.ndarray, list[list[object]]]:
+    """traffic._group_rows as it was: each group's values read one by one from the uniques."""
+    codes_uniques = [pd.factorize(c, use_na_sentinel=True) for c in columns]
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for codes, uniques in codes_uniques:
+        key, _ = pd.factorize(key * (len(uniques) + 1) + (np.asarray(codes) + 1))
+    key = np.asarray(key, dtype=np.int64)
+    _, first = np.unique(key, return_index=True)
+    groups = [
+        [uniques[codes[row]] if codes[row] >= 0 else None for codes, uniques in codes_uniques]
+        for row in first
+    ]
+    return key, groups
+
+
+def _check_traffic(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = memory_traffic(trace)
+    with monkeypatch.context() as m:
+        m.setattr(traffic_mod, "_group_rows", _group_rows_loop)
+        want = memory_traffic(trace)
+    _same(got.per_kernel, want.per_kernel)
+    _same(got.by_kind, want.by_kind)
+    assert (got.total_bytes, got.estimated_bytes) == (want.total_bytes, want.estimated_bytes)
+
+
 def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
     windows = step_windows(trace)
     got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
@@ -263,6 +293,15 @@ def test_hot_spots_match_the_code_they_replaced_on_real_traces(
     trace = load_trace(path)
     classified = classify(trace)
     _check_kernel_tables(classified, classified.iloc[::2], monkeypatch)
+    _check_traffic(trace, monkeypatch)
+    # the chains rule reads the gemm rule's timeline (with shape keys) instead of its own
+    facts = facts_of_trace(trace)
+    steps = kernel_steps(facts)
+    lanes = timeline(trace, facts.kernels, steps)
+    _same(
+        chain_members(trace, facts.kernels, steps, lanes=lanes),
+        chain_members(trace, facts.kernels, steps),
+    )
     _check_kinds(trace)
     _check_blocking(trace)
     split = _check_idle(trace)

@@ -100,14 +100,21 @@ class ChainGroup:
     shapes_known: bool  # every link was confirmed by the same op or by shapes
 
 
-def chain_members(trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray) -> pd.DataFrame:
+def chain_members(
+    trace: Trace,
+    kernels: pd.DataFrame,
+    kernel_step: npt.NDArray,
+    *,
+    lanes: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """The members of every chain of ``trace`` (see the module docstring).
 
     ``kernels`` is ``analysis.kernels.classify(trace)``; ``kernel_step`` gives, per kernel
-    row, the step window it was issued in (−1: outside every step). Columns:
-    :class:`ChainMember`.
+    row, the step window it was issued in (−1: outside every step); ``lanes`` is
+    :func:`~traceviz.analysis.timeline.timeline` of the same three, when the caller has it
+    (its shape keys are not used), else it is built here. Columns: :class:`ChainMember`.
     """
-    seq = _lane_order(trace, kernels, kernel_step)
+    seq = _lane_order(trace, kernels, kernel_step, lanes)
     if len(seq) < MIN_CHAIN_KERNELS:
         return _empty()
     context, top, optimizer = _op_context(trace.ops)
@@ -143,10 +150,16 @@ def _empty() -> pd.DataFrame:
 # --- lanes --------------------------------------------------------------------------------
 
 
-def _lane_order(trace: Trace, kernels: pd.DataFrame, kernel_step: npt.NDArray) -> pd.DataFrame:
+def _lane_order(
+    trace: Trace,
+    kernels: pd.DataFrame,
+    kernel_step: npt.NDArray,
+    lanes: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Kernels sorted by start within each lane, nested helpers dropped (the timeline's lanes,
-    under this table's column names)."""
-    lanes = timeline(trace, kernels, np.asarray(kernel_step), keys=False)
+    ``lanes`` when given, under this table's column names)."""
+    if lanes is None:
+        lanes = timeline(trace, kernels, np.asarray(kernel_step), keys=False)
     renamed = {Lane.ts: ChainMember.ts_us, Lane.dur: ChainMember.dur_us}
     return lanes.drop(columns=[Lane.end, Lane.key]).rename(columns=renamed)
 

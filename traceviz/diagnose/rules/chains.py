@@ -27,6 +27,7 @@ from traceviz.diagnose.facts import TraceFacts, kernel_steps, short_name
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
 from traceviz.diagnose.rules import breaks, ort
+from traceviz.diagnose.rules.gemm import timeline_of
 
 __all__ = ["MIN_CHAIN_KERNELS", "RULE_ID", "ChainGroup", "chain_groups", "unfused_chains"]
 
@@ -64,7 +65,9 @@ def chain_groups(facts: TraceFacts) -> list[ChainGroup]:
 def _chain_groups(facts: TraceFacts) -> list[ChainGroup]:
     members = facts.memo(
         "chain_members",
-        lambda: chain_analysis.chain_members(facts.trace, facts.kernels, kernel_steps(facts)),
+        lambda: chain_analysis.chain_members(
+            facts.trace, facts.kernels, kernel_steps(facts), lanes=timeline_of(facts)
+        ),
     )
     return chain_analysis.chain_groups(facts.trace, members)
 

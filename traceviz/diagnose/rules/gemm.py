@@ -108,9 +108,9 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
     ]
 
 
-def _timeline(facts: TraceFacts) -> pd.DataFrame:
+def timeline_of(facts: TraceFacts) -> pd.DataFrame:
     """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timeline.timeline`),
-    built once per facts."""
+    built once per facts (this rule and the unfused-chains rule share it)."""
     return facts.memo("timeline", lambda: timeline(facts.trace, facts.kernels, kernel_steps(facts)))
 
 
@@ -118,7 +118,7 @@ def matmul_add(facts: TraceFacts) -> list[Finding]:
     """A matmul followed directly by an add on its output, as two kernels."""
     if facts.is_onnxruntime:  # ORT fuses MatMul+Add itself (BASIC and up): rules/ort.py
         return []
-    seq = _timeline(facts)
+    seq = timeline_of(facts)
     if len(seq) < 2:
         return []
     pairs = _pairs(facts, seq)
