@@ -132,10 +132,11 @@ def _group_rows(columns: Sequence[pd.Series]) -> tuple[npt.NDArray[np.int64], li
         key, _ = pd.factorize(key * (len(uniques) + 1) + (np.asarray(codes) + 1))
     key = np.asarray(key, dtype=np.int64)
     _, first = np.unique(key, return_index=True)
-    groups = [
-        [uniques[codes[row]] if codes[row] >= 0 else None for codes, uniques in codes_uniques]
-        for row in first
-    ]
+    picked = []  # per column, each group's value: codes gathered at once, uniques as a list
+    for codes, uniques in codes_uniques:
+        values = list(uniques)
+        picked.append([values[c] if c >= 0 else None for c in np.asarray(codes)[first].tolist()])
+    groups = [list(values) for values in zip(*picked, strict=True)]
     return key, groups
 
 
