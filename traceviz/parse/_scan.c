@@ -52,17 +52,19 @@ typedef struct {
 static inline uint64_t hash_bytes(const unsigned char *p, Py_ssize_t n)
 {
     uint64_t h = 0x9E3779B97F4A7C15ULL ^ (uint64_t)n;
-    uint64_t w;
-    while (n >= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
-        h ^= h >> 31;
-        p += 8;
-        n -= 8;
+    uint64_t w = 0;
+    if (n >= 8) {
+        const unsigned char *last = p + n - 8; /* the last word overlaps the one before */
+        for (; p < last; p += 8) {
+            memcpy(&w, p, 8);
+            h = (h ^ w) * 0xBF58476D1CE4E5B9ULL;
+            h ^= h >> 31;
+        }
+        memcpy(&w, last, 8);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++)
+            w |= (uint64_t)p[i] << (8 * i);
     }
-    w = 0;
-    if (n > 0)
-        memcpy(&w, p, (size_t)n);
     h = (h ^ w) * 0x94D049BB133111EBULL;
     h ^= h >> 29;
     return h;
@@ -83,10 +85,23 @@ static inline int bytes_equal(const unsigned char *a, const unsigned char *b, Py
         memcpy(&v, b + n - 8, 8);
         return u == v;
     }
-    for (Py_ssize_t i = 0; i < n; i++)
-        if (a[i] != b[i])
-            return 0;
-    return 1;
+    if (n >= 4) { /* the first 4 and the last 4 bytes, overlapping */
+        uint32_t x, y, x2, y2;
+        memcpy(&x, a, 4);
+        memcpy(&y, b, 4);
+        memcpy(&x2, a + n - 4, 4);
+        memcpy(&y2, b + n - 4, 4);
+        return x == y && x2 == y2;
+    }
+    if (n >= 2) {
+        uint16_t x, y, x2, y2;
+        memcpy(&x, a, 2);
+        memcpy(&y, b, 2);
+        memcpy(&x2, a + n - 2, 2);
+        memcpy(&y2, b + n - 2, 2);
+        return x == y && x2 == y2;
+    }
+    return n == 0 || a[0] == b[0];
 }
 
 /* Releases every reference the table holds and its slots. */
@@ -280,6 +295,8 @@ typedef struct {
     KeySet args;
     int nfields;
     unsigned char *is_raw; /* per field */
+    uint64_t *seen;        /* bit j: field j was read in the current event */
+    int seen_words;
     /* The batch being filled: one bytes object per field for kinds and for values. */
     PyObject **kinds_obj;
     PyObject **values_obj;
@@ -814,8 +831,10 @@ static int read_key(Scanner *s, Py_ssize_t *start, Py_ssize_t *end)
 static int read_field(Scanner *s, int j, Py_ssize_t i, int depth)
 {
     Py_ssize_t at = s->pos;
-    if (s->kinds[j][i] != K_ABSENT)
+    uint64_t bit = (uint64_t)1 << (j & 63);
+    if (s->seen[j >> 6] & bit)
         return fail(s, at, "a known key twice in one object");
+    s->seen[j >> 6] |= bit;
     Py_ssize_t code;
     if (s->is_raw[j]) {
         if (skip_value(s, depth, 0) < 0)
@@ -1099,6 +1118,7 @@ static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
             if (batch_grow(s, ncap) < 0)
                 return -1;
         }
+        memset(s->seen, 0, (size_t)s->seen_words * sizeof(uint64_t));
         if (read_object(s, n, depth, 1) < 0)
             return -1;
         s->state = S_NEXT;
@@ -1215,11 +1235,13 @@ static int fields_alloc(Scanner *s, int nfields)
     s->nfields = nfields;
     size_t m = (size_t)(nfields ? nfields : 1);
     s->is_raw = PyMem_Calloc(m, 1);
+    s->seen_words = (int)((m + 63) / 64);
+    s->seen = PyMem_Calloc((size_t)s->seen_words, sizeof(uint64_t));
     s->kinds_obj = PyMem_Calloc(m, sizeof(PyObject *));
     s->values_obj = PyMem_Calloc(m, sizeof(PyObject *));
     s->kinds = PyMem_Calloc(m, sizeof(unsigned char *));
     s->values = PyMem_Calloc(m, sizeof(int64_t *));
-    if (!s->is_raw || !s->kinds_obj || !s->values_obj || !s->kinds || !s->values) {
+    if (!s->is_raw || !s->seen || !s->kinds_obj || !s->values_obj || !s->kinds || !s->values) {
         PyErr_NoMemory();
         return -1;
     }
@@ -1283,6 +1305,7 @@ static void Scanner_dealloc(Scanner *s)
     keyset_free(&s->top);
     keyset_free(&s->args);
     PyMem_Free(s->is_raw);
+    PyMem_Free(s->seen);
     PyMem_Free(s->kinds_obj);
     PyMem_Free(s->values_obj);
     PyMem_Free(s->kinds);
