@@ -13,8 +13,9 @@ Every contender runs in this process on the same bytes (read once, page cache wa
 * ``msgspec split+decode``: the split, then each batch of slices joined and decoded into
   ``list[Event]`` (``traceviz.parse.read.decode_batches``, the Python path's first stage).
 
-Prints seconds, MB/s of JSON, and each time as a multiple of the scanner's, with the load
-average (the machine is shared: compare runs at similar load). Exits 0: a measurement.
+Prints wall and CPU seconds, MB/s of JSON, and each wall time as a multiple of the scanner's,
+with the load average (the machine is shared: CPU time is the steadier figure under load;
+compare runs at similar load). Exits 0: a measurement.
 """
 
 from __future__ import annotations
@@ -70,14 +71,15 @@ def run_split_decode(data: bytes, batch: int) -> int:
 
 
 def best_of(fn: Callable[[bytes, int], int], data: bytes, batch: int, repeat: int) -> Any:
-    """(best seconds, events) of ``repeat`` runs."""
-    times, n = [], 0
+    """(best wall seconds, best CPU seconds, events) of ``repeat`` runs."""
+    walls, cpus, n = [], [], 0
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         n = fn(data, batch)
-        times.append(time.perf_counter() - start)
-    return min(times), n
+        walls.append(time.perf_counter() - start)
+        cpus.append(time.process_time() - cpu)
+    return min(walls), min(cpus), n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,13 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         ("msgspec split+decode", run_split_decode),
     ]
     base = None
-    print(f"| {'contender':<22} | {'s':>7} | {'MB/s':>7} | {'events':>9} | x scan |")
-    print(f"|{'-' * 24}|{'-' * 9}|{'-' * 9}|{'-' * 11}|--------|")
+    print(f"| {'contender':<22} | wall s |   MB/s | CPU s | CPU MB/s |  events | x scan |")
+    print(f"|{'-' * 24}|--------|--------|-------|----------|---------|--------|")
     for name, fn in rows:
-        seconds, n = best_of(fn, data, args.batch, args.repeat)
-        base = base or seconds
-        rate, ratio = mb / seconds, seconds / base
-        print(f"| {name:<22} | {seconds:7.3f} | {rate:7.0f} | {n:9d} | {ratio:6.2f} |")
+        wall, cpu, n = best_of(fn, data, args.batch, args.repeat)
+        base = base or wall
+        print(
+            f"| {name:<22} | {wall:6.3f} | {mb / wall:6.0f} | {cpu:5.3f} | {mb / cpu:8.0f} "
+            f"| {n:7d} | {wall / base:6.2f} |"
+        )
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
