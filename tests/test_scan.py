@@ -61,6 +61,18 @@ def test_extension_is_built_under_ci() -> None:
     assert _scan is not None, WHY_MISSING
 
 
+@needs_scan
+def test_extension_is_not_older_than_its_source() -> None:
+    """An in-place build left over from an older _scan.c would test the old scanner."""
+    built = Path(_scan.__file__)
+    source = built.with_name("_scan.c")
+    if not source.exists():
+        pytest.skip(f"no _scan.c beside {built}")
+    assert built.stat().st_mtime >= source.stat().st_mtime, (
+        f"{built.name} is older than _scan.c: rebuild it (`python setup.py build_ext --inplace`)"
+    )
+
+
 # ------------------------------------------------------------------------------------------
 # Running the scanner and the oracle, into one comparable form:
 # per field, a list over events of (kind, value) with value None (ABSENT, NULL), int (INT),
