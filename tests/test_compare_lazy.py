@@ -108,3 +108,16 @@ def test_compare_computes_provenance_once(monkeypatch) -> None:  # type: ignore[
     report = compare_run(SAMPLES / "attention", load=lambda p: load_trace(p))
     assert calls == [1]
     assert report.fusion.by_line.shape[0] > 0
+
+
+def test_kernel_names_decoded_once_and_never_raise() -> None:
+    from traceviz.analysis.fusion_names import _decoded, fused_kernel_ops
+
+    _decoded.cache_clear()
+    name = "graph_0_cpp_fused_add_cos_mul_relu_sigmoid_sin_0"
+    first = fused_kernel_ops(name)
+    assert first is not None and first.ops == ("add", "cos", "mul", "relu", "sigmoid", "sin")
+    assert fused_kernel_ops(name) is first  # decoded once, the same immutable value
+    assert _decoded.cache_info().hits == 1
+    for odd in (None, float("nan"), ["a list"], {"a": 1}, 3):
+        assert fused_kernel_ops(odd) is None  # type: ignore[arg-type]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import Enum
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 
 __all__ = [
@@ -191,6 +191,13 @@ def fused_kernel_ops(name: str) -> FusedName | None:
     """
     if not isinstance(name, str):
         return None
+    return _decoded(name)
+
+
+@lru_cache(maxsize=8192)
+def _decoded(name: str) -> FusedName | None:
+    """:func:`fused_kernel_ops` of a string, decoded once per name (a comparison asks for the
+    same few hundred names thousands of times; the result is immutable)."""
     name = name.strip()
     if _MANGLED_TRITON.fullmatch(name):
         return FusedName("triton", None, (), None, None, descriptive=False)
