@@ -25,7 +25,7 @@ import pandas as pd
 
 from traceviz.analysis.blocking import BlockingCalls, blocking_calls
 from traceviz.analysis.idle import IdleParts, IdleSplit, idle_split
-from traceviz.analysis.windows import StepWindows, step_windows
+from traceviz.analysis.windows import SortedTimes, StepWindows, step_windows
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
 
@@ -128,13 +128,19 @@ def _per_step(
     kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested CPU kernels once
     gpu = trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
     waits = idle.per_step[IdleParts.cpu_wait_us].to_numpy(dtype=float)
+    # each step's kernels and launches by binary search, in row order (the sums below add
+    # the same values in the same order as masks over every row did)
+    kernel_times, launch_times = SortedTimes(starts), SortedTimes(launch_ts)
     rows = []
     for i, (step, lo, hi) in enumerate(windows):
-        inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
+        inside = kernel_times.rows_in(lo, hi)
+        inside = inside[np.isfinite(starts[inside])]  # (±inf only at an infinite window end)
         busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
-        in_step = counted & (launch_ts >= lo) & (launch_ts < hi)
+        in_step = launch_times.rows_in(lo, hi)
+        in_step = in_step[counted[in_step]]
         wall = hi - lo
-        kernel_time = float(np.nansum(kernel_durs[inside & is_kernel]))
+        inside_kernels = inside[is_kernel[inside]]
+        kernel_time = float(np.nansum(kernel_durs[inside_kernels]))
         if trace.device_kind is DeviceKind.CPU:
             busy = min(kernel_time, wall)
         if gpu:
@@ -143,12 +149,12 @@ def _per_step(
             {
                 StepOverhead.step: step,
                 StepOverhead.wall_us: wall,
-                StepOverhead.kernel_count: int((inside & is_kernel).sum()),
+                StepOverhead.kernel_count: int(inside_kernels.size),
                 StepOverhead.kernel_time_us: kernel_time,
                 StepOverhead.busy_us: busy,
                 StepOverhead.idle_us: max(wall - busy, 0.0),
                 StepOverhead.cpu_wait_us: wait,
-                StepOverhead.launch_calls: int(in_step.sum()),
+                StepOverhead.launch_calls: int(in_step.size),
                 StepOverhead.launch_api_us: float(np.nansum(launch_durs[in_step])),
             }
         )
