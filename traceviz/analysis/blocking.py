@@ -102,8 +102,8 @@ class BlockingCalls:
 def blocking_calls(trace: Trace) -> BlockingCalls:
     """Every call of ``trace.launches`` that blocks the CPU, with its issuer and step."""
     launches = trace.launches
-    reasons = blocking_reasons(trace)
-    rows = np.flatnonzero(reasons != "")
+    codes = _reason_codes(trace)
+    rows = np.flatnonzero(codes)
     ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
     dur = np.nan_to_num(launches[Launches.dur_us].to_numpy(dtype=float)[rows])
     windows = step_windows(trace)
@@ -119,7 +119,7 @@ def blocking_calls(trace: Trace) -> BlockingCalls:
         {
             BlockingColumns.launch_row: rows.astype(np.int64),
             BlockingColumns.name: launches[Launches.name].iloc[rows].astype(str).to_numpy(),
-            BlockingColumns.reason: reasons[rows],
+            BlockingColumns.reason: _spelled(codes, rows),
             BlockingColumns.thread: launches[Launches.thread].iloc[rows].astype(str).to_numpy(),
             BlockingColumns.ts_us: ts,
             BlockingColumns.dur_us: dur,
@@ -137,9 +137,22 @@ def blocking_calls(trace: Trace) -> BlockingCalls:
 
 def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
     """Per row of ``trace.launches``, its :class:`BlockReason` value, or "" (not blocking)."""
+    codes = _reason_codes(trace)
+    return _spelled(codes, np.arange(codes.size))
+
+
+def _spelled(codes: npt.NDArray[np.int8], rows: npt.NDArray[np.intp]) -> npt.NDArray[np.str_]:
+    """The reasons of ``rows``, spelled out (as wide as the widest reason of all ``codes``)."""
+    present = np.flatnonzero(np.bincount(codes, minlength=len(_REASONS)))
+    width = max([1, *(len(_REASONS[c]) for c in present)])
+    return np.array(_REASONS, dtype=f"<U{width}")[codes[rows]]
+
+
+def _reason_codes(trace: Trace) -> npt.NDArray[np.int8]:
+    """Per row of ``trace.launches``, its index into ``_REASONS`` (0: not blocking)."""
     launches = trace.launches
     classes = launches[Launches.launch_class]
-    # codes into _REASONS, spelled out once at the end (as wide as the widest reason present)
+    # codes into _REASONS, spelled out only for the calls that block (_spelled)
     out = np.zeros(len(launches), dtype=np.int8)
     is_copy = _is_one_of(classes, (LaunchClass.MEMCPY.value,))
     is_async = _name_contains(launches[Launches.name], "Async")
@@ -149,8 +162,7 @@ def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
     pageable[_pageable_launch_rows(trace)] = True
     out[is_copy & is_async & pageable] = 3
     out[_stalled_launches(trace, classes)] = 4
-    width = max([1, *(len(_REASONS[c]) for c in np.unique(out))])
-    return np.array(_REASONS, dtype=f"<U{width}")[out]
+    return out
 
 
 _REASONS = ("", *(r.value for r in BlockReason))  # codes of blocking_reasons
