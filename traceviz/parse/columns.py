@@ -1,7 +1,9 @@
 """Turning lists of decoded values into typed column arrays.
 
-Each function takes the values of one field over many events (built with C-level
-``map(attrgetter(...))``, no per-event Python code) and returns a NumPy/pandas array. The fast
+Each function takes the values of one field over many events (on the Python path built with
+C-level ``map(attrgetter(...))``, no per-event Python code; on the native path made from the
+scanner's columns only for fields of odd kinds: :mod:`traceviz.parse.native`) and returns a
+NumPy/pandas array. The fast
 path is one NumPy conversion; only columns holding odd values (``"N/A"``, ``"0x0"``, ids beyond
 2^63) fall back to a per-value coercion.
 """
@@ -17,20 +19,10 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from traceviz.parse.events import MISSING_INT, Event
+from traceviz.parse.events import MISSING_INT
 
 if TYPE_CHECKING:
     from traceviz.parse.source import EventSource
-
-
-def field(events: Sequence[Event], name: str) -> list[Any]:
-    """The values of one top-level event field."""
-    return list(map(attrgetter(name), events))
-
-
-def arg_field(args: Sequence[Any], name: str) -> list[Any]:
-    """The values of one ``args`` field (``args`` from :func:`field`)."""
-    return list(map(attrgetter(name), args))
 
 
 class _Numbering(dict[Any, int]):
@@ -54,20 +46,6 @@ def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     except TypeError:
         return factorize([_hashable(v) for v in values])
     return _without_none(codes, list(numbering))
-
-
-def factorize_pairs(
-    events: Sequence[Event], first: str, second: str
-) -> tuple[np.ndarray, list[Any]]:
-    """:func:`factorize` of the (``first``, ``second``) field pairs of ``events``, streamed:
-    no list of a million tuples is ever built (zip reuses its tuple between lookups)."""
-    numbering = _Numbering()
-    pairs = zip(map(attrgetter(first), events), map(attrgetter(second), events), strict=True)
-    try:
-        codes = np.fromiter(map(numbering.__getitem__, pairs), dtype=np.int64, count=len(events))
-    except TypeError:
-        return factorize(list(map(attrgetter(first, second), events)))
-    return codes, list(numbering)
 
 
 def _without_none(codes: np.ndarray, uniques: list[Any]) -> tuple[np.ndarray, list[Any]]:
@@ -238,12 +216,6 @@ class ColumnSet:
         self.rows = 0
         self._parts: dict[str, list[np.ndarray]] = {}
         self._numberings: dict[str, _Numbering] = {}
-
-    def add_floats(self, name: str, values: Values) -> None:
-        self._add(name, streamed(values, np.float64, floats))
-
-    def add_ints(self, name: str, values: Values) -> None:
-        self._add(name, streamed(values, np.int64, int64s))
 
     def add_array(self, name: str, values: np.ndarray) -> None:
         self._add(name, values)

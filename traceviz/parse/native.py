@@ -72,7 +72,7 @@ def scanner_module() -> Any:
         return None
     if _module is _UNSET:
         try:
-            from traceviz.parse import _scan  # type: ignore[attr-defined]
+            from traceviz.parse import _scan
         except ImportError:
             _module = None
         else:
