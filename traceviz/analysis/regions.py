@@ -187,6 +187,8 @@ def code_spans(trace: Trace) -> pd.DataFrame:
 
 def _span_frame(spans: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
     """``spans`` with the innermost compiled region (frame X/Y) holding each one."""
+    if spans.empty:  # every eager trace: the same empty table without the per-column work
+        return _no_spans()
     start = spans[Regions.ts_us].to_numpy(dtype=float)
     end = start + np.nan_to_num(spans[Regions.dur_us].to_numpy(dtype=float))
     thread = spans[Regions.thread].astype(object).astype(str).to_numpy()
@@ -205,6 +207,14 @@ def _span_frame(spans: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
     )  # fmt: skip
 
 
+def _no_spans() -> pd.DataFrame:
+    """:func:`_span_frame` of no spans: its columns and dtypes, no rows."""
+    return pd.DataFrame(
+        {CodeSpan.thread: np.array([], dtype=object), CodeSpan.start_us: np.zeros(0),
+         CodeSpan.end_us: np.zeros(0), CodeSpan.frame: []}
+    )  # fmt: skip
+
+
 def graph_break_gaps(trace: Trace) -> pd.DataFrame:
     """The step time between consecutive compiled-code spans (:func:`code_spans`) of one step
     and thread, and the kernels issued there (columns: :class:`Gap`). A span belongs to the
@@ -220,6 +230,10 @@ def _gap_table(trace: Trace) -> tuple[pd.DataFrame, np.ndarray]:
     step = np.full(len(spans), -1, dtype=np.int64)
     for i, (_, lo, hi) in enumerate(windows):
         step[(starts >= lo) & (starts < hi) & (step < 0)] = i
+    if not _share_a_step(spans[CodeSpan.thread].to_numpy(dtype=object), step):
+        # a gap lies between two spans of one step and thread: none here (every eager trace,
+        # and a compiled one without graph breaks)
+        return _no_gaps(), np.full(len(trace.kernels), -1, dtype=np.int64)
     spans = spans.assign(step=step)
     spans = spans[spans["step"] >= 0].sort_values(
         [CodeSpan.thread, "step", CodeSpan.start_us], kind="stable"
@@ -249,6 +263,26 @@ def _gap_table(trace: Trace) -> tuple[pd.DataFrame, np.ndarray]:
     gaps[Gap.kernel_count] = np.bincount(gap_of[held], minlength=len(gaps)).astype(np.int64)
     gaps[Gap.kernel_time_us] = np.bincount(gap_of[held], weights=excl[held], minlength=len(gaps))
     return gaps, gap_of
+
+
+def _share_a_step(threads: np.ndarray, steps: np.ndarray) -> bool:
+    """Whether two spans (their threads and steps; step −1: outside every step) fall in one
+    step on one thread."""
+    inside = steps >= 0
+    pairs = list(zip(threads[inside].tolist(), steps[inside].tolist(), strict=True))
+    return len(set(pairs)) < len(pairs)
+
+
+def _no_gaps() -> pd.DataFrame:
+    """:func:`_gap_table`'s table when no two spans share a step: its columns and dtypes (as
+    the general path gives them: ``kernel_time_us`` of no gaps is numpy's empty bincount,
+    int64), no rows."""
+    none = np.zeros(0, dtype=np.int64)
+    return pd.DataFrame(
+        {Gap.thread: np.array([], dtype=object), Gap.step: none, Gap.start_us: np.zeros(0),
+         Gap.end_us: np.zeros(0), Gap.wall_us: np.zeros(0), Gap.kernel_count: none,
+         Gap.kernel_time_us: np.bincount(none, weights=np.zeros(0), minlength=0)}
+    )  # fmt: skip
 
 
 def _gap_of_kernels(trace: Trace, gaps: pd.DataFrame) -> np.ndarray:
