@@ -12,9 +12,11 @@ import pytest
 
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis import blocking as blocking_mod
+from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import kernel_diff as kernel_diff_mod
 from traceviz.analysis import kernel_kinds as kinds_mod
+from traceviz.analysis import launch as launch_mod
 from traceviz.analysis import top_kernels as top_kernels_mod
 from traceviz.analysis import traffic as traffic_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
@@ -206,8 +208,16 @@ def _blocked_per_step_loop(windows: StepWindows, calls: pd.DataFrame) -> pd.Data
 
 
 def _check_blocking(trace: Trace) -> blocking_mod.BlockingCalls:
-    _same(blocking_mod.blocking_reasons(trace), _blocking_reasons_loop(trace))
+    reasons = _blocking_reasons_loop(trace)
+    _same(blocking_mod.blocking_reasons(trace), reasons)
     found = blocking_calls(trace)
+    col = blocking_mod.BlockingColumns
+    assert found.calls[col.launch_row].tolist() == sorted(
+        np.flatnonzero(reasons != "").tolist(),
+        key=lambda r: trace.launches[Launches.ts_us].iat[r],
+    )
+    rows = found.calls[col.launch_row].to_numpy()
+    assert found.calls[col.reason].tolist() == reasons[rows].tolist()
     _same(found.per_step, _blocked_per_step_loop(step_windows(trace), found.calls))
     return found
 
@@ -272,6 +282,103 @@ def _check_traffic(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
     assert (got.total_bytes, got.estimated_bytes) == (want.total_bytes, want.estimated_bytes)
 
 
+def _launch_per_step_loop(
+    trace: Trace, is_kernel: np.ndarray, counted: np.ndarray, idle: idle_mod.IdleSplit
+) -> pd.DataFrame:
+    """launch._per_step as it was: every step masks every kernel and every launch."""
+    from traceviz.schema import DeviceKind
+
+    col = launch_mod.StepOverhead
+    windows = step_windows(trace)
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
+    launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
+    kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)
+    gpu = trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+    waits = idle.per_step[idle_mod.IdleParts.cpu_wait_us].to_numpy(dtype=float)
+    rows = []
+    for i, (step, lo, hi) in enumerate(windows):
+        inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
+        busy, wait = launch_mod._busy_and_wait(
+            starts[inside], ends[inside], issue_end[inside], lo, hi
+        )
+        in_step = counted & (launch_ts >= lo) & (launch_ts < hi)
+        wall = hi - lo
+        kernel_time = float(np.nansum(kernel_durs[inside & is_kernel]))
+        if trace.device_kind is DeviceKind.CPU:
+            busy = min(kernel_time, wall)
+        if gpu:
+            wait = float(waits[i])
+        rows.append(
+            {
+                col.step: step,
+                col.wall_us: wall,
+                col.kernel_count: int((inside & is_kernel).sum()),
+                col.kernel_time_us: kernel_time,
+                col.busy_us: busy,
+                col.idle_us: max(wall - busy, 0.0),
+                col.cpu_wait_us: wait,
+                col.launch_calls: int(in_step.sum()),
+                col.launch_api_us: float(np.nansum(launch_durs[in_step])),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table[col.step] = table[col.step].astype("Int64")
+    return table
+
+
+def _check_launch(trace: Trace, split: idle_mod.IdleSplit) -> None:
+    from traceviz.schema import ActivityKind
+
+    is_kernel = (trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
+    counted = trace.launches[Launches.launch_class].isin(launch_mod.LAUNCH_CLASSES).to_numpy()
+    _same(
+        launch_mod._per_step(trace, is_kernel, counted, split),
+        _launch_per_step_loop(trace, is_kernel, counted, split),
+    )
+
+
+def _written_bytes_loop(ops: pd.DataFrame, op_rows: pd.Series) -> np.ndarray:
+    """chains._written_bytes as it was: every member's op estimated through the cache."""
+    rows = op_rows.to_numpy(dtype=float)
+    out = np.full(len(rows), np.nan)
+    known = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
+    if not known.any():
+        return out
+    picked = ops.iloc[rows[known].astype(np.int64)]
+    names, dims, types, concrete = (
+        picked[c].astype(object).to_numpy()
+        for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)
+    )
+    text = chains_mod._text
+    out[known] = [
+        chains_mod._written(text(n), text(d), text(t), text(c))
+        for n, d, t, c in zip(names, dims, types, concrete, strict=True)
+    ]
+    return out
+
+
+def _check_chains(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """chain members and groups with the shared timeline and the grouped byte estimates equal
+    those of the code replaced; returns the groups."""
+    facts = facts_of_trace(trace)
+    steps = kernel_steps(facts)
+    lanes = timeline(trace, facts.kernels, steps)
+    members = chain_members(trace, facts.kernels, steps, lanes=lanes)
+    groups = chains_mod.chain_groups(trace, members)
+    with monkeypatch.context() as m:
+        m.setattr(chains_mod, "_written_bytes", _written_bytes_loop)
+        want = chain_members(trace, facts.kernels, steps)
+        _same(members, want)
+        assert groups == chains_mod.chain_groups(trace, want)
+    return groups
+
+
 def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
     windows = step_windows(trace)
     got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
@@ -294,17 +401,11 @@ def test_hot_spots_match_the_code_they_replaced_on_real_traces(
     classified = classify(trace)
     _check_kernel_tables(classified, classified.iloc[::2], monkeypatch)
     _check_traffic(trace, monkeypatch)
-    # the chains rule reads the gemm rule's timeline (with shape keys) instead of its own
-    facts = facts_of_trace(trace)
-    steps = kernel_steps(facts)
-    lanes = timeline(trace, facts.kernels, steps)
-    _same(
-        chain_members(trace, facts.kernels, steps, lanes=lanes),
-        chain_members(trace, facts.kernels, steps),
-    )
+    _check_chains(trace, monkeypatch)
     _check_kinds(trace)
     _check_blocking(trace)
     split = _check_idle(trace)
+    _check_launch(trace, split)
     # what is credited never exceeds what was measured
     per_step = split.per_step
     parts = per_step[list(idle_mod.PARTS)].sum(axis=1).to_numpy()
@@ -328,6 +429,17 @@ def test_real_traces_have_blocked_and_cpu_wait_time() -> None:
     assert len(split.per_step) > 1
     assert split.total(idle_mod.IdleParts.cpu_wait_us) > 0
     assert len(split.cpu_work) > 0
+
+
+def test_real_traces_have_chains_with_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The chains comparison above is not vacuous: a corpus trace has chain groups with
+    estimated bytes and a largest op."""
+    if not CORPUS.is_dir():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    trace = load_trace(CORPUS / "nvidia" / "a100_eager_train_control.json.gz")
+    groups = _check_chains(trace, monkeypatch)
+    assert any(g.bytes_saved for g in groups)  # type: ignore[attr-defined]
+    assert any(g.largest_op for g in groups)  # type: ignore[attr-defined]
 
 
 def test_real_names_cover_most_kinds() -> None:

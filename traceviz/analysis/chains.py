@@ -42,7 +42,7 @@ import pandas as pd
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.shapes import tensor_shapes
 from traceviz.analysis.timeline import Lane, timeline
-from traceviz.analysis.traffic import estimate_op
+from traceviz.analysis.traffic import _group_rows, estimate_op
 from traceviz.schema import OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -341,14 +341,12 @@ def _written_bytes(ops: pd.DataFrame, op_rows: pd.Series) -> npt.NDArray[np.floa
     if not known.any():
         return out
     picked = ops.iloc[rows[known].astype(np.int64)]
-    names, dims, types, concrete = (
-        picked[c].astype(object).to_numpy()
-        for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)
+    # estimated once per distinct (name, dims, types, concrete inputs), spread by group
+    key, groups = _group_rows(
+        [picked[c] for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)]
     )
-    out[known] = [
-        _written(_text(n), _text(d), _text(t), _text(c))
-        for n, d, t, c in zip(names, dims, types, concrete, strict=True)
-    ]
+    per_group = np.array([_written(*(_text(v) for v in values)) for values in groups], dtype=float)
+    out[known] = per_group[key]
     return out
 
 
