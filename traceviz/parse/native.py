@@ -157,7 +157,7 @@ class NativeSource:
 
     def __init__(self, batch: _Batch, rows: np.ndarray | None = None) -> None:
         self._batch, self._rows = batch, rows
-        self._cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._cache: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
 
     def __len__(self) -> int:
         return self._batch.n if self._rows is None else len(self._rows)
@@ -167,14 +167,21 @@ class NativeSource:
 
     def _column(self, field: str) -> tuple[np.ndarray, np.ndarray, Any]:
         """Kinds, values and the value when absent of one field over these events."""
-        j, default = FIELDS[field]
+        kinds, values, _ = self._arrays(field)
+        return kinds, values, FIELDS[field][1]
+
+    def _present(self, field: str) -> int:
+        """The kinds present in the field, as a bit set (bit k for kind k)."""
+        return self._arrays(field)[2]
+
+    def _arrays(self, field: str) -> tuple[np.ndarray, np.ndarray, int]:
         arrays = self._cache.get(field)
         if arrays is None:
-            kinds, values = self._batch.column(j)
+            kinds, values = self._batch.column(FIELDS[field][0])
             if self._rows is not None:
                 kinds, values = kinds[self._rows], values[self._rows]
-            arrays = self._cache[field] = (kinds, values)
-        return (*arrays, default)
+            arrays = self._cache[field] = (kinds, values, _present(kinds))
+        return arrays
 
     def values(self, field: str) -> list[Any]:
         kinds, values, default = self._column(field)
@@ -183,7 +190,7 @@ class NativeSource:
 
     def floats(self, field: str) -> np.ndarray:
         kinds, values, default = self._column(field)
-        present = _present(kinds)
+        present = self._present(field)
         if present & ~_NUMBER_KINDS or (present & 1 << ABSENT and default is not None):
             return _streamed(self.values(field), np.float64, floats)
         out = values.view(np.float64).copy()
@@ -196,7 +203,7 @@ class NativeSource:
 
     def ints(self, field: str) -> np.ndarray:
         kinds, values, default = self._column(field)
-        present = _present(kinds)
+        present = self._present(field)
         absent_ok = default is None or default == MISSING_INT
         if present & ~_INT_KINDS or (present & 1 << ABSENT and not absent_ok):
             return _streamed(self.values(field), np.int64, int64s)
@@ -207,7 +214,7 @@ class NativeSource:
 
     def codes(self, numbering: dict[Any, int], field: str) -> np.ndarray:
         kinds, values, default = self._column(field)
-        if _present(kinds) & ~_TEXT_KINDS or default is not None:
+        if self._present(field) & ~_TEXT_KINDS or default is not None:
             return _encode(numbering, self.values(field))  # type: ignore[arg-type]
         return _renumber(numbering, *self._atoms(kinds, values, default))
 
@@ -225,12 +232,13 @@ class NativeSource:
     def pair_codes(self, numbering: dict[Any, int], first: str, second: str) -> np.ndarray:
         kinds_a, values_a, default_a = self._column(first)
         kinds_b, values_b, default_b = self._column(second)
-        if not (_plain_key(kinds_a, default_a) and _plain_key(kinds_b, default_b)):
+        plain_a = _plain_key(self._present(first), default_a)
+        if not (plain_a and _plain_key(self._present(second), default_b)):
             return pairs_encoded(numbering, self.values(first), self.values(second))
         ids_a, python_a, _ = self._atoms(kinds_a, values_a, default_a)
         ids_b, python_b, _ = self._atoms(kinds_b, values_b, default_b)
         width = len(python_b)
-        inverse, pairs, _ = _factorize(ids_a * width + ids_b)  # pairs in order of appearance
+        inverse, pairs, _ = _factorize(ids_a * width + ids_b, False)  # in order of appearance
         lookup = np.empty(len(pairs), dtype=np.int64)
         for i, pair in enumerate(pairs.tolist()):
             a, b = divmod(pair, width)
@@ -248,12 +256,15 @@ class NativeSource:
     ) -> tuple[np.ndarray, list[Any], np.ndarray]:
         """The distinct (kind, value) pairs of a field: per event the number of its pair, per
         pair its Python value (as msgspec decodes it; raw texts as ``bytes`` with
-        ``as_bytes``) and the first event that has it."""
+        ``as_bytes``), and a key that sorts the pairs in order of first appearance (the first
+        event that has each; simply 0, 1, ... when the field holds one kind)."""
         n = len(kinds)
         ids = np.empty(n, dtype=np.int64)
         python: list[Any] = []
         firsts: list[np.ndarray] = []
         present = _present(kinds)
+        if present >> (RAW + 1):
+            raise ValueError(f"the native scanner gave an unknown kind of value ({present:#x})")
         for kind in range(RAW + 1):
             if not present & 1 << kind:
                 continue
@@ -265,7 +276,9 @@ class NativeSource:
                 python.append(None if kind == NULL else default)
                 firsts.append(np.array([0 if rows is None else rows[0]]))
                 continue
-            inverse, distinct, first = _factorize(values if rows is None else values[rows])
+            inverse, distinct, first = _factorize(
+                values if rows is None else values[rows], not single
+            )
             ids[slice(None) if rows is None else rows] = inverse + len(python)
             firsts.append(first if rows is None else rows[first])
             python.extend(self._python(kind, distinct, as_bytes))
@@ -284,13 +297,19 @@ class NativeSource:
         return texts if as_bytes else list(map(msgspec.Raw, texts))
 
 
-def _factorize(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _factorize(
+    values: np.ndarray, firsts: bool = True
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per value the number of its distinct value, the distinct values in order of first
-    appearance, and the position where each first appears (a hash table, no sort)."""
+    appearance (a hash table, no sort), and the position where each first appears (with
+    ``firsts``; else 0, 1, ..., which sorts them the same way)."""
     codes, distinct = pd.factorize(values)
-    running = np.maximum.accumulate(codes) if len(codes) else codes
-    firsts = np.flatnonzero(np.diff(running, prepend=-1) > 0)  # where a new code appears
-    return codes.astype(np.int64, copy=False), np.asarray(distinct), firsts
+    if not firsts:
+        where = np.arange(len(distinct), dtype=np.int64)
+    else:
+        running = np.maximum.accumulate(codes) if len(codes) else codes
+        where = np.flatnonzero(np.diff(running, prepend=-1) > 0)  # where a new code appears
+    return codes.astype(np.int64, copy=False), np.asarray(distinct), where
 
 
 def _present(kinds: np.ndarray) -> int:
@@ -299,9 +318,9 @@ def _present(kinds: np.ndarray) -> int:
     return sum(1 << k for k in np.flatnonzero(counts).tolist())
 
 
-def _plain_key(kinds: np.ndarray, default: Any) -> bool:
-    """Whether a field holds one kind of value (ints, or strings), or nothing, throughout."""
-    present = _present(kinds)
+def _plain_key(present: int, default: Any) -> bool:
+    """Whether a field holds one kind of value (ints, or strings), or nothing, throughout
+    (``present``: its kinds, as a bit set)."""
     if present & 1 << ABSENT and default is not None:
         return False
     return not present & ~_INT_KINDS or not present & ~_TEXT_KINDS
