@@ -11,6 +11,8 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -265,9 +267,20 @@ def test_bare_array_gzip_bom_header(
     doc = tmp_path / "doc.json"
     header = {"deviceProperties": [{"id": 0, "name": "NVIDIA A100"}], "baseTimeNanoseconds": 7}
     text = json.dumps({"schemaVersion": 1, **header, "traceEvents": events, "traceName": "t"})
-    doc.write_text(text)
+    doc.write_bytes(b"\xef\xbb\xbf" + text.encode())
     expected = _check(doc, scanner, monkeypatch, scanned=True)
     assert expected.meta.trace_name == "t" and expected.meta.devices
+    assert expected.meta.base_time_ns == 7
+
+
+def test_import_does_not_load_the_extension() -> None:
+    """The scanner is imported when a trace is first parsed, not by ``import traceviz``."""
+    code = (
+        "import sys, traceviz, traceviz.parse;"
+        "assert 'traceviz.parse._scan' not in sys.modules, 'imported'"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_empty_events(scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
