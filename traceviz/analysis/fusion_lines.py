@@ -227,10 +227,14 @@ def lines_table(
     if located.empty:
         return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
     keys = [ByLine.file, ByLine.line]
-    table = located.groupby(keys, sort=False).agg(
-        code=("code", "first"),
-        eager_kernels=(Credits.time_us, "size"),
-        eager_time_us=(Credits.time_us, "sum"),
+    # plain aggregations, not a named ``agg(**…)`` (the same table, ~7x slower in pandas 3)
+    grouped = located.groupby(keys, sort=False)
+    table = pd.DataFrame(
+        {
+            ByLine.code: grouped["code"].first(),
+            ByLine.eager_kernels: grouped.size(),
+            ByLine.eager_time_us: grouped[Credits.time_us].sum(),
+        }
     )
     table[ByLine.eager_ops] = _ops_text(located, keys)
     matched = located[located[Credits.outcome] == Outcome.MATCHED.value]
@@ -242,9 +246,8 @@ def lines_table(
                 ByLine.compiled_kernels: _names_by_time(share, keys),
                 ByLine.compiled_time_us: per_line["share_us"].sum(),
             }
-        ),
-        on=keys,
-    )
+        )
+    )  # both indexed by (file, line): joined on the index
     table = table.reset_index()
     table[ByLine.fused_with] = _fused_with(share, table)
     table[ByLine.code] = table[ByLine.code].fillna("").astype(str)
