@@ -8,6 +8,8 @@ exactly what msgspec's decode into ``Event`` gives, and whatever the scanner may
 raises :class:`Unsupported`. Strings are numbered field by field within a batch (the C numbers
 them event by event): the Python side must not depend on the order of the codes.
 
+It does not refuse what msgspec itself accepts silently (a key given twice in one object, an
+escaped key): the C scanner refuses those too, the stand-in decodes them as msgspec does.
 Slow (a Python function call per distinct value); for tests only.
 """
 
