@@ -78,6 +78,27 @@ class _AllOuterOps(idle_mod._OuterOps):
         return np.flatnonzero((self.hi > start) & (self.lo < end))
 
 
+def _outer_ops_lexsort(trace: Trace, thread: str | None) -> pd.DataFrame:
+    """idle._outer_ops as it was: every op of the thread sorted by (start, longer first)."""
+    from traceviz.schema import OpCategory
+
+    ops = trace.ops
+    if thread is None or ops.empty:
+        return ops.iloc[:0]
+    mine = (
+        (ops[Ops.thread] == thread).to_numpy(dtype=bool)
+        & (ops[Ops.category] != OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
+        & ~blocking_mod.is_step_span(ops[Ops.name])
+    )
+    rows = np.flatnonzero(mine)
+    ts = ops[Ops.ts_us].to_numpy(dtype=float)[rows]
+    end = ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float)[rows])
+    order = np.lexsort((-end, ts))
+    rows, ts, end = rows[order], ts[order], end[order]
+    reach = np.concatenate([[-np.inf], np.maximum.accumulate(end)[:-1]])
+    return ops.iloc[rows[ts >= reach]]
+
+
 def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
     """idle_split as it was: every step masks all kernels, subtracts and measures against the
     whole blocked set, and scans every outer op."""
@@ -92,7 +113,7 @@ def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
     ].to_numpy(dtype=float)
     whole = _WholeBlocked(*blocked_intervals(blocking.calls))
     thread = idle_mod._main_thread(trace)
-    ops = idle_mod._outer_ops(trace, thread)
+    ops = _outer_ops_lexsort(trace, thread)
     outer = _AllOuterOps(ops)
     rows, work, spans = [], [], []
     for i, (step, lo, hi) in enumerate(windows):
@@ -492,6 +513,22 @@ def test_launched_by_ties_missing_ops_and_text_columns(monkeypatch: pytest.Monke
         launched = dict(zip(mine["kernel"], mine["launched_by"], strict=True))
         assert launched["one"] == "z"
         assert launched["tie"] in {"x", "y"}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_outer_ops_order_is_lexsort(seed: int) -> None:
+    """Starts in order with many ties (and sometimes out of order, or NaN): the order of the
+    outer-ops search equals np.lexsort((-end, ts)) exactly."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    ts = np.sort(rng.integers(0, 12, n).astype(float))
+    end = ts + rng.integers(0, 4, n)
+    if seed % 5 == 3 and n > 2:
+        ts[0], ts[-1] = ts[-1], ts[0]
+    if seed % 5 == 4 and n > 2:
+        ts[n // 2] = np.nan
+    got = idle_mod._by_start_longer_first(ts, end)
+    assert got.tolist() == np.lexsort((-end, ts)).tolist()
 
 
 def test_idle_split_ties_nan_starts_and_blocking_across_steps(tmp_trace) -> None:  # type: ignore[no-untyped-def]

@@ -291,10 +291,27 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
     rows = np.flatnonzero(mine)
     ts = ops[Ops.ts_us].to_numpy(dtype=float)[rows]
     end = ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float)[rows])
-    order = np.lexsort((-end, ts))  # by start; the longer first on equal starts
+    order = _by_start_longer_first(ts, end)
     rows, ts, end = rows[order], ts[order], end[order]
     reach = np.concatenate([[-np.inf], np.maximum.accumulate(end)[:-1]])
     return ops.iloc[rows[ts >= reach]]
+
+
+def _by_start_longer_first(ts: FloatArray, end: FloatArray) -> npt.NDArray[np.intp]:
+    """``np.lexsort((-end, ts))``: by start, the longer first on equal starts, then in row
+    order. The ops table is in start order already, so only runs of equal starts are sorted
+    (a row with a start of its own stays where it is); any other order is sorted whole."""
+    n = ts.size
+    if n < 2 or not bool(np.all(ts[1:] >= ts[:-1])):  # (a NaN start: sorted whole)
+        return np.lexsort((-end, ts))
+    equal = ts[1:] == ts[:-1]
+    tied = np.zeros(n, dtype=bool)
+    tied[1:] |= equal
+    tied[:-1] |= equal
+    order = np.arange(n, dtype=np.intp)
+    at = np.flatnonzero(tied)
+    order[at] = at[np.lexsort((-end[at], ts[at]))]
+    return order
 
 
 #: One piece of CPU work: (step index, where, row in the outer-ops table, overlap µs).
