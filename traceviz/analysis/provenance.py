@@ -107,19 +107,25 @@ class _OpContext:
         self.parent = _ints(ops[O.parent_row], n)
         self.depth = ops[O.depth].fillna(0).to_numpy(dtype=np.int64)
         self.names = ops[O.name].astype(str).to_numpy()
-        self.call = self._nearest(regions, _CALL_KINDS)
-        self.region = self._nearest(regions, (RegionKind.COMPILED_REGION.value,))
-        self.backward = self._nearest(regions, (RegionKind.COMPILED_FUNCTION_BACKWARD.value,))
+        # each region's kind and op row read once, as arrays (-1: no op row)
+        kinds = regions[R.kind].to_numpy(dtype=object)
+        op_rows = _ints(regions[R.op_row], len(regions))
+        self.call = self._nearest(kinds, op_rows, _CALL_KINDS)
+        self.region = self._nearest(kinds, op_rows, (RegionKind.COMPILED_REGION.value,))
+        self.backward = self._nearest(
+            kinds, op_rows, (RegionKind.COMPILED_FUNCTION_BACKWARD.value,)
+        )
+        frames, recompiles = regions[R.frame_id].tolist(), regions[R.recompile_id].tolist()
+        compiled = (kinds == RegionKind.COMPILED_REGION.value) & (op_rows != _NONE)
         self.compile_id = {
-            int(r[R.op_row]): f"{r[R.frame_id]}/{r[R.recompile_id]}"
-            for _, r in regions.iterrows()
-            if r[R.kind] == RegionKind.COMPILED_REGION.value and pd.notna(r[R.op_row])
+            int(op_rows[i]): f"{frames[i]}/{recompiles[i]}" for i in np.flatnonzero(compiled)
         }
 
-    def _nearest(self, regions: pd.DataFrame, kinds: tuple[str, ...]) -> np.ndarray:
+    def _nearest(
+        self, kinds: np.ndarray, op_rows: np.ndarray, wanted: tuple[str, ...]
+    ) -> np.ndarray:
         seed = np.full(len(self.parent), _NONE, dtype=np.int64)
-        marked = regions.loc[regions[R.kind].astype(str).isin(kinds), R.op_row].dropna()
-        rows = marked.astype(np.int64).to_numpy()
+        rows = op_rows[np.isin(kinds, wanted) & (op_rows != _NONE)]
         seed[rows] = rows
         return propagate_down(self.parent, self.depth, seed)
 
