@@ -82,3 +82,19 @@ def test_graph_break_sample_still_finds_its_gaps() -> None:
     gaps, gap_of = regions._gap_table(trace)
     assert len(gaps) > 0
     assert int((gap_of >= 0).sum()) == int(gaps["kernel_count"].sum())
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: p.name if hasattr(p, "name") else str(p))
+def test_issue_times_and_inside_equal_the_pandas_form(path) -> None:  # type: ignore[no-untyped-def]
+    from traceviz.analysis import kernels as kernel_analysis
+
+    trace = load_trace(path)
+    kernels = trace.kernels
+    reference = (
+        kernels["launch_ts_us"].fillna(kernels["ts_us"]).to_numpy(dtype=float, na_value=np.nan)
+    )
+    np.testing.assert_array_equal(kernel_analysis.issue_us(kernels), reference)
+    inside = kernel_analysis.issued_inside(trace, trace.regions)
+    assert inside.dtype == bool and len(inside) == len(kernels)
+    if trace.regions.empty:
+        assert not inside.any()

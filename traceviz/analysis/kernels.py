@@ -57,17 +57,20 @@ def issued_inside_regions(trace: Trace) -> np.ndarray:
 def issue_us(kernels: pd.DataFrame) -> np.ndarray:
     """When each kernel was issued, µs: its launch call's start, else its own start (CPU
     kernels, or device activity whose launch is not in the trace)."""
-    issue = kernels[Kernels.launch_ts_us].fillna(kernels[Kernels.ts_us])
-    return issue.to_numpy(dtype=float, na_value=np.nan)
+    launch = kernels[Kernels.launch_ts_us].to_numpy(dtype=float, na_value=np.nan)
+    start = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
+    return np.where(np.isnan(launch), start, launch)
 
 
 def issued_inside(trace: Trace, spans: pd.DataFrame) -> np.ndarray:
     """Per kernel: issued (launched, or run for CPU kernels) inside one of ``spans`` (rows of
     a regions table) on that span's thread."""
     kernels = trace.kernels
+    inside = np.zeros(len(kernels), dtype=bool)
+    if spans.empty:  # every eager trace: no region to be inside
+        return inside
     issue = issue_us(kernels)
     threads = kernels[Kernels.thread].astype(object).to_numpy()
-    inside = np.zeros(len(kernels), dtype=bool)
     for thread, group in spans.groupby(Regions.thread, observed=True):
         starts = group[Regions.ts_us].to_numpy(dtype=float)
         ends = starts + np.nan_to_num(group[Regions.dur_us].to_numpy(dtype=float))
