@@ -694,3 +694,204 @@ def test_no_memory_is_kept_after_scanners_are_gone() -> None:
     # One scan of these allocates tens of kB (intern tables alone are 10 kB); 100 rounds
     # leaking any of it would be megabytes.
     assert grown < 64_000, grown
+
+
+# ------------------------------------------------------------------------------------------
+# Review (issue 14): buffer ends, exactness edge cases, the lists handed out, re-entrancy and
+# allocation failures.
+
+
+def scan_view(data: Any, batch: int = 3) -> tuple[list[bytes], list[bytes], list[str], list[bytes]]:
+    """(kinds, values, strings, raws) of any buffer, the values decoded with the lists read
+    right after each batch."""
+    scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    kinds = [bytearray() for _ in range(N_FIELDS)]
+    values = [bytearray() for _ in range(N_FIELDS)]
+    while (got := scanner.next(batch)) is not None:
+        for j in range(N_FIELDS):
+            kinds[j] += got[1][j]
+            values[j] += got[2][j]
+    return [bytes(k) for k in kinds], [bytes(v) for v in values], scanner.strings, scanner.raws
+
+
+@needs_scan
+def test_a_buffer_is_read_to_its_own_end_only() -> None:
+    """A memoryview slice of a larger buffer ends where the slice ends: the bytes after it
+    (here the rest of a valid document) are never read, so every cut is refused; a slice that
+    ends exactly after the document, and a buffer allocated to exactly its length (array: no
+    NUL after it, an ASan build sees any overread), scan like the bytes."""
+    import array
+
+    doc = b'{"traceEvents":[{"ph":"X","ts":12,"name":"ab\\u00e9","args":{"grid":[1,2]}}],"z":7}'
+    want = scan_view(doc)
+    assert columns(*want)[field("ts")] == [(INT, 12)]
+    for tail in (b"", b"  ", b"garbage", b"]}"):
+        assert scan_view(memoryview(doc + tail)[: len(doc)]) == want
+        assert scan_view(memoryview(b"[" + doc + tail)[1 : len(doc) + 1]) == want
+    assert scan_view(array.array("B", doc)) == want
+    for cut in range(len(doc)):
+        for view in (memoryview(doc)[:cut], memoryview(bytearray(doc))[:cut]):
+            with pytest.raises(_scan.Unsupported):
+                scan_view(view)
+        with pytest.raises(_scan.Unsupported):
+            scan_view(array.array("B", doc[:cut]))
+
+
+EDGE_EVENTS = [
+    # floats: exponent forms, signed zeros, long mantissas, halfway cases, subnormals
+    '{"ts":1E+0,"dur":1e-0}', '{"ts":-0.0,"dur":-0}', '{"ts":0e0,"dur":-0E-0}',
+    '{"ts":0.1000000000000000055511151231257827021181583404541015625}',
+    '{"ts":1.00000000000000011102230246251565404236316680908203125}',  # halfway: to even
+    '{"ts":1.00000000000000011102230246251565404236316680908203126}',  # just above halfway
+    '{"ts":9007199254740993e0,"dur":9007199254740993.000000000000000000001}',
+    '{"ts":2.2250738585072011e-308,"dur":2.4703282292062327e-324}',
+    '{"ts":2.4703282292062328e-324,"dur":4.9406564584124654e-324}',
+    '{"ts":123456789012345678901234567890e-10,"dur":0.' + "0" * 30 + "123456789012345678e40}",
+    '{"ts":' + "9" * 400 + "e-400}",
+    # ints at the int64 edges
+    '{"ts":-9223372036854775808,"dur":9223372036854775807,"pid":-0,"tid":0}',
+    # keys that are prefixes or extensions of known keys are not taken
+    '{"p":"1","pha":"2","nam":3,"name ":4,"ts0":5,"args":{"External":6,"External id ":7,'
+    '"gri":8,"grids":9,"Input Dims2":[1]}}',
+    # known keys inside nested unknown values are not taken
+    '{"zz":{"ph":"Y","args":{"stream":9}},"ph":"X","args":{"zz":{"stream":8,"grid":[0]},'
+    '"stream":7},"yy":[{"name":"no"}]}',
+    # "args" before, between and after the other keys
+    '{"args":{"stream":1},"ph":"A"}', '{"ph":"B","args":{"stream":2},"ts":3}', '{"args":{}}',
+    # whitespace everywhere, inside raw values too (kept as written)
+    ' { "ph" : "W" , "args" : { "grid" : [ 1 ,\t2 ] ,\n"stream"\r: 4 } , "ts" : 5.5 } ',
+    # NUL and other escapes in strings and in raw texts
+    '{"name":"a\\u0000b","cat":"\\u0000","args":{"Input type":"\\u0000","kernel_file":"\\/"}}',
+]  # fmt: skip
+
+
+@needs_scan
+@pytest.mark.parametrize("document", ["[{}]", '{"traceEvents":[{}]}'])
+def test_edge_cases_equal_msgspec(document: str) -> None:
+    text = document.replace("{}", ",".join(EDGE_EVENTS))
+    got = scan_events(text, batch=4)
+    assert_same(got, oracle(text.encode()))
+    ts = [value for kind, value in got[field("ts")] if kind == FLOAT]
+    assert struct.pack("=d", -0.0) in ts and struct.pack("=d", 5e-324) in ts
+    assert got[field("pid")][11] == (INT, 0) and got[field("name")][-1] == (STR, "a\x00b")
+    assert got[field("stream", arg=True)][13:16] == [(INT, 7), (INT, 1), (INT, 2)]
+    assert got[field("grid", arg=True)][17] == (RAW, b"[ 1 ,\t2 ]")
+
+
+@needs_scan
+def test_the_lists_handed_out_cannot_change_later_codes() -> None:
+    """strings and raws are copies: a caller clearing or filling them changes nothing the
+    scanner gives later (codes stay indices into the next copy)."""
+    text = (
+        '[{"ph":"A","args":{"grid":[1]}},{"ph":"B","args":{"grid":[2]}},'
+        '{"ph":"A","args":{"grid":[1]}},{"ph":"C","args":{"grid":[3]}}]'
+    )
+    scanner = _scan.Scanner(text.encode(), TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    seen = []
+    while (got := scanner.next(1)) is not None:
+        ph = struct.unpack("=q", got[2][field("ph")])[0]
+        grid = struct.unpack("=q", got[2][field("grid", arg=True)])[0]
+        seen.append((scanner.strings[ph], scanner.raws[grid]))
+        for values in (scanner.strings, scanner.raws):
+            values.clear()
+            values.append(values)  # even a cycle through a list handed out is harmless
+    assert seen == [("A", b"[1]"), ("B", b"[2]"), ("A", b"[1]"), ("C", b"[3]")]
+    assert scanner.strings == ["A", "B", "C"] and scanner.raws == [b"[1]", b"[2]", b"[3]"]
+    assert scanner.strings is not scanner.strings
+
+
+REENTRY = """
+import gc, importlib.util, sys
+spec = importlib.util.spec_from_file_location("traceviz.parse._scan", sys.argv[1])
+_scan = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(_scan)
+data = ("[" + ",".join('{"ph":"X","name":"n%d"}' % i for i in range(50)) + "]").encode()
+scanner = _scan.Scanner(data, ("ph", "name"), (), frozenset())
+inside, inner = [False], []
+
+def collecting(phase, info):  # runs inside next() when an allocation there starts a collection
+    if phase == "start" and inside[0]:
+        try:
+            inner.append(scanner.next(2))
+        except RuntimeError as err:
+            inner.append(str(err))
+
+gc.callbacks.append(collecting)
+events, hold = 0, []
+while True:
+    hold.append([[] for _ in range(100)])  # an empty list free list: next() allocates anew
+    gc.set_threshold(1)
+    inside[0] = True
+    got = scanner.next(7)
+    inside[0] = False
+    gc.set_threshold(700)
+    if got is None:
+        break
+    events += got[0]
+print(events, len(scanner.strings), sorted(set(map(str, inner))))
+"""
+
+
+@needs_scan
+def test_next_from_inside_next_is_refused() -> None:
+    """A gc callback (or a finalizer, or a thread it lets in) that calls next() while next()
+    is building its result must not scan into the half-handed-over batch (it crashed)."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-c", REENTRY, _scan.__file__],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split(maxsplit=2)[:2] == ["50", "51"], run.stdout
+    assert "already running" in run.stdout, run.stdout
+
+
+@needs_scan
+def test_allocation_failures_raise_memory_error_and_stop_the_scanner() -> None:
+    """Every allocation of __init__ and next() failed in turn (_testcapi.set_nomemory): a
+    MemoryError, never a crash; a scanner that failed refuses to go on (the failed batch's
+    events are lost, so going on would skip them); one that did not fail gives the whole answer."""
+    _testcapi = pytest.importorskip("_testcapi")
+    doc = (
+        b'{"a":[1.5,"x"],"traceEvents":[{"ph":"X","name":"n\\u00e9","ts":1.25e-300,'
+        b'"args":{"grid":[1],"stream":7}},{"ph":"X","name":"m","args":{"grid":[2]}},'
+        b'{"ph":"i","name":"n\\u00e9","ts":3}],"b":{}}'
+    )
+    want = scan_view(doc, 2)
+    args = (doc, TOP_KEYS, ARG_KEYS, RAW_KEYS)
+    outcomes = set()
+    for start in range(1, 400):
+        try:
+            _testcapi.set_nomemory(start, 0)
+            try:
+                scanner = _scan.Scanner(*args)
+            finally:
+                _testcapi.remove_mem_hooks()
+        except MemoryError:
+            outcomes.add("init")
+            continue
+        batches = []
+        while True:
+            try:
+                _testcapi.set_nomemory(start, 0)
+                try:
+                    got = scanner.next(2)
+                finally:
+                    _testcapi.remove_mem_hooks()
+            except MemoryError:
+                outcomes.add("next")
+                with pytest.raises(_scan.Unsupported, match="failed earlier"):
+                    scanner.next(2)
+                break
+            if got is None:
+                outcomes.add("whole")
+                kinds = [b"".join(b[1][j] for b in batches) for j in range(N_FIELDS)]
+                values = [b"".join(b[2][j] for b in batches) for j in range(N_FIELDS)]
+                assert (kinds, values, scanner.strings, scanner.raws) == want
+                break
+            batches.append(got)
+    assert outcomes == {"init", "next", "whole"}

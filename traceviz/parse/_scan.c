@@ -286,8 +286,10 @@ typedef struct {
     Py_ssize_t events_start;
     Py_ssize_t events_end;
     int state;
+    int busy;          /* next() is running: a call from inside it (a gc callback or a
+                        * finalizer run by an allocation, or another thread it let in) fails */
     PyObject *failure; /* the message of the Unsupported that stopped it, once failed */
-    PyObject *strings;
+    PyObject *strings; /* private: Python gets copies (the codes are their indices) */
     PyObject *raws;
     Table str_table;
     Table raw_table;
@@ -1135,6 +1137,32 @@ static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
     return n;
 }
 
+/* The batch of up to max_events events after those already given, as (n, kinds, values);
+ * None once the array is exhausted. Any failure leaves the scanner failed. */
+static PyObject *scan_next(Scanner *s, Py_ssize_t max_events)
+{
+    if (s->state == S_FAILED) {
+        if (s->failure != NULL)
+            PyErr_SetObject(Unsupported, s->failure);
+        else /* a MemoryError (or a failed __init__) stopped it */
+            PyErr_SetString(Unsupported, "the scanner failed earlier");
+        return NULL;
+    }
+    if (s->state == S_DONE)
+        Py_RETURN_NONE;
+    Py_ssize_t n = scan_batch(s, max_events);
+    PyObject *res = NULL;
+    if (n == 0)
+        res = Py_NewRef(Py_None);
+    else if (n > 0)
+        res = batch_result(s, n);
+    if (res == NULL || n == 0)
+        batch_clear(s);
+    if (res == NULL) /* the batch's events are lost: no later call may skip past them */
+        s->state = S_FAILED;
+    return res;
+}
+
 static PyObject *Scanner_next(Scanner *s, PyObject *arg)
 {
     Py_ssize_t max_events = PyLong_AsSsize_t(arg);
@@ -1151,28 +1179,14 @@ static PyObject *Scanner_next(Scanner *s, PyObject *arg)
         PyErr_SetString(PyExc_TypeError, "Scanner.__init__ was not called");
         return NULL;
     }
-    if (s->state == S_FAILED) {
-        if (s->failure != NULL)
-            PyErr_SetObject(Unsupported, s->failure);
-        else
-            PyErr_SetString(Unsupported, "the scanner failed earlier");
+    if (s->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Scanner.next is already running");
         return NULL;
     }
-    if (s->state == S_DONE)
-        Py_RETURN_NONE;
-    Py_ssize_t n = scan_batch(s, max_events);
-    if (n < 0) {
-        batch_clear(s);
-        if (s->failure == NULL) /* MemoryError: later calls raise Unsupported */
-            s->failure = PyUnicode_FromString("the scanner failed earlier");
-        s->state = S_FAILED;
-        return NULL;
-    }
-    if (n == 0) {
-        batch_clear(s);
-        Py_RETURN_NONE;
-    }
-    return batch_result(s, n);
+    s->busy = 1;
+    PyObject *res = scan_next(s, max_events);
+    s->busy = 0;
+    return res;
 }
 
 /* Copies the UTF-8 texts of the str items of `keys` into ks, numbering them from first;
@@ -1229,10 +1243,10 @@ static int keyset_init(Scanner *s, KeySet *ks, PyObject *keys, int first, PyObje
     return keyset_index(ks);
 }
 
-/* Allocates the per-field arrays for nfields fields. 0, or -1 with MemoryError. */
+/* Allocates the per-field arrays for nfields fields. 0, or -1 with MemoryError (then
+ * nfields stays 0: batch_clear must not walk arrays that were not all made). */
 static int fields_alloc(Scanner *s, int nfields)
 {
-    s->nfields = nfields;
     size_t m = (size_t)(nfields ? nfields : 1);
     s->is_raw = PyMem_Calloc(m, 1);
     s->seen_words = (int)((m + 63) / 64);
@@ -1245,6 +1259,7 @@ static int fields_alloc(Scanner *s, int nfields)
         PyErr_NoMemory();
         return -1;
     }
+    s->nfields = nfields;
     return 0;
 }
 
@@ -1322,20 +1337,21 @@ static PyObject *Scanner_get_bare(Scanner *s, void *closure)
     return PyBool_FromLong(s->bare);
 }
 
+/* A new list with the items of the private list `values` (NULL before __init__: empty), so
+ * that what a caller does to it cannot change the codes of later events. */
+static PyObject *copy_values(PyObject *values)
+{
+    return values == NULL ? PyList_New(0) : PyList_GetSlice(values, 0, PY_SSIZE_T_MAX);
+}
+
 static PyObject *Scanner_get_strings(Scanner *s, void *closure)
 {
-    if (s->strings == NULL)
-        return PyList_New(0);
-    Py_INCREF(s->strings);
-    return s->strings;
+    return copy_values(s->strings);
 }
 
 static PyObject *Scanner_get_raws(Scanner *s, void *closure)
 {
-    if (s->raws == NULL)
-        return PyList_New(0);
-    Py_INCREF(s->raws);
-    return s->raws;
+    return copy_values(s->raws);
 }
 
 static PyMethodDef Scanner_methods[] = {
@@ -1356,10 +1372,10 @@ static PyMemberDef Scanner_members[] = {
 
 static PyGetSetDef Scanner_getset[] = {
     {"bare", (getter)Scanner_get_bare, NULL, "the document is a bare array of events", NULL},
-    {"strings", (getter)Scanner_get_strings, NULL, "distinct strings; a STR value indexes it",
-     NULL},
-    {"raws", (getter)Scanner_get_raws, NULL, "distinct raw JSON texts; a RAW value indexes it",
-     NULL},
+    {"strings", (getter)Scanner_get_strings, NULL,
+     "distinct strings so far (a new list each time); a STR value indexes it", NULL},
+    {"raws", (getter)Scanner_get_raws, NULL,
+     "distinct raw JSON texts so far (a new list each time); a RAW value indexes it", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -27,9 +27,11 @@ class Scanner:
     events_end: int
     """Offset just past the events array's ']'; -1 until the array is exhausted."""
     strings: list[str]
-    """Distinct string values of non-raw fields, in order of first appearance; code = index."""
+    """Distinct string values of non-raw fields so far, in order of first appearance; code =
+    index. A new list at each read: changing it changes nothing in the scanner."""
     raws: list[bytes]
-    """Distinct raw texts of raw fields, in order of first appearance; code = index."""
+    """Distinct raw texts of raw fields so far, in order of first appearance; code = index.
+    A new list at each read, like ``strings``."""
 
     def __init__(
         self,
@@ -42,4 +44,6 @@ class Scanner:
         """The next 1..max_events events: ``(n, kinds, values)``, ``kinds[j]`` n bytes,
         ``values[j]`` 8*n bytes. None once the array is exhausted; the call that reaches its
         end also validates the rest of the document. Unsupported at the first thing it cannot
-        give exactly (later calls raise it again)."""
+        give exactly (later calls raise it again); after a MemoryError later calls raise
+        Unsupported (that batch's events are lost). RuntimeError when called while a next() of
+        the same scanner runs (from a gc callback, a finalizer or another thread)."""
