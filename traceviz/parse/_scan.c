@@ -642,6 +642,99 @@ static int number_to_double(Scanner *s, Py_ssize_t start, Py_ssize_t end, uint64
     return 0;
 }
 
+/* What scan_number gathers from a number's text, one part after the other. */
+typedef struct {
+    uint64_t sig;  /* the first 19 significant digits (19 digits always fit) */
+    int nsig;      /* how many significant digits there are in all; 20 stands for more than 19
+                    * (a count would overflow on 2^31 digits): only == 0, <= 15, < 19 and > 19
+                    * are asked */
+    int64_t exp10; /* the power of ten applying to sig */
+    int exp_huge;  /* the exponent has too many digits for exp10: no fast path */
+    int is_float;  /* a fraction or an exponent was seen */
+} Digits;
+
+/* Consumes the integer part at *p (a digit is there): "0", or digits without a leading
+ * zero, into d. 0, or -1 with Unsupported (start: the number's first byte). */
+static inline int scan_int_part(Scanner *s, Py_ssize_t start, Py_ssize_t *p, Digits *d)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t q = *p, n = s->len;
+    if (b[q] == '0') {
+        q++;
+        if (q < n && b[q] >= '0' && b[q] <= '9')
+            return fail(s, start, "invalid number (leading zero)");
+    } else {
+        for (; q < n && b[q] >= '0' && b[q] <= '9'; q++) {
+            if (d->nsig < 19) {
+                d->sig = d->sig * 10 + (unsigned)(b[q] - '0');
+                d->nsig++;
+            } else { /* dropped: it only scales sig */
+                d->exp10++;
+                d->nsig = 20;
+            }
+        }
+    }
+    *p = q;
+    return 0;
+}
+
+/* Consumes a fraction ('.' and one or more digits) at *p when there is one, into d.
+ * 0, or -1 with Unsupported. */
+static inline int scan_fraction(Scanner *s, Py_ssize_t start, Py_ssize_t *p, Digits *d)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t q = *p, n = s->len;
+    if (q >= n || b[q] != '.')
+        return 0;
+    d->is_float = 1;
+    q++;
+    if (q >= n || b[q] < '0' || b[q] > '9')
+        return fail(s, start, "invalid number (fraction)");
+    for (; q < n && b[q] >= '0' && b[q] <= '9'; q++) {
+        unsigned c = b[q] - '0';
+        if (d->nsig == 0 && c == 0) {
+            d->exp10--; /* a leading zero of the fraction */
+        } else if (d->nsig < 19) {
+            d->sig = d->sig * 10 + c;
+            d->exp10--;
+            d->nsig++;
+        } else { /* dropped */
+            d->nsig = 20;
+        }
+    }
+    *p = q;
+    return 0;
+}
+
+/* Consumes an exponent ('e' or 'E', a sign or none, one or more digits) at *p when there
+ * is one, into d. 0, or -1 with Unsupported. */
+static inline int scan_exponent(Scanner *s, Py_ssize_t start, Py_ssize_t *p, Digits *d)
+{
+    const unsigned char *b = s->buf;
+    Py_ssize_t q = *p, n = s->len;
+    if (q >= n || (b[q] != 'e' && b[q] != 'E'))
+        return 0;
+    d->is_float = 1;
+    q++;
+    int eneg = 0;
+    if (q < n && (b[q] == '+' || b[q] == '-')) {
+        eneg = b[q] == '-';
+        q++;
+    }
+    if (q >= n || b[q] < '0' || b[q] > '9')
+        return fail(s, start, "invalid number (exponent)");
+    int64_t e = 0;
+    for (; q < n && b[q] >= '0' && b[q] <= '9'; q++) {
+        if (e < 100000)
+            e = e * 10 + (b[q] - '0');
+        else
+            d->exp_huge = 1;
+    }
+    d->exp10 += eneg ? -e : e;
+    *p = q;
+    return 0;
+}
+
 /*
  * Consumes a JSON number at s->pos. When kind is not NULL, also converts it: *kind = K_INT and
  * *value the int64 for an integer, *kind = K_FLOAT and *value the float64 bits for a number
@@ -650,89 +743,31 @@ static int number_to_double(Scanner *s, Py_ssize_t start, Py_ssize_t end, uint64
  */
 static int scan_number(Scanner *s, int *kind, int64_t *value)
 {
-    const unsigned char *b = s->buf;
-    Py_ssize_t n = s->len, start = s->pos, p = s->pos;
-    int negative = 0;
-    if (p < n && b[p] == '-') {
-        negative = 1;
-        p++;
-    }
-    if (p >= n || b[p] < '0' || b[p] > '9')
+    Py_ssize_t start = s->pos, p = s->pos;
+    int negative = p < s->len && s->buf[p] == '-';
+    p += negative;
+    if (p >= s->len || s->buf[p] < '0' || s->buf[p] > '9')
         return fail(s, start, "invalid number");
-    uint64_t sig = 0; /* the first 19 significant digits (19 digits always fit) */
-    int nsig = 0;     /* how many significant digits there are in all */
-    int64_t exp10 = 0; /* the power of ten applying to sig */
-    int exp_huge = 0;  /* the exponent has too many digits for exp10: no fast path */
-    if (b[p] == '0') {
-        p++;
-        if (p < n && b[p] >= '0' && b[p] <= '9')
-            return fail(s, start, "invalid number (leading zero)");
-    } else {
-        while (p < n && b[p] >= '0' && b[p] <= '9') {
-            if (nsig < 19)
-                sig = sig * 10 + (unsigned)(b[p] - '0');
-            else
-                exp10++;
-            nsig++;
-            p++;
-        }
-    }
-    int is_float = 0;
-    if (p < n && b[p] == '.') {
-        is_float = 1;
-        p++;
-        if (p >= n || b[p] < '0' || b[p] > '9')
-            return fail(s, start, "invalid number (fraction)");
-        while (p < n && b[p] >= '0' && b[p] <= '9') {
-            unsigned d = b[p] - '0';
-            if (nsig == 0 && d == 0) {
-                exp10--; /* a leading zero of the fraction */
-            } else if (nsig < 19) {
-                sig = sig * 10 + d;
-                exp10--;
-                nsig++;
-            } else {
-                nsig++;
-            }
-            p++;
-        }
-    }
-    if (p < n && (b[p] == 'e' || b[p] == 'E')) {
-        is_float = 1;
-        p++;
-        int eneg = 0;
-        if (p < n && (b[p] == '+' || b[p] == '-')) {
-            eneg = b[p] == '-';
-            p++;
-        }
-        if (p >= n || b[p] < '0' || b[p] > '9')
-            return fail(s, start, "invalid number (exponent)");
-        int64_t e = 0;
-        while (p < n && b[p] >= '0' && b[p] <= '9') {
-            if (e < 100000)
-                e = e * 10 + (b[p] - '0');
-            else
-                exp_huge = 1;
-            p++;
-        }
-        exp10 += eneg ? -e : e;
-    }
+    Digits d = {0, 0, 0, 0, 0};
+    if (scan_int_part(s, start, &p, &d) < 0 || scan_fraction(s, start, &p, &d) < 0 ||
+        scan_exponent(s, start, &p, &d) < 0)
+        return -1;
     s->pos = p;
     if (kind == NULL)
         return 0;
-    if (!is_float) {
+    if (!d.is_float) {
         /* An integer's digits are all significant: more than 19 is at least 10^19. */
-        if (nsig > 19 || (negative ? sig > (uint64_t)INT64_MAX + 1 : sig > INT64_MAX))
+        if (d.nsig > 19 || d.sig > (uint64_t)INT64_MAX + (uint64_t)negative)
             return fail(s, start, "integer outside int64");
         *kind = K_INT;
-        *value = negative ? (int64_t)(0 - sig) : (int64_t)sig;
+        *value = negative ? (int64_t)(0 - d.sig) : (int64_t)d.sig;
         return 0;
     }
-    double d = 0.0;
-    if (number_to_double(s, start, p, sig, exp_huge ? 99 : nsig, exp10, negative, &d) < 0)
+    double x = 0.0;
+    if (number_to_double(s, start, p, d.sig, d.exp_huge ? 99 : d.nsig, d.exp10, negative, &x) < 0)
         return -1;
     *kind = K_FLOAT;
-    memcpy(value, &d, 8);
+    memcpy(value, &x, 8);
     return 0;
 }
 
@@ -827,64 +862,73 @@ static int read_key(Scanner *s, Py_ssize_t *start, Py_ssize_t *end)
 /* Events.                                                                                    */
 
 /*
- * Consumes the value of field j of event i at s->pos (depth: its nesting level) and stores
- * its kind and value; a known key seen twice fails. 0, or -1 with an exception.
+ * Consumes a string value at s->pos (its opening quote) and interns its decoded text in
+ * `strings`. Returns the code, or -1 with an exception.
  */
-static int read_field(Scanner *s, int j, Py_ssize_t i, int depth)
+static Py_ssize_t read_string_code(Scanner *s)
 {
-    Py_ssize_t at = s->pos;
-    uint64_t bit = (uint64_t)1 << (j & 63);
-    if (s->seen[j >> 6] & bit)
-        return fail(s, at, "a known key twice in one object");
-    s->seen[j >> 6] |= bit;
-    Py_ssize_t code;
-    if (s->is_raw[j]) {
+    Py_ssize_t a, z, dn;
+    int esc;
+    if (scan_string(s, &a, &z, &esc) < 0)
+        return -1;
+    if (!esc)
+        return intern(&s->str_table, s->strings, s->buf + a, z - a, 1);
+    if (decode_string(s, a, z, &dn) < 0)
+        return -1;
+    return intern(&s->str_table, s->strings, s->scratch, dn, 1);
+}
+
+/*
+ * Consumes the value of a field at s->pos (depth: its nesting level) and sets *kind and
+ * *value: a raw field's exact text as a code into `raws`; else a string, null or number.
+ * 0, or -1 with an exception (Unsupported for a value the field cannot hold).
+ */
+static int read_value(Scanner *s, int raw, int depth, int *kind, int64_t *value)
+{
+    Py_ssize_t at = s->pos, code;
+    int c = peek(s);
+    if (raw) {
         if (skip_value(s, depth, 0) < 0)
             return -1;
         code = intern(&s->raw_table, s->raws, s->buf + at, s->pos - at, 0);
-        if (code < 0)
-            return -1;
-        s->kinds[j][i] = K_RAW;
-        s->values[j][i] = code;
-        return 0;
-    }
-    int c = peek(s);
-    if (c == '"') {
-        Py_ssize_t a, z, dn;
-        int esc;
-        if (scan_string(s, &a, &z, &esc) < 0)
-            return -1;
-        if (esc) {
-            if (decode_string(s, a, z, &dn) < 0)
-                return -1;
-            code = intern(&s->str_table, s->strings, s->scratch, dn, 1);
-        } else {
-            code = intern(&s->str_table, s->strings, s->buf + a, z - a, 1);
-        }
-        if (code < 0)
-            return -1;
-        s->kinds[j][i] = K_STR;
-        s->values[j][i] = code;
-        return 0;
-    }
-    if (c == 'n') {
-        if (expect_word(s, "null", 4) < 0)
-            return -1;
-        s->kinds[j][i] = K_NULL;
-        return 0;
-    }
-    if (c == '-' || (c >= '0' && c <= '9')) {
-        int k;
-        int64_t v;
-        if (scan_number(s, &k, &v) < 0)
-            return -1;
-        s->kinds[j][i] = (unsigned char)k;
-        s->values[j][i] = v;
-        return 0;
-    }
-    if (c == 't' || c == 'f' || c == '[' || c == '{')
+        *kind = K_RAW;
+    } else if (c == '"') {
+        code = read_string_code(s);
+        *kind = K_STR;
+    } else if (c == 'n') {
+        *kind = K_NULL;
+        *value = 0;
+        return expect_word(s, "null", 4);
+    } else if (c == '-' || (c >= '0' && c <= '9')) {
+        return scan_number(s, kind, value);
+    } else if (c == 't' || c == 'f' || c == '[' || c == '{') {
         return fail(s, at, "a field holds true, false, an array or an object");
-    return fail(s, at, c < 0 ? "unexpected end of the document" : "invalid JSON value");
+    } else {
+        return fail(s, at, c < 0 ? "unexpected end of the document" : "invalid JSON value");
+    }
+    if (code < 0)
+        return -1;
+    *value = code;
+    return 0;
+}
+
+/*
+ * Consumes the value of field j of event i at s->pos (depth: its nesting level) and stores
+ * its kind and value in the batch; a known key seen twice fails. 0, or -1 with an exception.
+ */
+static int read_field(Scanner *s, int j, Py_ssize_t i, int depth)
+{
+    uint64_t bit = (uint64_t)1 << (j & 63);
+    if (s->seen[j >> 6] & bit)
+        return fail(s, s->pos, "a known key twice in one object");
+    s->seen[j >> 6] |= bit;
+    int kind;
+    int64_t value;
+    if (read_value(s, s->is_raw[j], depth, &kind, &value) < 0)
+        return -1;
+    s->kinds[j][i] = (unsigned char)kind;
+    s->values[j][i] = value;
+    return 0;
 }
 
 /*
