@@ -121,3 +121,24 @@ def test_kernel_names_decoded_once_and_never_raise() -> None:
     assert _decoded.cache_info().hits == 1
     for odd in (None, float("nan"), ["a list"], {"a": 1}, 3):
         assert fused_kernel_ops(odd) is None  # type: ignore[arg-type]
+
+
+def test_speed_verdict_computed_once_per_compare(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from traceviz.diagnose.rules import slower
+
+    calls: list[int] = []
+    verdict = slower.speed_verdict
+    monkeypatch.setattr(
+        slower, "speed_verdict", lambda a, b, **kw: calls.append(1) or verdict(a, b, **kw)
+    )
+    monkeypatch.setattr(slower, "_last", None)
+    report = compare_run(SAMPLES / "pointwise", load=lambda p: load_trace(p))
+    assert "compiled is faster" in _text(report)  # the headline's verdict
+    assert calls == [1]  # the rule's and the headline's: one bootstrap
+    other = compare_run(SAMPLES / "mlp", load=lambda p: load_trace(p))
+    assert slower.comparison_speed(other) == verdict(
+        other.a.trace, other.b.trace, run_info=other.run_info
+    )
+    assert slower.comparison_speed(report) == verdict(
+        report.a.trace, report.b.trace, run_info=report.run_info
+    )
