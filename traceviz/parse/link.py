@@ -11,7 +11,8 @@
    ``cpu_op`` on the launching thread whose span contains the launch call, else the innermost
    span of any kind there (a ``python_function`` frame, a ``user_annotation``).
 
-All joins are vectorised (index lookups and sorted searches).
+All joins are vectorised (sorted searches over the ids and times), on the columns' codes and
+NumPy arrays: no column is turned into Python objects on the way.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ import pandas as pd
 from traceviz.parse import nesting
 from traceviz.schema import Kernels, LaunchClass, Launches, OpCategory, Ops
 
+MISSING = np.iinfo(np.int64).min  # an absent id in the int64 id arrays below
+OP_LINKS = ("external_id", "time", "self")  # the op_link categories, in this order
+
 
 def link_kernels(kernels: pd.DataFrame, launches: pd.DataFrame, ops: pd.DataFrame) -> None:
     """Fill the kernels table's launch, thread, graph and op columns in place."""
@@ -29,13 +33,19 @@ def link_kernels(kernels: pd.DataFrame, launches: pd.DataFrame, ops: pd.DataFram
         return
     for table, columns in ((kernels, Kernels), (launches, Launches)):
         if _ids_mirror_correlation(table[columns.external_id], table[columns.correlation]):
-            table[columns.external_id] = pd.array([pd.NA] * len(table), dtype="Int64")
-    launch_row = _lookup(launches[Launches.correlation], kernels[Kernels.correlation])
+            table[columns.external_id] = missing_ints(len(table))
+    launch_row = _lookup(_ids(launches[Launches.correlation]), _ids(kernels[Kernels.correlation]))
     _attach_launches(kernels, launches, launch_row)
     _attach_ops_by_external_id(kernels, ops)
     _attach_ops_by_time(kernels, launches, ops, launch_row)
     counts = np.bincount(launch_row[launch_row >= 0], minlength=len(launches))
     launches[Launches.kernel_count] = pd.array(counts, dtype="Int64")
+
+
+def missing_ints(n: int) -> pd.arrays.IntegerArray:
+    """An Int64 array of ``n`` <NA> (what ``pd.array([pd.NA] * n, dtype="Int64")`` gives,
+    without making ``n`` Python objects)."""
+    return pd.arrays.IntegerArray(np.ones(n, dtype=np.int64), np.ones(n, dtype=bool))
 
 
 def _ids_mirror_correlation(external: pd.Series, correlation: pd.Series) -> bool:
@@ -49,30 +59,61 @@ def _ids_mirror_correlation(external: pd.Series, correlation: pd.Series) -> bool
     return bool(same.mean() > 0.9)
 
 
-def _lookup(keys: pd.Series, queries: pd.Series) -> np.ndarray:
-    """Row of the first ``keys`` entry equal to each query (−1 where none or missing)."""
-    present = keys.notna().to_numpy()
-    index = pd.Index(keys[present].astype("int64").to_numpy())
-    rows = np.flatnonzero(present)
-    first = ~index.duplicated(keep="first")
-    index, rows = index[first], rows[first]
-    query = queries.to_numpy(dtype="int64", na_value=np.iinfo(np.int64).min)
-    pos = index.get_indexer(pd.Index(query))
-    return (
-        np.where(pos >= 0, rows[np.maximum(pos, 0)], -1) if len(rows) else np.full(len(query), -1)
-    )
+def _ids(column: pd.Series) -> np.ndarray:
+    """An Int64 id column as int64, ``MISSING`` where <NA> (no present id is that value: the
+    builders read it as absent). May be a view of the column: never written to."""
+    return column.to_numpy(dtype=np.int64, na_value=MISSING)
+
+
+def _lookup(keys: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Row of the first ``keys`` entry equal to each query (−1 where none or ``MISSING``):
+    one stable sort of the present keys (ids mostly come in order: near linear) and a binary
+    search per query."""
+    rows = np.flatnonzero(keys != MISSING)
+    if len(rows) == 0:
+        return np.full(len(queries), -1, dtype=np.int64)
+    order = np.argsort(keys[rows], kind="stable")  # equal keys keep row order: first wins
+    sorted_keys = keys[rows[order]]
+    pos = np.minimum(np.searchsorted(sorted_keys, queries), len(rows) - 1)
+    hit = (sorted_keys[pos] == queries) & (queries != MISSING)
+    return np.where(hit, rows[order[pos]], -1)
 
 
 def _nullable(rows: np.ndarray) -> pd.arrays.IntegerArray:
     return pd.arrays.IntegerArray(rows.astype(np.int64), rows < 0)
 
 
-def _take(column: pd.Series, rows: np.ndarray) -> pd.Series:
-    """``column[rows]`` with missing values where ``rows`` is −1 (keeps the dtype)."""
-    if len(column) == 0:
-        return pd.Series([None] * len(rows), dtype=column.dtype)
-    taken = column.take(np.maximum(rows, 0)).reset_index(drop=True)
-    return taken.where(rows >= 0)
+def _take_codes(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """The category codes of a categorical column at ``rows`` (−1 where ``rows`` is −1)."""
+    codes = np.asarray(column.cat.codes)
+    if len(codes) == 0:
+        return np.full(len(rows), -1, dtype=np.int64)
+    return np.where(rows >= 0, codes[np.maximum(rows, 0)], -1)
+
+
+def _take_floats(column: pd.Series, rows: np.ndarray) -> np.ndarray:
+    """A float column at ``rows`` (NaN where ``rows`` is −1)."""
+    values = column.to_numpy(dtype=float)
+    if len(values) == 0:
+        return np.full(len(rows), np.nan)
+    return np.where(rows >= 0, values[np.maximum(rows, 0)], np.nan)
+
+
+def _used_sorted(column: pd.Series, rows: np.ndarray) -> pd.Categorical | None:
+    """The labels of a categorical column at ``rows`` (missing where −1) as a categorical of
+    the labels used, sorted: what ``astype("category")`` of those labels as objects gives.
+    ``None`` when no label is used (the caller takes the general way)."""
+    codes = _take_codes(column, rows)
+    used = np.unique(codes[codes >= 0])
+    if len(used) == 0:
+        return None
+    labels = column.cat.categories[used].tolist()
+    if not all(isinstance(label, str) for label in labels):
+        return None
+    order = sorted(range(len(labels)), key=labels.__getitem__)
+    lookup = np.full(len(column.cat.categories) + 1, -1, dtype=np.int64)
+    lookup[used[order]] = np.arange(len(used))
+    return pd.Categorical.from_codes(lookup[codes], categories=pd.Index([labels[i] for i in order]))
 
 
 def _attach_launches(kernels: pd.DataFrame, launches: pd.DataFrame, row: np.ndarray) -> None:
@@ -80,30 +121,45 @@ def _attach_launches(kernels: pd.DataFrame, launches: pd.DataFrame, row: np.ndar
     if not linked.any():
         return
     kernels[Kernels.launch_row] = _nullable(row)
-    kernels[Kernels.launch_name] = _take(launches[Launches.name], row).to_numpy()
-    kernels[Kernels.launch_name] = kernels[Kernels.launch_name].astype("category")
-    launch_ts = _take(launches[Launches.ts_us], row).to_numpy(dtype=float)
-    launch_dur = _take(launches[Launches.dur_us], row).to_numpy(dtype=float)
+    names = _used_sorted(launches[Launches.name], row)
+    if names is None:  # no launch with a name: the general way
+        taken = _take_general(launches[Launches.name], row).to_numpy()
+        names = pd.Series(taken).astype("category").array
+    kernels[Kernels.launch_name] = names
+    launch_ts = _take_floats(launches[Launches.ts_us], row)
+    launch_dur = _take_floats(launches[Launches.dur_us], row)
     kernels[Kernels.launch_ts_us] = launch_ts
     kernels[Kernels.launch_dur_us] = launch_dur
     kernels[Kernels.launch_delay_us] = kernels[Kernels.ts_us].to_numpy() - (launch_ts + launch_dur)
     threads = launches[Launches.thread]
-    codes = np.where(linked, np.asarray(threads.cat.codes)[np.maximum(row, 0)], -1)
-    kernels[Kernels.thread] = pd.Categorical.from_codes(codes, categories=threads.cat.categories)
+    kernels[Kernels.thread] = pd.Categorical.from_codes(
+        _take_codes(threads, row), categories=threads.cat.categories
+    )
+    classes = launches[Launches.launch_class].cat.categories
+    graph = LaunchClass.GRAPH_LAUNCH.value
     is_graph = np.zeros(len(row), dtype=bool)
-    classes = np.asarray(launches[Launches.launch_class].astype(object))
-    is_graph[linked] = classes[row[linked]] == LaunchClass.GRAPH_LAUNCH.value
+    if graph in classes:
+        class_codes = _take_codes(launches[Launches.launch_class], row)
+        is_graph = class_codes == classes.get_loc(graph)
     kernels[Kernels.in_graph] = is_graph
     kernels[Kernels.graph_launch_row] = _nullable(np.where(is_graph, row, -1))
-    launch_external = _take(launches[Launches.external_id], row).astype("Int64")
+    launch_external = _take_general(launches[Launches.external_id], row).astype("Int64")
     own = kernels[Kernels.external_id]
     kernels[Kernels.external_id] = own.fillna(launch_external)
 
 
+def _take_general(column: pd.Series, rows: np.ndarray) -> pd.Series:
+    """``column[rows]`` with missing values where ``rows`` is −1 (keeps the dtype)."""
+    if len(column) == 0:
+        return pd.Series([None] * len(rows), dtype=column.dtype)
+    taken = column.take(np.maximum(rows, 0)).reset_index(drop=True)
+    return taken.where(rows >= 0)
+
+
 def _attach_ops_by_external_id(kernels: pd.DataFrame, ops: pd.DataFrame) -> None:
-    linkable = ops[Ops.category] != OpCategory.PYTHON_FUNCTION.value
-    keys = ops[Ops.external_id].where(linkable)
-    row = _lookup(keys, kernels[Kernels.external_id])
+    python = (ops[Ops.category] == OpCategory.PYTHON_FUNCTION.value).to_numpy()
+    keys = np.where(python, MISSING, _ids(ops[Ops.external_id]))  # _ids may be a view
+    row = _lookup(keys, _ids(kernels[Kernels.external_id]))
     _set_ops(kernels, ops, row, "external_id", np.ones(len(row), dtype=bool))
 
 
@@ -153,10 +209,11 @@ def _set_ops(
     op_row[hit] = row[hit]
     kernels[Kernels.op_row] = _nullable(op_row)
     names = ops[Ops.name]
-    name_codes = np.where(op_row >= 0, np.asarray(names.cat.codes)[np.maximum(op_row, 0)], -1)
     kernels[Kernels.op_name] = pd.Categorical.from_codes(
-        name_codes, categories=names.cat.categories
+        _take_codes(names, op_row), categories=names.cat.categories
     )
-    link = kernels[Kernels.op_link].astype(object).to_numpy(copy=True)
-    link[hit] = how
-    kernels[Kernels.op_link] = pd.Categorical(link, categories=["external_id", "time", "self"])
+    links = kernels[Kernels.op_link]
+    link_codes = pd.Index(OP_LINKS).get_indexer(links.cat.categories)
+    codes = np.append(link_codes, -1)[np.asarray(links.cat.codes)]
+    codes[hit] = OP_LINKS.index(how)
+    kernels[Kernels.op_link] = pd.Categorical.from_codes(codes, categories=pd.Index(OP_LINKS))

@@ -1,0 +1,166 @@
+"""The parse build phase made faster (issue 14, PARSE-BUILD) gives the very tables its plain code
+gave (tests/parse_build_reference.py): values, dtypes, category order, category codes and even
+the values under <NA>, on every corpus and sample trace and on hand-made edge cases."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tests import parse_build_reference as reference
+from tests.conftest import SAMPLES, corpus_params, kernel, launch, op
+from traceviz.parse import link, load_trace
+
+SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
+    SAMPLES.glob("h200/*/*.pt.trace.json.gz")
+)
+REAL = [*corpus_params(), *(pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_TRACES)]
+
+
+def assert_identical(got: pd.DataFrame, want: pd.DataFrame, what: str = "") -> None:
+    """Equal to the last bit: values, dtypes, column order, category order and codes, the
+    values a masked array holds under <NA>."""
+    pd.testing.assert_frame_equal(got, want, check_exact=True, obj=what)
+    assert type(got.index) is type(want.index)
+    for column in want.columns:
+        a, b = got[column].array, want[column].array
+        if isinstance(b, pd.Categorical):
+            assert isinstance(a, pd.Categorical), (what, column)
+            assert a.categories.dtype == b.categories.dtype, (what, column)
+            assert list(a.categories) == list(b.categories), (what, column)
+            assert a.codes.dtype == b.codes.dtype and np.array_equal(a.codes, b.codes), column
+        if isinstance(b, pd.arrays.IntegerArray):
+            assert isinstance(a, pd.arrays.IntegerArray), (what, column)
+            assert np.array_equal(a._data, b._data), (what, column, "values under <NA>")
+            assert np.array_equal(a._mask, b._mask), (what, column)
+
+
+@pytest.fixture
+def linked_against_reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every ``link.link_kernels`` call is also made by the reference on copies of its
+    inputs, and both results compared; yields the list of kernel counts linked."""
+    fast = link.link_kernels
+    calls: list[int] = []
+
+    def both(kernels: pd.DataFrame, launches: pd.DataFrame, ops: pd.DataFrame) -> None:
+        want_k, want_l, want_o = (t.copy(deep=True) for t in (kernels, launches, ops))
+        reference.link_kernels(want_k, want_l, want_o)
+        fast(kernels, launches, ops)
+        assert_identical(kernels, want_k, "kernels")
+        assert_identical(launches, want_l, "launches")
+        assert_identical(ops, want_o, "ops")
+        calls.append(len(kernels))
+
+    monkeypatch.setattr(link, "link_kernels", both)
+    yield calls
+
+
+@pytest.mark.parametrize("path", REAL)
+def test_link_equals_reference_on_real_traces(
+    path: Path | None, linked_against_reference: list[int]
+) -> None:
+    assert path is not None
+    load_trace(path, cache=False)
+    assert linked_against_reference
+
+
+def _edge_traces() -> dict[str, list[dict[str, Any]]]:
+    names = ["cudaLaunchKernel", "Ωlaunch", "älaunch", "Zlaunch", "\U0001f600launch", "alaunch"]
+    return {
+        "no-launches": [op("aten::mm", 0, 10), kernel("k", 2, 1, 5)],
+        "no-ops": [launch("cudaLaunchKernel", 1, 1, 5), kernel("k", 3, 1, 5)],
+        "mirrored-ids": [
+            op("aten::mm", 0, 10, **{"External id": 7}),
+            launch("cudaLaunchKernel", 1, 1, 7, **{"External id": 7}),
+            kernel("k", 3, 1, 7, **{"External id": 7}),
+        ],
+        "graph-replay": [
+            op("aten::replay", 0, 50, **{"External id": 3}),
+            launch("cudaGraphLaunch", 1, 2, 9, **{"External id": 3}),
+            *(kernel(f"k{i}", 5 + i, 1, 9) for i in range(4)),
+        ],
+        "python-function-same-id": [
+            op("f", 0, 20, cat="python_function", **{"External id": 4}),
+            op("aten::add", 1, 5, **{"External id": 4}),
+            launch("cudaLaunchKernel", 2, 1, 1),
+            kernel("k", 4, 1, 1, **{"External id": 4}),
+        ],
+        "duplicate-correlations": [
+            launch("cudaLaunchKernel", 1, 1, 2),
+            launch("cudaLaunchKernelExC", 3, 1, 2),
+            kernel("k", 5, 1, 2),
+        ],
+        "names-to-sort": [
+            op("aten::op", 0, 100),
+            *(launch(name, 1 + 2 * i, 1, 10 + i) for i, name in enumerate(names)),
+            *(kernel(f"k{i}", 30 + i, 1, 10 + i) for i in range(len(names))),
+            kernel("orphan", 60, 1, 99),
+        ],
+        "by-time-and-by-id": [
+            op("aten::outer", 0, 100, **{"External id": 1}),
+            op("aten::inner", 10, 20, **{"External id": 2}),
+            launch("cudaLaunchKernel", 12, 1, 21, **{"External id": 2}),
+            launch("cudaLaunchKernel", 40, 1, 22),
+            launch("cudaLaunchKernel", 200, 1, 23),
+            kernel("a", 50, 1, 21),
+            kernel("b", 51, 1, 22),
+            kernel("c", 201, 1, 23),
+            kernel("d", 202, 1, 24, cat="gpu_memcpy"),
+        ],
+    }
+
+
+@pytest.mark.parametrize("name", list(_edge_traces()))
+def test_link_equals_reference_on_edge_cases(
+    name: str, tmp_trace: Callable[..., Path], linked_against_reference: list[int]
+) -> None:
+    load_trace(tmp_trace(_edge_traces()[name]), cache=False)
+    assert linked_against_reference
+
+
+MISSING = np.iinfo(np.int64).min
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lookup_equals_reference(seed: int) -> None:
+    """First matching row, −1 for none and for missing, with duplicates, unsorted keys,
+    missing keys and queries, and empty sides."""
+    rng = np.random.default_rng(seed)
+    n_keys, n_queries = (int(x) for x in rng.integers(0, 300, size=2))
+    keys = rng.integers(-50, 50, size=n_keys)
+    queries = rng.integers(-60, 60, size=n_queries)
+    keys[rng.random(n_keys) < 0.2] = MISSING
+    queries[rng.random(n_queries) < 0.2] = MISSING
+    if seed % 4 == 0:
+        keys.sort()  # the usual case: ids in order
+    as_series = pd.Series(pd.arrays.IntegerArray(keys, keys == MISSING))
+    query_series = pd.Series(pd.arrays.IntegerArray(queries, queries == MISSING))
+    want = reference._lookup(as_series, query_series)
+    got = link._lookup(keys, queries)
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_missing_ints_is_an_all_na_array(n: int) -> None:
+    want = pd.array([pd.NA] * n, dtype="Int64")
+    got = link.missing_ints(n)
+    assert got.dtype == want.dtype
+    assert np.array_equal(got._data, want._data) and np.array_equal(got._mask, want._mask)
+
+
+def test_used_sorted_is_astype_category() -> None:
+    labels = ["b", "Ωx", "a", "B", "\U0001f600", "é", "", "zz", "unused"]
+    column = pd.Series(pd.Categorical.from_codes([0, 1, 2, 3, 4, 5, 6, 7, -1], labels))
+    rows = np.array([7, -1, 0, 1, 2, 2, 3, 4, 5, 6, 8, -1])
+    got = link._used_sorted(column, rows)
+    taken = reference._take(column, rows).to_numpy()
+    want = pd.Series(copy.copy(taken)).astype("category").array
+    assert got is not None
+    assert_identical(pd.DataFrame({"x": got}), pd.DataFrame({"x": want}))
+    assert link._used_sorted(column, np.array([-1, 8])) is None  # nothing used: the caller's way
