@@ -23,7 +23,7 @@ from traceviz.analysis.blocking import blocked_intervals, blocking_calls
 from traceviz.analysis.chains import chain_members
 from traceviz.analysis.kernels import classify
 from traceviz.analysis.memory import memory_traffic
-from traceviz.analysis.timeline import timeline
+from traceviz.analysis.timeline import data_keys, largest_shape, timeline
 from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
 from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 from traceviz.schema import Kernels, LaunchClass, Launches, Ops
@@ -384,12 +384,29 @@ def _written_bytes_loop(ops: pd.DataFrame, op_rows: pd.Series) -> np.ndarray:
     return out
 
 
+def _data_keys_by_text(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
+    """timeline.data_keys as it was: every kernel's shapes text spelled out and factorized."""
+    op_rows = kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
+    dims = trace.ops[Ops.input_dims]
+    out = np.full(len(kernels), None, dtype=object)
+    known = np.isfinite(op_rows) & (op_rows >= 0) & (op_rows < len(dims))
+    rows = op_rows[known].astype(np.int64)
+    codes, texts = pd.factorize(dims.iloc[rows].to_numpy(dtype=object), use_na_sentinel=False)
+    keys = np.array([largest_shape(d) if isinstance(d, str) else None for d in texts], dtype=object)
+    out[known] = keys[codes] if len(codes) else []
+    return out
+
+
 def _check_chains(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """chain members and groups with the shared timeline and the grouped byte estimates equal
     those of the code replaced; returns the groups."""
     facts = facts_of_trace(trace)
     steps = kernel_steps(facts)
     lanes = timeline(trace, facts.kernels, steps)
+    assert (
+        data_keys(trace, facts.kernels).tolist()
+        == _data_keys_by_text(trace, facts.kernels).tolist()
+    )
     members = chain_members(trace, facts.kernels, steps, lanes=lanes)
     groups = chains_mod.chain_groups(trace, members)
     with monkeypatch.context() as m:
@@ -461,6 +478,8 @@ def test_real_traces_have_chains_with_bytes(monkeypatch: pytest.MonkeyPatch) -> 
     groups = _check_chains(trace, monkeypatch)
     assert any(g.bytes_saved for g in groups)  # type: ignore[attr-defined]
     assert any(g.largest_op for g in groups)  # type: ignore[attr-defined]
+    keys = data_keys(trace, facts_of_trace(trace).kernels)
+    assert sum(k is not None for k in keys) > 1000  # the data keys comparison is not vacuous
 
 
 def test_real_names_cover_most_kinds() -> None:

@@ -152,6 +152,14 @@ def data_keys(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
     known = np.isfinite(op_rows) & (op_rows >= 0) & (op_rows < len(dims))
     rows = op_rows[known].astype(np.int64)
     # Each distinct shapes text is parsed once, then spread back to the kernels.
+    if isinstance(dims.dtype, pd.CategoricalDtype):  # by code: no text per kernel
+        codes = dims.cat.codes.to_numpy()[rows].astype(np.int64)
+        texts = dims.cat.categories
+        used = np.unique(codes[codes >= 0])
+        keys = np.full(len(texts) + 1, None, dtype=object)  # the last: a missing text (−1)
+        keys[used] = [largest_shape(d) if isinstance(d, str) else None for d in texts[used]]
+        out[known] = keys[codes] if len(codes) else []
+        return out
     codes, texts = pd.factorize(dims.iloc[rows].to_numpy(dtype=object), use_na_sentinel=False)
     keys = np.array([largest_shape(d) if isinstance(d, str) else None for d in texts], dtype=object)
     out[known] = keys[codes] if len(codes) else []
