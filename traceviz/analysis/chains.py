@@ -244,6 +244,13 @@ def _links(
     # links of a long trace repeat a few hundred op pairs thousands of times.
     dims, names = ops[Ops.input_dims], ops[Ops.name]
     reduces = np.isin(a, _reducing_ops(seq, top_op))
+    categorical = all(isinstance(c.dtype, pd.CategoricalDtype) for c in (dims, names))
+    if (
+        categorical
+        and (len(dims.cat.categories) + 1) ** 2 * (len(names.cat.categories) + 1) < 2**61
+    ):
+        out[at] = _links_by_code(dims, names, a, reduces, b)
+        return out
     decided: dict[tuple[object, str, bool, object], str] = {}
     links = []
     for key in zip(
@@ -261,6 +268,49 @@ def _links(
         links.append(link)
     out[at] = links
     return out
+
+
+def _links_by_code(
+    dims: pd.Series,
+    names: pd.Series,
+    a: npt.NDArray[np.int64],
+    reduces: npt.NDArray[np.bool_],
+    b: npt.NDArray[np.int64],
+) -> npt.NDArray[np.object_]:
+    """:func:`_data_link` of each (a, b) op pair, decided once per distinct (a's shapes, a's
+    name, a reduces, b's shapes), told apart by the categorical columns' codes (no text per
+    link): the texts are those :func:`_texts` and ``str`` give (a missing shapes text is
+    None, a missing name ``"nan"``)."""
+    dim_codes = dims.cat.codes.to_numpy().astype(np.int64)
+    name_codes = names.cat.codes.to_numpy().astype(np.int64)
+    n_dims, n_names = len(dims.cat.categories) + 1, len(names.cat.categories) + 1
+    # one int64 per (a's shapes, a's name, a reduces, b's shapes): below n_dims² · n_names · 2
+    key = ((dim_codes[a] + 1) * n_names + name_codes[a] + 1) * 2 + reduces
+    key = key * n_dims + dim_codes[b] + 1
+    inverse, unique_keys = pd.factorize(key)
+    rest, dims_b = np.divmod(np.asarray(unique_keys, dtype=np.int64), n_dims)
+    rest, reduces_a = np.divmod(rest, 2)
+    dims_a, name_a = np.divmod(rest, n_names)
+    distinct = zip(
+        (dims_a - 1).tolist(), (name_a - 1).tolist(), reduces_a.tolist(), (dims_b - 1).tolist(),
+        strict=True,
+    )  # fmt: skip
+    dim_texts = [v if isinstance(v, str) else None for v in dims.cat.categories.tolist()]
+    name_texts = [str(v) for v in names.cat.categories.tolist()]
+
+    def text(code: int) -> str | None:
+        return dim_texts[code] if code >= 0 else None
+
+    links = [
+        _data_link(
+            _shapes(text(dims_a)),
+            name_texts[name_a] if name_a >= 0 else str(np.nan),
+            bool(reduces_a),
+            _shapes(text(dims_b)),
+        )
+        for dims_a, name_a, reduces_a, dims_b in distinct
+    ]
+    return np.asarray(links, dtype=object)[inverse]
 
 
 def _texts(values: pd.Series) -> list[str | None]:
