@@ -3,7 +3,9 @@ PARSE-BUILD), kept as references: tests/test_parse_build_fast.py checks that the
 gives the very same tables (values, dtypes, category order, even the values under <NA>) on
 every corpus and sample trace and on hand-made edge cases.
 
-Linking (traceviz.parse.link before): pandas index lookups, columns taken as Python objects.
+Linking (traceviz.parse.link before): pandas index lookups, columns taken as Python objects;
+tables (traceviz.parse.tables, nesting, columns.raw_text_of before): frames made then taken in
+order, placeholders from lists of n values, a three-key lexsort.
 """
 
 from __future__ import annotations
@@ -11,8 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from traceviz import schema
 from traceviz.parse import nesting
-from traceviz.schema import Kernels, LaunchClass, Launches, OpCategory, Ops
+from traceviz.parse.columns import ColumnSet, map_categories
+from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
+from traceviz.parse.tables import sorted_categorical
+from traceviz.schema import ActivityKind, Kernels, LaunchClass, Launches, OpCategory, Ops
 
 
 def link_kernels(kernels: pd.DataFrame, launches: pd.DataFrame, ops: pd.DataFrame) -> None:
@@ -152,3 +158,141 @@ def _set_ops(
     link = kernels[Kernels.op_link].astype(object).to_numpy(copy=True)
     link[hit] = how
     kernels[Kernels.op_link] = pd.Categorical(link, categories=["external_id", "time", "self"])
+
+
+def raw_text_of(codes: np.ndarray, uniques: list[bytes]) -> pd.Categorical:
+    """traceviz.parse.columns.raw_text_of before: the empty text removed as a category."""
+    labels = [u.decode("utf-8", "replace") for u in uniques]
+    categorical_ = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
+    if "" in labels:
+        categorical_ = categorical_.remove_categories([""])
+    return categorical_
+
+
+def sort_order(thread_codes: np.ndarray, starts: np.ndarray, durs: np.ndarray) -> np.ndarray:
+    """traceviz.parse.nesting.sort_order before: one three-key lexsort."""
+    return np.lexsort((-np.nan_to_num(durs), np.nan_to_num(starts), thread_codes))
+
+
+# --- Table builders (traceviz.parse.tables before) and nesting (traceviz.parse.nesting) -------
+
+
+def kernel_table(cols: ColumnSet) -> pd.DataFrame:
+    """traceviz.parse.tables.kernel_table before: placeholders made from lists of n values."""
+    n = cols.rows
+    activity = map_categories(
+        cols.categorical("cat"),
+        lambda cat: DEVICE_CATEGORIES[cat].value,
+        [k.value for k in ActivityKind],
+        missing=ActivityKind.KERNEL.value,
+    )
+    none_i64 = pd.array([pd.NA] * n, dtype="Int64")
+    durs = cols.floats("dur")
+    return pd.DataFrame(
+        {
+            Kernels.name: cols.categorical("name"),
+            Kernels.activity: activity,
+            Kernels.device: cols.ints("device").astype("Int32"),
+            Kernels.stream: cols.ints("stream"),
+            Kernels.ts_us: cols.floats("ts"),
+            Kernels.dur_us: durs,
+            Kernels.excl_dur_us: durs.copy(),
+            Kernels.correlation: cols.ints("correlation"),
+            Kernels.external_id: cols.ints("external_id"),
+            Kernels.grid: raw_text_of(*cols.factorized("grid")),
+            Kernels.block: raw_text_of(*cols.factorized("block")),
+            Kernels.registers: cols.ints("registers").astype("Int32"),
+            Kernels.shared_memory_bytes: cols.ints("shared_memory"),
+            Kernels.occupancy_pct: cols.floats("occupancy"),
+            Kernels.bytes: cols.ints("bytes"),
+            Kernels.copy_kind: sorted_categorical(*cols.factorized("copy_kind")),
+            Kernels.launch_row: none_i64,
+            Kernels.launch_name: pd.Categorical([None] * n),
+            Kernels.launch_ts_us: np.full(n, np.nan),
+            Kernels.launch_dur_us: np.full(n, np.nan),
+            Kernels.launch_delay_us: np.full(n, np.nan),
+            Kernels.thread: pd.Categorical([None] * n),
+            Kernels.op_row: none_i64.copy(),
+            Kernels.op_name: pd.Categorical([None] * n),
+            Kernels.op_link: pd.Categorical([None] * n),
+            Kernels.graph_launch_row: none_i64.copy(),
+            Kernels.in_graph: np.zeros(n, dtype=bool),
+        }
+    )
+
+
+def op_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
+    """traceviz.parse.tables.op_table before: the frame made, then taken in order, then the
+    nesting columns added."""
+    frame = pd.DataFrame(
+        {
+            Ops.name: cols.categorical("name"),
+            Ops.category: map_categories(
+                cols.categorical("cat"),
+                lambda cat: OP_CATEGORIES[cat].value,
+                [c.value for c in OpCategory],
+                missing=OpCategory.CPU_OP.value,
+            ),
+            Ops.thread: threads,
+            Ops.ts_us: cols.floats("ts"),
+            Ops.dur_us: cols.floats("dur"),
+            Ops.external_id: cols.ints("external_id"),
+            Ops.sequence_number: cols.ints("sequence_number"),
+            Ops.fwd_thread_id: cols.ints("fwd_thread_id"),
+            Ops.input_dims: raw_text_of(*cols.factorized("input_dims")),
+            Ops.input_types: raw_text_of(*cols.factorized("input_types")),
+            Ops.concrete_inputs: raw_text_of(*cols.factorized("concrete_inputs")),
+            Ops.kernel_backend: cols.categorical("kernel_backend"),
+            Ops.kernel_file: cols.categorical("kernel_file"),
+            Ops.kernel_num_gb: cols.floats("kernel_num_gb"),
+        }
+    )
+    thread_codes = np.asarray(threads.codes)
+    order = sort_order(thread_codes, frame[Ops.ts_us].to_numpy(), frame[Ops.dur_us].to_numpy())
+    frame = frame.take(order).reset_index(drop=True)
+    add_nesting(frame)
+    return schema.conform(frame, schema.OPS_DTYPES)
+
+
+def add_nesting(ops: pd.DataFrame) -> None:
+    """traceviz.parse.tables.add_nesting before."""
+    thread_codes = np.asarray(ops[Ops.thread].cat.codes)
+    starts = ops[Ops.ts_us].to_numpy()
+    durs = ops[Ops.dur_us].to_numpy()
+    ends = starts + np.nan_to_num(durs)
+    timeline = nesting.Timeline.covering(starts, ends)
+    depth = depths(timeline.keys(thread_codes, starts), timeline.keys(thread_codes, ends), durs)
+    parent = parents(depth, thread_codes)
+    ops[Ops.self_us] = nesting.self_times(durs, parent)
+    ops[Ops.depth] = pd.array(depth, dtype="Int32")
+    ops[Ops.parent_row] = pd.arrays.IntegerArray(parent, parent < 0)
+
+
+def depths(start_keys: np.ndarray, end_keys: np.ndarray, durs: np.ndarray) -> np.ndarray:
+    """traceviz.parse.nesting.depths before (np.sort's default sort)."""
+    ended_sorted = np.sort(end_keys)
+    ended_before = np.searchsorted(ended_sorted, start_keys, side="right")
+    position = np.arange(len(start_keys))
+    depth = position - ended_before
+    depth += durs <= 0
+    return np.maximum(depth, 0).astype(np.int32)
+
+
+def parents(depth: np.ndarray, thread_codes: np.ndarray) -> np.ndarray:
+    """traceviz.parse.nesting.parents before (a stable sort of the int32 depths)."""
+    parent = np.full(len(depth), -1, dtype=np.int64)
+    if len(depth) == 0:
+        return parent
+    rows_by_depth = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[rows_by_depth], np.arange(int(depth.max()) + 2))
+    for level in range(1, int(depth.max()) + 1):
+        above = rows_by_depth[bounds[level - 1] : bounds[level]]
+        here = rows_by_depth[bounds[level] : bounds[level + 1]]
+        if above.size == 0 or here.size == 0:
+            continue
+        pos = np.searchsorted(above, here) - 1
+        found = pos >= 0
+        candidate = above[np.maximum(pos, 0)]
+        ok = found & (thread_codes[candidate] == thread_codes[here])
+        parent[here[ok]] = candidate[ok]
+    return parent

@@ -15,7 +15,7 @@ import pytest
 
 from tests import parse_build_reference as reference
 from tests.conftest import SAMPLES, corpus_params, kernel, launch, op
-from traceviz.parse import link, load_trace
+from traceviz.parse import columns, link, load_trace, nesting, tables
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
     SAMPLES.glob("h200/*/*.pt.trace.json.gz")
@@ -70,10 +70,55 @@ def test_link_equals_reference_on_real_traces(
     assert linked_against_reference
 
 
+@pytest.fixture
+def tables_against_reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every ``tables.op_table`` and ``tables.kernel_table`` call is also made by the
+    reference (from the same columns: the builders only read them) and the frames compared;
+    yields the names of the builders called."""
+    calls: list[str] = []
+    fast_ops, fast_kernels = tables.op_table, tables.kernel_table
+
+    def ops(cols: Any, threads: pd.Categorical) -> pd.DataFrame:
+        got = fast_ops(cols, threads)
+        assert_identical(got, reference.op_table(cols, threads), "ops")
+        calls.append("ops")
+        return got
+
+    def kernels(cols: Any) -> pd.DataFrame:
+        got = fast_kernels(cols)
+        assert_identical(got, reference.kernel_table(cols), "kernels")
+        calls.append("kernels")
+        return got
+
+    monkeypatch.setattr(tables, "op_table", ops)
+    monkeypatch.setattr(tables, "kernel_table", kernels)
+    yield calls
+
+
+@pytest.mark.parametrize("path", REAL)
+def test_tables_equal_reference_on_real_traces(
+    path: Path | None, tables_against_reference: list[str]
+) -> None:
+    assert path is not None
+    load_trace(path, cache=False)
+    assert tables_against_reference == ["kernels", "ops"]
+
+
 def _edge_traces() -> dict[str, list[dict[str, Any]]]:
     names = ["cudaLaunchKernel", "Ωlaunch", "älaunch", "Zlaunch", "\U0001f600launch", "alaunch"]
     return {
-        "no-launches": [op("aten::mm", 0, 10), kernel("k", 2, 1, 5)],
+        "empty": [],
+        "only-ops": [op("aten::mm", 0, 10, **{"Input Dims": [[2, 3]]})],
+        "ops-tied-and-nested": [
+            op("b", 0, 0),
+            op("a", 0, 10, **{"Input Dims": [[1, 2]], "Input type": ["float"]}),
+            op("c", 0, 10),
+            op("z", 2, 3, tid=2, **{"Input Dims": []}),
+            op("e", 2, 3, **{"Input Dims": [[1, 2]], "Concrete Inputs": ["", "1"]}),
+            op("y", 1, 5, tid=2, cat="user_annotation"),
+            op("d", 12, 1, cat="python_function"),
+            op("late", -5, 1),
+        ],
         "no-ops": [launch("cudaLaunchKernel", 1, 1, 5), kernel("k", 3, 1, 5)],
         "mirrored-ids": [
             op("aten::mm", 0, 10, **{"External id": 7}),
@@ -117,6 +162,14 @@ def _edge_traces() -> dict[str, list[dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("name", list(_edge_traces()))
+def test_tables_equal_reference_on_edge_cases(
+    name: str, tmp_trace: Callable[..., Path], tables_against_reference: list[str]
+) -> None:
+    load_trace(tmp_trace(_edge_traces()[name]), cache=False)
+    assert tables_against_reference == ["kernels", "ops"]
+
+
+@pytest.mark.parametrize("name", list(_edge_traces()))
 def test_link_equals_reference_on_edge_cases(
     name: str, tmp_trace: Callable[..., Path], linked_against_reference: list[int]
 ) -> None:
@@ -149,9 +202,17 @@ def test_lookup_equals_reference(seed: int) -> None:
 @pytest.mark.parametrize("n", [0, 1, 1000])
 def test_missing_ints_is_an_all_na_array(n: int) -> None:
     want = pd.array([pd.NA] * n, dtype="Int64")
-    got = link.missing_ints(n)
+    got = tables.missing_ints(n)
     assert got.dtype == want.dtype
     assert np.array_equal(got._data, want._data) and np.array_equal(got._mask, want._mask)
+
+
+@pytest.mark.parametrize("n", [0, 1, 1000])
+def test_no_categories_is_a_categorical_of_nones(n: int) -> None:
+    want = pd.Categorical([None] * n)
+    got = tables.no_categories(n)
+    assert got.dtype == want.dtype and got.categories.dtype == want.categories.dtype
+    assert got.codes.dtype == want.codes.dtype and np.array_equal(got.codes, want.codes)
 
 
 def test_used_sorted_is_astype_category() -> None:
@@ -164,3 +225,68 @@ def test_used_sorted_is_astype_category() -> None:
     assert got is not None
     assert_identical(pd.DataFrame({"x": got}), pd.DataFrame({"x": want}))
     assert link._used_sorted(column, np.array([-1, 8])) is None  # nothing used: the caller's way
+
+
+@pytest.mark.parametrize("distinct", [1, 2, 126, 127, 128, 129, 300, 40000])
+@pytest.mark.parametrize("empty_at", [None, 0, "middle", "last"])
+def test_raw_text_of_equals_reference(distinct: int, empty_at: object) -> None:
+    """The absent text ("") dropped from the categories by renumbering the codes: the same
+    categories (dtype too), codes and code width as remove_categories, at the int8/int16
+    boundaries and with "" first, inside, last or absent."""
+    uniques = [f"[{i}, 1]".encode() for i in range(distinct)]
+    if empty_at is not None:
+        where = {0: 0, "middle": distinct // 2, "last": distinct}[empty_at]  # type: ignore[index]
+        uniques.insert(where, b"")
+    rng = np.random.default_rng(distinct)
+    codes = rng.integers(-1, len(uniques), size=5000)
+    got, want = columns.raw_text_of(codes, uniques), reference.raw_text_of(codes, uniques)
+    assert_identical(pd.DataFrame({"x": got}), pd.DataFrame({"x": want}))
+
+
+def test_raw_text_of_only_absent() -> None:
+    codes = np.array([0, 0, -1])
+    got, want = columns.raw_text_of(codes, [b""]), reference.raw_text_of(codes, [b""])
+    assert_identical(pd.DataFrame({"x": got}), pd.DataFrame({"x": want}))
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_sort_order_equals_lexsort(seed: int) -> None:
+    """Ties on thread and start, zero and negative durations, NaN, ±inf, -0.0, rows in time
+    order or not, thread codes of every width."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 80))
+    dtype = [np.int8, np.int16, np.int32, np.int64][seed % 4]
+    threads = rng.integers(-1, 4, n).astype(dtype)
+    if seed % 7 == 0:
+        threads = threads.astype(np.int64) * 40_000  # beyond int16
+    starts = rng.integers(0, 8, n).astype(float)
+    durs = rng.integers(-1, 4, n).astype(float)
+    for values in (starts, durs):
+        pick = rng.random(n)
+        values[pick < 0.05] = np.nan
+        values[(pick >= 0.05) & (pick < 0.08)] = np.inf
+        values[(pick >= 0.08) & (pick < 0.1)] = -0.0
+        values[(pick >= 0.1) & (pick < 0.12)] = -np.inf
+    if seed % 3 == 0:
+        starts.sort()
+    want = reference.sort_order(threads, starts, durs)
+    assert np.array_equal(nesting.sort_order(threads, starts, durs), want)
+
+
+def test_raw_text_of_sorts_text_as_the_reference() -> None:
+    uniques = [
+        '"é"',
+        b"",
+        '"Z"',
+        '"a"',
+        '"\U0001f600"',
+        '"Ω"',
+        '"\\u00e9"',
+        "[10]",
+        "[2]",
+    ]
+    as_bytes = [u if isinstance(u, bytes) else u.encode() for u in uniques]
+    as_bytes.append(b'"\xff"')  # invalid UTF-8: decoded with replacement characters
+    codes = np.arange(-1, len(as_bytes))
+    got, want = columns.raw_text_of(codes, as_bytes), reference.raw_text_of(codes, as_bytes)
+    assert_identical(pd.DataFrame({"x": got}), pd.DataFrame({"x": want}))

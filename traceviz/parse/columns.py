@@ -141,10 +141,14 @@ def raw_text(values: list[msgspec.Raw]) -> pd.Categorical[Any]:
 def raw_text_of(codes: np.ndarray, uniques: list[bytes]) -> pd.Categorical[Any]:
     """:func:`raw_text` from the :func:`factorize` of the values' bytes."""
     labels = [u.decode("utf-8", "replace") for u in uniques]
-    categorical_ = pd.Categorical.from_codes(codes, categories=pd.Index(labels))
+    categories = pd.Index(labels)
     if "" in labels:
-        categorical_ = categorical_.remove_categories([""])
-    return categorical_
+        # Absent: missing, not a category; the rest sorted, as remove_categories([""]) has it
+        # (its Index.difference sorts), by renumbering the codes instead of recoding them.
+        kept = categories.delete(labels.index("")).sort_values()
+        codes = np.append(kept.get_indexer(categories), -1)[codes]
+        categories = kept
+    return pd.Categorical.from_codes(codes, categories=categories)
 
 
 def first_present(

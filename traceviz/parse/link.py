@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz.parse import nesting
+from traceviz.parse.tables import missing_ints
 from traceviz.schema import Kernels, LaunchClass, Launches, OpCategory, Ops
 
 MISSING = np.iinfo(np.int64).min  # an absent id in the int64 id arrays below
@@ -40,12 +41,6 @@ def link_kernels(kernels: pd.DataFrame, launches: pd.DataFrame, ops: pd.DataFram
     _attach_ops_by_time(kernels, launches, ops, launch_row)
     counts = np.bincount(launch_row[launch_row >= 0], minlength=len(launches))
     launches[Launches.kernel_count] = pd.array(counts, dtype="Int64")
-
-
-def missing_ints(n: int) -> pd.arrays.IntegerArray:
-    """An Int64 array of ``n`` <NA> (what ``pd.array([pd.NA] * n, dtype="Int64")`` gives,
-    without making ``n`` Python objects)."""
-    return pd.arrays.IntegerArray(np.ones(n, dtype=np.int64), np.ones(n, dtype=bool))
 
 
 def _ids_mirror_correlation(external: pd.Series, correlation: pd.Series) -> bool:

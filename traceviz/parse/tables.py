@@ -49,6 +49,19 @@ def thread_column(codes: np.ndarray, labels: list[str]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=pd.Index(labels))
 
 
+def missing_ints(n: int) -> pd.arrays.IntegerArray:
+    """An Int64 array of ``n`` <NA>: what ``pd.array([pd.NA] * n, dtype="Int64")`` gives, to
+    the values under the mask, without making ``n`` Python objects."""
+    return pd.arrays.IntegerArray(np.ones(n, dtype=np.int64), np.ones(n, dtype=bool))
+
+
+def no_categories(n: int) -> pd.Categorical[Any]:
+    """A categorical of ``n`` missing values and no categories: what ``pd.Categorical([None] *
+    n)`` gives (its empty categories are float64, object when ``n`` is 0), without the list."""
+    empty = pd.Index([], dtype=np.float64 if n else object)
+    return pd.Categorical.from_codes(np.full(n, -1, dtype=np.int8), categories=empty)
+
+
 def _first_present(primary: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """``primary`` where present, else ``fallback`` (``MISSING_INT`` marks absent)."""
     return np.where(primary == MISSING_INT, fallback, primary)
@@ -106,7 +119,6 @@ def kernel_table(cols: ColumnSet) -> pd.DataFrame:
         [k.value for k in ActivityKind],
         missing=ActivityKind.KERNEL.value,
     )
-    none_i64 = pd.array([pd.NA] * n, dtype="Int64")
     durs = cols.floats("dur")
     return pd.DataFrame(
         {
@@ -126,16 +138,16 @@ def kernel_table(cols: ColumnSet) -> pd.DataFrame:
             Kernels.occupancy_pct: cols.floats("occupancy"),
             Kernels.bytes: cols.ints("bytes"),
             Kernels.copy_kind: sorted_categorical(*cols.factorized("copy_kind")),
-            Kernels.launch_row: none_i64,
-            Kernels.launch_name: pd.Categorical([None] * n),
+            Kernels.launch_row: missing_ints(n),
+            Kernels.launch_name: no_categories(n),
             Kernels.launch_ts_us: np.full(n, np.nan),
             Kernels.launch_dur_us: np.full(n, np.nan),
             Kernels.launch_delay_us: np.full(n, np.nan),
-            Kernels.thread: pd.Categorical([None] * n),
-            Kernels.op_row: none_i64.copy(),
-            Kernels.op_name: pd.Categorical([None] * n),
-            Kernels.op_link: pd.Categorical([None] * n),
-            Kernels.graph_launch_row: none_i64.copy(),
+            Kernels.thread: no_categories(n),
+            Kernels.op_row: missing_ints(n),
+            Kernels.op_name: no_categories(n),
+            Kernels.op_link: no_categories(n),
+            Kernels.graph_launch_row: missing_ints(n),
             Kernels.in_graph: np.zeros(n, dtype=bool),
         }
     )
@@ -181,53 +193,69 @@ def add_ops(cols: ColumnSet, events: EventSource) -> None:
 
 
 def op_table(cols: ColumnSet, threads: pd.Categorical) -> pd.DataFrame:
-    """CPU-side ops, sorted by thread then start, with depth, parent and self time."""
-    frame = pd.DataFrame(
-        {
-            Ops.name: cols.categorical("name"),
-            Ops.category: map_categories(
-                cols.categorical("cat"),
-                lambda cat: OP_CATEGORIES[cat].value,
-                [c.value for c in OpCategory],
-                missing=OpCategory.CPU_OP.value,
-            ),
-            Ops.thread: threads,
-            Ops.ts_us: cols.floats("ts"),
-            Ops.dur_us: cols.floats("dur"),
-            Ops.external_id: cols.ints("external_id"),
-            Ops.sequence_number: cols.ints("sequence_number"),
-            Ops.fwd_thread_id: cols.ints("fwd_thread_id"),
-            Ops.input_dims: cols.raw_text("input_dims"),
-            Ops.input_types: cols.raw_text("input_types"),
-            Ops.concrete_inputs: cols.raw_text("concrete_inputs"),
-            Ops.kernel_backend: cols.categorical("kernel_backend"),
-            Ops.kernel_file: cols.categorical("kernel_file"),
-            Ops.kernel_num_gb: cols.floats("kernel_num_gb"),
-        }
-    )
+    """CPU-side ops, sorted by thread then start, with depth, parent and self time (the
+    columns of :class:`~traceviz.schema.Ops`, in its order). Each column is put in order once
+    and the frame made once, around the columns (no copy)."""
     thread_codes = np.asarray(threads.codes)
-    order = nesting.sort_order(
-        thread_codes, frame[Ops.ts_us].to_numpy(), frame[Ops.dur_us].to_numpy()
+    starts, durs = cols.floats("ts"), cols.floats("dur")
+    order = nesting.sort_order(thread_codes, starts, durs)
+    starts, durs, thread_codes = starts[order], durs[order], thread_codes[order]
+    self_us, depth, parent = nested_columns(thread_codes, starts, durs)
+    category = map_categories(
+        cols.categorical("cat"),
+        lambda cat: OP_CATEGORIES[cat].value,
+        [c.value for c in OpCategory],
+        missing=OpCategory.CPU_OP.value,
     )
-    frame = frame.take(order).reset_index(drop=True)
-    add_nesting(frame)
-    return frame
+    columns = {
+        Ops.name: cols.categorical("name"),
+        Ops.category: category,
+        Ops.thread: threads,
+        Ops.ts_us: starts,
+        Ops.dur_us: durs,
+        Ops.self_us: self_us,
+        Ops.depth: depth,
+        Ops.parent_row: parent,
+        Ops.external_id: cols.ints("external_id"),
+        Ops.sequence_number: cols.ints("sequence_number"),
+        Ops.fwd_thread_id: cols.ints("fwd_thread_id"),
+        Ops.input_dims: cols.raw_text("input_dims"),
+        Ops.input_types: cols.raw_text("input_types"),
+        Ops.concrete_inputs: cols.raw_text("concrete_inputs"),
+        Ops.kernel_backend: cols.categorical("kernel_backend"),
+        Ops.kernel_file: cols.categorical("kernel_file"),
+        Ops.kernel_num_gb: cols.floats("kernel_num_gb")[order],
+    }
+    in_order = (Ops.ts_us, Ops.dur_us, Ops.self_us, Ops.depth, Ops.parent_row, Ops.kernel_num_gb)
+    for name, values in columns.items():
+        if name not in in_order:
+            columns[name] = values.take(order)
+    return pd.DataFrame(columns, copy=False)
 
 
 def add_nesting(ops: pd.DataFrame) -> None:
     """Fill depth, parent_row and self_us of an ops table sorted by thread, then start."""
-    thread_codes = np.asarray(ops[Ops.thread].cat.codes)
-    starts = ops[Ops.ts_us].to_numpy()
-    durs = ops[Ops.dur_us].to_numpy()
+    self_us, depth, parent = nested_columns(
+        np.asarray(ops[Ops.thread].cat.codes), ops[Ops.ts_us].to_numpy(), ops[Ops.dur_us].to_numpy()
+    )
+    ops[Ops.self_us] = self_us
+    ops[Ops.depth] = depth
+    ops[Ops.parent_row] = parent
+
+
+def nested_columns(
+    thread_codes: np.ndarray, starts: np.ndarray, durs: np.ndarray
+) -> tuple[np.ndarray, pd.arrays.IntegerArray, pd.arrays.IntegerArray]:
+    """``self_us`` (float64, µs), ``depth`` (Int32) and ``parent_row`` (Int64, <NA> for an
+    outermost op) of ops sorted by thread, then start (:func:`nesting.sort_order`)."""
     ends = starts + np.nan_to_num(durs)
     timeline = nesting.Timeline.covering(starts, ends)
     depth = nesting.depths(
         timeline.keys(thread_codes, starts), timeline.keys(thread_codes, ends), durs
     )
     parent = nesting.parents(depth, thread_codes)
-    ops[Ops.self_us] = nesting.self_times(durs, parent)
-    ops[Ops.depth] = pd.array(depth, dtype="Int32")
-    ops[Ops.parent_row] = pd.arrays.IntegerArray(parent, parent < 0)
+    self_us = nesting.self_times(durs, parent)
+    return self_us, pd.array(depth, dtype="Int32"), pd.arrays.IntegerArray(parent, parent < 0)
 
 
 LAUNCH_CLASS_BY_NAME: dict[str, LaunchClass] = {
