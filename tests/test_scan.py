@@ -846,8 +846,13 @@ def test_next_from_inside_next_is_refused() -> None:
         timeout=60,
     )
     assert run.returncode == 0, run.stderr[-2000:]
-    assert run.stdout.split(maxsplit=2)[:2] == ["50", "51"], run.stdout
-    assert "already running" in run.stdout, run.stdout
+    events, strings, inner = run.stdout.split(maxsplit=2)
+    assert (events, strings) == ("50", "51"), run.stdout  # nothing lost, nothing twice
+    refused = "['Scanner.next is already running']"
+    # From 3.12 a collection waits for the interpreter's next check, outside next().
+    assert (
+        inner.strip() == refused if sys.version_info < (3, 12) else inner.strip() in (refused, "[]")
+    )
 
 
 @needs_scan

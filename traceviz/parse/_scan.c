@@ -1207,6 +1207,8 @@ static PyObject *scan_next(Scanner *s, Py_ssize_t max_events)
     return res;
 }
 
+/* Scanner.next(max_events): checks the argument and that no other next() of this scanner is
+ * running (see busy), then scan_next. */
 static PyObject *Scanner_next(Scanner *s, PyObject *arg)
 {
     Py_ssize_t max_events = PyLong_AsSsize_t(arg);
@@ -1307,6 +1309,9 @@ static int fields_alloc(Scanner *s, int nfields)
     return 0;
 }
 
+/* Scanner(data, top_keys, arg_keys, raw_keys): holds data's buffer, copies the keys, and
+ * scans up to the events array's '['. 0, or -1 with TypeError, MemoryError or Unsupported
+ * (the scanner then stays failed; a second call is a TypeError). */
 static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"data", "top_keys", "arg_keys", "raw_keys", NULL};
@@ -1351,6 +1356,7 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
     return 0;
 }
 
+/* Releases everything a scanner holds, whatever point its __init__ reached. */
 static void Scanner_dealloc(Scanner *s)
 {
     if (s->kinds_obj)
