@@ -10,6 +10,8 @@ order, placeholders from lists of n values, a three-key lexsort.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
@@ -17,6 +19,7 @@ from traceviz import schema
 from traceviz.parse import nesting
 from traceviz.parse.columns import ColumnSet, map_categories
 from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
+from traceviz.parse.source import EventSource
 from traceviz.parse.tables import sorted_categorical
 from traceviz.schema import ActivityKind, Kernels, LaunchClass, Launches, OpCategory, Ops
 
@@ -296,3 +299,22 @@ def parents(depth: np.ndarray, thread_codes: np.ndarray) -> np.ndarray:
         ok = found & (thread_codes[candidate] == thread_codes[here])
         parent[here[ok]] = candidate[ok]
     return parent
+
+
+COPY_DIRECTION = re.compile(r"\b([HDPA]to[HDPA])\b")
+
+
+def copy_kinds(is_copy: np.ndarray, events: EventSource) -> list[str | None]:
+    """traceviz.parse.tables._copy_kinds before: a regex per copy."""
+    out: list[str | None] = [None] * len(events)
+    rows = np.flatnonzero(is_copy)
+    copies = events.take(rows)
+    kinds, names = list(copies.values("kind")), list(copies.values("name"))
+    for i, kind, name in zip(rows.tolist(), kinds, names, strict=True):
+        if isinstance(kind, str) and COPY_DIRECTION.fullmatch(kind):
+            out[i] = kind
+        else:
+            text = name if isinstance(name, str) else ("nan" if name is None else str(name))
+            match = COPY_DIRECTION.search(text)
+            out[i] = match.group(1) if match else None
+    return out

@@ -95,6 +95,68 @@ def tables_against_reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[s
     yield calls
 
 
+@pytest.fixture
+def copy_kinds_against_reference(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[int]]:
+    """Every ``tables._copy_kinds`` call is also made by the reference; yields the number of
+    copies seen per call."""
+    fast = tables._copy_kinds
+    calls: list[int] = []
+
+    def both(is_copy: np.ndarray, events: Any, codes: np.ndarray, names: list[Any]) -> list[Any]:
+        got = fast(is_copy, events, codes, names)
+        assert got == reference.copy_kinds(is_copy, events)
+        calls.append(int(is_copy.sum()))
+        return got
+
+    monkeypatch.setattr(tables, "_copy_kinds", both)
+    yield calls
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+@pytest.mark.parametrize("path", REAL)
+def test_copy_kinds_equal_reference_on_real_traces(
+    path: Path | None,
+    native: bool,
+    copy_kinds_against_reference: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert path is not None
+    if not native:
+        monkeypatch.setenv("TRACEVIZ_NATIVE", "0")
+    load_trace(path, cache=False)
+
+
+COPIES = [
+    kernel("Memcpy HtoD (Pageable -> Device)", 1, 1, 1, cat="gpu_memcpy"),
+    kernel("Memcpy DtoH (Device -> Pinned)", 2, 1, 2, cat="gpu_memcpy", kind="DtoH"),
+    kernel("Memcpy DtoD (Device -> Device)", 3, 1, 3, cat="gpu_memcpy", kind="HtoP"),
+    kernel("Memcpy DtoD (Device -> Device)", 4, 1, 4, cat="gpu_memcpy", kind="XtoY"),
+    kernel("Memcpy PtoP", 5, 1, 5, cat="Memcpy", kind=7),
+    kernel("no direction", 6, 1, 6, cat="gpu_memcpy", kind=None),
+    kernel("Memcpy HtoD (Pageable -> Device)", 7, 1, 7, cat="gpu_memcpy"),
+    kernel("k", 8, 1, 8),
+    {**kernel("", 9, 1, 9, cat="gpu_memcpy"), "name": 12},
+    {**kernel("", 10, 1, 10, cat="gpu_memcpy", kind="DtoD"), "name": None},
+    {**kernel("", 11, 1, 11, cat="gpu_memcpy"), "name": ["AtoH"]},  # the Python way only
+]
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_copy_kinds_of_odd_values(
+    native: bool,
+    tmp_trace: Callable[..., Path],
+    copy_kinds_against_reference: list[int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not native:
+        monkeypatch.setenv("TRACEVIZ_NATIVE", "0")
+    trace = load_trace(tmp_trace(COPIES), cache=False)
+    assert copy_kinds_against_reference and sum(copy_kinds_against_reference) == 10
+    column = trace.kernels.sort_values("ts_us")["copy_kind"]
+    kinds = [None if pd.isna(kind) else kind for kind in column]
+    assert kinds[:7] == ["HtoD", "DtoH", "HtoP", "DtoD", "PtoP", None, "HtoD"]
+
+
 @pytest.mark.parametrize("path", REAL)
 def test_tables_equal_reference_on_real_traces(
     path: Path | None, tables_against_reference: list[str]

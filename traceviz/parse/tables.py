@@ -89,7 +89,7 @@ def add_kernels(cols: ColumnSet, events: EventSource) -> None:
     """One batch of device activities (kernels, memcpy, memset)."""
     cols.rows += len(events)
     cats = cols.add_from("cat", events)
-    cols.add_from("name", events)
+    names = cols.add_from("name", events)
     cols.add_array("device", _first_present(events.ints("device"), events.ints("pid")))
     cols.add_array("stream", _first_present(events.ints("stream"), events.ints("tid")))
     cols.add_array("ts", events.floats("ts"))
@@ -103,7 +103,8 @@ def add_kernels(cols: ColumnSet, events: EventSource) -> None:
     cols.add_array("occupancy", events.floats("occupancy"))
     cols.add_array("bytes", events.ints("bytes"))
     copies = [code for cat, code in cols.numbering("cat").items() if _is_memcpy(cat)]
-    cols.add_codes("copy_kind", _copy_kinds(np.isin(cats, copies), events))
+    is_copy = np.isin(cats, copies)
+    cols.add_codes("copy_kind", _copy_kinds(is_copy, events, names, list(cols.numbering("name"))))
 
 
 def _is_memcpy(cat: Any) -> bool:
@@ -153,19 +154,35 @@ def kernel_table(cols: ColumnSet) -> pd.DataFrame:
     )
 
 
-def _copy_kinds(is_copy: np.ndarray, events: EventSource) -> list[str | None]:
-    """Memcpy direction from ``args.kind`` ("HtoD") or from the name ("Memcpy HtoD (...)")."""
-    out: list[str | None] = [None] * len(events)
+def _copy_kinds(
+    is_copy: np.ndarray, events: EventSource, name_codes: np.ndarray, names: list[Any]
+) -> list[str | None]:
+    """Memcpy direction from ``args.kind`` ("HtoD") or from the name ("Memcpy HtoD (...)"),
+    worked out once per distinct (kind, name) of the copies (``name_codes``: the events' codes
+    of ``names``, their distinct names)."""
+    out = np.full(len(events), None, dtype=object)
     rows = np.flatnonzero(is_copy)
-    copies = events.take(rows)
-    kinds, names = list(copies.values("kind")), list(copies.values("name"))
-    for i, kind, name in zip(rows.tolist(), kinds, names, strict=True):
-        if isinstance(kind, str) and COPY_DIRECTION.fullmatch(kind):
-            out[i] = kind
-        else:
-            match = COPY_DIRECTION.search(name if isinstance(name, str) else _text(name))
-            out[i] = match.group(1) if match else None
-    return out
+    if len(rows) == 0:
+        return out.tolist()
+    scratch = ColumnSet()
+    kind_codes = scratch.add_from("kind", events.take(rows))
+    kinds = list(scratch.numbering("kind"))
+    pairs, inverse = np.unique(kind_codes * len(names) + name_codes[rows], return_inverse=True)
+    directions = [
+        _copy_direction(kinds[pair // len(names)], names[pair % len(names)])
+        for pair in pairs.tolist()
+    ]
+    lookup = np.empty(len(directions), dtype=object)
+    lookup[:] = directions
+    out[rows] = lookup[inverse]
+    return out.tolist()
+
+
+def _copy_direction(kind: Any, name: Any) -> str | None:
+    if isinstance(kind, str) and COPY_DIRECTION.fullmatch(kind):
+        return kind
+    match = COPY_DIRECTION.search(name if isinstance(name, str) else _text(name))
+    return match.group(1) if match else None
 
 
 def _text(value: Any) -> str:
