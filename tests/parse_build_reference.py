@@ -318,3 +318,12 @@ def copy_kinds(is_copy: np.ndarray, events: EventSource) -> list[str | None]:
             match = COPY_DIRECTION.search(text)
             out[i] = match.group(1) if match else None
     return out
+
+
+def covering(starts: np.ndarray, ends: np.ndarray) -> nesting.Timeline:
+    """traceviz.parse.nesting.Timeline.covering before: the finite times copied out."""
+    finite = np.concatenate([starts[np.isfinite(starts)], ends[np.isfinite(ends)]])
+    if finite.size == 0:
+        return nesting.Timeline(0.0, 1.0)
+    lo, hi = float(finite.min()), float(finite.max())
+    return nesting.Timeline(lo, 2.0 * (hi - lo) + 1.0)

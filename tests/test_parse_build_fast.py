@@ -352,3 +352,17 @@ def test_raw_text_of_sorts_text_as_the_reference() -> None:
     codes = np.arange(-1, len(as_bytes))
     got, want = columns.raw_text_of(codes, as_bytes), reference.raw_text_of(codes, as_bytes)
     assert_identical(pd.DataFrame({"x": got}), pd.DataFrame({"x": want}))
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_covering_equals_reference(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    starts, ends = (rng.normal(1e15, 1e6, int(rng.integers(0, 30))) for _ in range(2))
+    for values in (starts, ends):
+        pick = rng.random(len(values))
+        values[pick < 0.2] = np.nan
+        values[(pick >= 0.2) & (pick < 0.3)] = np.inf
+        values[(pick >= 0.3) & (pick < 0.35)] = -np.inf
+        if seed % 5 == 0:
+            values[:] = np.nan  # no finite time on this side (or at all)
+    assert nesting.Timeline.covering(starts, ends) == reference.covering(starts, ends)

@@ -22,10 +22,15 @@ class Timeline:
 
     @classmethod
     def covering(cls, starts: np.ndarray, ends: np.ndarray) -> Timeline:
-        finite = np.concatenate([starts[np.isfinite(starts)], ends[np.isfinite(ends)]])
-        if finite.size == 0:
+        """The timeline whose windows hold every finite start and end (each array's finite
+        extremes read in place: no filtered copies)."""
+        lo, hi = np.inf, -np.inf
+        for times in (starts, ends):
+            finite = np.isfinite(times)
+            lo = min(lo, float(np.min(times, where=finite, initial=np.inf)))
+            hi = max(hi, float(np.max(times, where=finite, initial=-np.inf)))
+        if lo > hi:  # no finite time at all
             return cls(0.0, 1.0)
-        lo, hi = float(finite.min()), float(finite.max())
         return cls(lo, 2.0 * (hi - lo) + 1.0)
 
     def keys(self, thread_codes: np.ndarray, times_us: np.ndarray) -> np.ndarray:
