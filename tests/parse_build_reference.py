@@ -11,12 +11,13 @@ order, placeholders from lists of n values, a three-key lexsort.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.parse import nesting
+from traceviz.parse import build, nesting
 from traceviz.parse.columns import ColumnSet, map_categories
 from traceviz.parse.routing import DEVICE_CATEGORIES, OP_CATEGORIES
 from traceviz.parse.source import EventSource
@@ -327,3 +328,20 @@ def covering(starts: np.ndarray, ends: np.ndarray) -> nesting.Timeline:
         return nesting.Timeline(0.0, 1.0)
     lo, hi = float(finite.min()), float(finite.max())
     return nesting.Timeline(lo, 2.0 * (hi - lo) + 1.0)
+
+
+def thread_codes(codes: np.ndarray, pairs: list[Any]) -> tuple[np.ndarray, list[str]]:
+    """traceviz.parse.build._thread_codes before: first rows found by np.unique (a sort)."""
+    seen, first = np.unique(codes, return_index=True)
+    in_order = seen[np.argsort(first, kind="stable")]
+    labels: list[str] = []
+    code_of_label: dict[str, int] = {}
+    remap = np.full(len(pairs), -1, dtype=np.int64)
+    for pair_code in in_order.tolist():
+        pid, tid = pairs[pair_code]
+        label = build.thread_label(pid, tid)
+        if label not in code_of_label:
+            code_of_label[label] = len(labels)
+            labels.append(label)
+        remap[pair_code] = code_of_label[label]
+    return remap[codes], labels

@@ -15,7 +15,7 @@ import pytest
 
 from tests import parse_build_reference as reference
 from tests.conftest import SAMPLES, corpus_params, kernel, launch, op
-from traceviz.parse import columns, link, load_trace, nesting, tables
+from traceviz.parse import build, columns, link, load_trace, nesting, tables
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
     SAMPLES.glob("h200/*/*.pt.trace.json.gz")
@@ -366,3 +366,15 @@ def test_covering_equals_reference(seed: int) -> None:
         if seed % 5 == 0:
             values[:] = np.nan  # no finite time on this side (or at all)
     assert nesting.Timeline.covering(starts, ends) == reference.covering(starts, ends)
+
+
+@pytest.mark.parametrize("seed", range(50))
+def test_thread_codes_equal_reference(seed: int) -> None:
+    """Threads numbered in order of first appearance, pairs of one label (7, 7.0 and "7")
+    merged, pairs never seen left out."""
+    rng = np.random.default_rng(seed)
+    pairs: list[Any] = [(1, 7), (1, "7"), (1.0, 7.0), (2, None), ("a", 3), (None, None), (5, 5)]
+    codes = rng.integers(0, len(pairs) - 1, size=int(rng.integers(0, 400)))  # (5, 5) unseen
+    got, want = build._thread_codes(codes, pairs), reference.thread_codes(codes, pairs)
+    assert np.array_equal(got[0], want[0]) and got[0].dtype == want[0].dtype
+    assert got[1] == want[1]

@@ -198,8 +198,7 @@ def _split_instants(
 def _thread_codes(codes: np.ndarray, pairs: list[Any]) -> tuple[np.ndarray, list[str]]:
     """One code per row for its (pid, tid), numbered in order of first appearance in
     ``codes``, and the "pid/tid" label of each code (7 and "7" are one thread)."""
-    seen, first = np.unique(codes, return_index=True)
-    in_order = seen[np.argsort(first, kind="stable")]
+    in_order = pd.unique(codes)  # in order of first appearance (a hash table, no sort)
     labels: list[str] = []
     code_of_label: dict[str, int] = {}
     remap = np.full(len(pairs), -1, dtype=np.int64)
