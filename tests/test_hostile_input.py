@@ -30,6 +30,7 @@ from traceviz import TraceFormatError, UsageError
 from traceviz.cli import EXIT_PIPE_CLOSED, main
 from traceviz.parse.durations import impossible
 from traceviz.parse.read import MAX_BYTES_ENV, decode_events, parse_size, read_bytes
+from traceviz.parse.structs import StructSource
 from traceviz.report.json_numbers import whole_counts
 from traceviz.schema import Kernels, Ops
 
@@ -240,7 +241,7 @@ def test_real_traces_have_no_impossible_durations(path: Path | None) -> None:
     assert path is not None
     events, _ = decode_events(path, read_bytes(path))
     assert len(events) > 0
-    assert not impossible(events).any()
+    assert not impossible(StructSource(events)).any()
 
 
 # -- decompressed-size cap ------------------------------------------------------------------
