@@ -324,7 +324,8 @@ def conform(df: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
         raise KeyError(f"table is missing declared columns {missing}")
     columns = list(dtypes)
     out = df if list(df.columns) == columns else df.loc[:, columns]
-    casts = {c: dt for c, dt in dtypes.items() if str(out[c].dtype) != dt}
+    current = out.dtypes  # one Series of dtypes: a column lookup per name costs ~10x more
+    casts = {c: dt for c, dt in dtypes.items() if str(current[c]) != dt}
     return out.astype(casts) if casts else out
 
 
