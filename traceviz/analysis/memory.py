@@ -387,6 +387,21 @@ def split_bytes(
     of its rows. A group with a missing, negative or all-zero duration is split evenly. The
     shares are cumulative roundings, so each group's shares add up to its total.
     """
+    out = np.rint(totals.astype(float)).astype(np.int64)  # a group of one row gets it all
+    if groups.size < 2:
+        return out
+    _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    shared = counts[inverse] > 1
+    if shared.any():
+        out[shared] = _split_shared(groups[shared], totals[shared], dur[shared])
+    return out
+
+
+def _split_shared(
+    groups: npt.NDArray[np.int64], totals: npt.NDArray[np.int64], dur: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int64]:
+    """:func:`split_bytes` of rows whose group has more than one row (each group independent:
+    its shares depend only on its own rows, in order)."""
     d = np.where(dur >= 0, dur, np.nan)
     frame = pd.DataFrame({"g": groups, "d": d, "unknown": np.isnan(d)})
     by = frame.groupby("g", sort=False)
@@ -407,11 +422,16 @@ def split_bytes(
 
 
 def _sum_or_none(per_kernel: pd.DataFrame, *bases: Basis | None) -> int | None:
-    est = per_kernel[KernelTraffic.est_bytes]
+    """Sum of ``est_bytes`` on rows of ``bases`` (every row for ``None``); None when no row
+    of them has an estimate."""
+    est = per_kernel[KernelTraffic.est_bytes].array
+    values = est.to_numpy(dtype=np.int64, na_value=0)
+    keep = ~est.isna()
     if bases != (None,):
-        est = est[per_kernel[KernelTraffic.basis].isin([b.value for b in bases if b])]
-    est = est.dropna()
-    return int(est.sum()) if len(est) else None
+        basis = per_kernel[KernelTraffic.basis].array
+        wanted = basis.categories.get_indexer([b.value for b in bases if b])
+        keep &= np.isin(basis.codes, wanted[wanted >= 0])
+    return int(values[keep].sum()) if keep.any() else None
 
 
 def _by_kind(

@@ -1,0 +1,117 @@
+"""memory.split_bytes (groups of one row without pandas) and memory._sum_or_none (on the
+arrays) made faster for issue 14 (PERF-SMALL2), against the pandas forms they replaced, kept
+here as references: equal to the last bit on every corpus and sample trace, and on random
+groups with ties, NaN, inf, negative and zero durations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+import pytest
+
+from tests.conftest import SAMPLES, corpus_params, load_trace
+from traceviz.analysis import memory as memory_mod
+from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic, split_bytes
+
+SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
+    SAMPLES.glob("h200/*/*.pt.trace.json.gz")
+)
+
+
+def _traces() -> list[object]:
+    return [
+        *corpus_params(),
+        *(pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_TRACES),
+    ]
+
+
+def _split_bytes_pandas(
+    groups: npt.NDArray[np.int64], totals: npt.NDArray[np.int64], dur: npt.NDArray[np.float64]
+) -> npt.NDArray[np.int64]:
+    """The replaced split_bytes: every group through pandas' groupby."""
+    d = np.where(dur >= 0, dur, np.nan)
+    frame = pd.DataFrame({"g": groups, "d": d, "unknown": np.isnan(d)})
+    by = frame.groupby("g", sort=False)
+    n = by["d"].transform("size").to_numpy(dtype=float)
+    dsum = by["d"].transform("sum").to_numpy(dtype=float)
+    even = by["unknown"].transform("max").to_numpy(dtype=bool) | ~(dsum > 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        weight = np.where(even, 1.0 / n, d / dsum)
+    position = by.cumcount().to_numpy()
+    cum = pd.Series(weight).groupby(groups, sort=False).cumsum().to_numpy(dtype=float, copy=True)
+    cum[position == n - 1] = 1.0
+    before = np.where(position == 0, 0.0, cum - weight)
+    totals_f = totals.astype(float)
+    return (np.rint(totals_f * cum) - np.rint(totals_f * before)).astype(np.int64)
+
+
+def _sum_or_none_pandas(per_kernel: pd.DataFrame, *bases: Basis | None) -> int | None:
+    """The replaced _sum_or_none: isin, dropna and sum on the Series."""
+    est = per_kernel[KernelTraffic.est_bytes]
+    if bases != (None,):
+        est = est[per_kernel[KernelTraffic.basis].isin([b.value for b in bases if b])]
+    est = est.dropna()
+    return int(est.sum()) if len(est) else None
+
+
+def _totals(traffic: memory_mod.MemoryTraffic) -> tuple[int | None, ...]:
+    return (
+        traffic.total_bytes,
+        traffic.measured_bytes,
+        traffic.estimated_bytes,
+        traffic.compiler_bytes,
+    )
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_memory_traffic_matches_the_pandas_forms_on_real_traces(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = load_trace(path)
+    got = memory_traffic(trace)
+    with monkeypatch.context() as m:
+        m.setattr(memory_mod, "split_bytes", _split_bytes_pandas)
+        m.setattr(memory_mod, "_sum_or_none", _sum_or_none_pandas)
+        want = memory_traffic(trace)
+    pd.testing.assert_frame_equal(got.per_kernel, want.per_kernel, check_exact=True)
+    pd.testing.assert_frame_equal(got.by_kind, want.by_kind, check_exact=True)
+    assert _totals(got) == _totals(want)
+    for bases in [(None,), (Basis.MEASURED,), (Basis.ESTIMATED, Basis.COMPILER), (Basis.NONE,)]:
+        assert memory_mod._sum_or_none(got.per_kernel, *bases) == _sum_or_none_pandas(
+            got.per_kernel, *bases
+        )
+    # credits add up to at most what was measured: the estimated bytes are the per-kernel sum
+    est = got.per_kernel[KernelTraffic.est_bytes].dropna()
+    assert got.total_bytes == (int(est.sum()) if len(est) else None)
+    assert (got.measured_bytes or 0) + (got.estimated_bytes or 0) == (got.total_bytes or 0)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_split_bytes_matches_the_pandas_form_on_random_groups(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    groups = rng.integers(0, max(1, n // 2 + 1), size=n).astype(np.int64)
+    totals_by_group = rng.integers(0, 10**12, size=groups.max(initial=0) + 1)
+    totals = totals_by_group[groups].astype(np.int64)
+    dur = rng.choice([0.0, -1.0, np.nan, np.inf, 1.5, 3.0, 1e-9, 7.25], size=n)
+    dur = np.where(rng.random(n) < 0.5, rng.random(n) * 10, dur)
+    got = split_bytes(groups, totals, dur)
+    want = _split_bytes_pandas(groups, totals, dur)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    for g in np.unique(groups):  # each group's shares add up to its total (an inf duration
+        if np.isinf(dur[groups == g]).any() and (groups == g).sum() > 1:  # breaks it: as before
+            continue
+        assert int(got[groups == g].sum()) == int(totals_by_group[g])
+
+
+def test_split_bytes_single_rows_and_empty() -> None:
+    dur = np.array([np.nan, np.inf, -2.0, 0.0, 4.0])
+    groups = np.arange(5, dtype=np.int64)
+    totals = np.array([3, 5, 7, 11, 2**53 + 1], dtype=np.int64)
+    got = split_bytes(groups, totals, dur)
+    assert np.array_equal(got, _split_bytes_pandas(groups, totals, dur))
+    assert split_bytes(groups[:1], totals[:1], dur[:1]).tolist() == [3]
+    assert split_bytes(groups[:0], totals[:0], dur[:0]).size == 0
