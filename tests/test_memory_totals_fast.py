@@ -14,7 +14,14 @@ import pytest
 
 from tests.conftest import SAMPLES, corpus_params, load_trace
 from traceviz.analysis import memory as memory_mod
-from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic, split_bytes
+from traceviz.analysis.memory import (
+    AllocatorUse,
+    Basis,
+    KernelTraffic,
+    memory_traffic,
+    split_bytes,
+)
+from traceviz.schema import Memory
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
     SAMPLES.glob("h200/*/*.pt.trace.json.gz")
@@ -115,3 +122,60 @@ def test_split_bytes_single_rows_and_empty() -> None:
     assert np.array_equal(got, _split_bytes_pandas(groups, totals, dur))
     assert split_bytes(groups[:1], totals[:1], dur[:1]).tolist() == [3]
     assert split_bytes(groups[:0], totals[:0], dur[:0]).size == 0
+
+
+def _by_device_grouped(memory: pd.DataFrame) -> list[tuple[tuple[object, object], pd.DataFrame]]:
+    """The replaced grouping: always pandas' groupby."""
+    keys = [Memory.device_type, Memory.device]
+    return list(memory.groupby(keys, observed=True, dropna=False))
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_allocator_use_matches_the_groupby_form_on_real_traces(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = load_trace(path)
+    got = memory_mod.allocator_use(trace)
+    with monkeypatch.context() as m:
+        m.setattr(memory_mod, "_by_device", _by_device_grouped)
+        want = memory_mod.allocator_use(trace)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    # the devices' events add up to the trace's memory events
+    assert int(got[AllocatorUse.events].sum()) == len(trace.memory)
+
+
+def _memory(device_type: list[object], device: list[object]) -> pd.DataFrame:
+    n = len(device)
+    return pd.DataFrame(
+        {
+            Memory.ts_us: np.arange(n, dtype=float),
+            Memory.device_type: pd.Categorical(device_type, categories=["cpu", "cuda"]),
+            Memory.device: pd.array(device, dtype="Int32"),
+            Memory.bytes: pd.array([5, -3, None, 7][:n], dtype="Int64"),
+            Memory.total_allocated_bytes: pd.array([5, 2, None, 9][:n], dtype="Int64"),
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("device_type", "device"),
+    [
+        (["cuda"] * 4, [0, 0, 0, 0]),
+        (["cuda", "cuda", "cpu", "cuda"], [0, 0, -1, 0]),
+        (["cuda"] * 4, [0, 1, 0, 1]),
+        (["cuda"] * 4, [0, None, 0, 0]),
+        (["cuda", None, "cuda", "cuda"], [0, 0, 0, 0]),
+        ([None] * 4, [0, 0, 0, 0]),
+        (["cpu"], [-1]),
+    ],
+)
+def test_by_device_matches_groupby_on_mixed_and_missing_devices(
+    device_type: list[object], device: list[object]
+) -> None:
+    memory = _memory(device_type, device)
+    got = memory_mod._by_device(memory)
+    want = _by_device_grouped(memory)
+    assert len(got) == len(want)
+    for (gk, gf), (wk, wf) in zip(got, want, strict=True):
+        assert gk == wk
+        pd.testing.assert_frame_equal(gf, wf, check_exact=True)

@@ -482,23 +482,48 @@ def allocator_use(trace: Trace) -> pd.DataFrame:
         return schema.empty_table(ALLOCATOR_DTYPES)
     starts = trace.steps[Steps.ts_us].to_numpy(dtype=float, na_value=np.nan)
     ends = starts + np.nan_to_num(trace.steps[Steps.dur_us].to_numpy(dtype=float, na_value=0.0))
-    rows = []
-    keys = [Memory.device_type, Memory.device]
-    for (device_type, device), events in memory.groupby(keys, observed=True, dropna=False):
-        positive = events[Memory.bytes].fillna(0).clip(lower=0).to_numpy(dtype=np.int64)
-        ts = events[Memory.ts_us].to_numpy(dtype=float, na_value=np.nan)
-        peak = events[Memory.total_allocated_bytes].max()
-        rows.append(
-            {
-                AllocatorUse.device_type: device_type,
-                AllocatorUse.device: device,
-                AllocatorUse.events: len(events),
-                AllocatorUse.peak_allocated_bytes: None if pd.isna(peak) else int(peak),
-                AllocatorUse.allocated_bytes: int(positive.sum()),
-                AllocatorUse.allocated_bytes_per_step: _per_step(ts, positive, starts, ends),
-            }
-        )
+    rows = [
+        _device_use(device_type, device, events, starts, ends)
+        for (device_type, device), events in _by_device(memory)
+    ]
     return schema.conform(pd.DataFrame(rows), ALLOCATOR_DTYPES)
+
+
+def _by_device(memory: pd.DataFrame) -> list[tuple[tuple[object, object], pd.DataFrame]]:
+    """``memory`` grouped by (device type, device) as ``groupby`` gives it; a trace whose
+    events are all on one device (the usual case) is that one group without the groupby."""
+    device_type = memory[Memory.device_type].array
+    device = memory[Memory.device].array
+    if isinstance(device_type, pd.Categorical) and isinstance(device, pd.arrays.IntegerArray):
+        codes = device_type.codes
+        values = device.to_numpy(dtype=np.int64, na_value=0)
+        one = (codes[0] >= 0) & (codes == codes[0]).all() & (values == values[0]).all()
+        if one and not device.isna().any():
+            return [((device_type.categories[codes[0]], device[0]), memory)]
+    keys = [Memory.device_type, Memory.device]
+    return list(memory.groupby(keys, observed=True, dropna=False))  # type: ignore[arg-type]
+
+
+def _device_use(
+    device_type: object,
+    device: object,
+    events: pd.DataFrame,
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+) -> dict[str, object]:
+    """One :class:`AllocatorUse` row: the figures of one device's memory ``events``."""
+    nbytes = events[Memory.bytes].to_numpy(dtype=np.int64, na_value=0)
+    positive = np.maximum(nbytes, 0)
+    ts = events[Memory.ts_us].to_numpy(dtype=float, na_value=np.nan)
+    peak = events[Memory.total_allocated_bytes].max()
+    return {
+        AllocatorUse.device_type: device_type,
+        AllocatorUse.device: device,
+        AllocatorUse.events: len(events),
+        AllocatorUse.peak_allocated_bytes: None if pd.isna(peak) else int(peak),
+        AllocatorUse.allocated_bytes: int(positive.sum()),
+        AllocatorUse.allocated_bytes_per_step: _per_step(ts, positive, starts, ends),
+    }
 
 
 def _per_step(
