@@ -18,6 +18,7 @@ from traceviz.analysis.memory import (
     AllocatorUse,
     Basis,
     KernelTraffic,
+    TrafficByKind,
     memory_traffic,
     split_bytes,
 )
@@ -179,3 +180,59 @@ def test_by_device_matches_groupby_on_mixed_and_missing_devices(
     for (gk, gf), (wk, wf) in zip(got, want, strict=True):
         assert gk == wk
         pd.testing.assert_frame_equal(gf, wf, check_exact=True)
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_by_kind_matches_the_groupby_form_on_real_traces(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    trace = load_trace(path)
+    got = memory_traffic(trace)
+    with monkeypatch.context() as m:
+        m.setattr(memory_mod, "_by_kind", memory_mod._by_kind_grouped)
+        want = memory_traffic(trace)
+    pd.testing.assert_frame_equal(got.by_kind, want.by_kind, check_exact=True)
+    # the kinds' counts and bytes add up to the per-kernel table's
+    assert int(got.by_kind[TrafficByKind.count].sum()) == len(got.per_kernel)
+    assert int(got.by_kind[TrafficByKind.est_bytes].sum()) == (got.total_bytes or 0)
+
+
+def _per_kernel(rng: np.random.Generator, n: int) -> tuple[pd.DataFrame, pd.Series, np.ndarray]:
+    est = pd.array(rng.integers(0, 10**15, size=n), dtype="Int64")
+    est[rng.random(n) < 0.3] = pd.NA
+    bases = [b.value for b in Basis]
+    per_kernel = pd.DataFrame(
+        {
+            KernelTraffic.est_bytes: est,
+            KernelTraffic.basis: pd.Categorical.from_codes(
+                rng.integers(0, len(bases), size=n), categories=pd.Index(bases)
+            ),
+        }
+    )
+    names = ["gemm", "pointwise", "reduction", "copy", "other"]
+    kinds = pd.Series(pd.Categorical.from_codes(rng.integers(0, 5, size=n), categories=names))
+    dur = rng.choice([0.0, 1.0, 2.5, np.nan, 1e-7, 3.0], size=n)
+    return per_kernel, kinds, np.where(rng.random(n) < 0.5, rng.random(n) * 100, dur)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_by_kind_matches_the_groupby_form_on_random_kernels(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    per_kernel, kinds, dur = _per_kernel(rng, int(rng.integers(1, 80)))
+    got = memory_mod._by_kind(per_kernel, kinds, dur)
+    want = memory_mod._by_kind_grouped(per_kernel, kinds, dur)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+
+
+def test_by_kind_ties_all_nan_times_and_missing_kinds() -> None:
+    rng = np.random.default_rng(7)
+    per_kernel, kinds, _ = _per_kernel(rng, 12)
+    for dur in [np.ones(12), np.full(12, np.nan), np.zeros(12)]:  # every kind tied
+        got = memory_mod._by_kind(per_kernel, kinds, dur)
+        pd.testing.assert_frame_equal(
+            got, memory_mod._by_kind_grouped(per_kernel, kinds, dur), check_exact=True
+        )
+    missing = kinds.copy()
+    missing.iloc[3] = np.nan  # the groupby form, which leaves the row out
+    got = memory_mod._by_kind(per_kernel, missing, np.ones(12))
+    assert int(got[TrafficByKind.count].sum()) == 11
