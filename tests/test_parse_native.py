@@ -439,9 +439,9 @@ def _codes(method: Any, *fields: str) -> tuple[list[int], list[Any]]:
 
 
 FALLBACKS = {  # case -> the converter of the Python path its odd values go through
-    "strings_in_ts_dur": "_streamed",
-    "strings_in_ids": "_streamed",
-    "floats_in_ids": "_streamed",
+    "strings_in_ts_dur": "streamed",
+    "strings_in_ids": "streamed",
+    "floats_in_ids": "streamed",
     "ints_in_names": "_encode",
     "string_pids": "pairs_encoded",
 }

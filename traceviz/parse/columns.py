@@ -199,13 +199,12 @@ Values = list[Any] | Lazy
 
 def streamed(values: Values, dtype: Any, convert: Callable[[list[Any]], np.ndarray]) -> np.ndarray:
     """``convert(list(values))``, but one pass of ``np.fromiter`` when every value converts
-    plainly (``np.fromiter`` and ``np.asarray`` agree on every value both accept)."""
-    if isinstance(values, Lazy):
-        try:
-            return np.fromiter(iter(values), dtype=dtype, count=len(values))
-        except (TypeError, ValueError, OverflowError):
-            values = list(values)
-    return convert(values)
+    plainly (``np.fromiter`` and ``np.asarray`` agree on every value both accept). Both parse
+    paths convert a field's values here, so they convert them the same way."""
+    try:
+        return np.fromiter(iter(values), dtype=dtype, count=len(values))
+    except (TypeError, ValueError, OverflowError):
+        return convert(list(values))
 
 
 class ColumnSet:

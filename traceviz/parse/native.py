@@ -30,7 +30,7 @@ import pandas as pd
 
 from traceviz.parse import read
 from traceviz.parse.build import Collector
-from traceviz.parse.columns import _encode, floats, int64s
+from traceviz.parse.columns import _encode, floats, int64s, streamed
 from traceviz.parse.events import MISSING_INT, Args, RawTraceDocument, TraceEvent
 from traceviz.parse.structs import pairs_encoded, raw_bytes
 from traceviz.trace import Trace
@@ -192,7 +192,7 @@ class NativeSource:
         kinds, values, default = self._column(field)
         present = self._present(field)
         if present & ~_NUMBER_KINDS or (present & 1 << ABSENT and default is not None):
-            return _streamed(self.values(field), np.float64, floats)
+            return streamed(self.values(field), np.float64, floats)
         out = values.view(np.float64).copy()
         if present & 1 << INT:
             is_int = kinds == INT
@@ -206,7 +206,7 @@ class NativeSource:
         present = self._present(field)
         absent_ok = default is None or default == MISSING_INT
         if present & ~_INT_KINDS or (present & 1 << ABSENT and not absent_ok):
-            return _streamed(self.values(field), np.int64, int64s)
+            return streamed(self.values(field), np.int64, int64s)
         out = values.copy()
         if present & _NONE_KINDS:
             out[kinds <= NULL] = MISSING_INT
@@ -336,12 +336,3 @@ def _renumber(
     for atom in np.argsort(first_rows, kind="stable").tolist():
         lookup[atom] = numbering[python[atom]]
     return lookup[ids]
-
-
-def _streamed(values: list[Any], dtype: Any, convert: Any) -> np.ndarray:
-    """As :func:`traceviz.parse.columns.streamed` of the struct path's lazy values: one
-    ``np.fromiter`` pass, else ``convert`` of the list."""
-    try:
-        return np.fromiter(values, dtype=dtype, count=len(values))
-    except (TypeError, ValueError, OverflowError):
-        return convert(values)
