@@ -18,6 +18,7 @@ from traceviz.analysis.blocking import (
 )
 from traceviz.diagnose import Severity, diagnose_trace
 from traceviz.diagnose.rules.copies import COPIES_ID, SYNC_ID, SYNC_WARNING_SHARE
+from traceviz.parse.compile_log import STEP_SYNC_MARK
 
 B = BlockingColumns
 
@@ -203,3 +204,36 @@ def test_timeline_draws_blocking_calls_in_their_own_colour(tmp_trace) -> None:
     assert "cudaMemcpyAsync" in texts and "cudaStreamSynchronize" in texts
     launches = " ".join(t for t in by_kind["launch call"].text if t)
     assert "cudaMemcpyAsync" not in launches and "cudaLaunchKernel" in launches
+
+
+def _closing_sync(start: float, blocked: float, correlation: int) -> list[dict]:
+    """The runner's wait for the device at the end of a profiled CUDA step."""
+    return [
+        op(STEP_SYNC_MARK, start - 2, blocked + 4, cat="user_annotation"),
+        launch("cudaDeviceSynchronize", start, blocked, correlation),
+    ]
+
+
+def test_the_runners_closing_sync_is_not_a_blocking_call(tmp_trace) -> None:
+    """The sync inside the runner's ``traceviz step sync`` annotation is the harness: left
+    out of the calls, the per-step blocked time and the findings; the model's own sync in the
+    same step still counts."""
+    events = [*_kernels(3, 10), *_closing_sync(5000, 4000, 98)]
+    trace = traceviz.load(tmp_trace(_step(events)))
+    blocking = blocking_calls(trace)
+    assert blocking.calls.empty and blocking.blocked_us == 0
+    assert not any(f.id == SYNC_ID for f in diagnose_trace(trace))
+
+    events += [op("aten::item", 495, 310), launch("cudaStreamSynchronize", 500, 300, 99)]
+    blocking = blocking_calls(traceviz.load(tmp_trace(_step(events))))
+    assert list(blocking.calls[B.name]) == ["cudaStreamSynchronize"]
+    assert blocking.calls[B.op].tolist() == ["aten::item"]
+    assert blocking.blocked_us == pytest.approx(300)
+
+
+def test_an_unmarked_device_sync_still_blocks(tmp_trace) -> None:
+    """Without the runner's annotation (a user's own loop), the same sync is the model's."""
+    events = [*_kernels(3, 10), launch("cudaDeviceSynchronize", 5000, 4000, 98)]
+    blocking = blocking_calls(traceviz.load(tmp_trace(_step(events))))
+    assert list(blocking.calls[B.name]) == ["cudaDeviceSynchronize"]
+    assert blocking.blocked_us == pytest.approx(4000)

@@ -34,6 +34,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
+from traceviz.parse.compile_log import STEP_SYNC_MARK
 from traceviz.schema import ActivityKind, Kernels, LaunchClass, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -100,15 +101,20 @@ class BlockingCalls:
 
 
 def blocking_calls(trace: Trace) -> BlockingCalls:
-    """Every call of ``trace.launches`` that blocks the CPU, with its issuer and step."""
+    """Every call of ``trace.launches`` that blocks the CPU, with its issuer and step; not the
+    runner's own wait for the device that closes each profiled step (a call inside the
+    :data:`~traceviz.parse.compile_log.STEP_SYNC_MARK` annotation): the harness, not the
+    model."""
     launches = trace.launches
     codes = _reason_codes(trace)
     rows = np.flatnonzero(codes)
+    op, frame = issuers(trace, rows)
+    model = op != STEP_SYNC_MARK
+    rows, op, frame = rows[model], op[model], frame[model]
     ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
     dur = np.nan_to_num(launches[Launches.dur_us].to_numpy(dtype=float)[rows])
     windows = step_windows(trace)
     step = windows.index_of(ts)
-    op, frame = issuers(trace, rows)
     kinds, sizes = _copies(trace, rows)
     lo = np.where(step >= 0, windows.start_us[np.clip(step, 0, None)], np.nan)
     hi = np.where(step >= 0, windows.end_us[np.clip(step, 0, None)], np.nan)

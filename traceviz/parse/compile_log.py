@@ -47,6 +47,9 @@ GRAPH_BREAK = "dynamo_graph_break_reason"
 
 # The runner's source-line marker in eager traces: "traceviz line <file>(<line>): <function>".
 LINE_MARK_PREFIX = "traceviz line "
+# The runner's own wait for the device at the end of each profiled CUDA step (an annotation
+# around torch.cuda.synchronize): the harness, not the model, so no finding counts it.
+STEP_SYNC_MARK = "traceviz step sync"
 
 # Frames that are library code, folded to their caller: torch and the compiler stack it
 # drives, the standard library, frozen modules and the runner's line-marking hook. Model

@@ -324,7 +324,8 @@ def _measure(
     passes: _Passes, trace: Path, label: str, outputs: Any, tracker: _PhaseTracker | None = None
 ) -> Measured:
     """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors.
-    Nothing traceviz adds runs in the profiled steps: Python frames (``with_stack``) were
+    Nothing traceviz adds runs in the profiled steps but their closing device sync (annotated
+    ``traceviz step sync``, left out of the blocking calls): Python frames (``with_stack``) were
     3,800 events per step on an H200 GPT-2 and made the profiled eager steps 6x slower than
     the timed ones; the source-line marks have their own pass (:func:`_profile_lines`)."""
     step, sync, reporter = passes.step, passes.sync, passes.reporter
