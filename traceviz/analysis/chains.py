@@ -180,24 +180,56 @@ def _op_context(
     distinct = [str(c) for c in names.cat.categories]
     is_aten = np.array([c.startswith("aten::") for c in distinct] + [False], dtype=bool)
     in_optimizer = np.array([bool(OPTIMIZER.search(c)) for c in distinct] + [False], dtype=bool)
-    parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=-1.0).astype(np.int64)
+    parent = _integers(ops[Ops.parent_row], -1)
     parent = np.where((parent >= 0) & (parent < n), parent, -1)
-    depth = ops[Ops.depth].to_numpy(dtype=float, na_value=0.0).astype(np.int64)
+    depth = _integers(ops[Ops.depth], 0)
     aten = is_aten[codes]  # code −1 (missing name) picks the trailing False
     optimizer = in_optimizer[codes].copy()
     rows = np.arange(n, dtype=np.int64)
-    python = ops[Ops.category].isin([OpCategory.PYTHON_FUNCTION.value]).to_numpy(dtype=bool)
+    python = _equals(ops[Ops.category], OpCategory.PYTHON_FUNCTION.value)
     transparent = aten | python  # spans that do not make a parent context
     holder = np.where(transparent, -1, rows)  # nearest context span at or above each op
     top = rows.copy()
-    for level in np.unique(depth[parent >= 0]):
-        at = rows[(depth == level) & (parent >= 0)]
+    for at in _by_depth(rows[parent >= 0], depth):
         up = parent[at]
         optimizer[at] |= optimizer[up]
         holder[at] = np.where(transparent[at], holder[up], at)
         top[at] = np.where(aten[at] & aten[up], top[up], at)
     context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
     return context, top, optimizer
+
+
+def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
+    """An integer column as int64, ``missing`` for <NA> (a nullable integer column without a
+    float round trip; any other dtype through float, truncated, as before)."""
+    if pd.api.types.is_integer_dtype(column.dtype):
+        return column.to_numpy(dtype=np.int64, na_value=missing)
+    return column.to_numpy(dtype=float, na_value=float(missing)).astype(np.int64)
+
+
+def _equals(column: pd.Series, value: str) -> npt.NDArray[np.bool_]:
+    """Per row, ``column == value`` (False where missing); by code when categorical."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        at = column.cat.categories.get_indexer([value])[0]
+        if at < 0:
+            return np.zeros(len(column), dtype=bool)
+        return np.asarray(column.cat.codes.to_numpy() == at, dtype=bool)
+    return column.isin([value]).to_numpy(dtype=bool)
+
+
+def _by_depth(
+    rows: npt.NDArray[np.int64], depth: npt.NDArray[np.int64]
+) -> list[npt.NDArray[np.int64]]:
+    """``rows`` grouped by their ``depth``, shallowest first, each group in ascending row
+    order: one stable sort and a split (was a pass over every op per depth level)."""
+    if not rows.size:
+        return []
+    levels = depth[rows]
+    if levels.min() >= np.iinfo(np.int16).min and levels.max() <= np.iinfo(np.int16).max:
+        levels = levels.astype(np.int16)  # a stable sort of int16 is a radix sort
+    by_level = np.argsort(levels, kind="stable")
+    bounds = np.flatnonzero(np.diff(levels[by_level])) + 1
+    return np.split(rows[by_level], bounds)
 
 
 def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:

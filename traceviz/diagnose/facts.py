@@ -109,14 +109,14 @@ class TraceFacts:
         """Compiled-region markers or Inductor kernels are present."""
         if self.regions.compiled:
             return True
-        source = self.kernels[Classified.source].astype(object)
-        return bool(source.isin(INDUCTOR_SOURCES).any())
+        # on the categorical column itself: its codes, no object copy of every kernel's value
+        return bool(self.kernels[Classified.source].isin(INDUCTOR_SOURCES).any())
 
     @property
     def uses_graphs(self) -> bool:
         """CUDA/HIP graphs replay kernels (graph launches, or kernels marked in_graph)."""
-        launches = self.trace.launches[Launches.launch_class].astype(object)
-        graph_launch = bool((launches == LaunchClass.GRAPH_LAUNCH.value).any())
+        launches = self.trace.launches[Launches.launch_class]  # (isin: by code when categorical)
+        graph_launch = bool(launches.isin([LaunchClass.GRAPH_LAUNCH.value]).any())
         return graph_launch or bool(self.kernels[Kernels.in_graph].any())
 
     @property
@@ -228,8 +228,9 @@ def window_bounds(facts: TraceFacts) -> tuple[npt.NDArray[np.float64], npt.NDArr
 
 
 def kernel_steps(facts: TraceFacts) -> npt.NDArray[np.int64]:
-    """Per kernel row, the index of the step window it was issued in (−1: outside all)."""
-    return points_in_windows(facts, issue_us(facts.kernels))
+    """Per kernel row, the index of the step window it was issued in (−1: outside all);
+    worked out once per facts object (several rules ask; read-only)."""
+    return facts.memo("kernel_steps", lambda: points_in_windows(facts, issue_us(facts.kernels)))
 
 
 def points_in_windows(facts: TraceFacts, points: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:

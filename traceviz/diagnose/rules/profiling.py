@@ -87,10 +87,10 @@ def compile_in_window(facts: TraceFacts) -> list[Finding]:
     if facts.is_onnxruntime:
         return []
     ops = facts.trace.ops
-    names = ops[Ops.name].astype(object).astype(str)
     mask = compile_name_mask(ops[Ops.name])
     if not mask.any():
         return []
+    names = ops[Ops.name][mask].astype(object).astype(str)  # the compile spans' names only
     rows = ops[mask]
     outer = _outermost(rows)
     starts = rows[Ops.ts_us].to_numpy(dtype=float)[outer]
@@ -100,7 +100,7 @@ def compile_in_window(facts: TraceFacts) -> list[Finding]:
     evidence: list[Evidence | str] = [
         Evidence("compile spans (outermost)", int(outer.sum()), Unit.COUNT),
         Evidence("compile wall time in the trace", wall, Unit.US),
-        "e.g. " + ", ".join(short_name(n, 50) for n in names[mask].unique()[:3]),
+        "e.g. " + ", ".join(short_name(n, 50) for n in names.unique()[:3]),
     ]
     if in_steps:
         evidence.append("inside ProfilerStep " + ", ".join(f"#{s}" for s in in_steps))
