@@ -139,7 +139,7 @@ def _apply_cache_options(args: argparse.Namespace) -> None:
     directory = str(getattr(args, "cache_dir", None) or "")
     if not (no_cache or directory):
         return
-    from traceviz.parse.cache import CACHE_DIR_ENV, NO_CACHE_ENV
+    from traceviz.report_cache import CACHE_DIR_ENV, NO_CACHE_ENV  # no parser, no pandas
 
     if no_cache:
         os.environ[NO_CACHE_ENV] = "1"

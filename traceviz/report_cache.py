@@ -12,7 +12,13 @@ an entry keyed by everything that determines the :class:`~traceviz.report.bundle
 - the traceviz version, a fingerprint of the package's source (name, size, mtime of every
   ``.py`` file the report can depend on: the parser, analyses, rules and renderers alike; not
   the command, dashboard and ranks front ends), the Python, numpy, pandas, pyarrow and msgspec
-  versions and the ``TRACEVIZ_MAX_BYTES`` cap.
+  versions (read from their ``dist-info`` directories: nothing is imported) and the
+  ``TRACEVIZ_MAX_BYTES`` cap.
+
+Computing a key imports neither pandas nor NumPy nor the parser (this module loads them only
+to read or write a payload), so the rendered-output cache
+(:mod:`traceviz.commands.output_cache`), whose key holds this one, answers a second look
+without them.
 
 Anything else (a Trace or Side object, a read compile log, a custom loader) is not cached.
 
@@ -42,14 +48,22 @@ import os
 import pickle
 import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from traceviz._version import __version__
-from traceviz.parse.cache import ENTRY_FILE, cache_dir, discard_entry, publish_entry
-from traceviz.parse.read import MAX_BYTES_ENV
-from traceviz.report.bundle import Report
+from traceviz.errors import UsageError
+
+if TYPE_CHECKING:
+    from traceviz.report.bundle import Report
+
+# The parse cache's names (traceviz.parse.cache), repeated here so that a key is computed
+# without importing the parser and pandas; tests/test_render_cache.py checks that they agree.
+CACHE_DIR_ENV = "TRACEVIZ_CACHE_DIR"
+NO_CACHE_ENV = "TRACEVIZ_NO_CACHE"
+ENTRY_FILE = "entry.json"
+MAX_BYTES_ENV = "TRACEVIZ_MAX_BYTES"  # traceviz.parse.read.MAX_BYTES_ENV
 
 REPORT_FORMAT = 1
 ENTRY_PREFIX = "report-"
@@ -83,40 +97,80 @@ class ReportEntry:
     def read(self) -> Report | None:
         """The cached report; ``None`` on a miss. A damaged entry is removed; one that is not
         safely ours (owner, permissions, links) is left alone and never unpickled."""
-        marker = self.directory / ENTRY_FILE
-        payload = self.directory / PAYLOAD_FILE
+        header = read_header(self.directory, self.key)
+        if header is None:
+            return None
         try:
-            if not _private(self.directory):
-                return None  # not ours: neither read nor removed
-        except OSError:
-            return None  # absent: a plain miss
-        try:
-            if not _private(marker):
-                raise ValueError("entry file missing or writable by others")
-            header = json.loads(marker.read_text())
-            if header.get("key") != self.key:
-                raise ValueError("key mismatch")
-            report = _load_private(payload, header.get("payload_bytes"))
+            from traceviz.report.bundle import Report
+
+            report = _load_private(self.directory / PAYLOAD_FILE, header.get("payload_bytes"))
             if not isinstance(report, Report):
                 raise TypeError(f"not a Report: {type(report).__name__}")
         except Exception:  # any damage at all is a miss, never an error
-            discard_entry(self.directory)
+            discard(self.directory)
             return None
-        with contextlib.suppress(OSError):
-            os.utime(marker)  # recently used: evicted last
+        touch(self.directory)
         return report
 
     def write(self, report: Report) -> bool:
         """Store ``report``; ``False`` when it cannot be (unwritable directory, an object
         that does not pickle): never an error."""
 
-        def fill(temp: Path) -> None:
-            data = pickle.dumps(report, protocol=5)
-            _write_private(temp / PAYLOAD_FILE, data)
-            header = {"key": self.key, "payload_bytes": len(data)}
-            _write_private(temp / ENTRY_FILE, json.dumps(header, indent=1).encode())
+        return publish(self.directory, self.key, {PAYLOAD_FILE: pickle.dumps(report, protocol=5)})
 
-        return publish_entry(self.directory, fill)
+
+def read_header(directory: Path, key: dict[str, Any]) -> dict[str, Any] | None:
+    """``directory``'s ``entry.json`` when it holds ``key`` and the entry is safely ours;
+    ``None`` on a miss. An entry that is not ours (owner, permissions, links) is left alone;
+    a damaged one or another key's is removed."""
+    marker = directory / ENTRY_FILE
+    try:
+        if not _private(directory):
+            return None  # not ours: neither read nor removed
+    except OSError:
+        return None  # absent: a plain miss
+    try:
+        if not _private(marker):
+            raise ValueError("entry file missing or writable by others")
+        header = json.loads(marker.read_text())
+        if not isinstance(header, dict) or header.get("key") != key:
+            raise ValueError("key mismatch")
+    except Exception:  # any damage at all is a miss, never an error
+        discard(directory)
+        return None
+    return header
+
+
+def publish(directory: Path, key: dict[str, Any], payloads: dict[str, bytes], **facts: Any) -> bool:
+    """Write an entry: each payload file (private, mode 0600), then ``entry.json`` holding
+    ``key``, ``facts`` and the payloads' sizes (``payload_bytes`` when there is one payload),
+    all at once (:func:`traceviz.parse.cache.publish_entry`: a private temporary directory
+    renamed into place, then the shared size bound). ``False``, never an error, when it
+    cannot be written."""
+    from traceviz.parse.cache import publish_entry
+
+    def fill(temp: Path) -> None:
+        for name, data in payloads.items():
+            _write_private(temp / name, data)
+        header = {"key": key, **facts}
+        if len(payloads) == 1:
+            header["payload_bytes"] = len(next(iter(payloads.values())))
+        _write_private(temp / ENTRY_FILE, json.dumps(header, indent=1).encode())
+
+    return publish_entry(directory, fill)
+
+
+def discard(directory: Path) -> None:
+    """Remove a damaged entry (:func:`traceviz.parse.cache.discard_entry`)."""
+    from traceviz.parse.cache import discard_entry
+
+    discard_entry(directory)
+
+
+def touch(directory: Path) -> None:
+    """Mark the entry recently used, so that it is evicted last."""
+    with contextlib.suppress(OSError):
+        os.utime(directory / ENTRY_FILE)
 
 
 def cached(entry: ReportEntry | None, build: Callable[[], Report]) -> Report:
@@ -141,7 +195,7 @@ def pair_entry(
 ) -> ReportEntry | None:
     """The entry of :func:`traceviz.pipeline.compare` on these arguments; ``None`` when the
     cache is off or an argument is not a path (or run.json dict) the key can describe."""
-    root = cache_dir(True)
+    root = cache_root()
     if root is None:
         return None
     try:
@@ -165,7 +219,7 @@ def run_entry(
 ) -> ReportEntry | None:
     """The entry of :func:`traceviz.pipeline.compare_run` on this run directory; ``None`` when
     the cache is off or the directory cannot be described."""
-    root = cache_dir(True)
+    root = cache_root()
     if root is None:
         return None
     try:
@@ -180,6 +234,16 @@ def run_entry(
     except _Uncacheable:
         return None
     return ReportEntry.of(inputs, root)
+
+
+def input_key(value: Any) -> list[Any] | None:
+    """The key of one input path as :func:`pair_entry` describes it (resolved path, size,
+    mtime, inode, SHA-256 of a small file; a directory's files), or ``None`` when it cannot
+    be described (missing, odd, a directory of too many files)."""
+    try:
+        return _input_key(value)
+    except _Uncacheable:
+        return None
 
 
 def _input_key(value: Any) -> list[Any]:
@@ -255,43 +319,131 @@ def _run_info_key(value: Any) -> Any:
     raise _Uncacheable(type(value).__name__)  # a RunInfo object: no file to key on
 
 
+def cache_root() -> Path | None:
+    """The cache directory, or ``None`` when caching is off: what
+    :func:`traceviz.parse.cache.cache_dir` gives for ``True`` (``$TRACEVIZ_NO_CACHE``,
+    ``$TRACEVIZ_CACHE_DIR``, ``$XDG_CACHE_HOME/traceviz``, ``~/.cache/traceviz``), without
+    importing the parser; tests/test_render_cache.py checks that the two agree."""
+    if os.environ.get(NO_CACHE_ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
+        return None
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        base, origin = Path(env), CACHE_DIR_ENV
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "traceviz"
+        origin = "the cache directory"
+    base = base.expanduser()
+    if base.exists() and not base.is_dir():
+        raise UsageError(f"{origin} {base} is not a directory")
+    return base
+
+
 def _environment() -> dict[str, Any]:
     """What else shapes a report or its pickle: versions, the source, the size cap."""
-    versions = {
-        name: getattr(sys.modules.get(name), "__version__", None)
-        for name in ("numpy", "pandas", "pyarrow", "msgspec")
-    }
     return {
         "format": REPORT_FORMAT,
         "traceviz": __version__,
         "source": _source_fingerprint(),
         "python": list(sys.version_info[:3]),
-        "versions": versions,
+        "versions": package_versions(("numpy", "pandas", "pyarrow", "msgspec")),
         "max_bytes": os.environ.get(MAX_BYTES_ENV),
     }
+
+
+def environment() -> dict[str, Any]:
+    """The environment part of every report key (a copy: callers may extend it)."""
+    return _environment()
+
+
+def package_versions(names: Sequence[str]) -> dict[str, str | None]:
+    """The installed version of each distribution in ``names`` (``None``: not installed),
+    as ``importlib.metadata.version`` finds it: the first ``NAME-VERSION.dist-info`` on
+    ``sys.path``. Read from the directory names (~1 ms), falling back to importlib.metadata
+    (~25 ms to import) for anything not installed that way; nothing is imported."""
+    wanted = {_dist_name(name): name for name in names}
+    found: dict[str, str | None] = {}
+    for folder in sys.path:
+        for dist, version in _dist_infos(folder or "."):
+            name = wanted.get(dist)
+            if name is not None and name not in found:
+                found[name] = version
+        if len(found) == len(wanted):
+            break
+    for name in names:
+        if name not in found:
+            found[name] = _metadata_version(name)
+    return {name: found[name] for name in names}
+
+
+def _dist_name(name: str) -> str:
+    """A distribution's name as a dist-info directory spells it (PEP 503 normalised, ``_``)."""
+    return "_".join(part for part in name.lower().replace("-", "_").replace(".", "_").split("_"))
+
+
+@functools.cache
+def _dist_infos(folder: str) -> tuple[tuple[str, str], ...]:
+    """(normalised name, version) of every ``*.dist-info`` directory in ``folder``, in the
+    directory's order."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return ()
+    found = []
+    for entry in names:
+        if entry.endswith(".dist-info"):
+            dist, _, version = entry[: -len(".dist-info")].partition("-")
+            if version:
+                found.append((_dist_name(dist), version))
+    return tuple(found)
+
+
+def _metadata_version(name: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 #: Subpackages no report is made by (front ends above the pipeline): left out of the fingerprint.
 _NOT_IN_REPORT = frozenset({"commands", "dashboard", "ranks"})
 
 
-@functools.cache
 def _source_fingerprint() -> str:
     """Names, sizes and mtimes of the package's ``.py`` files (all but the front ends in
     :data:`_NOT_IN_REPORT`): a changed parser, analysis, rule or renderer (a new release or a
     working copy) makes every entry a miss."""
-    parts: list[str] = []
+    return _fingerprints()[0]
+
+
+def package_fingerprint() -> str:
+    """The same over every ``.py`` file of the package, the front ends included (the
+    rendered-output cache: a changed command or console changes the bytes too)."""
+    return _fingerprints()[1]
+
+
+@functools.cache
+def _fingerprints() -> tuple[str, str]:
+    """(the report's fingerprint, the whole package's), from one walk of the package."""
+    report: list[str] = []
+    everything: list[str] = []
     for folder, subdirs, files in os.walk(_PACKAGE):
-        top = folder == str(_PACKAGE)
-        subdirs[:] = sorted(
-            d for d in subdirs if d != "__pycache__" and not (top and d in _NOT_IN_REPORT)
-        )
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        rel_folder = os.path.relpath(folder, _PACKAGE)
+        in_report = rel_folder.split(os.sep)[0] not in _NOT_IN_REPORT
         for name in sorted(f for f in files if f.endswith(".py")):
             with contextlib.suppress(OSError):
                 st = os.stat(os.path.join(folder, name))
-                rel = os.path.relpath(os.path.join(folder, name), _PACKAGE)
-                parts.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+                rel = os.path.normpath(os.path.join(rel_folder, name))
+                part = f"{rel}:{st.st_size}:{st.st_mtime_ns}"
+                everything.append(part)
+                if in_report:
+                    report.append(part)
+    return tuple(  # type: ignore[return-value]
+        hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16] for parts in (report, everything)
+    )
 
 
 def _private(path: Path) -> bool:
@@ -310,6 +462,20 @@ def _load_private(path: Path, size: Any) -> Any:
     """Unpickle ``path`` after checking, on the open file itself, that it is this user's
     regular file of ``size`` bytes that nobody else may write (read unbuffered: pickle then
     reads the tables' buffers straight into place, 2-5x faster than ``loads(read_bytes())``)."""
+    with _open_private(path, size) as source:
+        return pickle.load(source)
+
+
+def read_private(path: Path, size: Any) -> bytes:
+    """The bytes of ``path``, checked as :func:`_load_private` checks a pickle."""
+    with _open_private(path, size) as source:
+        return source.read()
+
+
+@contextlib.contextmanager
+def _open_private(path: Path, size: Any) -> Iterator[BinaryIO]:
+    """``path`` opened unbuffered, once the open file is known to be this user's regular
+    file of ``size`` bytes that nobody else may write (no link followed)."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb", buffering=0) as source:
         st = os.fstat(fd)
@@ -322,7 +488,7 @@ def _load_private(path: Path, size: Any) -> Any:
             raise ValueError(f"{path} is not a private file")
         if st.st_size != size:
             raise ValueError(f"{path} has {st.st_size} bytes, not {size}")
-        return pickle.load(source)
+        yield source
 
 
 def _write_private(path: Path, data: bytes) -> None:

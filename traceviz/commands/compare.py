@@ -33,12 +33,16 @@ examples:
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 import traceviz
-from traceviz.commands.output import check_output, emit
-from traceviz.diagnose import at_least
-from traceviz.pipeline import Report, compare_run, open_report
+from traceviz.commands import output_cache
+from traceviz.commands.collector import collector_off
+from traceviz.commands.output import check_output
 from traceviz.report.formats import COMPARISON, names, renderer
+
+if TYPE_CHECKING:
+    from traceviz.pipeline import Report
 
 FORMATS = names(COMPARISON)
 
@@ -86,6 +90,9 @@ def add_pair_arguments(parser: argparse.ArgumentParser, *, force_help: str) -> N
 
 def build(args: argparse.Namespace) -> Report:
     """The report the arguments ask for (:mod:`traceviz.pipeline` builds it)."""
+    with collector_off():  # heavy (pandas, the analysis): made after the collector's freeze
+        from traceviz.pipeline import compare_run, open_report  # not needed by a cached output
+
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
     names = tuple(args.names) if args.names else None
@@ -100,13 +107,25 @@ def run(args: argparse.Namespace) -> int:
         from traceviz.commands import ranks_compare
 
         return ranks_compare.run(args)
+    # An unchanged input with the same options: the stored output, without pandas.
+    entry = output_cache.compare_entry(args) if args.top >= 0 else None
+    if entry is not None and (hit := entry.read()) is not None:
+        output_cache.write(hit, args.output)
+        return output_cache.exit_code(hit.reached, args.fail_on)
     report = build(args)
-    emit(renderer(args.format).comparison(report, top=args.top), args.output)
-    return fail_status(report, args.fail_on)
+    reached = severities_reached(report)
+    rendered = renderer(args.format).comparison(report, top=args.top)
+    output_cache.emit_cached(rendered, args.output, entry, reached)
+    return output_cache.exit_code(reached, args.fail_on)
+
+
+def severities_reached(report: Report) -> tuple[str, ...]:
+    """The ``--fail-on`` severities that a finding of the report reaches (or passes)."""
+    from traceviz.diagnose import at_least
+
+    return tuple(level for level in output_cache.SEVERITIES if at_least(report.findings, level))
 
 
 def fail_status(report: Report, fail_on: str | None) -> int:
     """1 when ``--fail-on`` is given and a finding of that severity or worse exists, else 0."""
-    if fail_on is None:
-        return 0
-    return 1 if at_least(report.findings, fail_on) else 0
+    return output_cache.exit_code(severities_reached(report), fail_on)

@@ -19,6 +19,9 @@ from rich.segment import Segment
 from traceviz.errors import UsageError
 from traceviz.report.formats import Rendered
 
+#: The width of a drawing written to a file (-o FILE).
+FILE_WIDTH = 140
+
 
 class _PipeConsole(Console):
     def on_broken_pipe(self) -> None:
@@ -78,6 +81,6 @@ def emit(rendered: Rendered, path: str | None) -> None:
             sys.stdout.write(rendered)
     elif path:
         with open_output(path) as handle:
-            rendered(console(file=handle, width=140))
+            rendered(console(file=handle, width=FILE_WIDTH))
     else:
         rendered(console())

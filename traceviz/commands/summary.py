@@ -21,9 +21,7 @@ from __future__ import annotations
 import argparse
 
 import traceviz
-from traceviz.analysis.summary import summarize
-from traceviz.commands.output import emit
-from traceviz.diagnose import diagnose_trace
+from traceviz.commands import output_cache
 from traceviz.report.formats import SUMMARY, names, renderer
 
 RANKS_FORMATS = ("text", "json", "markdown")  # traceviz.ranks.render.FORMATS
@@ -61,7 +59,17 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
+    # An unchanged trace with the same options: the stored output, without pandas.
+    entry = output_cache.summary_entry(args)
+    if entry is not None and (hit := entry.read()) is not None:
+        output_cache.write(hit, None)
+        return 0
+    from traceviz.analysis.summary import summarize
+    from traceviz.diagnose import diagnose_trace
+
     trace = traceviz.load(args.trace)
     summary = summarize(trace, top=args.top)
-    emit(renderer(args.format).summary(summary, diagnose_trace(trace)), None)
+    output_cache.emit_cached(
+        renderer(args.format).summary(summary, diagnose_trace(trace)), None, entry
+    )
     return 0

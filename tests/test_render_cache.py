@@ -1,0 +1,538 @@
+"""The rendered-output cache (traceviz/commands/output_cache.py): a second `traceviz compare`
+or `traceviz summary` of unchanged inputs with the same options writes the first one's bytes
+without pandas, with the right exit code; anything that changes the bytes misses; damage is
+a miss; foreign entries are never read; --no-cache writes nothing; concurrent runs are fine.
+The key is computed without the parser: its copies of the parse cache's rules agree with it."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, SAMPLES
+from traceviz import report_cache
+from traceviz.cli import main
+from traceviz.commands import compare as compare_command
+from traceviz.commands import output_cache
+from traceviz.commands.output import FILE_WIDTH, console
+from traceviz.commands.output_cache import ENTRY_PREFIX, PAYLOAD_FILE
+from traceviz.parse import cache as parse_cache
+from traceviz.parse.read import MAX_BYTES_ENV
+
+GRAPH_BREAK = SAMPLES / "graph-break"  # a warning finding
+LINEAR_ADD = SAMPLES / "linear-add"  # an error finding
+ATTENTION = SAMPLES / "attention"  # info findings only
+HEAVY = ("pandas", "numpy", "pyarrow", "traceviz.pipeline", "traceviz.parse", "traceviz.analysis")
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv(parse_cache.CACHE_DIR_ENV, str(root))
+    monkeypatch.delenv(parse_cache.NO_CACHE_ENV, raising=False)
+    for name in output_cache.RICH_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+    return root
+
+
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Counts the reports and summaries the commands build (output-cache misses)."""
+    seen: list[str] = []
+    build = compare_command.build
+
+    def counted(args):  # type: ignore[no-untyped-def]
+        seen.append("compare")
+        return build(args)
+
+    monkeypatch.setattr(compare_command, "build", counted)
+    import traceviz
+
+    load = traceviz.load
+
+    def counted_load(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append("summary")
+        return load(*args, **kwargs)
+
+    monkeypatch.setattr(traceviz, "load", counted_load)
+    return seen
+
+
+def outputs(root: Path) -> list[Path]:
+    return sorted(root.glob(f"{ENTRY_PREFIX}*")) if root.is_dir() else []
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    assert not err, err
+    return code, out
+
+
+def uncached(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> tuple[int, str]:
+    """The output without any cache (the old path: rendered straight onto the console)."""
+    with monkeypatch.context() as patch:
+        patch.setenv(parse_cache.NO_CACHE_ENV, "1")
+        return run_cli(capsys, argv)
+
+
+# ---- the key's copies of the parse cache's rules agree with it ----------------------------
+
+
+def test_the_key_uses_the_parse_caches_names() -> None:
+    assert report_cache.CACHE_DIR_ENV == parse_cache.CACHE_DIR_ENV
+    assert report_cache.NO_CACHE_ENV == parse_cache.NO_CACHE_ENV
+    assert report_cache.ENTRY_FILE == parse_cache.ENTRY_FILE
+    assert report_cache.MAX_BYTES_ENV == MAX_BYTES_ENV
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},
+        {"TRACEVIZ_CACHE_DIR": "{tmp}/here"},
+        {"TRACEVIZ_CACHE_DIR": "~/somewhere"},
+        {"XDG_CACHE_HOME": "{tmp}/xdg"},
+        {"TRACEVIZ_NO_CACHE": "1", "TRACEVIZ_CACHE_DIR": "{tmp}/here"},
+        {"TRACEVIZ_NO_CACHE": "0"},
+        {"TRACEVIZ_NO_CACHE": " Off "},
+        {"TRACEVIZ_NO_CACHE": "yes"},
+        {"TRACEVIZ_CACHE_DIR": "{tmp}/a-file"},
+    ],
+)
+def test_cache_root_agrees_with_the_parse_cache(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("x")
+    for name in ("TRACEVIZ_CACHE_DIR", "TRACEVIZ_NO_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value.format(tmp=tmp_path))
+
+    def outcome(find: Callable[[], Path | None]) -> object:
+        try:
+            return find()
+        except Exception as err:  # the same error both ways
+            return (type(err), str(err))
+
+    assert outcome(report_cache.cache_root) == outcome(lambda: parse_cache.cache_dir(True))
+
+
+def test_versions_from_dist_info_agree_with_importlib_metadata() -> None:
+    names = ("numpy", "pandas", "pyarrow", "msgspec", "rich", "plotly", "orjson", "PyYAML")
+    found = report_cache.package_versions(names)
+    for name in names:
+        try:
+            expected: str | None = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            expected = None
+        assert found[name] == expected, name
+    assert report_cache.package_versions(["no-such-dist-xyz"]) == {"no-such-dist-xyz": None}
+
+
+def test_the_package_fingerprint_covers_the_front_ends_the_reports_does_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = tmp_path / "traceviz"
+    for rel in ("cli.py", "analysis/kinds.py", "commands/output.py", "dashboard/app.py"):
+        (package / rel).parent.mkdir(parents=True, exist_ok=True)
+        (package / rel).write_text("x = 1\n")
+    monkeypatch.setattr(report_cache, "_PACKAGE", package)
+
+    def fingerprints() -> tuple[str, str]:
+        report_cache._fingerprints.cache_clear()
+        return report_cache._source_fingerprint(), report_cache.package_fingerprint()
+
+    try:
+        report, whole = fingerprints()
+        (package / "commands" / "output.py").write_text("x = 22\n")
+        after_command = fingerprints()
+        assert after_command[0] == report and after_command[1] != whole
+        (package / "analysis" / "kinds.py").write_text("x = 22\n")
+        after_analysis = fingerprints()
+        assert after_analysis[0] != report and after_analysis[1] != after_command[1]
+    finally:
+        monkeypatch.undo()
+        report_cache._fingerprints.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"FORCE_COLOR": "1"}, {"NO_COLOR": "1", "FORCE_COLOR": "1"}, {"TTY_COMPATIBLE": "1"},
+     {"TERM": "dumb", "FORCE_COLOR": "1"}, {"COLUMNS": "77"}],
+)  # fmt: skip
+def test_the_stand_in_for_an_output_file_is_the_files_console(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in output_cache.RICH_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with open(tmp_path / "out.txt", "w", encoding="utf-8") as handle:
+        real = output_cache.describe(console(file=handle, width=FILE_WIDTH))
+    assert output_cache.describe(console(file=io.StringIO(), width=FILE_WIDTH)) == real
+
+
+# ---- second looks ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_second_compare_of_a_run_writes_the_same_bytes_without_building(
+    fmt: str,
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = ["compare", str(GRAPH_BREAK), "--format", fmt]
+    reference = uncached(capsys, monkeypatch, argv)
+    builds.clear()
+    assert run_cli(capsys, argv) == reference  # a miss: rendered into a string, then written
+    assert builds == ["compare"] and len(outputs(cache)) == 1
+    assert run_cli(capsys, argv) == reference  # a hit
+    assert builds == ["compare"]
+    stored = (outputs(cache)[0] / PAYLOAD_FILE).read_text(encoding="utf-8")
+    assert stored == reference[1]
+
+
+def test_second_compare_of_a_corpus_pair(
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
+    b = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
+    if not a.is_file():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    argv = ["compare", str(a), str(b), "--force", "--top", "5"]
+    reference = uncached(capsys, monkeypatch, argv)
+    builds.clear()
+    assert run_cli(capsys, argv) == reference
+    assert run_cli(capsys, argv) == reference
+    assert builds == ["compare"]
+
+
+@pytest.mark.parametrize(
+    ("run", "fail_on"),
+    [(GRAPH_BREAK, "warning"), (GRAPH_BREAK, "error"), (LINEAR_ADD, "error"),
+     (LINEAR_ADD, "warning"), (ATTENTION, "warning"), (ATTENTION, None)],
+)  # fmt: skip
+def test_fail_on_exit_code_is_the_same_on_a_hit(
+    run: Path,
+    fail_on: str | None,
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = ["compare", str(run), "--format", "json"] + (["--fail-on", fail_on] if fail_on else [])
+    reference = uncached(capsys, monkeypatch, argv)
+    builds.clear()
+    assert run_cli(capsys, argv) == reference
+    assert run_cli(capsys, argv) == reference
+    assert builds == ["compare"]
+    # the code is the findings' own, whatever --fail-on the entry was written under
+    other = [a for a in argv if a not in ("--fail-on", "warning", "error")] + ["--fail-on", "error"]
+    expected = uncached(capsys, monkeypatch, other)
+    builds.clear()
+    assert run_cli(capsys, other) == expected
+    assert builds == []
+
+
+def test_the_fail_on_codes_are_exercised() -> None:
+    """The runs above cover both codes (the findings of these sample runs)."""
+    from traceviz.pipeline import compare_run
+
+    reached = {run.name: compare_command.severities_reached(compare_run(run))
+               for run in (GRAPH_BREAK, LINEAR_ADD, ATTENTION)}  # fmt: skip
+    assert reached == {"graph-break": ("warning",), "linear-add": ("warning", "error"),
+                       "attention": ()}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_output_file_gets_the_same_bytes(
+    fmt: str,
+    tmp_path: Path,
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = tmp_path / "report.out"
+    argv = ["compare", str(GRAPH_BREAK), "--format", fmt, "-o", str(target)]
+    assert uncached(capsys, monkeypatch, argv) == (0, "")
+    reference = target.read_bytes()
+    target.unlink()
+    builds.clear()
+    for _ in range(2):
+        assert run_cli(capsys, argv) == (0, "")
+        assert target.read_bytes() == reference
+        target.write_text("something else")
+    assert builds == ["compare"]
+    # a file and stdout: the same text formats share one entry, a drawing does not
+    run_cli(capsys, ["compare", str(GRAPH_BREAK), "--format", fmt])
+    assert len(outputs(cache)) == (2 if fmt == "text" else 1)
+
+
+def test_output_onto_a_device_is_not_cached(
+    cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", str(ATTENTION), "--format", "json", "-o", os.devnull]
+    for _ in range(2):
+        assert run_cli(capsys, argv) == (0, "")
+    assert builds == ["compare", "compare"] and outputs(cache) == []
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_second_summary_writes_the_same_bytes(
+    fmt: str,
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    argv = [
+        "summary",
+        str(GRAPH_BREAK / "compiled.pt.trace.json.gz"),
+        "--format",
+        fmt,
+        "--top",
+        "3",
+    ]
+    reference = uncached(capsys, monkeypatch, argv)
+    builds.clear()
+    assert run_cli(capsys, argv) == reference
+    assert run_cli(capsys, argv) == reference
+    assert builds == ["summary"] and len(outputs(cache)) == 1
+
+
+# ---- what misses -----------------------------------------------------------------------------
+
+
+def test_each_option_and_input_change_misses(
+    tmp_path: Path,
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    a, b = (tmp_path / "eager.json.gz", tmp_path / "compiled.json.gz")
+    a.write_bytes((GRAPH_BREAK / "eager.pt.trace.json.gz").read_bytes())
+    b.write_bytes((GRAPH_BREAK / "compiled.pt.trace.json.gz").read_bytes())
+    base = ["compare", str(a), str(b)]
+    variants = [
+        base,
+        [*base, "--top", "3"],
+        [*base, "--format", "json"],
+        [*base, "--names", "x", "y"],
+        [*base, "--force"],
+    ]
+    seen = set()
+    for argv in variants:
+        first = run_cli(capsys, argv)
+        assert run_cli(capsys, argv) == first
+        seen.add(first[1])
+    assert builds == ["compare"] * len(variants) and len(outputs(cache)) == len(variants)
+    assert len(seen) >= 4  # --force changes nothing on a comparable pair
+    builds.clear()
+    monkeypatch.setenv("COLUMNS", "90")  # another width
+    narrow = run_cli(capsys, base)
+    monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal, in colour
+    monkeypatch.setenv("TERM", "xterm-256color")
+    colour = run_cli(capsys, base)
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain_terminal = run_cli(capsys, base)
+    assert builds == ["compare"] * 3
+    assert (
+        "\x1b[" in colour[1] and "\x1b[" in plain_terminal[1] and "\x1b[38" not in plain_terminal[1]
+    )
+    assert "\x1b[" not in narrow[1]
+    for name in ("FORCE_COLOR", "TERM", "NO_COLOR", "COLUMNS"):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("COLUMNS", "120")
+    builds.clear()
+    st = b.stat()
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # the input touched
+    run_cli(capsys, base)
+    assert builds == ["compare"]
+
+
+def test_a_width_changed_during_the_render_is_not_stored(
+    cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("COLUMNS")
+    width = [100]
+    monkeypatch.setattr(os, "get_terminal_size", lambda *_: os.terminal_size((width[0], 30)))
+    entry = output_cache._entry("compare", {"x": 1}, "text", 10, None)
+    assert entry is not None and entry.key["render"]["console"]["width"] == 100
+    width[0] = 90  # the terminal resized while the report is built
+    output_cache.emit_cached(lambda c: c.print("x" * 95), None, entry)
+    assert capsys.readouterr().out == "x" * 90 + "\n" + "x" * 5 + "\n"  # drawn at 90
+    assert outputs(cache) == []
+
+
+# ---- safety ----------------------------------------------------------------------------------
+
+
+def test_damaged_entries_are_misses_and_rewritten(
+    cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", str(ATTENTION), "--format", "markdown"]
+    reference = run_cli(capsys, argv)
+    (entry,) = outputs(cache)
+    payload = entry / PAYLOAD_FILE
+    damages: list[Callable[[], None]] = [
+        lambda: payload.write_bytes(payload.read_bytes().replace(b"|", b"!", 1)),  # same size
+        lambda: payload.write_bytes(payload.read_bytes()[:-3]),
+        lambda: payload.unlink(),
+        lambda: (entry / "entry.json").write_text("{not json"),
+        lambda: (entry / "entry.json").write_text(
+            json.dumps({**json.loads((entry / "entry.json").read_text()), "reached": ["fatal"]})
+        ),
+    ]
+    for damage in damages:
+        builds.clear()
+        damage()
+        assert run_cli(capsys, argv) == reference
+        assert builds == ["compare"]
+        assert run_cli(capsys, argv) == reference  # rewritten
+        assert builds == ["compare"]
+        (entry,) = outputs(cache)
+        payload = entry / PAYLOAD_FILE
+
+
+def _plant(entry: Path, text: str) -> None:
+    """Replace an entry's output by ``text``, its header made to match (a forged entry)."""
+    import hashlib
+
+    data = text.encode()
+    (entry / PAYLOAD_FILE).write_bytes(data)
+    header = json.loads((entry / "entry.json").read_text())
+    header.update(payload_bytes=len(data), sha256=hashlib.sha256(data).hexdigest())
+    (entry / "entry.json").write_text(json.dumps(header))
+
+
+@pytest.mark.parametrize("writable", ["directory", "entry.json", "payload"])
+def test_an_entry_others_could_write_is_never_read(
+    writable: str, cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", str(ATTENTION), "--format", "json"]
+    reference = run_cli(capsys, argv)
+    (entry,) = outputs(cache)
+    _plant(entry, "planted\n")
+    target = {"directory": entry, "entry.json": entry / "entry.json",
+              "payload": entry / PAYLOAD_FILE}[writable]  # fmt: skip
+    mode = target.stat().st_mode
+    target.chmod(mode | 0o022)
+    builds.clear()
+    assert run_cli(capsys, argv) == reference  # the planted bytes are not shown
+    assert builds == ["compare"]
+    if writable == "directory":  # not ours to remove either
+        assert (entry / PAYLOAD_FILE).read_text() == "planted\n"
+        target.chmod(mode)
+        assert run_cli(capsys, argv) == (0, "planted\n")  # the check was all that stopped it
+
+
+def test_a_linked_entry_is_never_read(
+    tmp_path: Path, cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["compare", str(ATTENTION), "--format", "json"]
+    reference = run_cli(capsys, argv)
+    (entry,) = outputs(cache)
+    elsewhere = tmp_path / "elsewhere"
+    entry.rename(elsewhere)
+    entry.symlink_to(elsewhere)
+    builds.clear()
+    assert run_cli(capsys, argv) == reference
+    assert builds == ["compare"] and entry.is_symlink()
+
+
+def test_no_cache_writes_no_output(tmp_path: Path, cache: Path) -> None:
+    env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache))
+    env.pop("TRACEVIZ_NO_CACHE", None)
+    exe = Path(sys.executable).with_name("traceviz")
+    argv = [str(exe), "compare", str(ATTENTION), "--format", "json"]
+    subprocess.run([*argv, "--no-cache"], env=env, capture_output=True, check=True)
+    subprocess.run(argv, env={**env, "TRACEVIZ_NO_CACHE": "1"}, capture_output=True, check=True)
+    assert outputs(cache) == []
+    other = tmp_path / "other-cache"
+    subprocess.run([*argv, "--cache-dir", str(other)], env=env, capture_output=True, check=True)
+    assert outputs(cache) == [] and len(outputs(other)) == 1
+
+
+def test_output_entries_share_the_size_bound(cache: Path, capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    run_cli(capsys, ["compare", str(ATTENTION), "--format", "json"])
+    (first,) = outputs(cache)
+    os.utime(first / "entry.json", (1, 1))  # the least recently used
+    monkeypatch.setenv(parse_cache.MAX_CACHE_BYTES_ENV, "1")
+    run_cli(capsys, ["compare", str(ATTENTION), "--format", "markdown"])
+    assert first not in outputs(cache) and len(outputs(cache)) == 1
+
+
+def _cli_code(argv: list[str]) -> str:
+    return (
+        "import sys, json\n"
+        "from traceviz.cli import main\n"
+        f"code = main({argv!r})\n"
+        "sys.stdout.flush()\n"
+        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "print('\\nHEAVY=' + json.dumps([code, heavy]), file=sys.stderr)\n"
+    )
+
+
+def _run_fresh(argv: list[str], env: dict[str, str]) -> tuple[str, int, list[str]]:
+    done = subprocess.run([sys.executable, "-c", _cli_code(argv)], env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    _, _, facts = done.stderr.rpartition("\nHEAVY=")
+    assert facts, done.stderr[-2000:]
+    code, heavy = json.loads(facts)
+    return done.stdout, code, heavy
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", str(LINEAR_ADD), "--fail-on", "error"],
+        ["compare", str(GRAPH_BREAK), "--format", "json"],
+        ["compare", str(GRAPH_BREAK / "eager.pt.trace.json.gz"),
+         str(GRAPH_BREAK / "compiled.pt.trace.json.gz"), "--format", "markdown"],
+        ["summary", str(ATTENTION / "compiled.pt.trace.json.gz")],
+    ],
+)  # fmt: skip
+def test_a_hit_imports_no_pandas_numpy_or_parser(argv: list[str], cache: Path) -> None:
+    env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache), COLUMNS="100")
+    env.pop("TRACEVIZ_NO_CACHE", None)
+    first, first_code, first_heavy = _run_fresh(argv, env)
+    assert "pandas" in first_heavy  # the miss builds it
+    second, second_code, second_heavy = _run_fresh(argv, env)
+    assert (second, second_code) == (first, first_code) and first
+    assert second_heavy == [], f"a hit imported {second_heavy}"
+
+
+def test_concurrent_runs_write_one_entry(cache: Path) -> None:
+    env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache), COLUMNS="100")
+    env.pop("TRACEVIZ_NO_CACHE", None)
+    exe = Path(sys.executable).with_name("traceviz")
+    argv = [str(exe), "compare", str(ATTENTION)]
+    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+             for _ in range(3)]  # fmt: skip
+    results = [proc.communicate() for proc in procs]
+    assert all(proc.returncode == 0 for proc in procs), results
+    assert len({out for out, _ in results}) == 1 and all(not err for _, err in results)
+    third = subprocess.run(argv, env=env, capture_output=True, check=True)
+    assert third.stdout == results[0][0]
+    assert len(outputs(cache)) == 1
+    assert not [p for p in cache.iterdir() if p.name.startswith(".tmp-")]
