@@ -22,6 +22,7 @@ import argparse
 
 import traceviz
 from traceviz.commands import output_cache
+from traceviz.commands.collector import collector_off
 from traceviz.report.formats import SUMMARY, names, renderer
 
 RANKS_FORMATS = ("text", "json", "markdown")  # traceviz.ranks.render.FORMATS
@@ -64,8 +65,10 @@ def run(args: argparse.Namespace) -> int:
     if entry is not None and (hit := entry.read()) is not None:
         output_cache.write(hit, None)
         return 0
-    from traceviz.analysis.summary import summarize
-    from traceviz.diagnose import diagnose_trace
+    with collector_off():  # heavy (pandas, the analyses): made after the collector's freeze
+        from traceviz.analysis.summary import summarize
+        from traceviz.diagnose import diagnose_trace
+        from traceviz.parse import load_trace  # noqa: F401  (traceviz.load's parser, imported here)
 
     trace = traceviz.load(args.trace)
     summary = summarize(trace, top=args.top)
