@@ -13,10 +13,11 @@ three are measured in the same run, so their differences hold on a busy machine 
 Also timed (issue 14): `traceviz compare RUN` on the sample run ``sample_traces/pointwise``
 (parse cache off) against ``python -c "import traceviz, pandas"`` plus parsing the traces the
 command parses, target ≤ 1.5×, with the caches off (the cold cost) and warm (a second look:
-the report cache reads the report back). The floor is every trace `compare RUN` must parse:
-the run's eager and compiled traces and its eager lines trace (the eager steps profiled again
-under the line marks, where the eager kernels' source lines come from); the issue's first
-floor, the two traces only, is printed beside it.
+the rendered-output cache writes the stored output; neither pandas nor the report is
+loaded). The floor is every trace `compare RUN` must parse: the run's eager and compiled
+traces and its eager lines trace (the eager steps profiled again under the line marks, where
+the eager kernels' source lines come from); the issue's first floor, the two traces only, is
+printed beside it.
 
 Prints a Markdown table (best and median, ms; extra over `python -c pass`) and PASS/FAIL of the
 issue-13 target (`traceviz --help` at most 0.5 s); exits 0 whatever the numbers (a measurement,
@@ -40,7 +41,7 @@ BIN = Path(sys.executable).parent
 TRACEVIZ = BIN / "traceviz"
 TARGET_S = 0.5
 SAMPLE_RUN = Path(__file__).resolve().parents[1] / "sample_traces" / "pointwise"
-# the report cache of the "second look" contender: filled by its warm-up run, removed at the end
+# the caches of the "second look" contender: filled by its warm-up run, removed at the end
 REPORT_CACHE = Path(tempfile.gettempdir()) / f"traceviz-bench-cli-cache-{os.getpid()}"
 
 PARSE = [
@@ -73,7 +74,7 @@ CONTENDERS: dict[str, list[str]] = {
     "import traceviz, pandas + parse RUN": [*PARSE, *RUN_TRACES[:2]],
     "import traceviz, pandas + parse RUN's 3 traces": [*PARSE, *RUN_TRACES],
     "traceviz compare RUN": [str(TRACEVIZ), "compare", str(SAMPLE_RUN), "--no-cache"],
-    # the same again with the caches on and warm: the report is read back, not rebuilt
+    # the same again with the caches on and warm: the stored output is written, nothing rebuilt
     "traceviz compare RUN, second look": [
         str(TRACEVIZ),
         "compare",
@@ -130,7 +131,7 @@ def report(times: dict[str, list[float]]) -> str:
     second = min(times["traceviz compare RUN, second look"])
     verdict = "PASS" if second <= COMPARE_TARGET * floor else "FAIL"
     lines.append(
-        f"the same, second look (report cache warm): {second:.3f} s / {floor:.3f} s = "
+        f"the same, second look (output cache warm): {second:.3f} s / {floor:.3f} s = "
         f"{second / floor:.2f} {verdict}"
     )
     lines.append(
