@@ -39,8 +39,12 @@ __all__ = ["NATIVE_ENV", "NativeSource", "parse_native", "scan", "scanner_module
 
 NATIVE_ENV = "TRACEVIZ_NATIVE"
 # Events scanned into columns at a time (kinds and values: 9 bytes a field, 34 fields: about
-# 20 MB a batch at this size); chosen by measurement (benchmarks/parse.py, 10x file).
-BATCH_EVENTS = 65536
+# 10 MB a batch at this size). Chosen by measurement (benchmarks/parse.py, fresh processes):
+# a batch's buffers are new memory, and a page fault costs ~3 us a page on the benchmark VM,
+# so a fresh process pays ~0.4 us an event of batch size once; each batch also costs ~1 ms of
+# fixed work. 65536 -> 32768: the 1x trace 13.5k -> 9.9k page faults, its load ~6 ms CPU less;
+# the 10x trace no slower.
+BATCH_EVENTS = 32768
 
 ABSENT, NULL, INT, FLOAT, STR, RAW = range(6)  # the scanner's kind codes
 _NONE_KINDS = 1 << ABSENT | 1 << NULL
@@ -313,9 +317,21 @@ def _factorize(
 
 
 def _present(kinds: np.ndarray) -> int:
-    """The kinds present in ``kinds``, as a bit set (bit k for kind k)."""
-    counts = np.bincount(kinds, minlength=RAW + 1)
-    return sum(1 << k for k in np.flatnonzero(counts).tolist())
+    """The kinds present in ``kinds`` (uint8), as a bit set (bit k for kind k).
+
+    Two reductions over the bytes: their least and greatest (most fields hold one kind: done),
+    else the OR of ``1 << kind`` in uint8, exact for kinds 0..7 (a kind beyond, which the
+    scanner never gives, is counted the slow way). No intp copy of the column, as a bincount
+    would make."""
+    if not len(kinds):
+        return 0
+    low, high = int(kinds.min()), int(kinds.max())
+    if low == high:
+        return 1 << low
+    if high > 7:
+        counts = np.bincount(kinds)
+        return sum(1 << k for k in np.flatnonzero(counts).tolist())
+    return int(np.bitwise_or.reduce(np.left_shift(np.uint8(1), kinds)))
 
 
 def _plain_key(present: int, default: Any) -> bool:
