@@ -4,6 +4,7 @@ must be equal to the last bit, on every corpus and sample trace, and on hand-mad
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -13,8 +14,12 @@ import pytest
 
 from tests.conftest import SAMPLES, corpus_params, load_trace
 from traceviz.analysis import chains as chains_mod
+from traceviz.analysis import idle as idle_mod
+from traceviz.analysis import windows as windows_mod
+from traceviz.analysis.blocking import blocked_intervals, blocking_calls
 from traceviz.analysis.chains import OPTIMIZER
-from traceviz.schema import OpCategory, Ops
+from traceviz.analysis.windows import StepWindows, step_windows
+from traceviz.schema import Kernels, OpCategory, Ops
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
     SAMPLES.glob("h200/*/*.pt.trace.json.gz")
@@ -112,3 +117,97 @@ def test_op_context_equals_reference_on_odd_columns() -> None:
     )
     _same(chains_mod._op_context(with_python), _op_context_reference(with_python))
     _same(chains_mod._op_context(ops.iloc[:0]), _op_context_reference(ops.iloc[:0]))
+
+
+# --- idle._split_steps: every step at once -----------------------------------------------------
+
+
+def _both_splits(
+    windows: StepWindows,
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+    issued: npt.NDArray[np.float64],
+    blocked: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]],
+    outer: pd.DataFrame,
+) -> None:
+    """_split_steps (all windows at once) equals _split_each (the loop it replaced)."""
+    order = np.argsort(starts, kind="stable")
+    activities = (starts[order], ends[order], issued[order])
+    blocked_set = idle_mod._Blocked(*blocked)
+    ops = idle_mod._OuterOps(outer)
+    got = idle_mod._split_steps(windows, activities, blocked_set, ops)
+    want = idle_mod._split_each(windows, activities, blocked_set, ops)
+    assert got[0] == want[0]  # the per-step rows: every float to the last bit
+    assert len(got[1]) == len(want[1])
+    for g, w in zip(got[1], want[1], strict=True):
+        assert g[:2] == w[:2]
+        _same(g[2], w[2])
+        _same(g[3], w[3])
+    _same(got[2], want[2])
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_split_steps_equals_the_step_loop_on_real_traces(path: Path) -> None:
+    trace = load_trace(path)
+    windows = step_windows(trace)
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    blocking = blocking_calls(trace)
+    outer = idle_mod._outer_ops(trace, idle_mod._main_thread(trace))
+    _both_splits(windows, starts, ends, issued, blocked_intervals(blocking.calls), outer)
+    # the whole split takes the new path on these traces (ordered, finite windows)
+    assert idle_mod._in_order(windows) or not np.isfinite(windows.end_us).all()
+
+
+def _windows(bounds: list[tuple[float, float]]) -> StepWindows:
+    return StepWindows(
+        steps=list(range(1, len(bounds) + 1)),
+        start_us=np.array([b[0] for b in bounds], dtype=float),
+        end_us=np.array([b[1] for b in bounds], dtype=float),
+    )
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_split_steps_equals_the_step_loop_on_random_steps(seed: int) -> None:
+    """Touching windows, gaps between them, empty and zero-length windows, activities
+    outside every window, overlapping and nested activities, unknown launches, blocked calls
+    across window edges, CPU ops across them."""
+    rng = np.random.default_rng(seed)
+    edges = np.cumsum(rng.choice([0.0, 0.0, 5.0, 40.0, 120.0], size=12))
+    bounds = []
+    for a, b in itertools.pairwise(edges):
+        if rng.random() < 0.7:
+            bounds.append((float(a), float(b)))
+    if not bounds:
+        bounds = [(0.0, 100.0)]
+    windows = _windows(bounds)
+    assert idle_mod._in_order(windows)
+    n = int(rng.integers(0, 80))
+    span = edges[-1] + 20.0
+    starts = np.round(rng.random(n) * span - 10.0, 1)
+    starts[rng.random(n) < 0.05] = np.nan
+    ends = starts + np.round(rng.choice([0.0, 0.5, 3.0, 30.0, 200.0], size=n), 1)
+    issued = starts - np.round(rng.random(n) * 20.0, 1)
+    issued[rng.random(n) < 0.3] = np.nan
+    m = int(rng.integers(0, 12))
+    b_lo = np.round(rng.random(m) * span, 1)
+    blocked = windows_mod.union(b_lo, b_lo + np.round(rng.random(m) * 40.0, 1))
+    k = int(rng.integers(0, 30))
+    o_lo = np.sort(np.round(rng.random(k) * span, 1))
+    o_hi = o_lo + np.round(rng.random(k) * 10.0, 1)
+    reach = np.concatenate([[-np.inf], np.maximum.accumulate(o_hi)[:-1]]) if k else o_lo
+    keep = o_lo >= reach
+    outer = pd.DataFrame({Ops.ts_us: o_lo[keep], Ops.dur_us: o_hi[keep] - o_lo[keep]})
+    _both_splits(windows, starts, ends, issued, blocked, outer)
+
+
+def test_split_takes_the_loop_for_windows_out_of_order() -> None:
+    assert not idle_mod._in_order(_windows([(0.0, 10.0), (5.0, 20.0)]))  # overlapping
+    assert not idle_mod._in_order(_windows([(10.0, 20.0), (0.0, 5.0)]))  # unordered
+    assert not idle_mod._in_order(_windows([(10.0, 5.0)]))  # negative length
+    assert not idle_mod._in_order(_windows([(0.0, np.inf)]))  # infinite
+    assert idle_mod._in_order(_windows([(0.0, 10.0), (10.0, 10.0), (10.0, 20.0)]))
