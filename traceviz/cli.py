@@ -121,14 +121,16 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",
         metavar="DIR",
-        help="where parsed traces and compare's reports are kept, so that the next look at "
-        "unchanged traces skips the parse and the analysis (default: $TRACEVIZ_CACHE_DIR, else "
+        help="where parsed traces, compare's reports and what compare and summary printed are "
+        "kept, so that the next look at unchanged traces skips the parse and the analysis, or "
+        "prints the same output at once (default: $TRACEVIZ_CACHE_DIR, else "
         "~/.cache/traceviz)",
     )
     parser.add_argument(
         "--no-cache",
         action="store_true",
-        help="neither read nor write the parse and report caches (also: TRACEVIZ_NO_CACHE=1)",
+        help="neither read nor write the parse, report and output caches (also: "
+        "TRACEVIZ_NO_CACHE=1)",
     )
 
 
