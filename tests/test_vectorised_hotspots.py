@@ -26,6 +26,7 @@ from traceviz.analysis.memory import memory_traffic
 from traceviz.analysis.timeline import data_keys, largest_shape, timeline
 from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
 from traceviz.diagnose.facts import facts_of_trace, kernel_steps
+from traceviz.parse.compile_log import STEP_SYNC_MARK
 from traceviz.schema import Kernels, LaunchClass, Launches, Ops
 from traceviz.trace import Trace
 
@@ -233,8 +234,10 @@ def _check_blocking(trace: Trace) -> blocking_mod.BlockingCalls:
     _same(blocking_mod.blocking_reasons(trace), reasons)
     found = blocking_calls(trace)
     col = blocking_mod.BlockingColumns
+    blocking = np.flatnonzero(reasons != "")
+    harness = blocking_mod.issuers(trace, blocking)[0] == STEP_SYNC_MARK  # the runner's sync
     assert found.calls[col.launch_row].tolist() == sorted(
-        np.flatnonzero(reasons != "").tolist(),
+        blocking[~harness].tolist(),
         key=lambda r: trace.launches[Launches.ts_us].iat[r],
     )
     rows = found.calls[col.launch_row].to_numpy()
