@@ -1,21 +1,26 @@
-"""Issue 14, parse in a fresh process: the native path's batch size and its per-field kind sets.
+"""Issue 14, parse in a fresh process: the native path's batch size and its per-field kind sets,
+and the regions table's fixed cost.
 
 ``native._present`` (two reductions, then an OR of bits) replaced a ``np.bincount`` per field;
 the bincount form is kept here and compared on random kinds and on every kind column of every
 real trace. ``native.BATCH_EVENTS`` went 65536 -> 32768 (fewer fresh pages a process touches):
 the tables do not depend on it, checked on the real traces that span several batches.
+``regions.region_table`` builds its table in final order and dtypes; the general build (object
+columns sorted and cast by pandas, ``regions._region_table_general``) is compared with it on
+every real trace and on hand-made nestings, ties and missing graph keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, corpus_files
-from traceviz.parse import load_trace, native, read
+from tests.conftest import SAMPLES, corpus_files, kernel, launch, op, write_trace
+from traceviz.parse import load_trace, native, read, regions
 from traceviz.trace import Trace
 
 REAL = corpus_files() + sorted(SAMPLES.rglob("*.json.gz"))
@@ -88,3 +93,73 @@ def test_batch_size_changes_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
             with monkeypatch.context() as patch:
                 patch.setattr(native, "BATCH_EVENTS", size)
                 _tables_equal(default, load_trace(path, cache=False))
+
+
+def _assert_same_regions(fast: pd.DataFrame, general: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(fast, general, check_exact=True)
+    for column in fast.columns:
+        if isinstance(fast[column].dtype, pd.CategoricalDtype):
+            want = general[column].cat.categories
+            assert fast[column].cat.categories.dtype == want.dtype, column
+            assert list(fast[column].cat.categories) == list(want), column
+            np.testing.assert_array_equal(fast[column].cat.codes, general[column].cat.codes)
+
+
+def test_region_table_equals_the_general_build_on_real_traces() -> None:
+    with_regions = 0
+    for path in REAL:
+        trace = load_trace(path, cache=False)
+        general = regions._region_table_general(trace.ops, trace.kernels)
+        _assert_same_regions(regions.region_table(trace.ops, trace.kernels), general)
+        _assert_same_regions(trace.regions, general)
+        with_regions += len(general) > 0
+        # the kernels credited to one kind's regions are at most the kernels measured
+        for _, part in trace.regions.groupby("kind", observed=True):
+            assert part["kernel_count"].sum() <= len(trace.kernels)
+            assert part["kernel_time_us"].sum() <= trace.kernels["excl_dur_us"].sum() + 1e-6
+    assert with_regions >= 5
+
+
+def _region_events() -> list[dict]:
+    """Regions out of start order over two threads, identical nested spans (ties), FX-graph
+    calls with and without a key, a recompile, and kernels launched inside them."""
+    return [
+        op("Torch-Compiled Region: 1/0", 50, 40, tid=2),
+        op("Torch-Compiled Region: 0/0", 10, 100),
+        op("Torch-Compiled Region: 0/0", 10, 100),  # the same span twice: a tie
+        op("## Call CompiledFxGraph fb ##", 20, 30),
+        op("## Call CompiledFxGraph None ##", 55, 10, tid=2),
+        op("## Call CompiledFxGraph aa ##", 10, 100),
+        op("Torch-Compiled Region: 0/1", 150, 20),
+        op("CompiledFunction", 60, 5, tid=2),
+        op("CompiledFunctionBackward", 200, 5),
+        launch("cudaLaunchKernel", 25, 2, 1),
+        launch("cudaLaunchKernel", 56, 2, 2, tid=2),
+        launch("cudaLaunchKernel", 155, 2, 3),
+        launch("cudaLaunchKernel", 300, 2, 4),
+        kernel("k1", 30, 4, 1),
+        kernel("k2", 60, 4, 2),
+        kernel("k3", 160, 4, 3),
+        kernel("k4", 310, 4, 4),
+    ]
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        pytest.param(lambda e: True, id="all"),
+        pytest.param(lambda e: "CompiledFxGraph" not in e["name"], id="no-graph-keys"),
+        pytest.param(lambda e: "None" not in e["name"], id="keys-only"),
+        pytest.param(lambda e: e["name"] != "Torch-Compiled Region: 0/0", id="no-ties"),
+        pytest.param(lambda e: e.get("cat") != "kernel", id="no-kernels"),
+        pytest.param(lambda e: "Compiled" not in e["name"], id="no-regions"),
+    ],
+)
+def test_region_table_equals_the_general_build_on_made_traces(
+    tmp_path: Path, keep: Callable[[dict], bool]
+) -> None:
+    path = write_trace(tmp_path / "regions.json", [e for e in _region_events() if keep(e)])
+    trace = load_trace(path, cache=False)
+    general = regions._region_table_general(trace.ops, trace.kernels)
+    _assert_same_regions(regions.region_table(trace.ops, trace.kernels), general)
+    _assert_same_regions(trace.regions, general)
