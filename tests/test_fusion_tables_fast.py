@@ -64,6 +64,7 @@ def test_line_totals_equal_the_named_agg_form(report, monkeypatch) -> None:  # t
         return ops_text(located, keys)
 
     monkeypatch.setattr(fusion_lines, "_ops_text", capture)
+    monkeypatch.setattr(fusion_lines, "SMALL_ROWS", -1)  # the grouped form, whatever the size
     by_line = report.fusion.by_line
     if by_line.empty:
         pytest.skip("no source lines in this run")

@@ -27,7 +27,7 @@ different numbers, the compiled side is scaled to the eager side's step count fi
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -214,21 +214,20 @@ def fusion_map(
     scale = _step_scale(eager, compiled)
     eager_count = _kernel_count(eager)
     compiled_count = _kernel_count(compiled)
-    base = FusionMap(
-        kernels=_empty(FUSION_KERNELS_DTYPES),
-        eager_only=_empty(EAGER_ONLY_DTYPES),
-        not_fusions=_empty(NOT_FUSIONS_DTYPES),
-        eager_kernel_count=eager_count,
-        compiled_kernel_count=compiled_count,
-        eager_kernels_per_compiled_kernel=None,
-        est_bytes_saved=None,
-        eager_traffic=eager_traffic,
-        compiled_traffic=compiled_traffic,
-        step_scale=scale,
-        comparability=verdict,
-    )
     if verdict.withheld:
-        return base
+        return FusionMap(
+            kernels=_empty(FUSION_KERNELS_DTYPES),
+            eager_only=_empty(EAGER_ONLY_DTYPES),
+            not_fusions=_empty(NOT_FUSIONS_DTYPES),
+            eager_kernel_count=eager_count,
+            compiled_kernel_count=compiled_count,
+            eager_kernels_per_compiled_kernel=None,
+            est_bytes_saved=None,
+            eager_traffic=eager_traffic,
+            compiled_traffic=compiled_traffic,
+            step_scale=scale,
+            comparability=verdict,
+        )
     if compiled_classified is None:
         compiled_classified = classify(compiled)
     credits = credit_eager_kernels(
@@ -240,20 +239,28 @@ def fusion_map(
     ops = kernel_ops(credits)
     kernels = _kernel_table(compiled_classified, credits, ops, recorded)
     not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
+    # the empty tables are built only where they are the answer (~2 ms each on a first call)
     by_line = (
-        lines_table(credits, compiled_classified, lines) if lines is not None else base.by_line
+        lines_table(credits, compiled_classified, lines)
+        if lines is not None
+        else _empty(BY_LINE_DTYPES)
     )
-    return replace(
-        base,
+    return FusionMap(
         kernels=kernels,
         eager_only=_eager_only(credits),
         not_fusions=schema.conform(not_fusions, NOT_FUSIONS_DTYPES),
+        eager_kernel_count=eager_count,
+        compiled_kernel_count=compiled_count,
         eager_kernels_per_compiled_kernel=(
             eager_count / (compiled_count * scale) if compiled_count else None
         ),
         est_bytes_saved=_bytes_saved(compiled, eager_traffic, compiled_traffic, scale),
+        eager_traffic=eager_traffic,
+        compiled_traffic=compiled_traffic,
+        step_scale=scale,
         credits=credits,
         by_line=by_line,
+        comparability=verdict,
         ops=ops,
     )
 

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
+from traceviz.analysis.fusion_by_line import SMALL_ROWS, lines_table_rows
 from traceviz.analysis.fusion_match import (
     COMPOSITES,
     HEAVY_KEYS,
@@ -221,11 +222,27 @@ def lines_table(
     """The credits per eager source line (:class:`ByLine`; module docstring)."""
     if lines.eager.empty:
         return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
-    located = credits.merge(
-        lines.eager.rename(columns={"eager_row": Credits.eager_row}), on=Credits.eager_row
-    )
+    located = _located(credits, lines)
     if located.empty:
         return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
+    if len(located) <= SMALL_ROWS:  # the same table without groupbys (fusion_by_line)
+        return lines_table_rows(located, compiled_classified, _generated, BY_LINE_DTYPES)
+    return _lines_table_grouped(located, compiled_classified)
+
+
+def _located(credits: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
+    """The credits joined to their eager source lines (``file``, ``line``, ``code``, ...)."""
+    return credits.merge(
+        lines.eager.rename(columns={"eager_row": Credits.eager_row}), on=Credits.eager_row
+    )
+
+
+def _generated(kernel: str) -> bool:
+    return fused_kernel_ops(kernel) is not None
+
+
+def _lines_table_grouped(located: pd.DataFrame, compiled_classified: pd.DataFrame) -> pd.DataFrame:
+    """:func:`lines_table` of the located credits by pandas' groupbys (large inputs)."""
     keys = [ByLine.file, ByLine.line]
     # plain aggregations, not a named ``agg(**…)`` (the same table, ~7x slower in pandas 3)
     grouped = located.groupby(keys, sort=False)
