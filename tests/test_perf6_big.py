@@ -15,11 +15,12 @@ import pytest
 from tests.conftest import SAMPLES, corpus_params, load_trace
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import idle as idle_mod
+from traceviz.analysis import launch as launch_mod
 from traceviz.analysis import windows as windows_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
 from traceviz.analysis.chains import OPTIMIZER
 from traceviz.analysis.windows import StepWindows, step_windows
-from traceviz.schema import Kernels, OpCategory, Ops
+from traceviz.schema import Kernels, Launches, OpCategory, Ops
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
     SAMPLES.glob("h200/*/*.pt.trace.json.gz")
@@ -160,7 +161,7 @@ def test_split_steps_equals_the_step_loop_on_real_traces(path: Path) -> None:
     outer = idle_mod._outer_ops(trace, idle_mod._main_thread(trace))
     _both_splits(windows, starts, ends, issued, blocked_intervals(blocking.calls), outer)
     # the whole split takes the new path on these traces (ordered, finite windows)
-    assert idle_mod._in_order(windows) or not np.isfinite(windows.end_us).all()
+    assert windows.in_order() or not np.isfinite(windows.end_us).all()
 
 
 def _windows(bounds: list[tuple[float, float]]) -> StepWindows:
@@ -185,7 +186,7 @@ def test_split_steps_equals_the_step_loop_on_random_steps(seed: int) -> None:
     if not bounds:
         bounds = [(0.0, 100.0)]
     windows = _windows(bounds)
-    assert idle_mod._in_order(windows)
+    assert windows.in_order()
     n = int(rng.integers(0, 80))
     span = edges[-1] + 20.0
     starts = np.round(rng.random(n) * span - 10.0, 1)
@@ -206,8 +207,68 @@ def test_split_steps_equals_the_step_loop_on_random_steps(seed: int) -> None:
 
 
 def test_split_takes_the_loop_for_windows_out_of_order() -> None:
-    assert not idle_mod._in_order(_windows([(0.0, 10.0), (5.0, 20.0)]))  # overlapping
-    assert not idle_mod._in_order(_windows([(10.0, 20.0), (0.0, 5.0)]))  # unordered
-    assert not idle_mod._in_order(_windows([(10.0, 5.0)]))  # negative length
-    assert not idle_mod._in_order(_windows([(0.0, np.inf)]))  # infinite
-    assert idle_mod._in_order(_windows([(0.0, 10.0), (10.0, 10.0), (10.0, 20.0)]))
+    assert not _windows([(0.0, 10.0), (5.0, 20.0)]).in_order()  # overlapping
+    assert not _windows([(10.0, 20.0), (0.0, 5.0)]).in_order()  # unordered
+    assert not _windows([(10.0, 5.0)]).in_order()  # negative length
+    assert not _windows([(0.0, np.inf)]).in_order()  # infinite
+    assert _windows([(0.0, 10.0), (10.0, 10.0), (10.0, 20.0)]).in_order()
+
+
+# --- launch._steps_at_once and StepWindows.rows_by_window --------------------------------------
+
+
+def _same_step_parts(
+    windows: StepWindows,
+    starts: npt.NDArray[np.float64],
+    ends: npt.NDArray[np.float64],
+    issue_end: npt.NDArray[np.float64],
+    launch_ts: npt.NDArray[np.float64],
+) -> None:
+    got = launch_mod._steps_at_once(windows, starts, ends, issue_end, launch_ts)
+    want = launch_mod._step_by_step(windows, starts, ends, issue_end, launch_ts)
+    assert len(got) == len(want) == len(windows.steps)
+    for g, w in zip(got, want, strict=True):
+        _same(g[0], w[0].astype(g[0].dtype))  # rows, in row order
+        assert (g[1], g[2]) == (w[1], w[2])  # busy and wait to the last bit
+        _same(g[3], w[3].astype(g[3].dtype))
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_steps_at_once_equals_step_by_step_on_real_traces(path: Path) -> None:
+    trace = load_trace(path)
+    windows = step_windows(trace)
+    if not windows.in_order():
+        pytest.skip("windows out of order: the step loop runs")
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
+    _same_step_parts(windows, starts, ends, issue_end, launch_ts)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_steps_at_once_equals_step_by_step_on_random_steps(seed: int) -> None:
+    """Touching, gapped, empty and zero-length windows; rows outside all of them, NaN
+    starts, ties on start, overlapping and nested activities, unknown launches."""
+    rng = np.random.default_rng(seed)
+    edges = np.cumsum(rng.choice([0.0, 0.0, 5.0, 40.0, 120.0], size=10))
+    bounds = [(float(a), float(b)) for a, b in itertools.pairwise(edges) if rng.random() < 0.7]
+    windows = _windows(bounds or [(0.0, 50.0)])
+    n = int(rng.integers(0, 90))
+    span = edges[-1] + 20.0
+    starts = np.round(rng.random(n) * span - 10.0, 0)  # rounded: ties
+    starts[rng.random(n) < 0.05] = np.nan
+    ends = starts + np.round(rng.choice([0.0, 0.5, 3.0, 30.0, 200.0], size=n), 1)
+    issue_end = starts - np.round(rng.random(n) * 20.0, 1)
+    issue_end[rng.random(n) < 0.3] = np.nan
+    launch_ts = np.round(rng.random(n) * span, 1)
+    _same_step_parts(windows, starts, ends, issue_end, launch_ts)
+    for times in (starts, launch_ts):
+        rows, window, at = windows.rows_by_window(times)
+        for i, (_, lo, hi) in enumerate(windows):
+            want = np.flatnonzero((times >= lo) & (times < hi))
+            _same(rows[at[i] : at[i + 1]], want)
+            assert (window[at[i] : at[i + 1]] == i).all()

@@ -133,7 +133,7 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
     thread = _main_thread(trace)
     ops = _outer_ops(trace, thread)
     outer = _OuterOps(ops)
-    split = _split_steps if _in_order(windows) else _split_each
+    split = _split_steps if windows.in_order() else _split_each
     rows, work, blocked_spans = split(windows, (starts, ends, issued), blocked_set, outer)
     per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
@@ -174,16 +174,6 @@ def _split_each(
     return rows, work, union(*blocked_spans)
 
 
-def _in_order(windows: StepWindows) -> bool:
-    """Finite windows, none of negative length, each starting at or after the end of the one
-    before: every activity and every gap then belongs to at most one window, in order."""
-    lo, hi = windows.start_us, windows.end_us
-    return bool(
-        np.isfinite(lo).all() and np.isfinite(hi).all() and (hi >= lo).all()
-        and (lo[1:] >= hi[:-1]).all()
-    )  # fmt: skip
-
-
 _LEAD, _BETWEEN, _TRAIL = 0, 1, 2  # gap positions by code (:func:`_split_steps`)
 _WHERE = np.array([LEADING, BETWEEN, TRAILING], dtype=object)
 
@@ -191,11 +181,11 @@ _WHERE = np.array([LEADING, BETWEEN, TRAILING], dtype=object)
 def _split_steps(
     windows: StepWindows, activities: _Activities, blocked_set: _Blocked, outer: _OuterOps
 ) -> _Parts:
-    """:func:`_split_each` for windows in order (:func:`_in_order`), all steps at once: the
-    same gaps (:func:`_step_gaps`), the same element-wise arithmetic and each step's sums over
-    its own slice (so they add the same values in the same order); the set operations once
-    over all steps, each result kept to its step (:func:`_union_by`, :func:`_subtract_by`);
-    only the CPU work is measured step by step, as before."""
+    """:func:`_split_each` for windows in order (:meth:`StepWindows.in_order`), all steps
+    at once: the same gaps (:func:`_step_gaps`), the same element-wise arithmetic and each
+    step's sums over its own slice (so they add the same values in the same order); the set
+    operations once over all steps, each result kept to its step (:func:`_union_by`,
+    :func:`_subtract_by`); only the CPU work is measured step by step, as before."""
     lo, hi, issued, where, step = _step_gaps(windows, activities)
     n_steps = windows.start_us.size
     bounds = np.searchsorted(step, np.arange(n_steps + 1), side="left")
@@ -248,8 +238,9 @@ def _split_steps(
 def _step_gaps(
     windows: StepWindows, activities: _Activities
 ) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.int8], npt.NDArray[np.int64]]:
-    """:func:`_gaps` of every window in order (:func:`_in_order`), one after the other: each
-    gap's [lo, hi), the next activity's launch end, its position code and its window index.
+    """:func:`_gaps` of every window in order (:meth:`StepWindows.in_order`), one after
+    the other: each gap's [lo, hi), the next activity's launch end, its position code and
+    its window index.
 
     An activity belongs to the last window starting at or before it, if it starts before that
     window's end. The activities are in start order, so each window's are one run; its gaps

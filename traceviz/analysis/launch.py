@@ -128,15 +128,14 @@ def _per_step(
     kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested CPU kernels once
     gpu = trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
     waits = idle.per_step[IdleParts.cpu_wait_us].to_numpy(dtype=float)
-    # each step's kernels and launches by binary search, in row order (the sums below add
-    # the same values in the same order as masks over every row did)
-    kernel_times, launch_times = SortedTimes(starts), SortedTimes(launch_ts)
+    if windows.in_order():
+        parts = _steps_at_once(windows, starts, ends, issue_end, launch_ts)
+    else:
+        parts = _step_by_step(windows, starts, ends, issue_end, launch_ts)
     rows = []
-    for i, (step, lo, hi) in enumerate(windows):
-        inside = kernel_times.rows_in(lo, hi)
-        inside = inside[np.isfinite(starts[inside])]  # (±inf only at an infinite window end)
-        busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
-        in_step = launch_times.rows_in(lo, hi)
+    for i, ((step, lo, hi), (inside, busy, wait, in_step)) in enumerate(
+        zip(windows, parts, strict=True)
+    ):
         in_step = in_step[counted[in_step]]
         wall = hi - lo
         inside_kernels = inside[is_kernel[inside]]
@@ -161,6 +160,67 @@ def _per_step(
     table = pd.DataFrame(rows)
     table[StepOverhead.step] = table[StepOverhead.step].astype("Int64")
     return table
+
+
+#: Per step: its device rows in row order, busy time, wait time, its launch rows in row order.
+_StepParts = tuple[np.ndarray, float, float, np.ndarray]
+
+
+def _step_by_step(
+    windows: StepWindows,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    issue_end: np.ndarray,
+    launch_ts: np.ndarray,
+) -> list[_StepParts]:
+    """Each step's rows by binary search, in row order (the sums over them add the same
+    values in the same order as masks over every row did), its busy and wait times."""
+    kernel_times, launch_times = SortedTimes(starts), SortedTimes(launch_ts)
+    parts = []
+    for _, lo, hi in windows:
+        inside = kernel_times.rows_in(lo, hi)
+        inside = inside[np.isfinite(starts[inside])]  # (±inf only at an infinite window end)
+        busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
+        parts.append((inside, busy, wait, launch_times.rows_in(lo, hi)))
+    return parts
+
+
+def _steps_at_once(
+    windows: StepWindows,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    issue_end: np.ndarray,
+    launch_ts: np.ndarray,
+) -> list[_StepParts]:
+    """:func:`_step_by_step` for windows in order (:meth:`StepWindows.in_order`): every
+    step's rows found at once, :func:`_busy_and_wait`'s arithmetic over all of them (each
+    step's activities by start, ties in row order, one run after the other; the running
+    reach over all: an earlier step's clipped ends never pass a later step's start), and
+    each step's sums over its own slice, in the same order as before."""
+    rows, window, bounds = windows.rows_by_window(starts)
+    launch_rows, _, launch_bounds = windows.rows_by_window(launch_ts)
+    order = np.lexsort((starts[rows], window))  # stable: ties by start in row order
+    by_start, w = rows[order], window[order]
+    lo, hi = windows.start_us[w], windows.end_us[w]
+    s, e = np.clip(starts[by_start], lo, hi), np.clip(ends[by_start], lo, hi)
+    issued = issue_end[by_start]
+    reach = np.maximum.accumulate(e) if e.size else e
+    first = np.ones(w.size, dtype=bool)
+    first[1:] = w[1:] != w[:-1]
+    previous_reach = s.copy()
+    previous_reach[~first] = reach[:-1][~first[1:]]
+    lengths = e - s
+    overlaps = np.clip(np.minimum(e, previous_reach) - s, 0.0, None)
+    gaps = np.clip(s - previous_reach, 0.0, None)
+    waiting = np.where(np.isfinite(issued), np.clip(issued - previous_reach, 0.0, None), 0.0)
+    waits = np.minimum(gaps, waiting)
+    parts = []
+    for i in range(len(windows.steps)):
+        at = slice(bounds[i], bounds[i + 1])
+        busy = float(lengths[at].sum() - float(overlaps[at].sum())) if at.stop > at.start else 0.0
+        wait = float(waits[at].sum()) if at.stop > at.start else 0.0
+        parts.append((rows[at], busy, wait, launch_rows[launch_bounds[i] : launch_bounds[i + 1]]))
+    return parts
 
 
 def _busy_and_wait(

@@ -40,6 +40,33 @@ class StepWindows:
         inside = (pos >= 0) & np.isfinite(points) & (points < ends[safe])
         return np.where(inside, order[safe], -1).astype(np.int64)
 
+    def in_order(self) -> bool:
+        """Finite windows, none of negative length, each starting at or after the end of the
+        one before: a time point then lies in at most one window, and the windows' points,
+        window after window, are in time order."""
+        lo, hi = self.start_us, self.end_us
+        return bool(
+            np.isfinite(lo).all() and np.isfinite(hi).all() and (hi >= lo).all()
+            and (lo[1:] >= hi[:-1]).all()
+        )  # fmt: skip
+
+    def rows_by_window(
+        self, times: FloatArray
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """For windows :meth:`in_order`: the rows whose time is inside a window (``lo <= t <
+        hi``, so never NaN), window after window, each window's in row order (what
+        :meth:`SortedTimes.rows_in` gives per window), each row's window, and the bounds:
+        window ``i``'s rows are ``rows[bounds[i]:bounds[i + 1]]``."""
+        at = np.searchsorted(self.start_us, times, side="right") - 1
+        safe = np.clip(at, 0, None)
+        inside = (at >= 0) & (times >= self.start_us[safe]) & (times < self.end_us[safe])
+        rows = np.flatnonzero(inside)
+        window = at[rows]
+        order = np.argsort(window, kind="stable")
+        rows, window = rows[order], window[order]
+        bounds = np.searchsorted(window, np.arange(len(self.steps) + 1), side="left")
+        return rows, window, bounds
+
 
 class SortedTimes:
     """Time points (µs, one per table row) sorted once, so that the rows inside each step
