@@ -30,7 +30,15 @@ from traceviz.parse.read import MAX_BYTES_ENV
 GRAPH_BREAK = SAMPLES / "graph-break"  # a warning finding
 LINEAR_ADD = SAMPLES / "linear-add"  # an error finding
 ATTENTION = SAMPLES / "attention"  # info findings only
-HEAVY = ("pandas", "numpy", "pyarrow", "traceviz.pipeline", "traceviz.parse", "traceviz.analysis")
+HEAVY = (
+    "pandas",
+    "numpy",
+    "pyarrow",
+    "msgspec",
+    "traceviz.pipeline",
+    "traceviz.parse",
+    "traceviz.analysis",
+)
 
 
 @pytest.fixture
