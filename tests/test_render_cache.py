@@ -544,3 +544,51 @@ def test_concurrent_runs_write_one_entry(cache: Path) -> None:
     assert third.stdout == results[0][0]
     assert len(outputs(cache)) == 1
     assert not [p for p in cache.iterdir() if p.name.startswith(".tmp-")]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals")
+def test_on_a_real_terminal(cache: Path) -> None:
+    """Under a pseudo-terminal (colours, hyperlinks, its own width): the miss prints what the
+    uncached command prints (hyperlink ids are random per render), the hit the miss's bytes,
+    and another terminal width is another entry."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+
+    env = {k: v for k, v in os.environ.items() if k not in output_cache.RICH_ENVIRONMENT}
+    env.update(TERM="xterm-256color", TRACEVIZ_CACHE_DIR=str(cache))
+
+    def on_terminal(width: int, **extra: str) -> bytes:
+        leader, follower = pty.openpty()
+        fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 40, width, 0, 0))
+        code = "import sys; from traceviz.cli import main; sys.exit(main())"
+        argv = [sys.executable, "-c", code, "compare", str(GRAPH_BREAK)]
+        proc = subprocess.Popen(argv, stdin=follower, stdout=follower, stderr=follower,
+                                env={**env, **extra})  # fmt: skip
+        os.close(follower)
+        out = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            out += chunk
+        assert proc.wait() == 0, out[-2000:]
+        os.close(leader)
+        return out
+
+    def without_link_ids(out: bytes) -> bytes:
+        return re.sub(rb"\x1b\]8;id=[^;]*;", b"", out)
+
+    reference = on_terminal(111, TRACEVIZ_NO_CACHE="1")
+    assert b"\x1b[" in reference and b"\x1b]8;id=" in reference  # colours and links
+    miss, hit = on_terminal(111), on_terminal(111)
+    assert without_link_ids(miss) == without_link_ids(reference)
+    assert hit == miss
+    assert len(outputs(cache)) == 1
+    narrower = on_terminal(90)
+    assert without_link_ids(narrower) != without_link_ids(miss) and len(outputs(cache)) == 2
