@@ -33,6 +33,7 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.comparable import Comparability, comparability
+from traceviz.analysis.fusion_by_line import SMALL_ROWS
 from traceviz.analysis.fusion_lines import BY_LINE_DTYPES, LineRecord, lines_table
 from traceviz.analysis.fusion_match import (
     COMPILER_BASIS,
@@ -45,6 +46,7 @@ from traceviz.analysis.fusion_match import (
 )
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
+from traceviz.analysis.fusion_rows import eager_only_rows, kernel_table_rows
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.memory import (
     Basis,
@@ -302,6 +304,15 @@ def _kernel_table(
 ) -> pd.DataFrame:
     """One row per distinct compiled kernel name with what the credits gave it; ``recorded``
     names the kernels the compile log explains (basis ``compiler``)."""
+    if len(classified) <= SMALL_ROWS and len(credits) <= SMALL_ROWS:  # without groupbys
+        return kernel_table_rows(classified, credits, ops, recorded, FUSION_KERNELS_DTYPES)
+    return _kernel_table_grouped(classified, credits, ops, recorded)
+
+
+def _kernel_table_grouped(
+    classified: pd.DataFrame, credits: pd.DataFrame, ops: pd.DataFrame, recorded: set[str]
+) -> pd.DataFrame:
+    """:func:`_kernel_table` by pandas' groupbys and joins (large inputs)."""
     columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Kernels.excl_dur_us,
                Classified.source]  # fmt: skip
     rows = _kernel_rows(classified, columns)
@@ -359,6 +370,13 @@ def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
 
 def _eager_only(credits: pd.DataFrame) -> pd.DataFrame:
     """Eager instances credited to nothing, per (op, outcome)."""
+    if len(credits) <= SMALL_ROWS:  # the same table without groupbys (fusion_rows)
+        return eager_only_rows(credits, EAGER_ONLY_DTYPES)
+    return _eager_only_grouped(credits)
+
+
+def _eager_only_grouped(credits: pd.DataFrame) -> pd.DataFrame:
+    """:func:`_eager_only` by pandas' groupby (large inputs)."""
     left = credits[credits[Credits.outcome] != Outcome.MATCHED.value]
     grouped = left.groupby([Credits.op, Credits.outcome], observed=True, sort=False)
     table = grouped[Credits.time_us].agg(["size", "sum"]).reset_index()

@@ -24,10 +24,18 @@ from traceviz import schema
 from traceviz.analysis.fusion_match import Credits, Outcome
 from traceviz.schema import ActivityKind, Kernels
 
-__all__ = ["SMALL_ROWS", "group_sums", "kahan_sum", "lines_table_rows"]
+__all__ = [
+    "SMALL_ROWS",
+    "first_seen",
+    "group_key",
+    "group_sums",
+    "kahan_sum",
+    "largest_first",
+    "lines_table_rows",
+]
 
 #: Located credits up to which the per-row form is used (beyond it, the grouped form).
-SMALL_ROWS = 20_000
+SMALL_ROWS = 5_000
 
 
 def group_sums(ids: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> list[float]:
@@ -72,7 +80,7 @@ def kahan_sum(values: Iterable[float]) -> float:
     return total
 
 
-def _first_seen(keys: Iterable[Hashable | None]) -> tuple[list[int], list[Any]]:
+def first_seen(keys: Iterable[Hashable | None]) -> tuple[list[int], list[Any]]:
     """pandas' numbering of ``groupby(sort=False)``: per row the code of its key in order of
     first appearance (-1 for None: a row with a missing key part), and the keys."""
     codes: dict[Any, int] = {}
@@ -84,12 +92,12 @@ def _missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def _key(*parts: Any) -> tuple[Any, ...] | None:
+def group_key(*parts: Any) -> tuple[Any, ...] | None:
     """A group key, None when a part is missing (pandas' groupby drops such rows)."""
     return None if any(_missing(p) for p in parts) else parts
 
 
-def _ordered(
+def largest_first(
     items: list[Any], key: Callable[[Any], float], name: Callable[[Any], Any]
 ) -> list[Any]:
     """``items`` by ``key`` largest first (NaN last), ties by ``name``: the order of pandas'
@@ -115,7 +123,7 @@ def lines_table_rows(
     matched = (located[Credits.outcome] == Outcome.MATCHED.value).to_numpy(dtype=bool)
     kernels = located[Credits.kernel].tolist()
 
-    line_ids, line_keys = _first_seen(_key(f, n) for f, n in zip(files, numbers, strict=True))
+    line_ids, line_keys = first_seen(group_key(f, n) for f, n in zip(files, numbers, strict=True))
     eager_time = group_sums(line_ids, times, len(line_keys))
     count = [0] * len(line_keys)
     code: list[Any] = [None] * len(line_keys)
@@ -129,7 +137,7 @@ def lines_table_rows(
     compiled_time = _per_line_share(share, line_keys)
     spots = _fused_with(share, generated)
     by_time: dict[tuple[Any, ...], list[str]] = {}
-    for f, n, kernel, _ in _ordered(share, key=lambda s: s[3], name=lambda s: s[2]):
+    for f, n, kernel, _ in largest_first(share, key=lambda s: s[3], name=lambda s: s[2]):
         by_time.setdefault((f, n), []).append(str(kernel))
     rows = [
         (
@@ -145,7 +153,7 @@ def lines_table_rows(
         )
         for g, key in enumerate(line_keys)
     ]
-    rows = _ordered(rows, key=lambda r: r[4], name=lambda r: (r[0], r[1]))
+    rows = largest_first(rows, key=lambda r: r[4], name=lambda r: (r[0], r[1]))
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(dtypes)
     table = pd.DataFrame(
         {
@@ -164,14 +172,14 @@ def _ops_text(
     line_keys: Sequence[tuple[Any, ...]],
 ) -> dict[tuple[Any, ...], str]:
     """Per line with an op: ``"op (kernels), ..."`` of its rows, by time, largest first."""
-    ids, keys = _first_seen(_key(f, n, o) for f, n, o in zip(files, numbers, ops, strict=True))
+    ids, keys = first_seen(group_key(f, n, o) for f, n, o in zip(files, numbers, ops, strict=True))
     sums = group_sums(ids, times, len(keys))
     sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
     per_line: dict[tuple[Any, ...], list[tuple[Any, int, float]]] = {}
     for (f, n, op), size, total in zip(keys, sizes, sums, strict=True):
         per_line.setdefault((f, n), []).append((op, size, total))
     return {
-        line: ", ".join(f"{op} ({size})" for op, size, _ in _ordered(
+        line: ", ".join(f"{op} ({size})" for op, size, _ in largest_first(
             entries, key=lambda e: e[2], name=lambda e: e[0]
         ))
         for line, entries in per_line.items()
@@ -190,7 +198,7 @@ def _share(
     kernel's measured time times the share of its credited eager time that came from the line
     (evenly when it got none)."""
     rows = np.flatnonzero(matched).tolist()
-    ids, cells = _first_seen(_key(files[i], numbers[i], kernels[i]) for i in rows)
+    ids, cells = first_seen(group_key(files[i], numbers[i], kernels[i]) for i in rows)
     sums = group_sums(ids, times[rows], len(cells))
     cell_kernels = [kernel for _, _, kernel in cells]
     kernel_ids, kernel_names = pd.factorize(pd.Series(cell_kernels, dtype=object), sort=True)
@@ -222,7 +230,7 @@ def _per_line_share(
     share: list[tuple[Any, Any, Any, float]], line_keys: Sequence[tuple[Any, ...]]
 ) -> dict[tuple[Any, ...], float]:
     """Per line with a share: the sum of its kernels' shares (µs)."""
-    ids, keys = _first_seen((f, n) for f, n, _, _ in share)
+    ids, keys = first_seen((f, n) for f, n, _, _ in share)
     sums = group_sums(ids, [s for _, _, _, s in share], len(keys))
     return dict(zip(keys, sums, strict=True))
 

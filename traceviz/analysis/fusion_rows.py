@@ -1,0 +1,183 @@
+"""The fusion map's tables for a run of ordinary size, without pandas' groupbys.
+
+The same tables as the grouped forms in :mod:`traceviz.analysis.fusion` (``kernels``,
+``eager_only``) and :mod:`traceviz.analysis.fusion_ops` (``ops``), built with dicts and lists:
+on a sample run's few hundred kernels each grouped form spends milliseconds in groupbys,
+joins and sorts of small frames. Every sum is the one pandas' groupby gives
+(:func:`~traceviz.analysis.fusion_by_line.group_sums`: the same group numbering, the same
+arithmetic), every order the one its stable sorts give, so both forms agree to the last bit;
+the grouped forms stay for large inputs (:data:`~traceviz.analysis.fusion_by_line.SMALL_ROWS`),
+and the tests compare both on every sample run and corpus pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from traceviz import schema
+from traceviz.analysis.fusion_by_line import first_seen, group_key, group_sums, largest_first
+from traceviz.analysis.fusion_match import (
+    COMPILER_BASIS,
+    NAME_MATCH_BASIS,
+    Credits,
+    Outcome,
+    is_layout_kernel,
+)
+from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.op_keys import name_keys
+from traceviz.schema import Kernels
+
+__all__ = ["eager_only_rows", "kernel_ops_rows", "kernel_table_rows"]
+
+_CLASSIFIED_SOURCE = "source"  # Classified.source (kernels.py): the kernel's KernelSource
+
+
+def _frame(rows: list[tuple[Any, ...]], dtypes: dict[str, str]) -> pd.DataFrame:
+    """``rows`` as a table of the ``dtypes`` columns (text built as object, then conform)."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(dtypes)
+    table = pd.DataFrame(
+        {
+            name: pd.Series(list(values), dtype=dtype if dtype != schema.CAT else object)
+            for (name, dtype), values in zip(dtypes.items(), columns, strict=True)
+        }
+    )
+    return schema.conform(table, dtypes)
+
+
+def _matched(credits: pd.DataFrame) -> np.ndarray:
+    return (credits[Credits.outcome] == Outcome.MATCHED.value).to_numpy(dtype=bool)
+
+
+def kernel_ops_rows(credits: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
+    """:func:`~traceviz.analysis.fusion_ops.kernel_ops`: matched credits summed per (compiled
+    kernel, eager op), largest time first, ties by op (then first seen)."""
+    at = np.flatnonzero(_matched(credits))
+    kernels = credits[Credits.kernel].to_numpy(dtype=object)[at].tolist()
+    ops = credits[Credits.op].to_numpy(dtype=object)[at].tolist()
+    ids, keys = first_seen(group_key(k, o) for k, o in zip(kernels, ops, strict=True))
+    sums = group_sums(ids, credits[Credits.time_us].to_numpy(dtype=float)[at], len(keys))
+    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    rows = [(k, o, n, t) for (k, o), n, t in zip(keys, sizes, sums, strict=True)]
+    return _frame(largest_first(rows, key=lambda r: r[3], name=lambda r: r[1]), dtypes)
+
+
+def eager_only_rows(credits: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
+    """The fusion map's ``eager_only``: eager instances credited to nothing, per (op,
+    outcome), largest time first, ties by op; ``outcome`` keeps the credits' categories."""
+    at = np.flatnonzero(~_matched(credits))
+    ops = credits[Credits.op].to_numpy(dtype=object)[at].tolist()
+    outcomes = credits[Credits.outcome].to_numpy(dtype=object)[at].tolist()
+    ids, keys = first_seen(group_key(o, w) for o, w in zip(ops, outcomes, strict=True))
+    sums = group_sums(ids, credits[Credits.time_us].to_numpy(dtype=float)[at], len(keys))
+    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    rows = [(o, w, n, t) for (o, w), n, t in zip(keys, sizes, sums, strict=True)]
+    table = _frame(largest_first(rows, key=lambda r: r[3], name=lambda r: r[0]), dtypes)
+    outcome = list(dtypes)[1]
+    table[outcome] = table[outcome].astype(object).astype(credits[Credits.outcome].dtype)
+    return table
+
+
+def kernel_table_rows(
+    classified: pd.DataFrame,
+    credits: pd.DataFrame,
+    ops: pd.DataFrame,
+    recorded: set[str],
+    dtypes: dict[str, str],
+) -> pd.DataFrame:
+    """The fusion map's ``kernels``: one row per compiled kernel name (its kernel rows of
+    ``classified``), with what the credits gave it; ``ops`` is :func:`kernel_ops_rows` of
+    ``credits`` and ``recorded`` the names the compile log explains."""
+    is_kernel = classified[Kernels.activity] == schema.ActivityKind.KERNEL.value
+    at = np.flatnonzero(is_kernel.to_numpy(dtype=bool))
+    names = classified[Kernels.name].to_numpy(dtype=object)[at].tolist()
+    op_names = classified[Kernels.op_name].to_numpy(dtype=object)[at].tolist()
+    sources = classified[_CLASSIFIED_SOURCE].to_numpy(dtype=object)[at].tolist()
+    excl = classified[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[at]
+    dur = classified[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)[at]
+    ids, keys = first_seen(group_key(n) for n in names)
+    sums = group_sums(ids, np.where(np.isnan(excl), dur, excl), len(keys))
+    calls = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    kernels = [str(k[0]) for k in keys]
+    source_of = _most_common(names, sources)
+    own_ops = _most_common_all(names, op_names)
+    decoded = [fused_kernel_ops(name) for name in kernels]
+    extern_keys = {
+        key
+        for name, d in zip(kernels, decoded, strict=True)
+        if d is None
+        for key in dict.fromkeys(k for op in (own_ops.get(name) or [name]) for k in name_keys(op))
+    }
+    credited = _credited(credits, ops)
+    rows = []
+    for name, d, n, t in zip(kernels, decoded, calls, sums, strict=True):
+        text, eager_n, eager_t, confidence = credited.get(name, ("", 0, 0.0, np.nan))
+        rows.append(
+            (
+                name,
+                source_of.get(name),
+                d is not None,
+                ", ".join(d.ops) if d else "",
+                ", ".join(own_ops.get(name, [])),
+                n,
+                t,
+                text,
+                eager_n,
+                eager_t,
+                is_layout_kernel(name, extern_keys),
+                confidence,
+                COMPILER_BASIS if name in recorded else NAME_MATCH_BASIS,
+            )
+        )
+    return _frame(largest_first(rows, key=lambda r: r[6], name=lambda r: r[0]), dtypes)
+
+
+def _counted(names: list[Any], values: list[Any]) -> dict[str, list[str]]:
+    """Per name, its distinct values, most rows first, ties by first appearance (pandas'
+    ``groupby([name, value], sort=False).size()`` sorted by count, stable)."""
+    ids, keys = first_seen(group_key(n, v) for n, v in zip(names, values, strict=True))
+    counts = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    order = sorted(range(len(keys)), key=lambda g: -counts[g])
+    out: dict[str, list[str]] = {}
+    for g in order:
+        out.setdefault(str(keys[g][0]), []).append(str(keys[g][1]))
+    return out
+
+
+def _most_common(names: list[Any], values: list[Any]) -> dict[str, str]:
+    return {name: found[0] for name, found in _counted(names, values).items()}
+
+
+def _most_common_all(names: list[Any], values: list[Any]) -> dict[str, list[str]]:
+    return _counted(names, values)
+
+
+def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> dict[str, tuple[str, int, float, float]]:
+    """Per compiled kernel credited: ``eager_ops`` text, eager kernels, their time and the
+    time-weighted confidence (as the grouped form's ``_credited``)."""
+    at = np.flatnonzero(_matched(credits))
+    kernel = credits[Credits.kernel].to_numpy(dtype=object)[at]
+    time = credits[Credits.time_us].to_numpy(dtype=float)[at]
+    weight = np.where(time > 0, time, 1e-9)
+    confidence = credits[Credits.confidence].to_numpy(dtype=float)[at]
+    ids, uniques = pd.factorize(pd.Series(kernel, dtype=object), sort=True)
+    weighted = group_sums(ids, confidence * weight, len(uniques))
+    total = group_sums(ids, weight, len(uniques))
+    share = {str(k): w / t for k, w, t in zip(uniques.tolist(), weighted, total, strict=True)}
+    op_kernels = ops.iloc[:, 0].tolist()
+    op_names = ops.iloc[:, 1].tolist()
+    op_counts = ops.iloc[:, 2].tolist()
+    op_ids, op_keys = first_seen(group_key(k) for k in op_kernels)
+    op_time = group_sums(op_ids, ops.iloc[:, 3].to_numpy(dtype=float), len(op_keys))
+    texts: list[list[str]] = [[] for _ in op_keys]
+    counts = [0] * len(op_keys)
+    for g, op, n in zip(op_ids, op_names, op_counts, strict=True):
+        if g >= 0:
+            texts[g].append(f"{op} ({n})")
+            counts[g] += n
+    return {
+        str(k[0]): (", ".join(text), n, t, share.get(str(k[0]), np.nan))
+        for k, text, n, t in zip(op_keys, texts, counts, op_time, strict=True)
+    }
