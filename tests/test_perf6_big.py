@@ -272,3 +272,44 @@ def test_steps_at_once_equals_step_by_step_on_random_steps(seed: int) -> None:
             want = np.flatnonzero((times >= lo) & (times < hi))
             _same(rows[at[i] : at[i + 1]], want)
             assert (window[at[i] : at[i + 1]] == i).all()
+
+
+# --- windows.union: each merged interval's end read off the running reach -----------------------
+
+
+def _union_reference(
+    starts: npt.NDArray[np.float64], ends: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """windows.union before PERF6: each group's end by a ufunc.at maximum."""
+    keep = np.isfinite(starts) & np.isfinite(ends) & (ends > starts)
+    s, e = starts[keep], ends[keep]
+    if s.size == 0:
+        return np.empty(0), np.empty(0)
+    order = np.argsort(s, kind="stable")
+    s, e = s[order], e[order]
+    reach = np.maximum.accumulate(e)
+    new = np.ones(s.size, dtype=bool)
+    new[1:] = s[1:] > reach[:-1]
+    group = np.cumsum(new) - 1
+    out_e = np.zeros(int(group[-1]) + 1)
+    np.maximum.at(out_e, group, e)
+    return s[new], out_e
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_union_equals_reference_on_random_intervals(seed: int) -> None:
+    """Nested, touching, equal, empty, negative, NaN and infinite intervals."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    starts = np.round(rng.random(n) * 100.0, 0)
+    ends = starts + rng.choice([-1.0, 0.0, 0.5, 1.0, 5.0, 30.0, np.nan, np.inf], size=n)
+    starts[rng.random(n) < 0.05] = -np.inf
+    _same(windows_mod.union(starts, ends), _union_reference(starts, ends))
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_union_equals_reference_on_real_kernels(path: Path) -> None:
+    kernels = load_trace(path).kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + kernels[Kernels.dur_us].to_numpy(dtype=float)
+    _same(windows_mod.union(starts, ends), _union_reference(starts, ends))

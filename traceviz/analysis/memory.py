@@ -293,7 +293,7 @@ def _estimate_from_ops(
         return
     kernel_ops = op_row.to_numpy(dtype=np.int64, na_value=-1)[rows]
     unique_ops, back = np.unique(kernel_ops, return_inverse=True)
-    op_est = op_estimates(trace.ops.iloc[unique_ops])
+    op_est = op_estimates(trace.ops[list(_ESTIMATE_COLUMNS)].iloc[unique_ops])  # what it reads
     op_bytes = op_est[Traffic.est_bytes]
     known = op_bytes.notna().to_numpy()[back]
     rows, kernel_ops, back = rows[known], kernel_ops[known], back[known]
@@ -331,6 +331,17 @@ def _rule_codes(rules: pd.Series) -> npt.NDArray[np.int64]:
     codes, uniques = pd.factorize(rules, use_na_sentinel=True)
     lookup = np.array([RULES.index(str(u)) for u in uniques] + [-1], dtype=np.int64)
     return lookup[codes]
+
+
+#: The ops-table columns :func:`op_estimates` reads.
+_ESTIMATE_COLUMNS = (
+    Ops.name,
+    Ops.input_dims,
+    Ops.input_types,
+    Ops.concrete_inputs,
+    Ops.kernel_backend,
+    Ops.kernel_num_gb,
+)
 
 
 def op_estimates(ops: pd.DataFrame) -> pd.DataFrame:

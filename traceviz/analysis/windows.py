@@ -115,10 +115,11 @@ def union(starts: FloatArray, ends: FloatArray) -> tuple[FloatArray, FloatArray]
     reach = np.maximum.accumulate(e)
     new = np.ones(s.size, dtype=bool)
     new[1:] = s[1:] > reach[:-1]
-    group = np.cumsum(new) - 1
-    out_e = np.zeros(int(group[-1]) + 1)
-    np.maximum.at(out_e, group, e)
-    return s[new], out_e
+    # a merged interval's end is its largest end: the reach at its last member (every
+    # earlier interval ends before its first member starts, and that one ends after it
+    # starts), read off directly (was a ufunc.at maximum per group)
+    last = np.append(np.flatnonzero(new)[1:] - 1, s.size - 1)
+    return s[new], reach[last]
 
 
 def prefix_lengths(set_starts: FloatArray, set_ends: FloatArray) -> FloatArray:

@@ -110,8 +110,11 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
 
 def timeline_of(facts: TraceFacts) -> pd.DataFrame:
     """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timeline.timeline`),
-    built once per facts (this rule and the unfused-chains rule share it)."""
-    return facts.memo("timeline", lambda: timeline(facts.trace, facts.kernels, kernel_steps(facts)))
+    built once per facts (this rule and the unfused-chains rule share it); without the shape
+    keys (``key`` None), which neither reads: they parse every launching op's shapes."""
+    return facts.memo(
+        "timeline", lambda: timeline(facts.trace, facts.kernels, kernel_steps(facts), keys=False)
+    )
 
 
 def matmul_add(facts: TraceFacts) -> list[Finding]:
