@@ -18,6 +18,7 @@ trace (a kernel renamed, missing, or one more of a name) gets no twin and no lin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +34,6 @@ from traceviz.trace import Trace
 
 __all__ = ["LineTransfer", "transfer_lines", "twin_rows"]
 
-_KEYS = ["step", "device", "stream", "name", "k"]
 _NONE = -1
 
 
@@ -72,10 +72,16 @@ def transfer_lines(measured: Trace, marked: Trace) -> LineTransfer:
         return LineTransfer(schema.empty_table(schema.KERNEL_LINES_DTYPES),
                             len(twins), matched, 0)  # fmt: skip
     measured_rows = np.flatnonzero(twins != _NONE)
-    back = pd.Series(measured_rows, index=twins[measured_rows])  # marked row → measured row
-    lines = own[own[KL.kernel_row].isin(back.index)]
-    lines = lines.assign(**{KL.kernel_row: back.loc[lines[KL.kernel_row].to_numpy()].to_numpy()})
-    lines = lines.sort_values(KL.kernel_row, kind="stable").reset_index(drop=True)
+    back = np.full(len(marked.kernels), _NONE, dtype=np.int64)  # marked row → measured row
+    back[twins[measured_rows]] = measured_rows
+    marked_rows = own[KL.kernel_row].to_numpy(dtype=float, na_value=np.nan)
+    known = ~np.isnan(marked_rows)
+    rows = np.full(len(own), _NONE, dtype=np.int64)
+    rows[known] = back[marked_rows[known].astype(np.int64)]
+    keep = np.flatnonzero(rows != _NONE)
+    keep = keep[np.argsort(rows[keep], kind="stable")]  # in measured-row order
+    lines = own.take(keep).reset_index(drop=True)
+    lines[KL.kernel_row] = rows[keep]
     return LineTransfer(
         schema.conform(lines, schema.KERNEL_LINES_DTYPES), len(twins), matched, len(lines)
     )
@@ -84,40 +90,68 @@ def transfer_lines(measured: Trace, marked: Trace) -> LineTransfer:
 def twin_rows(measured: Trace, marked: Trace) -> npt.NDArray[np.int64]:
     """Per row of ``measured.kernels``, the row of its twin in ``marked.kernels`` (−1: none)."""
     mine, theirs = _keys(measured), _keys(marked)
-    out = np.full(len(mine), _NONE, dtype=np.int64)
-    if mine.empty or theirs.empty:
+    out = np.full(len(measured.kernels), _NONE, dtype=np.int64)
+    if not len(out) or not len(marked.kernels):
         return out
-    pairs = mine.reset_index(names="row").merge(
-        theirs.reset_index(names="twin"), on=_KEYS, how="inner"
-    )  # keys are unique per trace (k counts within the rest), so this is one-to-one
-    out[pairs["row"].to_numpy(dtype=np.int64)] = pairs["twin"].to_numpy(dtype=np.int64)
-    return out
+    # the names of both traces in one vocabulary, then each key one integer over both traces
+    vocabulary: dict[str, int] = {}
+    names = [
+        np.array([vocabulary.setdefault(str(c), len(vocabulary)) for c in cats] + [-1])[codes]
+        for cats, codes in (mine.pop("name"), theirs.pop("name"))
+    ]
+    columns = [np.concatenate([m, t]) for m, t in zip(mine.values(), theirs.values(), strict=True)]
+    key = _compound([*columns[:3], np.concatenate(names), columns[3]])
+    mine_key, their_key = key[: len(out)], key[len(out) :]
+    # keys are unique per trace (k counts within the rest), so this is one-to-one
+    twin = np.full(int(key.max()) + 1, _NONE, dtype=np.int64)
+    twin[their_key] = np.arange(len(their_key), dtype=np.int64)
+    return twin[mine_key]
 
 
-def _keys(trace: Trace) -> pd.DataFrame:
-    """Per kernel row, its alignment key (module docstring); −1 stands for "no device/stream"
-    and for "outside every step" (such kernels align among themselves)."""
+def _compound(columns: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """One code per distinct row of ``columns`` (0..distinct−1), column by column."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        _, part = np.unique(column, return_inverse=True)
+        key = key * (int(part.max()) + 1 if len(part) else 1) + part.reshape(-1)
+        _, key = np.unique(key, return_inverse=True)
+        key = key.reshape(-1).astype(np.int64)
+    return key
+
+
+def _keys(trace: Trace) -> dict[str, Any]:
+    """Per kernel row, its alignment key (module docstring): ``step``, ``device``, ``stream``
+    and ``k`` as int64 arrays, ``name`` as (categories, codes); −1 stands for "no
+    device/stream", for "outside every step" (such kernels align among themselves) and, in
+    ``name``'s codes, for a missing name (the last entry a caller maps codes through)."""
     kernels = trace.kernels
     issue = issue_us(kernels)
     windows = step_windows(trace)
     ordinal = np.argsort(np.argsort(windows.start_us, kind="stable"), kind="stable")
     window = windows.index_of(issue) if len(kernels) else np.zeros(0, dtype=np.int64)
-    step = np.where(window >= 0, ordinal[np.clip(window, 0, None)], _NONE)
-    keys = pd.DataFrame(
-        {
-            "step": step.astype(np.int64),
-            "device": _ints(kernels[K.device]),
-            "stream": _ints(kernels[K.stream]),
-            "name": kernels[K.name].astype(str).to_numpy(),
-            "issue": issue,
-            "ts": kernels[K.ts_us].to_numpy(dtype=float, na_value=np.nan),
-        }
-    )
-    order = np.lexsort((np.arange(len(keys)), keys["ts"].to_numpy(), keys["issue"].to_numpy()))
-    ranked = keys.iloc[order]
-    k = ranked.groupby(["step", "device", "stream", "name"], sort=False).cumcount()
-    keys["k"] = k.sort_index().to_numpy(dtype=np.int64)
-    return keys[_KEYS]
+    step = np.where(window >= 0, ordinal[np.clip(window, 0, None)], _NONE).astype(np.int64)
+    device, stream = _ints(kernels[K.device]), _ints(kernels[K.stream])
+    names = kernels[K.name].astype("category")
+    codes: npt.NDArray[np.int64] = np.asarray(names.cat.codes, dtype=np.int64)
+    ts = kernels[K.ts_us].to_numpy(dtype=float, na_value=np.nan)
+    order = np.lexsort((np.arange(len(kernels)), ts, issue))
+    # k: the row's rank among the rows of its (step, device, stream, name), in issue order
+    group = _compound([step, device, stream, codes]) if len(kernels) else codes
+    rank = np.empty(len(kernels), dtype=np.int64)
+    rank[order] = np.arange(len(kernels), dtype=np.int64)
+    by_group = np.lexsort((rank, group))
+    sorted_group = group[by_group]
+    starts = np.r_[True, sorted_group[1:] != sorted_group[:-1]] if len(kernels) else rank > 0
+    first = np.maximum.accumulate(np.where(starts, np.arange(len(kernels)), 0))
+    k = np.empty(len(kernels), dtype=np.int64)
+    k[by_group] = np.arange(len(kernels)) - first
+    return {
+        "step": step,
+        "device": device,
+        "stream": stream,
+        "k": k,
+        "name": (list(names.cat.categories), codes),
+    }
 
 
 def _ints(column: pd.Series) -> npt.NDArray[np.int64]:
