@@ -210,7 +210,7 @@ def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
 def _equals(column: pd.Series, value: str) -> npt.NDArray[np.bool_]:
     """Per row, ``column == value`` (False where missing); by code when categorical."""
     if isinstance(column.dtype, pd.CategoricalDtype):
-        at = column.cat.categories.get_indexer([value])[0]
+        at = column.cat.categories.get_indexer(pd.Index([value]))[0]
         if at < 0:
             return np.zeros(len(column), dtype=bool)
         return np.asarray(column.cat.codes.to_numpy() == at, dtype=bool)

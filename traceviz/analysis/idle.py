@@ -156,7 +156,9 @@ def _split_each(
 ) -> _Parts:
     """The split one step window at a time (any windows: unordered, overlapping, infinite)."""
     starts, ends, issued = activities
-    rows, work, spans = [], [], []
+    rows: list[dict[str, object]] = []
+    work: list[_Work] = []
+    spans = []
     for i, (step, lo, hi) in enumerate(windows):
         first, last = np.searchsorted(starts, [lo, hi], side="left")
         s, e, iss = starts[first:last], ends[first:last], issued[first:last]
@@ -207,7 +209,8 @@ def _split_steps(
     pos = np.clip(pos, bounds[w_step], bounds[w_step + 1] - 1)
     w_where = _WHERE[where[pos]]
     w_bounds = np.searchsorted(w_step, np.arange(n_steps + 1), side="left")
-    rows, work = [], []
+    rows: list[dict[str, object]] = []
+    work: list[_Work] = []
     for i, (step_id, w_start, w_end) in enumerate(windows):
         at = slice(bounds[i], bounds[i + 1])
         gap, cpu_i, kind = idle[at], cpu[at], where[at]
