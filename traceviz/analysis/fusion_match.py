@@ -286,9 +286,9 @@ def is_layout_kernel(name: str, extern_keys: Iterable[str]) -> bool:
 def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
     rows = np.flatnonzero(is_kernel).astype(np.int64)
-    part = kernels.iloc[rows]
-    name = Coded.of(part[Kernels.name])
-    op = Coded.of(part[Kernels.op_name])
+    # the few columns used, taken on the kernel rows (not the whole wide table's rows)
+    name = _coded_rows(kernels[Kernels.name], rows)
+    op = _coded_rows(kernels[Kernels.op_name], rows)
     label_codes = np.where(op.codes >= 0, op.codes, len(op.uniques) + name.codes)
     uniques = np.concatenate([op.uniques, name.uniques]).astype(str).astype(object)
     canon, distinct = pd.factorize(uniques)  # one code per distinct label
@@ -296,9 +296,13 @@ def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
         canon[label_codes].astype(np.int64) if len(canon) else label_codes,
         np.asarray(distinct, dtype=object),
     )
-    op_rows = part[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
-    time = part[Kernels.excl_dur_us].fillna(part[Kernels.dur_us]).fillna(0.0)
-    step, pos = _positions(trace, issue_us(part))
+    op_rows = kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[rows]
+    excl = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+    dur = kernels[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+    time = np.nan_to_num(
+        np.where(np.isnan(excl), dur, excl), nan=0.0, posinf=np.inf, neginf=-np.inf
+    )
+    step, pos = _positions(trace, issue_us(kernels)[rows])
     return KernelSide(
         rows=rows,
         label=label,
@@ -308,8 +312,17 @@ def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
         shape=_shapes(trace.ops, op_rows),
         step=step,
         pos=pos,
-        time=time.to_numpy(dtype=float),
+        time=time,
     )
+
+
+def _coded_rows(column: pd.Series, rows: npt.NDArray[np.int64]) -> Coded:
+    """:meth:`Coded.of` the ``rows`` of ``column``: a categorical column's codes taken on the
+    rows (its categories are what ``column.iloc[rows]`` keeps), another column factorized."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes: npt.NDArray[np.int64] = np.asarray(column.cat.codes, dtype=np.int64)[rows]
+        return Coded(codes, column.cat.categories.to_numpy(dtype=object))
+    return Coded.of(column.iloc[rows])
 
 
 def _shapes(ops: pd.DataFrame, op_rows: npt.NDArray[np.float64]) -> Coded:
