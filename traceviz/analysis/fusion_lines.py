@@ -29,10 +29,12 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.fusion_by_line import SMALL_ROWS, lines_table_rows
+from traceviz.analysis.fusion_lines_pairs import line_credits, line_pairs
 from traceviz.analysis.fusion_match import (
     COMPOSITES,
     HEAVY_KEYS,
     Credits,
+    KernelSide,
     Outcome,
     instances_by_name,
     kernel_side,
@@ -129,6 +131,24 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     held = lines.compiled[lines.compiled["kernel"].isin(known)]
     at = pd.Index(e.rows).get_indexer(pd.Index(lines.eager["eager_row"].to_numpy(dtype=np.int64)))
     eager_lines = lines.eager.assign(i=at)[at >= 0]
+    if len(eager_lines) <= SMALL_ROWS and len(held) <= SMALL_ROWS:  # without pandas
+        spelled = eager_lines.assign(file=_same_files(eager_lines["file"], held["file"]))
+        pairs = line_pairs(spelled, held)
+        found = line_credits(e, c, pairs, lines.compiled_ops, _runs_heavy_work)
+        return out if found is None else found
+    return _credits_grouped(e, c, eager_lines, held, lines, out)
+
+
+def _credits_grouped(
+    e: KernelSide,
+    c: KernelSide,
+    eager_lines: pd.DataFrame,
+    held: pd.DataFrame,
+    lines: LineRecord,
+    out: pd.DataFrame,
+) -> pd.DataFrame:
+    """:func:`compiler_credits` from the located eager lines and the held compiled ones, by
+    pandas' joins and groupbys (large inputs)."""
     pairs = _line_pairs(eager_lines, held)
     if pairs.empty:
         return out

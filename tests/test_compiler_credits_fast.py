@@ -1,0 +1,53 @@
+"""compiler_credits without pandas' joins and groupbys (fusion_lines_pairs, issue 14) gives the
+table of the grouped form (fusion_lines._credits_grouped) on every sample run, also with half
+of each run's eager lines made loose (naming only their function), and line_pairs the pairs
+of fusion_lines._line_pairs in the same order."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+import pytest
+
+from tests.conftest import SAMPLES, load_trace
+from traceviz.analysis import fusion_lines
+from traceviz.analysis.fusion_lines import LineRecord, fusion_evidence, read_log
+from traceviz.analysis.fusion_lines_pairs import line_pairs
+from traceviz.rundir import read_run_dir
+from traceviz.trace import Trace
+
+RUNS = sorted(p.parent.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/run.json"))
+
+
+def _both(eager: Trace, compiled: Trace, lines: LineRecord, monkeypatch) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    fast = fusion_lines.compiler_credits(eager, compiled, lines)
+    with monkeypatch.context() as m:
+        m.setattr(fusion_lines, "SMALL_ROWS", -1)
+        grouped = fusion_lines.compiler_credits(eager, compiled, lines)
+    pd.testing.assert_frame_equal(fast, grouped, check_exact=True)
+    return fast
+
+
+def _loose(lines: LineRecord) -> LineRecord:
+    eager = lines.eager.copy()
+    eager["exact"] = [i % 2 == 0 for i in range(len(eager))]
+    return dataclasses.replace(lines, eager=eager)
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_equal_to_the_grouped_form_on_sample_runs(run: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    r = read_run_dir(SAMPLES / run)
+    eager, compiled = load_trace(r.eager), load_trace(r.compiled)
+    marked = load_trace(r.eager_lines) if r.eager_lines else None
+    _, lines = fusion_evidence(eager, compiled, read_log(r.compile_log), eager_lines=marked)
+    if lines is None or lines.compiled.empty:
+        pytest.skip("no compiled source lines in this run")
+    credits = _both(eager, compiled, lines, monkeypatch)
+    assert len(credits) and credits["eager_row"].is_unique
+    _both(eager, compiled, _loose(lines), monkeypatch)
+    for record in (lines, _loose(lines)):
+        located = record.eager.assign(i=range(len(record.eager)))
+        expected = fusion_lines._line_pairs(located, record.compiled)
+        got = line_pairs(located, record.compiled)
+        assert got == list(zip(expected["i"], expected["kernel"], strict=True))
