@@ -16,6 +16,8 @@ import pytest
 import traceviz
 import traceviz.parse as parse_pkg
 from tests.conftest import CORPUS, REPO, SAMPLES, corpus_files, kernel, launch, op, write_trace
+from traceviz import report_cache
+from traceviz.commands import output_cache
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse import cache
 from traceviz.trace import Trace
@@ -55,7 +57,14 @@ def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _entries(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if (p / cache.ENTRY_FILE).is_file())
+    """The parse cache's entries in ``root`` (not the report and output caches' that share it:
+    a command writes those too)."""
+    others = (report_cache.ENTRY_PREFIX, output_cache.ENTRY_PREFIX)
+    return sorted(
+        p
+        for p in root.iterdir()
+        if (p / cache.ENTRY_FILE).is_file() and not p.name.startswith(others)
+    )
 
 
 @pytest.mark.parametrize("name", REAL)
