@@ -2,7 +2,7 @@
 or `traceviz summary` of unchanged inputs with the same options writes the first one's bytes
 without pandas, with the right exit code; anything that changes the bytes misses; damage is
 a miss; foreign entries are never read; --no-cache writes nothing; concurrent runs are fine.
-The key is computed without the parser: its copies of the parse cache's rules agree with it."""
+A hit, with --max-bytes and --cache-dir too, imports neither pandas nor NumPy nor the parser."""
 
 from __future__ import annotations
 
@@ -25,7 +25,6 @@ from traceviz.commands import output_cache
 from traceviz.commands.output import FILE_WIDTH, console
 from traceviz.commands.output_cache import ENTRY_PREFIX, PAYLOAD_FILE
 from traceviz.parse import cache as parse_cache
-from traceviz.parse.read import MAX_BYTES_ENV
 
 GRAPH_BREAK = SAMPLES / "graph-break"  # a warning finding
 LINEAR_ADD = SAMPLES / "linear-add"  # an error finding
@@ -95,46 +94,7 @@ def uncached(
         return run_cli(capsys, argv)
 
 
-# ---- the key's copies of the parse cache's rules agree with it ----------------------------
-
-
-def test_the_key_uses_the_parse_caches_names() -> None:
-    assert report_cache.CACHE_DIR_ENV == parse_cache.CACHE_DIR_ENV
-    assert report_cache.NO_CACHE_ENV == parse_cache.NO_CACHE_ENV
-    assert report_cache.ENTRY_FILE == parse_cache.ENTRY_FILE
-    assert report_cache.MAX_BYTES_ENV == MAX_BYTES_ENV
-
-
-@pytest.mark.parametrize(
-    "env",
-    [
-        {},
-        {"TRACEVIZ_CACHE_DIR": "{tmp}/here"},
-        {"TRACEVIZ_CACHE_DIR": "~/somewhere"},
-        {"XDG_CACHE_HOME": "{tmp}/xdg"},
-        {"TRACEVIZ_NO_CACHE": "1", "TRACEVIZ_CACHE_DIR": "{tmp}/here"},
-        {"TRACEVIZ_NO_CACHE": "0"},
-        {"TRACEVIZ_NO_CACHE": " Off "},
-        {"TRACEVIZ_NO_CACHE": "yes"},
-        {"TRACEVIZ_CACHE_DIR": "{tmp}/a-file"},
-    ],
-)
-def test_cache_root_agrees_with_the_parse_cache(
-    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "a-file").write_text("x")
-    for name in ("TRACEVIZ_CACHE_DIR", "TRACEVIZ_NO_CACHE", "XDG_CACHE_HOME"):
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value.format(tmp=tmp_path))
-
-    def outcome(find: Callable[[], Path | None]) -> object:
-        try:
-            return find()
-        except Exception as err:  # the same error both ways
-            return (type(err), str(err))
-
-    assert outcome(report_cache.cache_root) == outcome(lambda: parse_cache.cache_dir(True))
+# ---- the key, without the parser -----------------------------------------------------------
 
 
 def test_versions_from_dist_info_agree_with_importlib_metadata() -> None:
@@ -518,16 +478,27 @@ def _run_fresh(argv: list[str], env: dict[str, str]) -> tuple[str, int, list[str
         ["compare", str(GRAPH_BREAK / "eager.pt.trace.json.gz"),
          str(GRAPH_BREAK / "compiled.pt.trace.json.gz"), "--format", "markdown"],
         ["summary", str(ATTENTION / "compiled.pt.trace.json.gz")],
+        ["compare", str(ATTENTION), "--max-bytes", "64M"],
+        ["summary", str(ATTENTION / "eager.pt.trace.json.gz"), "--max-bytes", "1GiB"],
+        ["compare", str(LINEAR_ADD), "--cache-dir", "{elsewhere}", "--format", "json"],
+        ["summary", str(ATTENTION / "compiled.pt.trace.json.gz"), "--cache-dir", "{elsewhere}",
+         "--max-bytes", "100000000"],
     ],
 )  # fmt: skip
-def test_a_hit_imports_no_pandas_numpy_or_parser(argv: list[str], cache: Path) -> None:
+def test_a_hit_imports_no_pandas_numpy_or_parser(
+    argv: list[str], cache: Path, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"  # --cache-dir: another directory than the environment's
+    argv = [word.format(elsewhere=elsewhere) for word in argv]
     env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache), COLUMNS="100")
     env.pop("TRACEVIZ_NO_CACHE", None)
+    env.pop("TRACEVIZ_MAX_BYTES", None)
     first, first_code, first_heavy = _run_fresh(argv, env)
     assert "pandas" in first_heavy  # the miss builds it
     second, second_code, second_heavy = _run_fresh(argv, env)
     assert (second, second_code) == (first, first_code) and first
     assert second_heavy == [], f"a hit imported {second_heavy}"
+    assert outputs(elsewhere if "--cache-dir" in argv else cache)  # the hit was that cache's
 
 
 def test_concurrent_runs_write_one_entry(cache: Path) -> None:

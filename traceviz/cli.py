@@ -109,7 +109,7 @@ def _apply_max_bytes(args: argparse.Namespace) -> None:
     """--max-bytes reaches every trace load of this process through the environment."""
     value = getattr(args, "max_bytes", None)
     if value is not None:
-        from traceviz.parse.read import MAX_BYTES_ENV, parse_size
+        from traceviz.cache_paths import MAX_BYTES_ENV, parse_size  # no parser, no pandas
 
         try:
             os.environ[MAX_BYTES_ENV] = str(parse_size(value))
@@ -141,7 +141,7 @@ def _apply_cache_options(args: argparse.Namespace) -> None:
     directory = str(getattr(args, "cache_dir", None) or "")
     if not (no_cache or directory):
         return
-    from traceviz.report_cache import CACHE_DIR_ENV, NO_CACHE_ENV  # no parser, no pandas
+    from traceviz.cache_paths import CACHE_DIR_ENV, NO_CACHE_ENV
 
     if no_cache:
         os.environ[NO_CACHE_ENV] = "1"

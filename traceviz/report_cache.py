@@ -53,17 +53,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from traceviz._version import __version__
-from traceviz.errors import UsageError
+from traceviz.cache_paths import ENTRY_FILE, MAX_BYTES_ENV, cache_dir
 
 if TYPE_CHECKING:
     from traceviz.report.bundle import Report
-
-# The parse cache's names (traceviz.parse.cache), repeated here so that a key is computed
-# without importing the parser and pandas; tests/test_render_cache.py checks that they agree.
-CACHE_DIR_ENV = "TRACEVIZ_CACHE_DIR"
-NO_CACHE_ENV = "TRACEVIZ_NO_CACHE"
-ENTRY_FILE = "entry.json"
-MAX_BYTES_ENV = "TRACEVIZ_MAX_BYTES"  # traceviz.parse.read.MAX_BYTES_ENV
 
 REPORT_FORMAT = 1
 ENTRY_PREFIX = "report-"
@@ -195,7 +188,7 @@ def pair_entry(
 ) -> ReportEntry | None:
     """The entry of :func:`traceviz.pipeline.compare` on these arguments; ``None`` when the
     cache is off or an argument is not a path (or run.json dict) the key can describe."""
-    root = cache_root()
+    root = cache_dir()
     if root is None:
         return None
     try:
@@ -219,7 +212,7 @@ def run_entry(
 ) -> ReportEntry | None:
     """The entry of :func:`traceviz.pipeline.compare_run` on this run directory; ``None`` when
     the cache is off or the directory cannot be described."""
-    root = cache_root()
+    root = cache_dir()
     if root is None:
         return None
     try:
@@ -317,26 +310,6 @@ def _run_info_key(value: Any) -> Any:
         except (TypeError, ValueError):
             raise _Uncacheable("run_info") from None
     raise _Uncacheable(type(value).__name__)  # a RunInfo object: no file to key on
-
-
-def cache_root() -> Path | None:
-    """The cache directory, or ``None`` when caching is off: what
-    :func:`traceviz.parse.cache.cache_dir` gives for ``True`` (``$TRACEVIZ_NO_CACHE``,
-    ``$TRACEVIZ_CACHE_DIR``, ``$XDG_CACHE_HOME/traceviz``, ``~/.cache/traceviz``), without
-    importing the parser; tests/test_render_cache.py checks that the two agree."""
-    if os.environ.get(NO_CACHE_ENV, "").strip().lower() not in ("", "0", "false", "no", "off"):
-        return None
-    env = os.environ.get(CACHE_DIR_ENV)
-    if env:
-        base, origin = Path(env), CACHE_DIR_ENV
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "traceviz"
-        origin = "the cache directory"
-    base = base.expanduser()
-    if base.exists() and not base.is_dir():
-        raise UsageError(f"{origin} {base} is not a directory")
-    return base
 
 
 def _environment() -> dict[str, Any]:

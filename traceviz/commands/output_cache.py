@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traceviz import report_cache
+from traceviz.cache_paths import cache_dir
 from traceviz.commands.output import FILE_WIDTH, console, emit
 
 if TYPE_CHECKING:
@@ -165,7 +166,7 @@ def compare_entry(args: argparse.Namespace) -> OutputEntry | None:
 def summary_entry(args: argparse.Namespace) -> OutputEntry | None:
     """The entry of ``traceviz summary TRACE``'s arguments (--format, --top); ``None`` when
     the cache is off or TRACE cannot be described."""
-    if report_cache.cache_root() is None:
+    if cache_dir() is None:
         return None
     trace = report_cache.input_key(args.trace)
     if trace is None:
@@ -178,7 +179,7 @@ def summary_entry(args: argparse.Namespace) -> OutputEntry | None:
 def _entry(
     command: str, inputs: dict[str, Any], fmt: str, top: int, path: str | None
 ) -> OutputEntry | None:
-    root = report_cache.cache_root()
+    root = cache_dir()
     if root is None:
         return None
     target = None

@@ -34,57 +34,23 @@ from pathlib import Path
 from typing import Any
 
 from traceviz._version import __version__
+
+# The cache's names and directory rule live in traceviz.cache_paths (the front ends find the
+# cache without the parser); CACHE_DIR_ENV and NO_CACHE_ENV are still importable from here.
+from traceviz.cache_paths import CACHE_DIR_ENV as CACHE_DIR_ENV
+from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir, parse_size
+from traceviz.cache_paths import NO_CACHE_ENV as NO_CACHE_ENV
 from traceviz.errors import UsageError
 from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
 
-CACHE_DIR_ENV = "TRACEVIZ_CACHE_DIR"
-NO_CACHE_ENV = "TRACEVIZ_NO_CACHE"
 MAX_CACHE_BYTES_ENV = "TRACEVIZ_CACHE_MAX_BYTES"
 DEFAULT_MAX_CACHE_BYTES = 2 * 2**30
 # Below this file size a parse (~10 ms per 100 kB of gzip) beats reading seven Parquet files.
 MIN_FILE_BYTES = 256 * 2**10
-ENTRY_FILE = "entry.json"
 ENTRY_FORMAT = 1
 STALE_TEMP_S = 3600.0  # a temporary directory older than this belongs to a crashed writer
 
-#: ``traceviz.load``'s ``cache`` argument: on (default place), off, or a directory.
-CacheOption = bool | str | os.PathLike[str] | None
-
 _PACKAGE = Path(__file__).resolve().parents[1]
-
-
-def cache_dir(option: CacheOption = True) -> Path | None:
-    """The cache directory ``option`` asks for, or ``None`` when caching is off.
-
-    ``True``/``None``: ``$TRACEVIZ_CACHE_DIR`` or the XDG default, unless ``TRACEVIZ_NO_CACHE``
-    is set; ``False``: off; a path: that directory. A path that exists and is not a directory
-    raises :class:`~traceviz.errors.UsageError`.
-    """
-    if option is False:
-        return None
-    if option is None or option is True:
-        if _env_flag(NO_CACHE_ENV):
-            return None
-        env = os.environ.get(CACHE_DIR_ENV)
-        base = Path(env) if env else _default_dir()
-        origin = CACHE_DIR_ENV if env else "the cache directory"
-    elif isinstance(option, str | os.PathLike):
-        base, origin = Path(option), "cache"
-    else:
-        raise UsageError(f"cache must be True, False or a directory, not {option!r}")
-    base = base.expanduser()
-    if base.exists() and not base.is_dir():
-        raise UsageError(f"{origin} {base} is not a directory")
-    return base
-
-
-def _default_dir() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "traceviz"
-
-
-def _env_flag(name: str) -> bool:
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
 def max_cache_bytes() -> int:
@@ -93,8 +59,6 @@ def max_cache_bytes() -> int:
     env = os.environ.get(MAX_CACHE_BYTES_ENV)
     if not env:
         return DEFAULT_MAX_CACHE_BYTES
-    from traceviz.parse.read import parse_size
-
     try:
         return parse_size(env)
     except UsageError as err:

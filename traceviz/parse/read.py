@@ -21,6 +21,9 @@ from typing import Any
 
 import msgspec
 
+# MAX_BYTES_ENV and parse_size live in traceviz.cache_paths (the command line checks
+# --max-bytes without the parser); still importable from here.
+from traceviz.cache_paths import MAX_BYTES_ENV, parse_size
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse.events import Event, RawTraceDocument, TraceDocument, TraceHeader
 
@@ -35,22 +38,7 @@ BATCH_EVENTS = 32768
 # memory (benchmarks/RESULTS.md: 999 MiB peak for 206 MB), and the largest real trace of the
 # corpus is 64 MB: 4 GiB is far above any real trace and still fits a large workstation.
 DEFAULT_MAX_BYTES = 4 * 2**30
-MAX_BYTES_ENV = "TRACEVIZ_MAX_BYTES"
-_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*", re.IGNORECASE)
 _FIRST_TOKEN = re.compile(rb"\s*")
-
-
-def parse_size(text: str) -> int:
-    """Bytes from ``"4GiB"``, ``"512M"``, ``"1.5G"``, ``"100000"`` (k/M/G/T are powers of
-    1024). Raises :class:`~traceviz.errors.UsageError` for anything else."""
-    match = _SIZE.fullmatch(text)
-    if not match:
-        raise UsageError(f"{text!r} is not a size (examples: 500000000, 512M, 4GiB)")
-    number, unit = float(match.group(1)), match.group(2).lower()
-    size = int(number * 1024 ** "_kmgt".index(unit or "_"))
-    if size <= 0:
-        raise UsageError(f"{text!r}: the size limit must be more than 0 bytes")
-    return size
 
 
 def max_bytes(explicit: int | None = None) -> int:
