@@ -22,7 +22,6 @@ from types import ModuleType
 from typing import NamedTuple
 
 from traceviz._version import __version__
-from traceviz.commands.collector import collector_off, one_command
 from traceviz.errors import TraceVizError, UsageError
 
 
@@ -161,14 +160,29 @@ def _silence_stdout() -> None:
         pass
 
 
+def _not_one_command() -> None:
+    """Tell :mod:`traceviz.commands.collector`, if a command has loaded it, that this call
+    is not the console script's (its helper then leaves the collector alone); a call that
+    needs no collector does not import it (``traceviz --help`` imports no command module)."""
+    collector = sys.modules.get("traceviz.commands.collector")
+    if collector is not None:
+        collector.one_command(False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``traceviz`` console script; returns the exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(words)
-    # The console script runs one command per process: its imports run with the collector off,
-    # then what they made is frozen (later collections skip it): traceviz.commands.collector.
-    one_command(argv is None)
-    with collector_off():
+    if command is not None and argv is None:
+        # The console script runs one command per process: its imports run with the collector
+        # off, then what they made is frozen (later collections skip it).
+        from traceviz.commands.collector import collector_off, one_command
+
+        one_command()
+        with collector_off():
+            parser = build_parser(load=[command])
+    else:  # --help, --version, or a call from Python: the collector stays as it is
+        _not_one_command()
         parser = build_parser(load=[command] if command else [])
     args = parser.parse_args(words)
     if getattr(args, "_module", None) is None:
