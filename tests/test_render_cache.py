@@ -6,6 +6,7 @@ A hit, with --max-bytes and --cache-dir too, imports neither pandas nor NumPy no
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import io
 import json
@@ -94,6 +95,50 @@ def uncached(
         return run_cli(capsys, argv)
 
 
+@dataclasses.dataclass(frozen=True)
+class Looks:
+    """The command line, run in this process on the test's cache (``cache``), counting the
+    reports and summaries it builds (``builds``)."""
+
+    cache: Path
+    builds: list[str]
+    capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch
+
+    def run(self, argv: list[str]) -> tuple[int, str]:
+        return run_cli(self.capsys, argv)
+
+    def uncached(self, argv: list[str]) -> tuple[int, str]:
+        return uncached(self.capsys, self.monkeypatch, argv)
+
+    def second_look(self, argv: list[str]) -> tuple[int, str]:
+        """``argv``'s exit code and output without any cache, once a miss and then a hit
+        have given the same, the miss building the one report or summary."""
+        reference = self.uncached(argv)
+        self.builds.clear()
+        assert self.run(argv) == reference  # a miss: rendered into a string, then written
+        assert self.run(argv) == reference  # a hit
+        assert self.builds == [argv[0]]
+        return reference
+
+    def first_entry(self, argv: list[str]) -> tuple[tuple[int, str], Path]:
+        """``argv`` run on the empty cache: its exit code and output, and the one output
+        entry it wrote."""
+        reference = self.run(argv)
+        (entry,) = outputs(self.cache)
+        return reference, entry
+
+
+@pytest.fixture
+def looks(
+    cache: Path,
+    builds: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> Looks:
+    return Looks(cache, builds, capsys, monkeypatch)
+
+
 # ---- the key, without the parser -----------------------------------------------------------
 
 
@@ -158,38 +203,24 @@ def test_the_stand_in_for_an_output_file_is_the_files_console(
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
 def test_second_compare_of_a_run_writes_the_same_bytes_without_building(
     fmt: str,
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    looks: Looks,
 ) -> None:
     argv = ["compare", str(GRAPH_BREAK), "--format", fmt]
-    reference = uncached(capsys, monkeypatch, argv)
-    builds.clear()
-    assert run_cli(capsys, argv) == reference  # a miss: rendered into a string, then written
-    assert builds == ["compare"] and len(outputs(cache)) == 1
-    assert run_cli(capsys, argv) == reference  # a hit
-    assert builds == ["compare"]
-    stored = (outputs(cache)[0] / PAYLOAD_FILE).read_text(encoding="utf-8")
+    reference = looks.second_look(argv)
+    assert len(outputs(looks.cache)) == 1
+    stored = (outputs(looks.cache)[0] / PAYLOAD_FILE).read_text(encoding="utf-8")
     assert stored == reference[1]
 
 
 def test_second_compare_of_a_corpus_pair(
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    looks: Looks,
 ) -> None:
     a = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
     b = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
     if not a.is_file():
         pytest.skip(f"corpus not found at {CORPUS}")
     argv = ["compare", str(a), str(b), "--force", "--top", "5"]
-    reference = uncached(capsys, monkeypatch, argv)
-    builds.clear()
-    assert run_cli(capsys, argv) == reference
-    assert run_cli(capsys, argv) == reference
-    assert builds == ["compare"]
+    looks.second_look(argv)
 
 
 @pytest.mark.parametrize(
@@ -200,23 +231,16 @@ def test_second_compare_of_a_corpus_pair(
 def test_fail_on_exit_code_is_the_same_on_a_hit(
     run: Path,
     fail_on: str | None,
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    looks: Looks,
 ) -> None:
     argv = ["compare", str(run), "--format", "json"] + (["--fail-on", fail_on] if fail_on else [])
-    reference = uncached(capsys, monkeypatch, argv)
-    builds.clear()
-    assert run_cli(capsys, argv) == reference
-    assert run_cli(capsys, argv) == reference
-    assert builds == ["compare"]
+    looks.second_look(argv)
     # the code is the findings' own, whatever --fail-on the entry was written under
     other = [a for a in argv if a not in ("--fail-on", "warning", "error")] + ["--fail-on", "error"]
-    expected = uncached(capsys, monkeypatch, other)
-    builds.clear()
-    assert run_cli(capsys, other) == expected
-    assert builds == []
+    expected = looks.uncached(other)
+    looks.builds.clear()
+    assert looks.run(other) == expected
+    assert looks.builds == []
 
 
 def test_the_fail_on_codes_are_exercised() -> None:
@@ -233,43 +257,35 @@ def test_the_fail_on_codes_are_exercised() -> None:
 def test_output_file_gets_the_same_bytes(
     fmt: str,
     tmp_path: Path,
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    looks: Looks,
 ) -> None:
     target = tmp_path / "report.out"
     argv = ["compare", str(GRAPH_BREAK), "--format", fmt, "-o", str(target)]
-    assert uncached(capsys, monkeypatch, argv) == (0, "")
+    assert looks.uncached(argv) == (0, "")
     reference = target.read_bytes()
     target.unlink()
-    builds.clear()
+    looks.builds.clear()
     for _ in range(2):
-        assert run_cli(capsys, argv) == (0, "")
+        assert looks.run(argv) == (0, "")
         assert target.read_bytes() == reference
         target.write_text("something else")
-    assert builds == ["compare"]
+    assert looks.builds == ["compare"]
     # a file and stdout: the same text formats share one entry, a drawing does not
-    run_cli(capsys, ["compare", str(GRAPH_BREAK), "--format", fmt])
-    assert len(outputs(cache)) == (2 if fmt == "text" else 1)
+    looks.run(["compare", str(GRAPH_BREAK), "--format", fmt])
+    assert len(outputs(looks.cache)) == (2 if fmt == "text" else 1)
 
 
-def test_output_onto_a_device_is_not_cached(
-    cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_output_onto_a_device_is_not_cached(looks: Looks) -> None:
     argv = ["compare", str(ATTENTION), "--format", "json", "-o", os.devnull]
     for _ in range(2):
-        assert run_cli(capsys, argv) == (0, "")
-    assert builds == ["compare", "compare"] and outputs(cache) == []
+        assert looks.run(argv) == (0, "")
+    assert looks.builds == ["compare", "compare"] and outputs(looks.cache) == []
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_second_summary_writes_the_same_bytes(
     fmt: str,
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    looks: Looks,
 ) -> None:
     argv = [
         "summary",
@@ -279,11 +295,8 @@ def test_second_summary_writes_the_same_bytes(
         "--top",
         "3",
     ]
-    reference = uncached(capsys, monkeypatch, argv)
-    builds.clear()
-    assert run_cli(capsys, argv) == reference
-    assert run_cli(capsys, argv) == reference
-    assert builds == ["summary"] and len(outputs(cache)) == 1
+    looks.second_look(argv)
+    assert len(outputs(looks.cache)) == 1
 
 
 # ---- what misses -----------------------------------------------------------------------------
@@ -291,11 +304,9 @@ def test_second_summary_writes_the_same_bytes(
 
 def test_each_option_and_input_change_misses(
     tmp_path: Path,
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    looks: Looks,
 ) -> None:
+    builds, monkeypatch = looks.builds, looks.monkeypatch
     a, b = (tmp_path / "eager.json.gz", tmp_path / "compiled.json.gz")
     a.write_bytes((GRAPH_BREAK / "eager.pt.trace.json.gz").read_bytes())
     b.write_bytes((GRAPH_BREAK / "compiled.pt.trace.json.gz").read_bytes())
@@ -309,19 +320,19 @@ def test_each_option_and_input_change_misses(
     ]
     seen = set()
     for argv in variants:
-        first = run_cli(capsys, argv)
-        assert run_cli(capsys, argv) == first
+        first = looks.run(argv)
+        assert looks.run(argv) == first
         seen.add(first[1])
-    assert builds == ["compare"] * len(variants) and len(outputs(cache)) == len(variants)
+    assert builds == ["compare"] * len(variants) and len(outputs(looks.cache)) == len(variants)
     assert len(seen) >= 4  # --force changes nothing on a comparable pair
     builds.clear()
     monkeypatch.setenv("COLUMNS", "90")  # another width
-    narrow = run_cli(capsys, base)
+    narrow = looks.run(base)
     monkeypatch.setenv("FORCE_COLOR", "1")  # a terminal, in colour
     monkeypatch.setenv("TERM", "xterm-256color")
-    colour = run_cli(capsys, base)
+    colour = looks.run(base)
     monkeypatch.setenv("NO_COLOR", "1")
-    plain_terminal = run_cli(capsys, base)
+    plain_terminal = looks.run(base)
     assert builds == ["compare"] * 3
     assert (
         "\x1b[" in colour[1] and "\x1b[" in plain_terminal[1] and "\x1b[38" not in plain_terminal[1]
@@ -333,7 +344,7 @@ def test_each_option_and_input_change_misses(
     builds.clear()
     st = b.stat()
     os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))  # the input touched
-    run_cli(capsys, base)
+    looks.run(base)
     assert builds == ["compare"]
 
 
@@ -354,12 +365,9 @@ def test_a_width_changed_during_the_render_is_not_stored(
 # ---- safety ----------------------------------------------------------------------------------
 
 
-def test_damaged_entries_are_misses_and_rewritten(
-    cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_damaged_entries_are_misses_and_rewritten(looks: Looks) -> None:
     argv = ["compare", str(ATTENTION), "--format", "markdown"]
-    reference = run_cli(capsys, argv)
-    (entry,) = outputs(cache)
+    reference, entry = looks.first_entry(argv)
     payload = entry / PAYLOAD_FILE
     damages: list[Callable[[], None]] = [
         lambda: payload.write_bytes(payload.read_bytes().replace(b"|", b"!", 1)),  # same size
@@ -371,13 +379,13 @@ def test_damaged_entries_are_misses_and_rewritten(
         ),
     ]
     for damage in damages:
-        builds.clear()
+        looks.builds.clear()
         damage()
-        assert run_cli(capsys, argv) == reference
-        assert builds == ["compare"]
-        assert run_cli(capsys, argv) == reference  # rewritten
-        assert builds == ["compare"]
-        (entry,) = outputs(cache)
+        assert looks.run(argv) == reference
+        assert looks.builds == ["compare"]
+        assert looks.run(argv) == reference  # rewritten
+        assert looks.builds == ["compare"]
+        (entry,) = outputs(looks.cache)
         payload = entry / PAYLOAD_FILE
 
 
@@ -393,38 +401,32 @@ def _plant(entry: Path, text: str) -> None:
 
 
 @pytest.mark.parametrize("writable", ["directory", "entry.json", "payload"])
-def test_an_entry_others_could_write_is_never_read(
-    writable: str, cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_an_entry_others_could_write_is_never_read(writable: str, looks: Looks) -> None:
     argv = ["compare", str(ATTENTION), "--format", "json"]
-    reference = run_cli(capsys, argv)
-    (entry,) = outputs(cache)
+    reference, entry = looks.first_entry(argv)
     _plant(entry, "planted\n")
     target = {"directory": entry, "entry.json": entry / "entry.json",
               "payload": entry / PAYLOAD_FILE}[writable]  # fmt: skip
     mode = target.stat().st_mode
     target.chmod(mode | 0o022)
-    builds.clear()
-    assert run_cli(capsys, argv) == reference  # the planted bytes are not shown
-    assert builds == ["compare"]
+    looks.builds.clear()
+    assert looks.run(argv) == reference  # the planted bytes are not shown
+    assert looks.builds == ["compare"]
     if writable == "directory":  # not ours to remove either
         assert (entry / PAYLOAD_FILE).read_text() == "planted\n"
         target.chmod(mode)
-        assert run_cli(capsys, argv) == (0, "planted\n")  # the check was all that stopped it
+        assert looks.run(argv) == (0, "planted\n")  # the check was all that stopped it
 
 
-def test_a_linked_entry_is_never_read(
-    tmp_path: Path, cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_a_linked_entry_is_never_read(tmp_path: Path, looks: Looks) -> None:
     argv = ["compare", str(ATTENTION), "--format", "json"]
-    reference = run_cli(capsys, argv)
-    (entry,) = outputs(cache)
+    reference, entry = looks.first_entry(argv)
     elsewhere = tmp_path / "elsewhere"
     entry.rename(elsewhere)
     entry.symlink_to(elsewhere)
-    builds.clear()
-    assert run_cli(capsys, argv) == reference
-    assert builds == ["compare"] and entry.is_symlink()
+    looks.builds.clear()
+    assert looks.run(argv) == reference
+    assert looks.builds == ["compare"] and entry.is_symlink()
 
 
 def test_no_cache_writes_no_output(tmp_path: Path, cache: Path) -> None:
