@@ -20,6 +20,7 @@ from traceviz.analysis import windows as windows_mod
 from traceviz.analysis.blocking import blocked_intervals, blocking_calls
 from traceviz.analysis.chains import OPTIMIZER
 from traceviz.analysis.windows import StepWindows, step_windows
+from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 from traceviz.schema import Kernels, Launches, OpCategory, Ops
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
@@ -313,3 +314,152 @@ def test_union_equals_reference_on_real_kernels(path: Path) -> None:
     starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
     ends = starts + kernels[Kernels.dur_us].to_numpy(dtype=float)
     _same(windows_mod.union(starts, ends), _union_reference(starts, ends))
+
+
+# --- chains._per_chain: each chain's figures over its run of rows --------------------------------
+
+
+def _per_chain_reference(members: pd.DataFrame) -> pd.DataFrame:
+    """chains._per_chain before PERF6: pandas groupby aggregations."""
+    written = members[chains_mod.ChainMember.written_bytes].to_numpy(dtype=float)
+    by_chain = members.groupby(chains_mod.ChainMember.chain, sort=False)
+    last_op = by_chain[chains_mod.ChainMember.op].transform("last").to_numpy(dtype=float)
+    op = members[chains_mod.ChainMember.op].to_numpy(dtype=float)
+    counted = ~members.duplicated(
+        [chains_mod.ChainMember.chain, chains_mod.ChainMember.op]
+    ).to_numpy() & (op != last_op)
+    frame = members.assign(
+        moved=np.where(counted, 2.0 * np.nan_to_num(written), 0.0),
+        unknown=(counted & np.isnan(written)) | np.isnan(op),
+        out=np.where(counted, written, np.nan),
+        eager=~members[chains_mod.ChainMember.source].isin(chains_mod.INDUCTOR_SOURCES).to_numpy(),
+        confirmed=(members[chains_mod.ChainMember.link] != "order").to_numpy(),
+        label=members[chains_mod.ChainMember.label].astype(str),
+    )
+    table = frame.groupby(chains_mod.ChainMember.chain, sort=False).agg(
+        kernels=(chains_mod.ChainMember.dur_us, "size"),
+        time_us=(chains_mod.ChainMember.dur_us, "sum"),
+        longest_us=(chains_mod.ChainMember.dur_us, "max"),
+        moved=("moved", "sum"),
+        unknown=("unknown", "any"),
+        largest=("out", "max"),
+        eager=("eager", "any"),
+        shapes_known=("confirmed", "all"),
+    )
+    table.insert(
+        0,
+        "signature",
+        chains_mod._signatures(members[chains_mod.ChainMember.chain], frame["label"]),
+    )
+    largest_row = (
+        frame["out"].fillna(-1.0).groupby(frame[chains_mod.ChainMember.chain], sort=False).idxmax()
+    )
+    table["largest_op"] = op[largest_row.to_numpy()]
+    return table
+
+
+def _members(trace_path: Path) -> tuple[object, pd.DataFrame]:
+    trace = load_trace(trace_path)
+    facts = facts_of_trace(trace)
+    steps = kernel_steps(facts)
+    return trace, chains_mod.chain_members(trace, facts.kernels, steps)
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_per_chain_equals_reference_on_real_traces(path: Path) -> None:
+    _trace, members = _members(path)
+    if members.empty:
+        pytest.skip("no chains")
+    _same(chains_mod._per_chain(members), _per_chain_reference(members))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_per_chain_equals_reference_on_random_chains(seed: int) -> None:
+    """Unknown ops and bytes, an op's several kernels, repeated ops, ties on the largest
+    intermediate, NaN durations, Inductor and eager sources, links by order."""
+    rng = np.random.default_rng(seed)
+    n = 120
+    chain = np.sort(rng.integers(0, 25, size=n))
+    op = rng.choice([1.0, 2.0, 3.0, 7.0, np.nan], size=n)
+    members = pd.DataFrame(
+        {
+            chains_mod.ChainMember.chain: chain,
+            chains_mod.ChainMember.dur_us: np.where(rng.random(n) < 0.1, np.nan, rng.random(n)),
+            chains_mod.ChainMember.source: rng.choice(["inductor_triton", "eager_aten"], size=n),
+            chains_mod.ChainMember.label: rng.choice(["aten::add", "aten::mul", "k"], size=n),
+            chains_mod.ChainMember.op: op,
+            chains_mod.ChainMember.link: rng.choice(["first", "same op", "shapes", "order"], n),
+            chains_mod.ChainMember.written_bytes: rng.choice([np.nan, 8.0, 64.0, 64.0], n),
+        }
+    )
+    _same(chains_mod._per_chain(members), _per_chain_reference(members))
+
+
+# --- chains._group: chains summed per op sequence ----------------------------------------------
+
+
+def _group_reference(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[object]:
+    """chains._group before PERF6: one groupby aggregation over the signatures."""
+    per_chain = per_chain.assign(
+        saving_us=per_chain["time_us"] - per_chain["longest_us"],
+        largest_key=per_chain["largest"].fillna(-1.0),
+    ).reset_index(drop=True)
+    by_signature = per_chain.groupby("signature", sort=False)
+    table = by_signature.agg(
+        occurrences=("kernels", "size"),
+        kernels=("kernels", "sum"),
+        time_us=("time_us", "sum"),
+        saving_us=("saving_us", "sum"),
+        moved=("moved", "sum"),
+        unknown=("unknown", "any"),
+        largest=("largest", "max"),
+        eager=("eager", "any"),
+        shapes_known=("shapes_known", "all"),
+    )
+    table["largest_op"] = per_chain["largest_op"].to_numpy()[
+        by_signature["largest_key"].idxmax().to_numpy()
+    ]
+    table = table.sort_values("time_us", ascending=False, kind="stable")
+    names = ops[Ops.name].astype(object).to_numpy()
+    return [_reference_names(str(signature), row, names) for signature, row in table.iterrows()]
+
+
+def _reference_names(
+    signature: str, row: pd.Series, names: npt.NDArray[np.object_]
+) -> chains_mod.ChainGroup:
+    return chains_mod._chain_group(signature, row, pd.Series(names, dtype=object))
+
+
+@pytest.mark.parametrize("path", _traces())
+def test_group_equals_reference_on_real_traces(path: Path) -> None:
+    trace, members = _members(path)
+    if members.empty:
+        pytest.skip("no chains")
+    per_chain = chains_mod._per_chain(members)
+    got = chains_mod._group(per_chain, trace.ops)  # type: ignore[attr-defined]
+    assert got == _group_reference(per_chain, trace.ops)  # type: ignore[attr-defined]
+    assert got and sum(g.kernels for g in got) == len(members)  # every member counted once
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_group_equals_reference_on_random_chains(seed: int) -> None:
+    """Repeated signatures, ties on time and on the largest intermediate, unknown bytes and
+    ops, op rows outside the ops table."""
+    rng = np.random.default_rng(seed)
+    n = 60
+    ops = pd.DataFrame({Ops.name: pd.Categorical(["aten::add", None, "aten::mul", "aten::exp"])})
+    per_chain = pd.DataFrame(
+        {
+            "signature": rng.choice(["a\x1fb", "b\x1fc\x1fd", "e\x1fe"], size=n),
+            "kernels": rng.integers(3, 9, size=n),
+            "time_us": rng.choice([1.5, 2.25, 10.0, 0.1], size=n),
+            "longest_us": rng.choice([0.5, 1.0], size=n),
+            "moved": rng.choice([0.0, 128.0, 4096.0], size=n),
+            "unknown": rng.random(n) < 0.2,
+            "largest": rng.choice([np.nan, 64.0, 64.0, 512.0], size=n),
+            "eager": rng.random(n) < 0.3,
+            "shapes_known": rng.random(n) < 0.8,
+            "largest_op": rng.choice([0.0, 1.0, 2.0, 3.0, 9.0, np.nan], size=n),
+        }
+    )
+    assert chains_mod._group(per_chain, ops) == _group_reference(per_chain, ops)

@@ -447,33 +447,56 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
 
     A member's output counts as an intermediate when it is the first kernel of its op in the
     chain and that op is not the chain's last (an op's several kernels share one output).
+
+    A chain's members are consecutive rows (chain ids only grow down the lane order), so each
+    figure is taken over its run of rows with NumPy; the two float sums by pandas' groupby
+    (its compensated sum, as before), the maxima skipping NaN, the first row of a tie.
     """
+    chain = members[ChainMember.chain].to_numpy()
+    n = chain.size
+    starts = np.flatnonzero(np.r_[True, chain[1:] != chain[:-1]]) if n else np.zeros(0, int)
+    run = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
+    positions = np.arange(n)
     written = members[ChainMember.written_bytes].to_numpy(dtype=float)
-    by_chain = members.groupby(ChainMember.chain, sort=False)
-    last_op = by_chain[ChainMember.op].transform("last").to_numpy(dtype=float)
     op = members[ChainMember.op].to_numpy(dtype=float)
-    counted = ~members.duplicated([ChainMember.chain, ChainMember.op]).to_numpy() & (op != last_op)
-    frame = members.assign(
-        moved=np.where(counted, 2.0 * np.nan_to_num(written), 0.0),
-        unknown=(counted & np.isnan(written)) | np.isnan(op),
-        out=np.where(counted, written, np.nan),
-        eager=~members[ChainMember.source].isin(INDUCTOR_SOURCES).to_numpy(),
-        confirmed=(members[ChainMember.link] != "order").to_numpy(),
-        label=members[ChainMember.label].astype(str),
+    dur = members[ChainMember.dur_us].to_numpy(dtype=float)
+    # each chain's last known op (groupby "last" skips NaN)
+    last_at = np.maximum.reduceat(np.where(np.isnan(op), -1, positions), starts) if n else run
+    last_op = np.where(last_at >= starts, op[np.maximum(last_at, 0)], np.nan)[run]
+    # the first row of each (chain, op) pair (duplicated: NaN equals NaN)
+    op_codes = pd.factorize(op, use_na_sentinel=False)[0].astype(np.int64)
+    first_of_op = np.zeros(n, dtype=bool)
+    first_of_op[np.unique(run * (op_codes.max(initial=0) + 1) + op_codes, return_index=True)[1]] = (
+        True
     )
-    table = frame.groupby(ChainMember.chain, sort=False).agg(
-        kernels=(ChainMember.dur_us, "size"),
-        time_us=(ChainMember.dur_us, "sum"),
-        longest_us=(ChainMember.dur_us, "max"),
-        moved=("moved", "sum"),
-        unknown=("unknown", "any"),
-        largest=("out", "max"),
-        eager=("eager", "any"),
-        shapes_known=("confirmed", "all"),
+    counted = first_of_op & (op != last_op)
+    moved = np.where(counted, 2.0 * np.nan_to_num(written), 0.0)
+    unknown = (counted & np.isnan(written)) | np.isnan(op)
+    out = np.where(counted, written, np.nan)
+    eager = ~members[ChainMember.source].isin(INDUCTOR_SOURCES).to_numpy(dtype=bool)
+    confirmed = (members[ChainMember.link] != "order").to_numpy(dtype=bool)
+    sums = pd.DataFrame({"time_us": dur, "moved": moved}).groupby(run, sort=False).sum()
+    filled = np.where(np.isnan(out), -1.0, out)
+    peak = np.maximum.reduceat(filled, starts) if n else filled
+    largest_row = (
+        np.minimum.reduceat(np.where(filled == peak[run], positions, n), starts) if n else run
     )
-    table.insert(0, "signature", _signatures(members[ChainMember.chain], frame["label"]))
-    largest_row = frame["out"].fillna(-1.0).groupby(frame[ChainMember.chain], sort=False).idxmax()
-    table["largest_op"] = op[largest_row.to_numpy()]
+    labels = members[ChainMember.label].astype(str)
+    table = pd.DataFrame(
+        {
+            "signature": _signatures(members[ChainMember.chain], labels),
+            "kernels": np.diff(np.r_[starts, n]).astype(np.int64),
+            "time_us": sums["time_us"].to_numpy(),
+            "longest_us": np.fmax.reduceat(dur, starts) if n else dur,
+            "moved": sums["moved"].to_numpy(),
+            "unknown": np.logical_or.reduceat(unknown, starts) if n else unknown,
+            "largest": np.fmax.reduceat(out, starts) if n else out,
+            "eager": np.logical_or.reduceat(eager, starts) if n else eager,
+            "shapes_known": np.logical_and.reduceat(confirmed, starts) if n else confirmed,
+            "largest_op": op[largest_row],
+        },
+        index=pd.Index(chain[starts], name=ChainMember.chain),
+    )
     return table
 
 
@@ -488,32 +511,46 @@ def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
 
 
 def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:
-    """Sum chains with the same op sequence; largest total time first."""
+    """Sum chains with the same op sequence; largest total time first.
+
+    Signatures numbered in order of first appearance (as groupby without sorting); the sums
+    by one groupby over the numbers (pandas' compensated float sums, as before), the other
+    figures with NumPy: counts, any/all, the largest skipping NaN, and the op of the chain
+    with the largest intermediate (the first such chain on a tie)."""
     per_chain = per_chain.assign(
         saving_us=per_chain["time_us"] - per_chain["longest_us"],
         largest_key=per_chain["largest"].fillna(-1.0),
     ).reset_index(drop=True)
-    by_signature = per_chain.groupby("signature", sort=False)
-    table = by_signature.agg(
-        occurrences=("kernels", "size"),
-        kernels=("kernels", "sum"),
-        time_us=("time_us", "sum"),
-        saving_us=("saving_us", "sum"),
-        moved=("moved", "sum"),
-        unknown=("unknown", "any"),
-        largest=("largest", "max"),
-        eager=("eager", "any"),
-        shapes_known=("shapes_known", "all"),
+    codes, signatures = pd.factorize(per_chain["signature"])
+    n = len(signatures)
+    summed = ["kernels", "time_us", "saving_us", "moved"]
+    sums = per_chain[summed].groupby(codes, sort=False).sum()
+    unknown = per_chain["unknown"].to_numpy(dtype=bool)
+    eager = per_chain["eager"].to_numpy(dtype=bool)
+    known = per_chain["shapes_known"].to_numpy(dtype=bool)
+    largest = np.full(n, np.nan)
+    np.fmax.at(largest, codes, per_chain["largest"].to_numpy(dtype=float))
+    key = per_chain["largest_key"].to_numpy(dtype=float)
+    by_key = np.lexsort((np.arange(len(codes)), -key, codes))  # per signature: largest first
+    first = by_key[np.r_[True, codes[by_key][1:] != codes[by_key][:-1]]]
+    table = pd.DataFrame(
+        {
+            "occurrences": np.bincount(codes, minlength=n).astype(np.int64),
+            **{c: sums[c].to_numpy() for c in summed},
+            "unknown": np.bincount(codes[unknown], minlength=n) > 0,
+            "largest": largest,
+            "eager": np.bincount(codes[eager], minlength=n) > 0,
+            "shapes_known": np.bincount(codes[~known], minlength=n) == 0,
+            "largest_op": per_chain["largest_op"].to_numpy()[first],
+        },
+        index=pd.Index(signatures, name="signature"),
     )
-    table["largest_op"] = per_chain["largest_op"].to_numpy()[
-        by_signature["largest_key"].idxmax().to_numpy()
-    ]
     table = table.sort_values("time_us", ascending=False, kind="stable")
-    names = ops[Ops.name].astype(object).to_numpy()
+    names = ops[Ops.name]
     return [_chain_group(str(signature), row, names) for signature, row in table.iterrows()]
 
 
-def _chain_group(signature: str, row: pd.Series, names: npt.NDArray[np.object_]) -> ChainGroup:
+def _chain_group(signature: str, row: pd.Series, names: pd.Series) -> ChainGroup:
     unknown = bool(row["unknown"])
     largest = float(row["largest"])
     op = float(row["largest_op"])
@@ -525,7 +562,7 @@ def _chain_group(signature: str, row: pd.Series, names: npt.NDArray[np.object_])
         saving_us=float(row["saving_us"]),
         bytes_saved=None if unknown else int(row["moved"]),
         largest_bytes=None if unknown or not np.isfinite(largest) else int(largest),
-        largest_op=str(names[int(op)]) if np.isfinite(op) and 0 <= op < len(names) else "",
+        largest_op=str(names.iloc[int(op)]) if np.isfinite(op) and 0 <= op < len(names) else "",
         eager_kernels=bool(row["eager"]),
         shapes_known=bool(row["shapes_known"]),
     )
