@@ -458,7 +458,7 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
     ``with_stack=True`` do not always nest cleanly around the ops."""
     ops = trace.ops
     if thread is None or ops.empty:
-        return ops.iloc[:0]
+        return ops[list(_OUTER_COLUMNS)].iloc[:0]
     mine = (
         (ops[Ops.thread] == thread).to_numpy(dtype=bool)
         & (ops[Ops.category] != OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
@@ -470,7 +470,11 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
     order = _by_start_longer_first(ts, end)
     rows, ts, end = rows[order], ts[order], end[order]
     reach = np.concatenate([[-np.inf], np.maximum.accumulate(end)[:-1]])
-    return ops.iloc[rows[ts >= reach]]
+    return ops[list(_OUTER_COLUMNS)].iloc[rows[ts >= reach]]  # the columns read of them
+
+
+#: The ops columns the outer ops are read by (:class:`_OuterOps`, :func:`_work_table`).
+_OUTER_COLUMNS = (Ops.ts_us, Ops.dur_us, Ops.name, Ops.category)
 
 
 def _by_start_longer_first(ts: FloatArray, end: FloatArray) -> npt.NDArray[np.intp]:
