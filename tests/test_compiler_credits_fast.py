@@ -51,3 +51,21 @@ def test_equal_to_the_grouped_form_on_sample_runs(run: str, monkeypatch) -> None
         expected = fusion_lines._line_pairs(located, record.compiled)
         got = line_pairs(located, record.compiled)
         assert got == list(zip(expected["i"], expected["kernel"], strict=True))
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_compiled_lines_equal_the_grouped_form(run: str) -> None:
+    r = read_run_dir(SAMPLES / run)
+    compiled, log = load_trace(r.compiled), read_log(r.compile_log)
+    if log is None:
+        pytest.skip("no compile log")
+    held, ops = fusion_lines._compiled_lines(compiled, log)
+    expected, expected_ops = fusion_lines._compiled_lines_grouped(compiled, log)
+    pd.testing.assert_frame_equal(held, expected, check_exact=True)
+    assert ops == expected_ops and len(held)
+    # a log whose lines name no kernel of this trace: the empty table, as the grouped form has it
+    empty = dataclasses.replace(log, lines=log.lines.head(0))
+    pd.testing.assert_frame_equal(
+        fusion_lines._compiled_lines(compiled, empty)[0],
+        fusion_lines._compiled_lines_grouped(compiled, empty)[0],
+    )

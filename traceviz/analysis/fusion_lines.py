@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -432,6 +433,88 @@ def _compiled_lines(
 ) -> tuple[pd.DataFrame, dict[str, frozenset[str]]]:
     """Per compiled kernel name (as the trace shows it): its source lines, and the op keys
     of its post-grad nodes."""
+
+    prov = compiled_kernel_provenance(compiled, log)
+    if prov is None or prov.empty:
+        return _empty_compiled(), {}
+    keep = prov["prov_kernel"].notna().to_numpy(dtype=bool)
+    names = compiled.kernels[Kernels.name].astype(object).to_numpy()
+    trace_names = names[prov["kernel_row"].to_numpy(dtype=np.int64)[keep]].tolist()
+    prov_kernels = prov["prov_kernel"].to_numpy(dtype=object)[keep].tolist()
+    nodes = prov["post_grad_nodes"].to_numpy(dtype=object)[keep].tolist()
+    calls = (
+        prov["primary"].fillna(True).astype(bool).to_numpy()[keep].tolist()
+        if "primary" in prov
+        else [True] * len(prov_kernels)
+    )
+    first = dict.fromkeys(zip(trace_names, prov_kernels, strict=True), -1)
+    per_kernel = []  # (trace name, prov kernel, post-grad nodes, a call): each pair once
+    for i, pair in enumerate(zip(trace_names, prov_kernels, strict=True)):
+        if first[pair] < 0:
+            first[pair] = i
+            per_kernel.append((*pair, nodes[i], calls[i]))
+    held = _held_lines(per_kernel, log.lines)
+    if held is None:  # no line for any kernel: the grouped form gives the empty table's dtypes
+        return _compiled_lines_grouped(compiled, log)
+    return held, _node_ops(per_kernel)
+
+
+def _held_lines(
+    per_kernel: list[tuple[Any, Any, Any, bool]], lines: pd.DataFrame
+) -> pd.DataFrame | None:
+    """(kernel, file, line, code, function) of each kernel's provenance lines, in the order
+    of the grouped form's join (kernels first seen first, then the log's lines), each
+    (kernel, file, line) once; None when there is none."""
+    at: dict[Any, list[int]] = {}
+    for j, key in enumerate(lines["prov_kernel"].tolist()):
+        at.setdefault(key, []).append(j)
+    files = lines["file"].tolist()
+    numbers = lines["line"].tolist()
+    codes = lines["code"].tolist()
+    functions = lines["function"].tolist()
+    rows: dict[tuple[Any, Any, Any], int] = {}
+    for name, prov_kernel, _, _ in per_kernel:
+        for j in at.get(prov_kernel, []):
+            rows.setdefault((name, _same(files[j]), _same(numbers[j])), j)
+    if not rows:
+        return None
+    picked = list(rows.items())
+    return pd.DataFrame(
+        {
+            "kernel": [name for (name, _, _), _ in picked],
+            "file": pd.Series([files[j] for _, j in picked], dtype=lines["file"].dtype),
+            "line": pd.Series([numbers[j] for _, j in picked], dtype=lines["line"].dtype),
+            "code": pd.Series([codes[j] for _, j in picked], dtype=object).fillna("").astype(str),
+            "function": pd.Series([functions[j] for _, j in picked], dtype=object)
+            .fillna("")
+            .astype(str),
+        }
+    )
+
+
+def _same(value: Any) -> Any:
+    """A key part as drop_duplicates compares it: every missing value the same."""
+    return None if value is None or value is pd.NA or value != value else value
+
+
+def _node_ops(per_kernel: list[tuple[Any, Any, Any, bool]]) -> dict[str, frozenset[str]]:
+    """Per compiled kernel name: the op keys of its post-grad nodes (its calls' nodes only)."""
+    ops: dict[str, set[str]] = {}
+    for name, _, nodes, is_call in per_kernel:
+        ops.setdefault(str(name), set())
+        if not is_call:  # work nested in a call (the copy_ inside addmm) is not the call's op
+            continue
+        for node in str(nodes or "").split(","):
+            base = node.strip().rstrip("0123456789").rstrip("_")
+            if base:
+                ops.setdefault(str(name), set()).update(name_keys(f"aten::{base}"))
+    return {k: frozenset(v) for k, v in ops.items()}
+
+
+def _compiled_lines_grouped(
+    compiled: Trace, log: CompileLog
+) -> tuple[pd.DataFrame, dict[str, frozenset[str]]]:
+    """:func:`_compiled_lines` by pandas' joins (the reference form; and the empty table)."""
 
     prov = compiled_kernel_provenance(compiled, log)
     if prov is None or prov.empty:
