@@ -18,14 +18,15 @@ from __future__ import annotations
 import linecache
 import re
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
 from traceviz.parse.compile_log import LINE_MARK_PREFIX, CompileLog, is_library
-from traceviz.schema import KernelLines as KL
 from traceviz.schema import KernelProvenance as KP
 from traceviz.schema import Kernels as K
 from traceviz.schema import OpCategory, RegionKind
@@ -350,18 +351,30 @@ def eager_kernel_lines(trace: Trace) -> pd.DataFrame:
     marked = _marks_around(ops, [row for row, frame in frames.items() if frame[3]])
     op_rows = _kernel_ops(kernels)
     rows = []
+    code: dict[tuple[str, int], str | None] = {}  # each line read once per call
     for row, op_row in enumerate(op_rows):
         frame_row = _NONE if op_row < 0 else marked[op_row]
         frame_row = owner[op_row] if frame_row == _NONE and op_row >= 0 else frame_row
         if frame_row != _NONE:
             file, line, function, exact = frames[int(frame_row)]
-            rows.append(
-                {KL.kernel_row: row, KL.file: file, KL.line: line, KL.function: function,
-                 KL.code: source_line(file, line), KL.exact: exact}
-            )  # fmt: skip
+            if (file, line) not in code:
+                code[(file, line)] = source_line(file, line)
+            rows.append((row, file, line, function, code[(file, line)], exact))
     if not rows:
         return schema.empty_table(schema.KERNEL_LINES_DTYPES)
-    return schema.conform(pd.DataFrame(rows), schema.KERNEL_LINES_DTYPES)
+    # built in the declared dtypes (text as object: inferred as str, conform cast it back);
+    # a missing code is NaN as that cast made it, None when no line was read at all
+    columns = list(zip(*rows, strict=True))
+    if any(text is not None for text in code.values()):
+        columns[4] = tuple(np.nan if text is None else text for text in columns[4])
+    return pd.DataFrame(
+        {
+            name: pd.Series(values, dtype=dtype)
+            for (name, dtype), values in zip(
+                schema.KERNEL_LINES_DTYPES.items(), columns, strict=True
+            )
+        }
+    )
 
 
 def _marks_around(ops: pd.DataFrame, marks: list[int]) -> np.ndarray:
@@ -393,18 +406,33 @@ def _marks_around(ops: pd.DataFrame, marks: list[int]) -> np.ndarray:
 def _user_frames(ops: pd.DataFrame) -> dict[int, tuple[str, int, str, bool]]:
     """ops row → (file, line, function, exact) of each line mark and each python_function
     frame in user code."""
-    names = ops[O.name].astype(str)
-    marks = names.str.startswith(LINE_MARK_PREFIX)
-    python = ops[O.category].astype(str) == OpCategory.PYTHON_FUNCTION.value
+    names, marks = _text_where(ops[O.name], lambda text: text.startswith(LINE_MARK_PREFIX))
+    _, python = _text_where(ops[O.category], lambda text: text == OpCategory.PYTHON_FUNCTION.value)
+    picked = np.flatnonzero(marks | python)
     out = {}
     for row, name, exact in zip(
-        ops.index[marks | python], names[marks | python], marks[marks | python], strict=True
+        ops.index[picked], names[picked].tolist(), marks[picked].tolist(), strict=True
     ):
         match = _PY_FRAME.match(name.removeprefix(LINE_MARK_PREFIX) if exact else name)
         if match is None or match["file"].startswith("<") or is_library(match["file"]):
             continue
         out[int(row)] = (match["file"], int(match["line"]), match["function"], bool(exact))
     return out
+
+
+def _text_where(
+    column: pd.Series, test: Callable[[str], bool]
+) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.bool_]]:
+    """The column as text (``str`` of each value, as ``astype(str)`` spells it) and ``test``
+    of each; a categorical column is read once per category, not once per row."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        texts = [str(c) for c in column.cat.categories] + [str(np.nan)]
+        table = np.array(texts, dtype=object)
+        passed = np.array([test(t) for t in texts[:-1]] + [False], dtype=bool)
+        codes = np.asarray(column.cat.codes, dtype=np.int64)
+        return table[codes], passed[codes]
+    text = column.astype(str)
+    return text.to_numpy(dtype=object), np.array([test(t) for t in text], dtype=bool)
 
 
 def source_line(file: str, line: int) -> str | None:
