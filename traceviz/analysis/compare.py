@@ -29,6 +29,7 @@ from traceviz.analysis.line_transfer import LineTransfer
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
+from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.runner.runinfo import DynamoFacts, RunInfo
 from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
@@ -378,6 +379,7 @@ def _metrics(side_a: Side, side_b: Side, fusion: FusionMap) -> pd.DataFrame:
         )
         for m in METRICS
     ]
+    _guard_traffic(rows, side_a, side_b)
     rows.append(
         _side_row(
             "eager_kernels_per_compiled_kernel",
@@ -404,6 +406,18 @@ def _metrics(side_a: Side, side_b: Side, fusion: FusionMap) -> pd.DataFrame:
         Metric.name, Metric.unit, Metric.a, Metric.b, Metric.delta, Metric.ratio,
         Metric.basis, Metric.description,
     ])  # fmt: skip
+
+
+def _guard_traffic(rows: list[list[Any]], side_a: Side, side_b: Side) -> None:
+    """Withhold the ``est_bytes`` row's Δ and ratio (NaN), saying why in its description,
+    when the two sides' estimates cover different shares of their kernel time
+    (:func:`~traceviz.analysis.traffic_compare.traffic_gap_note`)."""
+    why = traffic_gap_note(side_a.traffic, side_b.traffic, (side_a.name, side_b.name))
+    if why is None:
+        return
+    for row in rows:
+        if row[0] == "est_bytes" and row[6] != NOT_ANALYSED:
+            row[4], row[5], row[7] = math.nan, math.nan, f"{row[7]}; {why}"
 
 
 def _side_row(

@@ -15,6 +15,7 @@ from traceviz.analysis.compare import NOT_APPLICABLE, Comparison, Metric, Side
 from traceviz.analysis.device import NOT_ANALYSED
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
+from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.diagnose.rules.slower import basis_text, comparison_speed
 from traceviz.records import records
 from traceviz.report.metric_names import is_share, metric_label
@@ -172,7 +173,11 @@ def metrics_view(
         ]
         for r in records(table)
     ]
-    return View(title, ["metric", a, b, "Δ", "ratio", "basis"], rows)
+    note = ""
+    if "est_bytes" in set(table[Metric.name]):
+        why = traffic_gap_note(comparison.a.traffic, comparison.b.traffic, comparison.names)
+        note = f"{metric_label('est_bytes', comparison.names)}: {why}" if why else ""
+    return View(title, ["metric", a, b, "Δ", "ratio", "basis"], rows, note=note)
 
 
 def _metric_value(row: Any, side: str) -> str:

@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
+from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.report.figures.style import (
     _empty,
     _layout,
@@ -31,6 +32,9 @@ def memory_kind_figure(c: Comparison) -> go.Figure:
         "Memory traffic by kernel kind (bytes read + written; kernels estimated from shapes, "
         f"memcpy/memset measured). Device time with no estimate: {', '.join(shares)}"
     )
+    why = traffic_gap_note(c.a.traffic, c.b.traffic, c.names)
+    if why is not None:  # the bars side by side would read as a saving that is not there
+        title += f". Totals not comparable, {why}"
     if all(side.traffic.by_kind.empty for side, _ in _sides(c)):
         return _empty(title, "no kernels in either trace")
     fig = go.Figure()

@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison, Metric
+from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
     KIND_COLORS,
@@ -85,9 +86,12 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
 
 def traffic_partial(c: Comparison) -> bool:
     """True when either side has more than :data:`PARTIAL_SHARE` of its kernel time with no
-    traffic estimate."""
+    traffic estimate, or the two sides' estimates cover shares of their kernel time too far
+    apart to compare (:func:`~traceviz.analysis.traffic_compare.traffic_gap_note`)."""
     shares = [s.traffic.unestimated_time_share for s in (c.a, c.b)]
-    return any(x is not None and x > PARTIAL_SHARE for x in shares)
+    if any(x is not None and x > PARTIAL_SHARE for x in shares):
+        return True
+    return traffic_gap_note(c.a.traffic, c.b.traffic, c.names) is not None
 
 
 def _ratio_color(ratio: float) -> str:
