@@ -427,23 +427,40 @@ def _one_to_one(
     if not e_ok.any() or not c_ok.any():
         return
     j = np.flatnonzero(c_ok)
-    cf = pd.DataFrame({"sig": c_sig[j], "step": c.step[j], "pos": c.pos[j], "j": j})
-    cf = cf.sort_values(["step", "pos"], kind="stable")
-    cf["occ"] = cf.groupby(["step", "sig"], sort=False).cumcount()
-    slots = cf.drop_duplicates(["sig", "occ"]).set_index(["sig", "occ"])["j"]
+    j = j[np.lexsort((c.pos[j], c.step[j]))]  # by step, then position (stable)
+    c_occ = _occurrence(c.step[j], c_sig[j])
     idx = np.flatnonzero(e_ok)
-    ef = pd.DataFrame({"sig": e_sig[idx], "step": e.step[idx], "pos": e.pos[idx], "i": idx})
-    ef = ef.sort_values(["step", "pos"], kind="stable")
-    ef["occ"] = ef.groupby(["step", "sig"], sort=False).cumcount()
-    wanted = pd.MultiIndex.from_arrays([ef["sig"], ef["occ"]])
-    found = slots.reindex(wanted)
-    hit = found.notna().to_numpy()
-    at = ef["i"].to_numpy()[hit]
-    state.kernel[at] = c.names[found.to_numpy()[hit].astype(np.int64)]
+    idx = idx[np.lexsort((e.pos[idx], e.step[idx]))]
+    e_occ = _occurrence(e.step[idx], e_sig[idx])
+    # the k-th eager instance of a signature in its step takes the first compiled instance
+    # that is the k-th of that signature in its own step
+    width = int(max(c_occ.max(initial=0), e_occ.max(initial=0))) + 1
+    c_key = c_sig[j] * width + c_occ
+    e_key = e_sig[idx] * width + e_occ
+    keys, first = np.unique(c_key, return_index=True)
+    at_key = np.clip(np.searchsorted(keys, e_key), 0, max(len(keys) - 1, 0))
+    hit = keys[at_key] == e_key if len(keys) else np.zeros(len(e_key), dtype=bool)
+    at = idx[hit]
+    state.kernel[at] = c.names[j[first[at_key[hit]]]]
     state.how[at] = rule.value
     state.confidence[at] = 1.0
-    taken = pd.MultiIndex.from_arrays([cf["sig"], cf["occ"]]).isin(wanted[hit])
-    state.used[cf["j"].to_numpy()[taken]] = True
+    # every compiled instance whose (signature, k) was taken is used, in whichever step
+    state.used[j[np.isin(c_key, e_key[hit])]] = True
+
+
+def _occurrence(step: npt.NDArray[np.int64], sig: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Per row (rows in order), how many rows of its (step, signature) came before it."""
+    n = len(step)
+    if not n:
+        return np.zeros(0, dtype=np.int64)
+    group = (step - step.min()) * (int(sig.max()) + 1) + sig  # one integer per (step, sig)
+    order = np.argsort(group, kind="stable")
+    sorted_group = group[order]
+    starts = np.r_[True, sorted_group[1:] != sorted_group[:-1]]
+    first = np.maximum.accumulate(np.where(starts, np.arange(n), 0))
+    occ = np.empty(n, dtype=np.int64)
+    occ[order] = np.arange(n) - first
+    return occ
 
 
 def _signature(
