@@ -56,6 +56,7 @@ from traceviz.analysis.memory import (
     memory_traffic,
 )
 from traceviz.analysis.op_keys import NO_WORK_OPS, OP_ALIASES, name_keys, op_key
+from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
 
@@ -163,7 +164,9 @@ class FusionMap:
     kernels). ``est_bytes_saved`` is the eager trace's estimated kernel traffic minus the
     compiled one's (**estimated**, see :mod:`traceviz.analysis.memory`), None when either side
     has no estimate, a compiled fusion kernel has none (the difference would then count the
-    fused kernels' own traffic as saved) or the difference is negative (no saving).
+    fused kernels' own traffic as saved), the two sides' estimates cover shares of their kernel
+    time too far apart (:func:`~traceviz.analysis.traffic_compare.traffic_gap_note`: a CUDA-graph
+    replay's library kernels have none) or the difference is negative (no saving).
     ``eager_traffic``/``compiled_traffic`` hold the full traffic results. ``step_scale`` is the
     factor applied to the compiled side (eager steps / compiled steps, 1.0 when not both traces
     have steps).
@@ -439,5 +442,7 @@ def _bytes_saved(
     unestimated = compiled_traffic.per_kernel[KernelTraffic.basis] == Basis.NONE.value
     if (fused & unestimated.to_numpy(dtype=bool)).any():
         return None
+    if traffic_gap_note(eager_traffic, compiled_traffic, ("a", "b")) is not None:
+        return None  # the difference would count b's unestimated library kernels as saved
     saved = round(eager_traffic.estimated_bytes - compiled_traffic.estimated_bytes * scale)
     return saved if saved >= 0 else None

@@ -176,7 +176,7 @@ def _match_generated(kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame) 
         candidates = by_name.get(base)
         if candidates is None:
             continue
-        call = int(ctx.call[op_row]) if op_row >= 0 else _NONE
+        call = _launch_scope(ctx, op_row)
         k = seen.get((call, name), 0)
         seen[(call, name)] = k + 1
         key = (name, ctx.compile_id_of(op_row), _is_backward(ctx, op_row), k)
@@ -187,6 +187,19 @@ def _match_generated(kernels: pd.DataFrame, ctx: _OpContext, log: pd.DataFrame) 
         if chosen is not None:
             out.append((int(row), chosen, True))
     return _rows(out)
+
+
+def _launch_scope(ctx: _OpContext, op_row: int) -> int:
+    """Where a generated kernel's launches are counted: its graph call (ops row); a kernel in
+    no graph call but in a compiled region (a CUDA-graph replay, ``mode="reduce-overhead"``:
+    the replayed kernels hang off the region's ``cudaGraphLaunch``, one replay per region
+    call) that region call, as ``-2 - row``; else one scope for the whole trace (-1)."""
+    if op_row < 0:
+        return _NONE
+    call = int(ctx.call[op_row])
+    if call == _NONE and ctx.region[op_row] != _NONE:
+        return -2 - int(ctx.region[op_row])
+    return call
 
 
 def _is_backward(ctx: _OpContext, op_row: int) -> bool:
