@@ -58,21 +58,148 @@ def test_replayed_triton_calls_take_the_compilers_bytes() -> None:
         trace.kernels[Kernels.name].iloc[rows], per_kernel[KernelTraffic.est_bytes], strict=True
     ):
         assert nbytes in entries[str(name)]
-    assert traffic.compiler_bytes == int(per_kernel[KernelTraffic.est_bytes].sum())
+    replay = trace.kernels[Kernels.graph_launch_row].iloc[rows]
+    sums = per_kernel[KernelTraffic.est_bytes].groupby(replay.to_numpy()).sum()
+    assert (sums == log.kernels.loc[~log.kernels[P.extern], P.est_bytes].sum()).all()
 
 
 def test_no_traffic_saved_while_the_replayed_library_kernels_have_no_figure() -> None:
-    """Every fused kernel has the compiler's bytes now, but the replayed GEMMs and attention
-    have none: eager − compiled would count their traffic as saved, so there is no figure."""
+    """Every fused kernel with the compiler's bytes but the replayed GEMMs and attention with
+    none (their rows alone, no log table): eager − compiled would count their traffic as saved,
+    so there is no figure; with their bytes from the log there is one."""
+    from traceviz.analysis.fusion import _bytes_saved
     from traceviz.analysis.memory import is_inductor_kernel
     from traceviz.pipeline import compare_run
 
     report = compare_run(RO)
-    compiled = report.b.traffic.per_kernel
-    fused = is_inductor_kernel(report.b.trace.kernels[Kernels.name])
-    assert fused.any()
-    assert not (compiled[KernelTraffic.basis].to_numpy()[fused] == Basis.NONE.value).any()
-    library = ~fused & (compiled[KernelTraffic.basis] == Basis.NONE.value).to_numpy()
+    trace, log = report.b.trace, read_log(RO / "compile_log.jsonl.gz")
+    partial = memory_traffic(trace, provenance=compiled_kernel_provenance(trace, log))
+    basis = partial.per_kernel[KernelTraffic.basis].to_numpy()
+    fused = is_inductor_kernel(trace.kernels[Kernels.name])
+    assert fused.any() and not (basis[fused] == Basis.NONE.value).any()
+    assert (basis[~fused] == Basis.NONE.value).any()
+    assert _bytes_saved(trace, report.a.traffic, partial, 1.0) is None
+    saved = _bytes_saved(trace, report.a.traffic, report.b.traffic, 1.0)
+    assert report.a.traffic.estimated_bytes is not None
+    assert report.b.traffic.estimated_bytes is not None
+    assert saved == report.a.traffic.estimated_bytes - report.b.traffic.estimated_bytes
+
+
+def test_replayed_library_kernels_take_the_logged_calls_bytes() -> None:
+    """Each replay's library kernels carry exactly the bytes of the graph's library calls
+    (credits add up to what the log holds, never more), and the whole compiled run the
+    compiler's bytes of every logged call once per replay."""
+    trace, log = _load("gpt2-reduce-overhead")
+    traffic = memory_traffic(trace, compile_log=log)
+    per_kernel = traffic.per_kernel
+    replay = trace.kernels[Kernels.graph_launch_row]
+    generated = np.zeros(len(trace.kernels), dtype=bool)
+    generated[_generated_rows(trace, log)] = True
+    library = replay.notna().to_numpy() & ~generated
     assert library.any()
-    assert report.fusion.est_bytes_saved is None
-    assert np.isnan(report.metric("est_bytes_saved")["b"])
+    assert (per_kernel[KernelTraffic.basis].to_numpy()[library] == Basis.COMPILER.value).all()
+    calls = log.kernels[log.kernels[P.extern].astype(bool)][P.est_bytes].sum()
+    sums = per_kernel[KernelTraffic.est_bytes][library].groupby(replay[library]).sum()
+    assert len(sums) == replay.nunique() and (sums == calls).all()
+    everything = int(log.kernels[P.est_bytes].sum()) * replay.nunique()
+    assert traffic.compiler_bytes == everything
+
+
+def test_reduce_overhead_matches_the_default_mode_compiler_bytes() -> None:
+    """Same model, same steps: the CUDA-graph run's compiler bytes equal the compiler's bytes
+    of the default-mode run's matched calls, and both cover almost all kernel time."""
+    ro_trace, ro_log = _load("gpt2-reduce-overhead")
+    ro = memory_traffic(ro_trace, compile_log=ro_log)
+    trace, log = _load("gpt2")
+    prov = compiled_kernel_provenance(trace, log)
+    primary = prov[prov[KP.primary].astype(bool)]
+    assert ro.compiler_bytes == int(primary[KP.est_bytes].sum())
+    assert ro.unestimated_time_share is not None and ro.unestimated_time_share < 0.05
+
+
+# --- graph_library_bytes on made tables ----------------------------------------------------
+
+# one graph: generated g (handle 1), library calls 2 (100 B) and 3 (50 B), generated h (4),
+# library call 5 (30 B)
+_LOG = [("g", False, 1, 10), ("ext.mm", True, 2, 100), ("ext.sdpa", True, 3, 50),
+        ("h", False, 4, 20), ("ext.addmm", True, 5, 30)]  # fmt: skip
+
+
+def _log(entries: list[tuple[str, bool, int, int | None]] = _LOG) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            P.prov_kernel: [f"0/0:{k}:{h}" for k, _, h, _ in entries],
+            P.compile_id: ["0/0"] * len(entries),
+            P.graph_index: [0] * len(entries),
+            P.kernel: [k for k, *_ in entries],
+            P.handle: [h for _, _, h, _ in entries],
+            P.est_bytes: pd.array([b for *_, b in entries], dtype="Int64"),
+            P.extern: [e for _, e, _, _ in entries],
+        }
+    )
+
+
+def _replay(names: list[str], handles: dict[int, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Kernels of one replay in that order, and provenance rows for ``handles`` (row → log
+    handle) as the matcher would give them."""
+    kernels = pd.DataFrame(
+        {
+            Kernels.name: names,
+            Kernels.ts_us: np.arange(len(names), dtype=float),
+            Kernels.graph_launch_row: pd.array([0] * len(names), dtype="Int64"),
+        }
+    )
+    by_handle = {h: f"0/0:{k}:{h}" for k, _, h, _ in _LOG}
+    prov = pd.DataFrame(
+        {
+            KP.kernel_row: list(handles),
+            KP.prov_kernel: [by_handle[h] for h in handles.values()],
+            KP.primary: [True] * len(handles),
+        }
+    )
+    return kernels, prov
+
+
+def _credit(
+    kernels: pd.DataFrame, prov: pd.DataFrame, log: pd.DataFrame | None = None, **open_: bool
+) -> dict[int, tuple[int, int]]:
+    from traceviz.analysis.traffic_graph import graph_library_bytes
+
+    n = len(kernels)
+    open_rows = np.array([open_.get(f"r{i}", True) for i in range(n)])
+    generated = kernels[Kernels.name].isin(["g", "h"]).to_numpy()
+    rows, group, total = graph_library_bytes(
+        kernels, prov, _log() if log is None else log, open_rows, generated
+    )
+    return {int(r): (int(g), int(t)) for r, g, t in zip(rows, group, total, strict=True)}
+
+
+def test_library_runs_take_the_calls_between_their_bounds() -> None:
+    kernels, prov = _replay(["g", "gemm", "splitk", "fmha", "h", "gemm2"], {0: 1, 4: 4})
+    credit = _credit(kernels, prov)
+    assert credit == {1: (1, 150), 2: (1, 150), 3: (1, 150), 5: (5, 30)}
+
+
+def test_unreadable_replays_and_runs_get_nothing() -> None:
+    # generated kernels out of handle order: the replay is not the log's order
+    kernels, prov = _replay(["h", "gemm", "g"], {0: 4, 2: 1})
+    assert _credit(kernels, prov) == {}
+    # a generated kernel the matcher left out: its run cannot be bounded
+    kernels, prov = _replay(["g", "gemm", "h", "gemm2"], {0: 1})
+    assert _credit(kernels, prov) == {}
+    # a run that already has a figure is left alone, the other run still credited
+    kernels, prov = _replay(["g", "gemm", "h", "gemm2"], {0: 1, 2: 4})
+    assert _credit(kernels, prov, r1=False) == {3: (3, 30)}
+    # a library call without logged bytes: its run gets nothing
+    entries = [e if e[2] != 5 else (e[0], e[1], e[2], None) for e in _LOG]
+    assert _credit(kernels, prov, _log(entries)) == {1: (1, 150)}
+    # no library call between the bounds: nothing to credit (the kernels keep no figure)
+    kernels, prov = _replay(["g", "h", "copy"], {0: 1, 1: 4})
+    entries = [e for e in _LOG if e[2] != 5]
+    assert _credit(kernels, prov, _log(entries)) == {}
+
+
+def test_kernels_outside_replays_are_never_credited() -> None:
+    kernels, prov = _replay(["g", "gemm", "h"], {0: 1, 2: 4})
+    kernels[Kernels.graph_launch_row] = pd.array([None] * 3, dtype="Int64")
+    assert _credit(kernels, prov) == {}

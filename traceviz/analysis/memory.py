@@ -27,7 +27,11 @@ from (:class:`Basis`):
   leave without a figure and that is an Inductor kernel call gets Inductor's own estimate
   (``GraphLowering.count_bytes``: the bytes its buffers read and write per call). Counted once
   per call: only the row that is the call itself (``primary``), never the work nested in it.
-  This covers the CPU ``graph_N_cpp_fused_…`` kernels, whose trace ops carry no shapes;
+  This covers the CPU ``graph_N_cpp_fused_…`` kernels, whose trace ops carry no shapes, and
+  the Triton kernels of a CUDA-graph replay (``mode="reduce-overhead"``: no launching op).
+  The library kernels of a replay (cuBLAS GEMMs, attention) take the logged bytes of the
+  library calls replayed between their two neighbouring generated kernels, split by duration
+  (:mod:`traceviz.analysis.traffic_graph`);
 - **none**: everything else (no linked op, no rule for the op, shapes not recorded).
 
 Achieved bandwidth is bytes / duration wherever both are known. Totals are given by kind, with
@@ -57,6 +61,7 @@ from traceviz.analysis.traffic import (
     estimate_op_bytes,
     estimate_triton_bytes,
 )
+from traceviz.analysis.traffic_graph import graph_library_bytes
 from traceviz.parse.compile_log import CompileLog
 from traceviz.schema import ActivityKind, DeviceKind, KernelProvenance, Kernels, Memory, Ops, Steps
 from traceviz.trace import Trace
@@ -207,7 +212,8 @@ def memory_traffic(
         raise TypeError(f"memory_traffic needs a Trace, not {type(trace).__name__}")
     if provenance is None and compile_log is not None:
         provenance = compiled_kernel_provenance(trace, compile_log)
-    per_kernel = kernel_traffic(trace, provenance=provenance)
+    log_kernels = compile_log.kernels if compile_log is not None else None
+    per_kernel = kernel_traffic(trace, provenance=provenance, log_kernels=log_kernels)
     kernels = trace.kernels
     dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
     kinds = trace_kinds(trace)
@@ -236,10 +242,17 @@ def memory_traffic(
 # --- per kernel --------------------------------------------------------------------------
 
 
-def kernel_traffic(trace: Trace, *, provenance: pd.DataFrame | None = None) -> pd.DataFrame:
+def kernel_traffic(
+    trace: Trace,
+    *,
+    provenance: pd.DataFrame | None = None,
+    log_kernels: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Bytes per ``Trace.kernels`` row (columns :class:`KernelTraffic`, same index);
     ``provenance`` (:func:`~traceviz.analysis.provenance.compiled_kernel_provenance`) adds the
-    compiler's estimate where the trace gives none."""
+    compiler's estimate where the trace gives none, and with ``log_kernels`` (the compile log's
+    kernels table) the library kernels of CUDA-graph replays
+    (:func:`~traceviz.analysis.traffic_graph.graph_library_bytes`)."""
     kernels = trace.kernels
     n = len(kernels)
     est = np.zeros(n, dtype=np.int64)
@@ -260,6 +273,9 @@ def kernel_traffic(trace: Trace, *, provenance: pd.DataFrame | None = None) -> p
     rule[sized] = RULES.index(TrafficRule.TENSOR_SIZES.value)
     _estimate_from_ops(trace, is_kernel & ~sized, est, has, rule)
     from_compiler = _from_compiler(provenance, n, is_kernel & ~has, est)
+    if provenance is not None and log_kernels is not None:
+        open_rows = is_kernel & ~has & ~from_compiler
+        from_compiler |= _from_graph_replays(trace, provenance, log_kernels, open_rows, est)
     has |= from_compiler
     basis = np.where(measured, 0, np.where(from_compiler, 3, np.where(has, 1, 2)))
     dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
@@ -323,6 +339,29 @@ def _from_compiler(
     keep = open_rows[rows]
     est[rows[keep]] = values[inside][keep]
     filled[rows[keep]] = True
+    return filled
+
+
+def _from_graph_replays(
+    trace: Trace,
+    provenance: pd.DataFrame,
+    log_kernels: pd.DataFrame,
+    open_rows: npt.NDArray[np.bool_],
+    est: npt.NDArray[np.int64],
+) -> npt.NDArray[np.bool_]:
+    """Fill ``est`` on ``open_rows`` that are library kernels of a CUDA-graph replay with the
+    compiler's bytes of the library calls replayed there, split by duration; returns the rows
+    filled."""
+    kernels = trace.kernels
+    filled = np.zeros(len(kernels), dtype=bool)
+    if kernels[Kernels.graph_launch_row].isna().all() or not open_rows.any():
+        return filled
+    generated = is_inductor_kernel(kernels[Kernels.name])
+    rows, group, total = graph_library_bytes(kernels, provenance, log_kernels, open_rows, generated)
+    if rows.size:
+        dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+        est[rows] = split_bytes(group, total, dur)
+        filled[rows] = True
     return filled
 
 
