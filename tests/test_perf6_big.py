@@ -12,7 +12,8 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, corpus_params, load_trace
+from tests._reference import real_traces, same
+from tests.conftest import load_trace
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import launch as launch_mod
@@ -22,35 +23,6 @@ from traceviz.analysis.chains import OPTIMIZER
 from traceviz.analysis.windows import StepWindows, step_windows
 from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 from traceviz.schema import Kernels, Launches, OpCategory, Ops
-
-SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
-    SAMPLES.glob("h200/*/*.pt.trace.json.gz")
-)
-
-
-def _traces() -> list[object]:
-    return [
-        *corpus_params(),
-        *(pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_TRACES),
-    ]
-
-
-def _same(got: object, want: object) -> None:
-    """Equal to the last bit: frames, arrays, tuples of them, scalars."""
-    if isinstance(got, pd.DataFrame):
-        pd.testing.assert_frame_equal(got, want, check_exact=True)  # type: ignore[arg-type]
-    elif isinstance(got, pd.Series):
-        pd.testing.assert_series_equal(got, want, check_exact=True)  # type: ignore[arg-type]
-    elif isinstance(got, np.ndarray):
-        assert isinstance(want, np.ndarray) and got.dtype == want.dtype
-        assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
-    elif isinstance(got, tuple | list):
-        assert isinstance(want, tuple | list) and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            _same(g, w)
-    else:
-        assert got == want or (got != got and want != want), (got, want)
-
 
 # --- chains._op_context ---------------------------------------------------------------------
 
@@ -86,10 +58,10 @@ def _op_context_reference(
     return context, top, optimizer
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_op_context_equals_reference_on_real_traces(path: Path) -> None:
     ops = load_trace(path).ops
-    _same(chains_mod._op_context(ops), _op_context_reference(ops))
+    same(chains_mod._op_context(ops), _op_context_reference(ops))
 
 
 def test_op_context_equals_reference_on_odd_columns() -> None:
@@ -105,7 +77,7 @@ def test_op_context_equals_reference_on_odd_columns() -> None:
             Ops.category: pd.Categorical(["user_annotation", "cpu_op", "cpu_op", "x", None, "y"]),
         }
     )
-    _same(chains_mod._op_context(ops), _op_context_reference(ops))
+    same(chains_mod._op_context(ops), _op_context_reference(ops))
     plain = ops.assign(
         **{
             Ops.parent_row: ops[Ops.parent_row].to_numpy(dtype=float, na_value=np.nan),
@@ -113,12 +85,12 @@ def test_op_context_equals_reference_on_odd_columns() -> None:
             Ops.category: ops[Ops.category].astype(object),
         }
     )
-    _same(chains_mod._op_context(plain), _op_context_reference(plain))
+    same(chains_mod._op_context(plain), _op_context_reference(plain))
     with_python = ops.assign(
         **{Ops.category: pd.Categorical(["python_function"] * 3 + ["cpu_op"] * 3)}
     )
-    _same(chains_mod._op_context(with_python), _op_context_reference(with_python))
-    _same(chains_mod._op_context(ops.iloc[:0]), _op_context_reference(ops.iloc[:0]))
+    same(chains_mod._op_context(with_python), _op_context_reference(with_python))
+    same(chains_mod._op_context(ops.iloc[:0]), _op_context_reference(ops.iloc[:0]))
 
 
 # --- idle._split_steps: every step at once -----------------------------------------------------
@@ -143,12 +115,12 @@ def _both_splits(
     assert len(got[1]) == len(want[1])
     for g, w in zip(got[1], want[1], strict=True):
         assert g[:2] == w[:2]
-        _same(g[2], w[2])
-        _same(g[3], w[3])
-    _same(got[2], want[2])
+        same(g[2], w[2])
+        same(g[3], w[3])
+    same(got[2], want[2])
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_split_steps_equals_the_step_loop_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
     windows = step_windows(trace)
@@ -229,12 +201,12 @@ def _same_step_parts(
     want = launch_mod._step_by_step(windows, starts, ends, issue_end, launch_ts)
     assert len(got) == len(want) == len(windows.steps)
     for g, w in zip(got, want, strict=True):
-        _same(g[0], w[0].astype(g[0].dtype))  # rows, in row order
+        same(g[0], w[0].astype(g[0].dtype))  # rows, in row order
         assert (g[1], g[2]) == (w[1], w[2])  # busy and wait to the last bit
-        _same(g[3], w[3].astype(g[3].dtype))
+        same(g[3], w[3].astype(g[3].dtype))
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_steps_at_once_equals_step_by_step_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
     windows = step_windows(trace)
@@ -271,7 +243,7 @@ def test_steps_at_once_equals_step_by_step_on_random_steps(seed: int) -> None:
         rows, window, at = windows.rows_by_window(times)
         for i, (_, lo, hi) in enumerate(windows):
             want = np.flatnonzero((times >= lo) & (times < hi))
-            _same(rows[at[i] : at[i + 1]], want)
+            same(rows[at[i] : at[i + 1]], want)
             assert (window[at[i] : at[i + 1]] == i).all()
 
 
@@ -305,15 +277,15 @@ def test_union_equals_reference_on_random_intervals(seed: int) -> None:
     starts = np.round(rng.random(n) * 100.0, 0)
     ends = starts + rng.choice([-1.0, 0.0, 0.5, 1.0, 5.0, 30.0, np.nan, np.inf], size=n)
     starts[rng.random(n) < 0.05] = -np.inf
-    _same(windows_mod.union(starts, ends), _union_reference(starts, ends))
+    same(windows_mod.union(starts, ends), _union_reference(starts, ends))
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_union_equals_reference_on_real_kernels(path: Path) -> None:
     kernels = load_trace(path).kernels
     starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
     ends = starts + kernels[Kernels.dur_us].to_numpy(dtype=float)
-    _same(windows_mod.union(starts, ends), _union_reference(starts, ends))
+    same(windows_mod.union(starts, ends), _union_reference(starts, ends))
 
 
 # --- chains._per_chain: each chain's figures over its run of rows --------------------------------
@@ -365,12 +337,12 @@ def _members(trace_path: Path) -> tuple[object, pd.DataFrame]:
     return trace, chains_mod.chain_members(trace, facts.kernels, steps)
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_per_chain_equals_reference_on_real_traces(path: Path) -> None:
     _trace, members = _members(path)
     if members.empty:
         pytest.skip("no chains")
-    _same(chains_mod._per_chain(members), _per_chain_reference(members))
+    same(chains_mod._per_chain(members), _per_chain_reference(members))
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -392,7 +364,7 @@ def test_per_chain_equals_reference_on_random_chains(seed: int) -> None:
             chains_mod.ChainMember.written_bytes: rng.choice([np.nan, 8.0, 64.0, 64.0], n),
         }
     )
-    _same(chains_mod._per_chain(members), _per_chain_reference(members))
+    same(chains_mod._per_chain(members), _per_chain_reference(members))
 
 
 # --- chains._group: chains summed per op sequence ----------------------------------------------
@@ -430,7 +402,7 @@ def _reference_names(
     return chains_mod._chain_group(signature, row, pd.Series(names, dtype=object))
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_group_equals_reference_on_real_traces(path: Path) -> None:
     trace, members = _members(path)
     if members.empty:

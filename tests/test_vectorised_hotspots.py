@@ -10,7 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
+from tests._reference import real_traces, same
+from tests.conftest import CORPUS, kernel, launch, load_trace, op
 from traceviz.analysis import blocking as blocking_mod
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import idle as idle_mod
@@ -29,35 +30,6 @@ from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 from traceviz.parse.compile_log import STEP_SYNC_MARK
 from traceviz.schema import Kernels, LaunchClass, Launches, Ops
 from traceviz.trace import Trace
-
-SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
-    SAMPLES.glob("h200/*/*.pt.trace.json.gz")
-)
-
-
-def _traces() -> list[object]:
-    return [
-        *corpus_params(),
-        *(pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_TRACES),
-    ]
-
-
-def _same(got: object, want: object) -> None:
-    """Equal to the last bit: frames, arrays, tuples of them, scalars."""
-    if isinstance(got, pd.DataFrame):
-        pd.testing.assert_frame_equal(got, want, check_exact=True)  # type: ignore[arg-type]
-    elif isinstance(got, pd.Series):
-        pd.testing.assert_series_equal(got, want, check_exact=True)  # type: ignore[arg-type]
-    elif isinstance(got, np.ndarray):
-        assert isinstance(want, np.ndarray) and got.dtype == want.dtype
-        assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f")
-    elif isinstance(got, tuple | list):
-        assert isinstance(want, tuple | list) and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            _same(g, w)
-    else:
-        assert got == want or (got != got and want != want), (got, want)
-
 
 # --- references: the code as it was ---------------------------------------------------------
 
@@ -231,7 +203,7 @@ def _blocked_per_step_loop(windows: StepWindows, calls: pd.DataFrame) -> pd.Data
 
 def _check_blocking(trace: Trace) -> blocking_mod.BlockingCalls:
     reasons = _blocking_reasons_loop(trace)
-    _same(blocking_mod.blocking_reasons(trace), reasons)
+    same(blocking_mod.blocking_reasons(trace), reasons)
     found = blocking_calls(trace)
     col = blocking_mod.BlockingColumns
     blocking = np.flatnonzero(reasons != "")
@@ -242,7 +214,7 @@ def _check_blocking(trace: Trace) -> blocking_mod.BlockingCalls:
     )
     rows = found.calls[col.launch_row].to_numpy()
     assert found.calls[col.reason].tolist() == reasons[rows].tolist()
-    _same(found.per_step, _blocked_per_step_loop(step_windows(trace), found.calls))
+    same(found.per_step, _blocked_per_step_loop(step_windows(trace), found.calls))
     return found
 
 
@@ -271,9 +243,9 @@ def _check_kernel_tables(
             lambda k, grouped: grouped[Kernels.op_name].agg(top_kernels_mod._most_common),
         )
         m.setattr(kernel_diff_mod, "_side", _side_by_text)
-        _same(got, top_kernels_mod.top_kernels(sides))
+        same(got, top_kernels_mod.top_kernels(sides))
         for by, diff in diffs.items():
-            _same(diff, kernel_diff_mod.kernel_diff(a, b, by=by))
+            same(diff, kernel_diff_mod.kernel_diff(a, b, by=by))
     for side in ("a", "b"):  # every activity in one row: the times add up to the measured
         measured = (a if side == "a" else b)[Kernels.excl_dur_us].fillna(0.0).sum()
         for diff in diffs.values():
@@ -301,8 +273,8 @@ def _check_traffic(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> None:
     with monkeypatch.context() as m:
         m.setattr(traffic_mod, "_group_rows", _group_rows_loop)
         want = memory_traffic(trace)
-    _same(got.per_kernel, want.per_kernel)
-    _same(got.by_kind, want.by_kind)
+    same(got.per_kernel, want.per_kernel)
+    same(got.by_kind, want.by_kind)
     assert (got.total_bytes, got.estimated_bytes) == (want.total_bytes, want.estimated_bytes)
 
 
@@ -361,7 +333,7 @@ def _check_launch(trace: Trace, split: idle_mod.IdleSplit) -> None:
 
     is_kernel = (trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
     counted = trace.launches[Launches.launch_class].isin(launch_mod.LAUNCH_CLASSES).to_numpy()
-    _same(
+    same(
         launch_mod._per_step(trace, is_kernel, counted, split),
         _launch_per_step_loop(trace, is_kernel, counted, split),
     )
@@ -415,7 +387,7 @@ def _check_chains(trace: Trace, monkeypatch: pytest.MonkeyPatch) -> list[object]
     with monkeypatch.context() as m:
         m.setattr(chains_mod, "_written_bytes", _written_bytes_loop)
         want = chain_members(trace, facts.kernels, steps)
-        _same(members, want)
+        same(members, want)
         assert groups == chains_mod.chain_groups(trace, want)
     return groups
 
@@ -424,9 +396,9 @@ def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
     windows = step_windows(trace)
     got = idle_mod.idle_split(trace, windows, blocking_calls(trace))
     want = _idle_split_loop(trace, windows)
-    _same(got.per_step, want.per_step)
-    _same(got.cpu_work, want.cpu_work)
-    _same(got.blocked_spans, want.blocked_spans)
+    same(got.per_step, want.per_step)
+    same(got.cpu_work, want.cpu_work)
+    same(got.blocked_spans, want.blocked_spans)
     assert got.main_thread == want.main_thread
     return got
 
@@ -434,7 +406,7 @@ def _check_idle(trace: Trace) -> idle_mod.IdleSplit:
 # --- real traces ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", _traces())
+@pytest.mark.parametrize("path", real_traces())
 def test_hot_spots_match_the_code_they_replaced_on_real_traces(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
