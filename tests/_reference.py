@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, corpus_params
+from traceviz.schema import ActivityKind, Kernels
 
 SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
     SAMPLES.glob("h200/*/*.pt.trace.json.gz")
@@ -37,3 +38,26 @@ def same(got: object, want: object) -> None:
             same(g, w)
     else:
         assert got == want or (got != got and want != want), (got, want)
+
+
+# The sample runs (folders with a run.json, relative to sample_traces/) and the corpus pairs
+# (eager, compiled; relative to the corpus) the fusion-map reference tests compare on.
+SAMPLE_RUNS = sorted(p.parent.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/run.json"))
+CORPUS_PAIRS = [
+    (
+        "nvidia/a100_eager_train_control.json.gz",
+        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
+    ),
+    (
+        "nvidia/v100_resnet50_eager_train_2021.json.gz",
+        "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
+    ),
+    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_flux_hipgraph.json.gz"),
+]
+
+
+def measured_kernel_us(kernels: pd.DataFrame) -> float:
+    """The kernel time a trace measured, µs: the kernel rows' (not memcpy/memset) exclusive
+    duration (Kernels.excl_dur_us, else Kernels.dur_us), summed; what credits must not exceed."""
+    rows = kernels[kernels[Kernels.activity] == ActivityKind.KERNEL.value]
+    return float(rows[Kernels.excl_dur_us].fillna(rows[Kernels.dur_us]).sum())

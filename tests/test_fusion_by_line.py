@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from traceviz.analysis import fusion_lines
 from traceviz.analysis.fusion_by_line import group_sums, kahan_sum, lines_table_rows
@@ -20,19 +21,6 @@ from traceviz.analysis.fusion_match import Credits, credit_eager_kernels
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
 from traceviz.schema import ActivityKind, Kernels
-
-RUNS = sorted(p.parent.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/run.json"))
-CORPUS_PAIRS = [
-    (
-        "nvidia/a100_eager_train_control.json.gz",
-        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
-    ),
-    (
-        "nvidia/v100_resnet50_eager_train_2021.json.gz",
-        "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
-    ),
-    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_flux_hipgraph.json.gz"),
-]
 
 
 def _both(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
@@ -43,12 +31,7 @@ def _both(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord) ->
     return fast
 
 
-def _measured(kernels: pd.DataFrame) -> float:
-    rows = kernels[kernels[Kernels.activity] == ActivityKind.KERNEL.value]
-    return float(rows[Kernels.excl_dur_us].fillna(rows[Kernels.dur_us]).sum())
-
-
-@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("run", SAMPLE_RUNS)
 def test_equal_to_the_grouped_form_on_sample_runs(run: str) -> None:
     r = read_run_dir(SAMPLES / run)
     eager, compiled = load_trace(r.eager), load_trace(r.compiled)
@@ -64,8 +47,8 @@ def test_equal_to_the_grouped_form_on_sample_runs(run: str) -> None:
     table = _both(credits, classified, lines)
     assert fusion_lines.lines_table(credits, classified, lines).equals(table)
     # credits add up to at most what was measured, on both sides
-    assert table["eager_time_us"].sum() <= _measured(eager.kernels) * (1 + 1e-12)
-    assert table["compiled_time_us"].sum() <= _measured(classified) * (1 + 1e-12)
+    assert table["eager_time_us"].sum() <= measured_kernel_us(eager.kernels) * (1 + 1e-12)
+    assert table["compiled_time_us"].sum() <= measured_kernel_us(classified) * (1 + 1e-12)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from traceviz.analysis import fusion, fusion_ops
 from traceviz.analysis.fusion_lines import fusion_evidence, read_log
@@ -15,21 +16,7 @@ from traceviz.analysis.fusion_match import credit_eager_kernels
 from traceviz.analysis.fusion_rows import eager_only_rows, kernel_ops_rows, kernel_table_rows
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
-from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
-
-RUNS = sorted(p.parent.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/run.json"))
-CORPUS_PAIRS = [
-    (
-        "nvidia/a100_eager_train_control.json.gz",
-        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
-    ),
-    (
-        "nvidia/v100_resnet50_eager_train_2021.json.gz",
-        "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
-    ),
-    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_flux_hipgraph.json.gz"),
-]
 
 
 def _check(
@@ -48,18 +35,13 @@ def _check(
     grouped = fusion._kernel_table_grouped(classified, credits, ops, recorded)
     pd.testing.assert_frame_equal(table, grouped, check_exact=True)
     # what the tables credit adds up to at most what was measured
-    measured = _measured(eager.kernels)
+    measured = measured_kernel_us(eager.kernels)
     assert ops["time_us"].sum() + only["time_us"].sum() <= measured * (1 + 1e-12) + 1e-9
     assert table["eager_time_us"].sum() <= measured * (1 + 1e-12) + 1e-9
-    assert table["time_us"].sum() <= _measured(classified) * (1 + 1e-12) + 1e-9
+    assert table["time_us"].sum() <= measured_kernel_us(classified) * (1 + 1e-12) + 1e-9
 
 
-def _measured(kernels: pd.DataFrame) -> float:
-    rows = kernels[kernels[Kernels.activity] == ActivityKind.KERNEL.value]
-    return float(rows[Kernels.excl_dur_us].fillna(rows[Kernels.dur_us]).sum())
-
-
-@pytest.mark.parametrize("run", RUNS)
+@pytest.mark.parametrize("run", SAMPLE_RUNS)
 def test_equal_to_the_grouped_forms_on_sample_runs(run: str) -> None:
     r = read_run_dir(SAMPLES / run)
     eager, compiled = load_trace(r.eager), load_trace(r.compiled)
