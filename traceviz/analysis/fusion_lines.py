@@ -533,15 +533,6 @@ def _compiled_lines_grouped(
     held = held[["kernel", *columns[1:]]].drop_duplicates(["kernel", "file", "line"])
     held["function"] = held["function"].fillna("").astype(str)
     held["code"] = held["code"].fillna("").astype(str)
-    ops: dict[str, set[str]] = {}
-    nodes_of = zip(per_kernel["trace_name"], per_kernel["post_grad_nodes"], per_kernel["primary"],
-                   strict=True)  # fmt: skip
-    for name, nodes, is_call in nodes_of:
-        ops.setdefault(str(name), set())
-        if not is_call:  # work nested in a call (the copy_ inside addmm) is not the call's op
-            continue
-        for node in str(nodes or "").split(","):
-            base = node.strip().rstrip("0123456789").rstrip("_")
-            if base:
-                ops.setdefault(str(name), set()).update(name_keys(f"aten::{base}"))
-    return held.reset_index(drop=True), {k: frozenset(v) for k, v in ops.items()}
+    nodes_of = zip(per_kernel["trace_name"], per_kernel["prov_kernel"],
+                   per_kernel["post_grad_nodes"], per_kernel["primary"], strict=True)  # fmt: skip
+    return held.reset_index(drop=True), _node_ops(list(nodes_of))
