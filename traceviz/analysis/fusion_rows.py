@@ -51,16 +51,23 @@ def _matched(credits: pd.DataFrame) -> np.ndarray:
     return (credits[Credits.outcome] == Outcome.MATCHED.value).to_numpy(dtype=bool)
 
 
+def _summed_pairs(
+    credits: pd.DataFrame, at: np.ndarray, first: str, second: str
+) -> list[tuple[Any, Any, int, float]]:
+    """The credits at positions ``at`` per distinct (``first``, ``second``) column values, in
+    first-seen order: (first, second, instances, summed ``time_us`` in µs)."""
+    a = credits[first].to_numpy(dtype=object)[at].tolist()
+    b = credits[second].to_numpy(dtype=object)[at].tolist()
+    ids, keys = first_seen(group_key(x, y) for x, y in zip(a, b, strict=True))
+    sums = group_sums(ids, credits[Credits.time_us].to_numpy(dtype=float)[at], len(keys))
+    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    return [(x, y, n, t) for (x, y), n, t in zip(keys, sizes, sums, strict=True)]
+
+
 def kernel_ops_rows(credits: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
     """:func:`~traceviz.analysis.fusion_ops.kernel_ops`: matched credits summed per (compiled
     kernel, eager op), largest time first, ties by op (then first seen)."""
-    at = np.flatnonzero(_matched(credits))
-    kernels = credits[Credits.kernel].to_numpy(dtype=object)[at].tolist()
-    ops = credits[Credits.op].to_numpy(dtype=object)[at].tolist()
-    ids, keys = first_seen(group_key(k, o) for k, o in zip(kernels, ops, strict=True))
-    sums = group_sums(ids, credits[Credits.time_us].to_numpy(dtype=float)[at], len(keys))
-    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
-    rows = [(k, o, n, t) for (k, o), n, t in zip(keys, sizes, sums, strict=True)]
+    rows = _summed_pairs(credits, np.flatnonzero(_matched(credits)), Credits.kernel, Credits.op)
     return _frame(largest_first(rows, key=lambda r: r[3], name=lambda r: r[1]), dtypes)
 
 
@@ -68,12 +75,7 @@ def eager_only_rows(credits: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFra
     """The fusion map's ``eager_only``: eager instances credited to nothing, per (op,
     outcome), largest time first, ties by op; ``outcome`` keeps the credits' categories."""
     at = np.flatnonzero(~_matched(credits))
-    ops = credits[Credits.op].to_numpy(dtype=object)[at].tolist()
-    outcomes = credits[Credits.outcome].to_numpy(dtype=object)[at].tolist()
-    ids, keys = first_seen(group_key(o, w) for o, w in zip(ops, outcomes, strict=True))
-    sums = group_sums(ids, credits[Credits.time_us].to_numpy(dtype=float)[at], len(keys))
-    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
-    rows = [(o, w, n, t) for (o, w), n, t in zip(keys, sizes, sums, strict=True)]
+    rows = _summed_pairs(credits, at, Credits.op, Credits.outcome)
     table = _frame(largest_first(rows, key=lambda r: r[3], name=lambda r: r[0]), dtypes)
     outcome = list(dtypes)[1]
     table[outcome] = table[outcome].astype(object).astype(credits[Credits.outcome].dtype)
