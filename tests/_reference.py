@@ -23,6 +23,18 @@ def real_traces() -> list[object]:
     ]
 
 
+def every_trace_file() -> list[object]:
+    """pytest params: every corpus trace, then every trace file under sample_traces/ (the
+    eager_lines traces and the runs' single traces included)."""
+    return [
+        *corpus_params(),
+        *(
+            pytest.param(p, id=p.relative_to(SAMPLES).as_posix())
+            for p in sorted(SAMPLES.glob("**/*.pt.trace.json.gz"))
+        ),
+    ]
+
+
 def same(got: object, want: object) -> None:
     """Equal to the last bit: frames, arrays, tuples of them, scalars."""
     if isinstance(got, pd.DataFrame):

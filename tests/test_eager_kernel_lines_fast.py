@@ -5,11 +5,14 @@ table equals the old form's, kept here as the reference, on every sample and cor
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, corpus_params, load_trace
+from tests._reference import every_trace_file
+from tests.conftest import SAMPLES, load_trace
 from traceviz import schema
 from traceviz.analysis import provenance
 from traceviz.analysis.provenance import (
@@ -27,8 +30,6 @@ from traceviz.schema import KernelLines as KL
 from traceviz.schema import OpCategory
 from traceviz.schema import Ops as O
 from traceviz.trace import Trace
-
-TRACES = sorted(p.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/*.pt.trace.json.gz"))
 
 
 def _user_frames_reference(ops: pd.DataFrame) -> dict[int, tuple[str, int, str, bool]]:
@@ -82,13 +83,8 @@ def _check(trace: Trace) -> pd.DataFrame:
     return got
 
 
-@pytest.mark.parametrize("path", TRACES)
-def test_equal_to_the_reference_on_sample_traces(path: str) -> None:
-    _check(load_trace(SAMPLES / path))
-
-
-@pytest.mark.parametrize("path", corpus_params())
-def test_equal_to_the_reference_on_corpus_traces(path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("path", every_trace_file())
+def test_equal_to_the_reference_on_real_traces(path: Path) -> None:
     _check(load_trace(path))
 
 

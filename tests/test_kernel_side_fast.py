@@ -4,10 +4,13 @@ here as the reference, on every sample trace and corpus trace."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from tests.conftest import SAMPLES, corpus_params, load_trace
+from tests._reference import every_trace_file
+from tests.conftest import load_trace
 from traceviz.analysis.fusion_match import (
     Coded,
     KernelSide,
@@ -19,10 +22,6 @@ from traceviz.analysis.fusion_match import (
 from traceviz.analysis.kernels import classify, issue_us
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
-
-SAMPLE_TRACES = sorted(
-    p.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/*.pt.trace.json.gz")
-)
 
 
 def _reference(trace: Trace, kernels) -> KernelSide:  # type: ignore[no-untyped-def]
@@ -72,11 +71,6 @@ def _check(trace: Trace) -> None:
             _equal(getattr(got, field), getattr(expected, field))
 
 
-@pytest.mark.parametrize("path", SAMPLE_TRACES)
-def test_equal_to_the_reference_on_sample_traces(path: str) -> None:
-    _check(load_trace(SAMPLES / path))
-
-
-@pytest.mark.parametrize("path", corpus_params())
-def test_equal_to_the_reference_on_corpus_traces(path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("path", every_trace_file())
+def test_equal_to_the_reference_on_real_traces(path: Path) -> None:
     _check(load_trace(path))
