@@ -35,12 +35,24 @@ def every_trace_file() -> list[object]:
     ]
 
 
+def kernel_intervals(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a kernels table, µs: its start (Kernels.ts_us), its end (start plus
+    Kernels.dur_us, a missing duration as 0) and the end of its launch call
+    (Kernels.launch_ts_us + Kernels.launch_dur_us): what idle_split and launch start from."""
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    return starts, ends, issued
+
+
 def same(got: object, want: object) -> None:
     """Equal to the last bit: frames, arrays, tuples of them, scalars."""
     if isinstance(got, pd.DataFrame):
         pd.testing.assert_frame_equal(got, want, check_exact=True)  # type: ignore[arg-type]
     elif isinstance(got, pd.Series):
-        pd.testing.assert_series_equal(got, want, check_exact=True)  # type: ignore[arg-type]
+        pd.testing.assert_series_equal(got, want, check_exact=True)  # type: ignore[call-overload]
     elif isinstance(got, np.ndarray):
         assert isinstance(want, np.ndarray) and got.dtype == want.dtype
         assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f")

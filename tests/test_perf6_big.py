@@ -12,7 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
-from tests._reference import real_traces, same
+from tests._reference import kernel_intervals, real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import idle as idle_mod
@@ -125,11 +125,7 @@ def test_split_steps_equals_the_step_loop_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
     windows = step_windows(trace)
     kernels = trace.kernels
-    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
-    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
-        Kernels.launch_dur_us
-    ].to_numpy(dtype=float)
+    starts, ends, issued = kernel_intervals(kernels)
     blocking = blocking_calls(trace)
     outer = idle_mod._outer_ops(trace, idle_mod._main_thread(trace))
     _both_splits(windows, starts, ends, issued, blocked_intervals(blocking.calls), outer)
@@ -213,11 +209,7 @@ def test_steps_at_once_equals_step_by_step_on_real_traces(path: Path) -> None:
     if not windows.in_order():
         pytest.skip("windows out of order: the step loop runs")
     kernels = trace.kernels
-    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
-    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
-        Kernels.launch_dur_us
-    ].to_numpy(dtype=float)
+    starts, ends, issue_end = kernel_intervals(kernels)
     launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
     _same_step_parts(windows, starts, ends, issue_end, launch_ts)
 

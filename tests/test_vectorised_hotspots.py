@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import real_traces, same
+from tests._reference import kernel_intervals, real_traces, same
 from tests.conftest import CORPUS, kernel, launch, load_trace, op
 from traceviz.analysis import blocking as blocking_mod
 from traceviz.analysis import chains as chains_mod
@@ -75,15 +75,9 @@ def _outer_ops_lexsort(trace: Trace, thread: str | None) -> pd.DataFrame:
 def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
     """idle_split as it was: every step masks all kernels, subtracts and measures against the
     whole blocked set, and scans every outer op."""
-    from traceviz.schema import Kernels
-
     blocking = blocking_calls(trace)
     kernels = trace.kernels
-    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
-    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
-        Kernels.launch_dur_us
-    ].to_numpy(dtype=float)
+    starts, ends, issued = kernel_intervals(kernels)
     whole = _WholeBlocked(*blocked_intervals(blocking.calls))
     thread = idle_mod._main_thread(trace)
     ops = _outer_ops_lexsort(trace, thread)
@@ -287,11 +281,7 @@ def _launch_per_step_loop(
     col = launch_mod.StepOverhead
     windows = step_windows(trace)
     kernels = trace.kernels
-    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
-    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
-        Kernels.launch_dur_us
-    ].to_numpy(dtype=float)
+    starts, ends, issue_end = kernel_intervals(kernels)
     launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
     launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
     kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)
