@@ -237,8 +237,9 @@ def test_a_corpus_trace_is_its_own_twin(path: Path) -> None:
     assert (twins == np.arange(len(trace.kernels))).all()
 
 
-# made on an H200 before the runner wrote a separate lines trace: marks in the eager trace
-OLD_RUN = SAMPLES / "h200" / "block"
+# made on an H200 before the runner wrote a separate lines trace: marks in the eager trace (the
+# block sample as it was; sample_traces/h200/ now holds runs with a lines trace)
+OLD_RUN = Path(__file__).parent / "data" / "runs" / "h200-block-single-trace"
 
 
 def test_an_old_run_dir_is_its_own_lines_trace() -> None:
@@ -295,3 +296,21 @@ def test_a_run_dir_with_a_lines_trace(tmp_path: Path) -> None:
     total = measured[K.excl_dur_us].fillna(measured[K.dur_us]).sum()
     assert new.fusion.by_line["eager_kernels"].sum() <= len(measured)
     assert new.fusion.by_line["eager_time_us"].sum() <= total + 1e-6
+
+
+@pytest.mark.parametrize("name", ["block", "pointwise", "gpt2", "attention-train"])
+def test_a_real_cuda_run_with_a_lines_trace(name: str) -> None:
+    """The runner's own CUDA runs (H200) with a separate lines trace: every eager kernel of the
+    measured trace finds its twin in the lines trace, the by-line table is filled, and its
+    credits stay within what the measured eager trace holds."""
+    run = SAMPLES / "h200" / name
+    assert read_run_dir(run).eager_lines == run / "eager_lines.pt.trace.json.gz"
+    result = compare_run(run)
+    assert result.line_transfer is not None
+    assert result.line_transfer.coverage == 1.0
+    by_line = result.fusion.by_line
+    assert not by_line.empty
+    measured = result.a.trace.kernels
+    total = measured[K.excl_dur_us].fillna(measured[K.dur_us]).sum()
+    assert by_line["eager_kernels"].sum() <= len(measured)
+    assert by_line["eager_time_us"].sum() <= total + 1e-6
