@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests._reference import CORPUS_PAIRS
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from traceviz.analysis import fusion_match
 from traceviz.analysis.fusion_lines import fusion_evidence, read_log
@@ -18,17 +19,6 @@ from traceviz.rundir import read_run_dir
 from traceviz.trace import Trace
 
 RUNS = sorted(p.parent.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/run.json"))
-CORPUS_PAIRS = [
-    (
-        "nvidia/a100_eager_train_control.json.gz",
-        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
-    ),
-    (
-        "nvidia/v100_resnet50_eager_train_2021.json.gz",
-        "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
-    ),
-    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_flux_hipgraph.json.gz"),
-]
 
 
 def _one_to_one_reference(e, c, e_cols, c_cols, c_mask, state, rule) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import traceviz
+from tests._reference import CORPUS_PAIRS
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
 from traceviz.analysis.compare import Comparison, compare_sides
 from traceviz.analysis.fusion_lines import read_log
@@ -25,17 +26,6 @@ from traceviz.report.views import metrics_view
 
 RO = SAMPLES / "h200" / "gpt2-reduce-overhead"
 SAMPLE_RUNS = sorted(p.parent for p in SAMPLES.glob("**/run.json"))
-CORPUS_PAIRS = [
-    (
-        "nvidia/a100_eager_train_control.json.gz",
-        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
-    ),
-    (
-        "nvidia/v100_resnet50_eager_train_2021.json.gz",
-        "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
-    ),
-    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_flux_hipgraph.json.gz"),
-]
 
 
 def _gap(report: Comparison) -> float:
