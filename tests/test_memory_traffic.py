@@ -94,6 +94,20 @@ def test_eager_kernel_is_estimated_from_its_op_shapes(tmp_trace) -> None:
     assert result.estimated_bytes == 3 * 256 * 4 and result.measured_bytes is None
 
 
+@pytest.mark.parametrize(
+    "op_name", ["aten::_efficient_attention_forward", "aten::_cudnn_attention_forward"]
+)
+def test_attention_kernel_from_its_innermost_op(tmp_trace, op_name: str) -> None:
+    """The kernel's launching op is the innermost attention op (cuDNN's SDPA, which bf16 GPT-2
+    on an H200 dispatched to, launches from ``aten::_cudnn_attention_forward``): q, k, v read,
+    an output of q's shape written."""
+    qkv = [2, 4, 64, 32]
+    trace, result = traffic_of(tmp_trace, launched(op_name, 0, 4.0, 9, **dims(qkv, qkv, qkv, [])))
+    k = row(result, trace, "k_9")
+    assert k.rule == TrafficRule.ATTENTION.value
+    assert k.est_bytes == 4 * (2 * 4 * 64 * 32) * 4  # three inputs read, one output written
+
+
 def test_one_op_with_several_kernels_splits_its_bytes_by_duration(tmp_trace) -> None:
     events = [
         op("aten::mm", 0, 50, **{"External id": 3}, **dims([64, 32], [32, 16])),

@@ -97,7 +97,7 @@ ATTENTION_OPS: frozenset[str] = _words(
     scaled_dot_product_attention _scaled_dot_product_flash_attention
     _scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention
     _scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward
-    _scaled_dot_product_fused_attention_overrideable"""
+    _cudnn_attention_forward _scaled_dot_product_fused_attention_overrideable"""
 )
 
 #: Normalizations (layer, batch, group, instance, RMS), forward.
