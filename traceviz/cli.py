@@ -192,7 +192,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _apply_max_bytes(args)
         _apply_cache_options(args)
         code = int(args._module.run(args))
-        sys.stdout.flush()  # a closed pipe shows here, not after main has returned
+        if sys.stdout is not None:  # None: started with stdout closed (-o FILE wrote it all)
+            sys.stdout.flush()  # a closed pipe shows here, not after main has returned
         return code
     except TraceVizError as err:
         message = " ".join(str(err).split("\n"))  # one line, whatever the file name holds

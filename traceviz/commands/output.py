@@ -43,8 +43,9 @@ def console(**kwargs: Any) -> Console:
 
 def check_output(path: str | None) -> None:
     """Fail before any work when ``-o path`` cannot be written: its folder is missing or not a
-    folder, or ``path`` is a directory. ``None`` (stdout) is always fine."""
+    folder, or ``path`` is a directory. ``None`` is stdout: fine unless it is closed."""
     if path is None:
+        _check_stdout()
         return
     target = Path(path)
     if target.is_dir():
@@ -54,6 +55,13 @@ def check_output(path: str | None) -> None:
         raise UsageError(f"-o {path}: no such directory {str(parent)!r}; create it first")
     if not parent.is_dir():
         raise UsageError(f"-o {path}: {str(parent)!r} is not a directory")
+
+
+def _check_stdout() -> None:
+    """A process started with its standard output closed (``>&-``) has no ``sys.stdout``:
+    one :class:`UsageError` instead of a traceback (rich would print into nothing)."""
+    if sys.stdout is None:
+        raise UsageError("standard output is closed: nowhere to write; give -o FILE")
 
 
 def open_output(path: str) -> IO[str]:
@@ -74,6 +82,8 @@ def write_output(path: str, text: str) -> None:
 def emit(rendered: Rendered, path: str | None) -> None:
     """Write a renderer's result (:mod:`traceviz.report.formats`) to ``path`` or stdout: text
     as it is, a drawing on a console (140 columns in a file, the terminal's width on stdout)."""
+    if not path:
+        _check_stdout()
     if isinstance(rendered, str):
         if path:
             write_output(path, rendered)

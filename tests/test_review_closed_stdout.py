@@ -1,0 +1,74 @@
+"""A command run with its standard output closed (``traceviz compare … >&-``, a cron job):
+Python then has no ``sys.stdout`` at all. With ``-o FILE`` the report goes to the file and
+the exit code is the command's; without, nowhere to write is one line on stderr and exit 2 —
+on a rendered-output cache hit as on a miss, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES, op, write_trace
+
+RUN = SAMPLES / "pointwise"
+needs_run = pytest.mark.skipif(not (RUN / "run.json").is_file(), reason="sample run missing")
+
+
+def _closed_stdout(args: list[str], cache: Path | None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "120"}
+    env.pop("TRACEVIZ_NO_CACHE", None)
+    if cache is None:
+        env["TRACEVIZ_NO_CACHE"] = "1"
+    else:
+        env["TRACEVIZ_CACHE_DIR"] = str(cache)
+    return subprocess.run(
+        [sys.executable, "-m", "traceviz.cli", *args],
+        stdout=subprocess.DEVNULL,  # replaced by a closed fd 1 in the child
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=lambda: os.close(1),
+        timeout=300,
+        check=False,
+    )
+
+
+def _one_line_error(proc: subprocess.CompletedProcess[str]) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "error" in lines[0] and "standard output" in lines[0] and "-o" in lines[0]
+    assert "Traceback" not in proc.stderr
+
+
+@needs_run
+@pytest.mark.parametrize("cached", [False, True], ids=["no-cache", "cache"])
+def test_report_to_a_file_with_stdout_closed(tmp_path: Path, cached: bool) -> None:
+    out = tmp_path / "report.txt"
+    cache = tmp_path / "cache" if cached else None
+    for look in ("first", "second"):  # with the cache: a miss, then a hit
+        out.unlink(missing_ok=True)
+        proc = _closed_stdout(["compare", str(RUN), "-o", str(out)], cache)
+        assert proc.returncode == 0, (look, proc.stderr)
+        assert proc.stderr == ""
+        assert out.read_text(encoding="utf-8").startswith("eager:")
+
+
+@needs_run
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_compare_to_a_closed_stdout_is_one_error(tmp_path: Path, fmt: str) -> None:
+    cache = tmp_path / "cache"
+    _one_line_error(_closed_stdout(["compare", str(RUN), "--format", fmt], None))
+    _one_line_error(_closed_stdout(["compare", str(RUN), "--format", fmt], cache))  # miss
+    _one_line_error(_closed_stdout(["compare", str(RUN), "--format", fmt], cache))  # hit
+
+
+def test_summary_to_a_closed_stdout_is_one_error(tmp_path: Path) -> None:
+    path = write_trace(tmp_path / "t.json", [op("a", 0, 1)])
+    cache = tmp_path / "cache"
+    for _ in range(2):  # a miss, then a hit
+        _one_line_error(_closed_stdout(["summary", str(path)], cache))
