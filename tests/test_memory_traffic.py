@@ -328,3 +328,19 @@ def test_pointwise_sample_pair() -> None:
     assert compiled_result.unestimated_time_share == 1.0
     if eager_result.allocated_bytes_per_step and compiled_result.allocated_bytes_per_step:
         assert compiled_result.allocated_bytes_per_step < eager_result.allocated_bytes_per_step
+
+
+def test_cudnn_attention_of_a_real_bf16_run() -> None:
+    """bf16 GPT-2 on an H200: SDPA runs as cuDNN kernels launched from
+    ``aten::_cudnn_attention_forward``; each gets the attention rule."""
+    path = SAMPLES / "h200" / "gpt2-bf16" / "eager.pt.trace.json.gz"
+    if not path.is_file():
+        pytest.skip(f"sample trace {path} not found")
+    trace = load_trace(path)
+    result = memory_traffic(trace)
+    names = trace.kernels[Kernels.name].astype(str)
+    cudnn = names.str.startswith("cudnn_generated").to_numpy()
+    assert cudnn.sum() == 10  # one per layer, two layers, five steps
+    rules = set(result.per_kernel.loc[cudnn, KernelTraffic.rule])
+    assert rules == {TrafficRule.ATTENTION.value}
+    check_consistent(trace, result)

@@ -22,6 +22,7 @@ sample graph-break graph-break
 sample attention-train attention --train
 sample gpt2 gpt2
 sample gpt2-reduce-overhead gpt2 --mode reduce-overhead
+sample gpt2-bf16 gpt2 --dtype bfloat16
 du -sh "$OUT_ROOT"
 if ((${#failed[@]})); then
   echo "failed: ${failed[*]}" >&2
