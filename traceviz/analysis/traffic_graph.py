@@ -13,7 +13,9 @@ h2) are what the library calls with h1 < handle < h2 launched.
 calls, split over the run's kernels in proportion to their durations (one call may launch
 several kernels, e.g. a GEMM and its split-K reduction; a run may hold several calls), basis
 ``compiler``. It gives nothing (the rows keep no figure) for a replay whose generated kernels
-are not all matched, come from more than one graph or run out of handle order, and for a run
+are not all matched, come from more than one graph or run out of handle order, for the run
+after a replay's last generated kernel when that is not its graph's last (the replay was cut
+short: the profiler stopped before the graph's last kernels ran), and for a run
 with no library call between its bounds, with a call whose bytes were not logged, or holding a
 row that already has a figure. A run's bytes are the compiler's for exactly those calls, so the
 credited bytes add up to at most the logged bytes of the calls replayed.
@@ -60,6 +62,7 @@ def graph_library_bytes(
             graph_of[row], handle_of[row] = graph, handle
     generated = generated | (handle_of >= 0)
     ext = _library_calls(log_kernels)
+    last = _last_generated(log_kernels)
     ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
     rows_out: list[int] = []
     group_out: list[int] = []
@@ -75,6 +78,8 @@ def graph_library_bytes(
         if calls is None:
             continue
         for low, high, members in spans:
+            if high == np.inf and low != last.get(graph):
+                continue  # the replay stops before the graph's last generated kernel: cut
             inside = calls[(calls[:, 0] > low) & (calls[:, 0] < high)]
             if len(inside) == 0 or (inside[:, 1] < 0).any() or not open_rows[members].all():
                 continue
@@ -115,6 +120,18 @@ def _graph_ids(log_kernels: pd.DataFrame) -> dict[tuple[str, int], int]:
     for cid, gi in keys:
         ids.setdefault((cid, int(gi)), len(ids))
     return ids
+
+
+def _last_generated(log_kernels: pd.DataFrame) -> dict[int, int]:
+    """Graph id → the handle of its last generated kernel (a replay that ends before it was
+    cut short: its last run's calls may never have run)."""
+    graph_ids = _graph_ids(log_kernels)
+    gen = log_kernels[~log_kernels[P.extern].astype(bool)]
+    last: dict[int, int] = {}
+    for cid, gi, handle in zip(gen[P.compile_id], gen[P.graph_index], gen[P.handle], strict=True):
+        graph = graph_ids[(str(cid), int(gi))]
+        last[graph] = max(last.get(graph, int(handle)), int(handle))
+    return last
 
 
 def _library_calls(log_kernels: pd.DataFrame) -> dict[int, npt.NDArray[np.int64]]:
