@@ -21,6 +21,9 @@ to read or write a payload), so the rendered-output cache
 without them.
 
 Anything else (a Trace or Side object, a read compile log, a custom loader) is not cached.
+The user source files whose lines' text the report shows (the fusion map's by-line ``code``)
+are read while it is built, so no part of the key: the entry records their state
+(:func:`sources_key`), and a change to one is a miss.
 
 Where: the parse cache's directory (``--cache-dir``, ``$TRACEVIZ_CACHE_DIR``, else
 ``~/.cache/traceviz``), one ``report-<digest>`` directory per report holding ``entry.json``
@@ -93,6 +96,9 @@ class ReportEntry:
         header = read_header(self.directory, self.key)
         if header is None:
             return None
+        if not sources_unchanged(header):
+            discard(self.directory)  # a user's source file edited: its lines' text changed
+            return None
         try:
             from traceviz.report.bundle import Report
 
@@ -109,7 +115,38 @@ class ReportEntry:
         """Store ``report``; ``False`` when it cannot be (unwritable directory, an object
         that does not pickle): never an error."""
 
-        return publish(self.directory, self.key, {PAYLOAD_FILE: pickle.dumps(report, protocol=5)})
+        payload = {PAYLOAD_FILE: pickle.dumps(report, protocol=5)}
+        return publish(self.directory, self.key, payload, sources=sources_key(source_files(report)))
+
+
+def source_files(report: Any) -> list[str]:
+    """The user source files whose lines' text the report shows (the fusion map's by-line
+    table, ``file`` and ``code``: read from the file when the report is built, so no input of
+    the key)."""
+    table = getattr(getattr(report, "fusion", None), "by_line", None)
+    if table is None or "file" not in getattr(table, "columns", ()):
+        return []
+    return sorted({str(file) for file in table["file"].dropna().unique()})
+
+
+def sources_key(files: Sequence[str]) -> dict[str, Any]:
+    """Each file's state as an input's (size, mtime, inode, SHA-256 of a small file); None
+    when it is not a readable regular file (its lines then have no text)."""
+    out: dict[str, Any] = {}
+    for file in files:
+        try:
+            st = os.stat(file)
+            out[file] = _file_key(file, st) if stat.S_ISREG(st.st_mode) else None
+        except OSError:
+            out[file] = None
+    return out
+
+
+def sources_unchanged(header: dict[str, Any]) -> bool:
+    """The source files an entry's ``sources`` describes are as they were when it was
+    written (an entry without them has none)."""
+    sources = header.get("sources") or {}
+    return isinstance(sources, dict) and sources_key(list(sources)) == sources
 
 
 def read_header(directory: Path, key: dict[str, Any]) -> dict[str, Any] | None:

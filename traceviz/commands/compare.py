@@ -36,6 +36,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 import traceviz
+from traceviz import report_cache
 from traceviz.commands import output_cache
 from traceviz.commands.collector import collector_off
 from traceviz.commands.output import check_output
@@ -115,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     report = build(args)
     reached = severities_reached(report)
     rendered = renderer(args.format).comparison(report, top=args.top)
-    output_cache.emit_cached(rendered, args.output, entry, reached)
+    sources = report_cache.source_files(report)  # user files whose lines' text it shows
+    output_cache.emit_cached(rendered, args.output, entry, reached, sources)
     return output_cache.exit_code(reached, args.fail_on)
 
 

@@ -33,7 +33,8 @@ cannot describe, ``--ranks``.
 Where and how: the report cache's directory and rules (``--cache-dir``, ``--no-cache``,
 ``TRACEVIZ_NO_CACHE``, the shared size bound and least-recently-used eviction), one
 ``output-<digest>`` directory per output holding ``entry.json`` (key, byte count, SHA-256 of
-the output, severities reached) and ``output.txt`` (UTF-8). Read only when the entry is this
+the output, severities reached, the state of the user source files whose lines' text it
+shows: a change to one is a miss) and ``output.txt`` (UTF-8). Read only when the entry is this
 user's and writable by nobody else (an output goes to a terminal as it is); written into a
 private temporary directory and renamed into place; a damaged entry is a miss, removed.
 """
@@ -104,6 +105,9 @@ class OutputEntry:
         header = report_cache.read_header(self.directory, self.key)
         if header is None:
             return None
+        if not report_cache.sources_unchanged(header):
+            report_cache.discard(self.directory)  # a user's source file edited since
+            return None
         try:
             data = report_cache.read_private(
                 self.directory / PAYLOAD_FILE, header.get("payload_bytes")
@@ -120,11 +124,16 @@ class OutputEntry:
         report_cache.touch(self.directory)
         return output
 
-    def write(self, output: Output) -> bool:
-        """Store ``output``; ``False`` when it cannot be (never an error)."""
+    def write(self, output: Output, sources: Sequence[str] = ()) -> bool:
+        """Store ``output``, shown with the text of lines of the user's ``sources`` files
+        (a later change to them is a miss); ``False`` when it cannot be (never an error)."""
         data = output.text.encode("utf-8", "surrogatepass")
         sha = hashlib.sha256(data).hexdigest()
-        facts = {"sha256": sha, "reached": list(output.reached)}
+        facts = {
+            "sha256": sha,
+            "reached": list(output.reached),
+            "sources": report_cache.sources_key(sources),
+        }
         return report_cache.publish(self.directory, self.key, {PAYLOAD_FILE: data}, **facts)
 
     def render(self, rendered: Rendered) -> str:
@@ -247,17 +256,23 @@ def write(output: Output, path: str | None) -> None:
 
 
 def emit_cached(
-    rendered: Rendered, path: str | None, entry: OutputEntry | None, reached: Sequence[str] = ()
+    rendered: Rendered,
+    path: str | None,
+    entry: OutputEntry | None,
+    reached: Sequence[str] = (),
+    sources: Sequence[str] = (),
 ) -> None:
     """Write ``rendered`` to ``path`` or stdout as :func:`emit` does; with an ``entry``, the
     output is first rendered into a string and stored there (with the severities
-    ``reached``) so that the next run with the same key only writes it."""
+    ``reached`` and the state of the user ``sources`` files whose lines it shows) so that
+    the next run with the same key only writes it."""
     if entry is None:
         emit(rendered, path)
         return
     text = entry.render(rendered)
     if entry.still_matches():
-        entry.write(Output(text, tuple(level for level in SEVERITIES if level in reached)))
+        reach = tuple(level for level in SEVERITIES if level in reached)
+        entry.write(Output(text, reach), sources)
     emit(text, path)
 
 
