@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import linecache
 import shutil
 from pathlib import Path
 
@@ -43,7 +42,8 @@ def run_with_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pat
 
 
 def _codes(capsys: pytest.CaptureFixture[str], *argv: str) -> list[str]:
-    linecache.clearcache()  # each command is its own process on the command line
+    # one process for every look, as a notebook or the dashboard: linecache's copy of an
+    # edited file must not be read either
     assert main(["compare", *argv, "--format", "json"]) == 0
     return [row["code"] for row in json.loads(capsys.readouterr().out)["fusion"]["by_line"]]
 

@@ -452,5 +452,6 @@ def source_line(file: str, line: int) -> str | None:
     """The text of ``file``'s line ``line``, stripped; None when it cannot be read."""
     if not Path(file).is_file():
         return None
+    linecache.checkcache(file)  # a file edited since this process last read it
     text = linecache.getline(file, line).strip()
     return text or None
