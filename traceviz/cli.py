@@ -199,6 +199,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(err).split("\n"))  # one line, whatever the file name holds
         print(f"traceviz {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except UnicodeEncodeError as err:
+        encoding = str(getattr(sys.stdout, "encoding", None) or "")
+        if encoding.lower().replace("-", "").replace("_", "") == "utf8":
+            raise  # not the output's encoding: a bug, with its traceback
+        print(
+            f"traceviz {args.command}: error: standard output's encoding ({encoding}) cannot "
+            f"write {err.object[err.start : err.end]!a}; set PYTHONIOENCODING=utf-8 or "
+            "give -o FILE",
+            file=sys.stderr,
+        )
+        return 2
     except BrokenPipeError:  # output piped into `head` and closed early
         _silence_stdout()
         return EXIT_PIPE_CLOSED
