@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from traceviz.analysis.fusion_match import COMPOSITES, HEAVY_KEYS, Coded, distinct
@@ -188,27 +189,39 @@ def _heavy_signatures(
 ) -> tuple[set[Signature], int]:
     """Distinct (key, shapes) of the kernels whose own op is a heavy op, and how many such
     kernels there are. Shapes are the set of the ≥2-D inputs' dims (None when the op has
-    none recorded). With ``inductor``, Inductor kernels are left out (b's library calls)."""
+    none recorded). With ``inductor``, Inductor kernels are left out (b's library calls).
 
-    frame = kernels
+    Worked on codes: the label (op name, else kernel name) and the op's ``Input Dims`` are
+    looked at once per distinct value, never as one object per kernel or op."""
+    name = Coded.of(kernels[Kernels.name])
+    op = Coded.of(kernels[Kernels.op_name])
+    label = np.where(op.codes >= 0, op.codes, name.codes + len(op.uniques))
+    label[(op.codes < 0) & (name.codes < 0)] = -1
+    rows = kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
     if inductor:
-        frame = frame[~frame[Kernels.name].astype(object).isin(_inductor_names(kernels))]
-    label = frame[Kernels.op_name].astype(object).fillna(frame[Kernels.name].astype(object))
-    codes, uniques = pd.factorize(label)
-    key_of = np.array([op_key(str(u)) for u in uniques] + [None], dtype=object)
-    keys = key_of[codes]
-    heavy = np.isin(keys, list(HEAVY_KEYS))
-    op_rows = frame[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[heavy]
+        fused = _inductor_names(kernels)
+        keep = ~name.flags(lambda n: n in fused)
+        label, rows = label[keep], rows[keep]
+    texts = np.concatenate([op.uniques, name.uniques])
+    used = np.unique(label[label >= 0])
+    heavy_label = np.zeros(len(texts) + 1, dtype=bool)  # the last: no label (code −1)
+    heavy_label[used] = [op_key(str(t)) in HEAVY_KEYS for t in texts[used]]
+    heavy = heavy_label[label]
+    op_rows = rows[heavy]
     has_op = ~np.isnan(op_rows)
-    dims = np.full(len(op_rows), None, dtype=object)
+    dim_codes = np.full(len(op_rows), -1, dtype=np.int64)
+    dim_texts: npt.NDArray[np.object_] = np.empty(0, dtype=object)
     if len(trace.ops) and has_op.any():
-        all_dims = trace.ops[Ops.input_dims].astype(object).to_numpy()
-        dims[has_op] = all_dims[op_rows[has_op].astype(np.int64)]
-    pairs = pd.DataFrame({"key": keys[heavy], "dims": dims}).drop_duplicates()
-    sigs = {
-        (str(key), _matrix_dims(text))
-        for key, text in zip(pairs["key"], pairs["dims"], strict=True)
-    }
+        dims = Coded.of(trace.ops[Ops.input_dims])
+        dim_codes[has_op] = dims.codes[op_rows[has_op].astype(np.int64)]
+        dim_texts = dims.uniques
+    # each distinct (label, dims) once; a set, so their order does not matter
+    pairs = np.unique(label[heavy] * (len(dim_texts) + 1) + (dim_codes + 1))
+    sigs: set[Signature] = set()
+    for pair in pairs.tolist():
+        at, dim = divmod(pair, len(dim_texts) + 1)
+        text = dim_texts[dim - 1] if dim > 0 else None
+        sigs.add((str(op_key(str(texts[at]))), _matrix_dims(text)))
     return sigs, int(heavy.sum())
 
 

@@ -13,6 +13,7 @@ the same lane, step and compiled-region status (the diagnosis rules' "directly a
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -73,9 +74,9 @@ def timeline(
             Lane.dur: dur[order],
             Lane.step: np.asarray(kernel_step)[order],
             Lane.in_region: kernels[Classified.in_region].to_numpy(dtype=bool)[order],
-            Lane.kind: kernels[Classified.kind].astype(object).to_numpy()[order],
-            Lane.source: kernels[Classified.source].astype(object).to_numpy()[order],
-            Lane.label: _labels(trace, kernels)[order],
+            Lane.kind: _texts(kernels[Classified.kind], order),
+            Lane.source: _texts(kernels[Classified.source], order),
+            Lane.label: _ordered_labels(trace, kernels, order),
             Lane.key: data_keys(trace, kernels)[order] if keys else None,
             Lane.op: kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)[order],
         }
@@ -156,6 +157,55 @@ def _nested_grouped(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
     prev_end = frame.groupby(Lane.lane)[Lane.end].shift(1)
     reach = prev_end.groupby(frame[Lane.lane]).cummax()
     return (frame[Lane.ts] < reach - NESTING_TOLERANCE_US).to_numpy(dtype=bool)
+
+
+def _texts(column: pd.Series, order: npt.NDArray[np.intp]) -> Any:
+    """``column``'s values at ``order``, as the text column pandas makes of them (its ``str``
+    dtype; an object array where it would keep one). A categorical of text categories is taken
+    by code from its few categories (was an object array of every row, inferred text by text)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        cats = column.cat.categories
+        text = _text_array(np.asarray(cats, dtype=object))
+        codes = column.cat.codes.to_numpy()[order]
+        if text is not None and (codes >= 0).any():
+            return text.take(codes, allow_fill=True)
+    return column.astype(object).to_numpy()[order]
+
+
+def _text_array(values: npt.NDArray[np.object_]) -> Any:
+    """``values`` (distinct texts) as pandas' ``str`` array, or None when one is not a str."""
+    if not all(isinstance(v, str) for v in values):
+        return None
+    return pd.array(values, dtype="str")
+
+
+def _ordered_labels(trace: Trace, kernels: pd.DataFrame, order: npt.NDArray[np.intp]) -> Any:
+    """:func:`_labels` at ``order``, as :func:`_texts` makes a column: by code when the kernel
+    and op names are categoricals of text (the op name where :func:`_labels` takes it)."""
+    names, ops = kernels[Kernels.name], kernels[Kernels.op_name]
+    if not _is_gpu(trace):
+        return _texts(names, order)
+    if not (
+        isinstance(names.dtype, pd.CategoricalDtype) and isinstance(ops.dtype, pd.CategoricalDtype)
+    ):
+        return _labels(trace, kernels)[order]
+    name_cats = np.asarray(names.cat.categories, dtype=object)
+    text = _text_array(np.concatenate([name_cats, np.asarray(ops.cat.categories, dtype=object)]))
+    name_codes = names.cat.codes.to_numpy()[order].astype(np.int64)
+    op_codes = ops.cat.codes.to_numpy()[order].astype(np.int64)
+    by_op = _isin(kernels[Classified.source], _OP_LABEL_SOURCES)[order]
+    codes = np.where(by_op & (op_codes >= 0), op_codes + len(name_cats), name_codes)
+    if text is None or not (codes >= 0).any():
+        return _labels(trace, kernels)[order]
+    return text.take(codes, allow_fill=True)
+
+
+def _isin(column: pd.Series, values: tuple[str, ...]) -> npt.NDArray[np.bool_]:
+    """Per row, whether ``column``'s value is one of ``values`` (by code when categorical)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        hit = np.append(column.cat.categories.isin(values), False)  # code −1: missing
+        return np.asarray(hit[column.cat.codes.to_numpy()], dtype=bool)
+    return column.astype(object).isin(values).to_numpy(dtype=bool)
 
 
 def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
