@@ -9,12 +9,14 @@ ready comparison, plus a compile log and run.json facts. The stages, each one ha
 
 The CLI (``compare``, ``demo``), the dashboard, the widgets and the HTML report all get their
 report here; renderers (:mod:`traceviz.report.formats`) take the report. ``load`` is the
-parser by default; the dashboard passes its caching loader.
+parser by default; the dashboard passes its caching loader. The two sides of a pair of
+files are loaded and analysed at once, side b on a worker thread (:func:`compare`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,7 @@ from traceviz.analysis.backends import backends_view
 from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.compare import compare_sides as compare_analysed
 from traceviz.analysis.fusion_lines import read_log
+from traceviz.concurrent_sides import side_by_side
 from traceviz.diagnose import diagnose, sort_findings
 from traceviz.diagnose.backends import backend_findings
 from traceviz.errors import UsageError
@@ -41,6 +44,8 @@ Loader = Callable[[Path], Trace]
 SideInput = Trace | Side | str | Path
 
 RUN_NAMES = ("eager", "compiled")
+#: ``TRACEVIZ_CONCURRENT=0``: the two sides one after the other, on the calling thread
+CONCURRENT_ENV = "TRACEVIZ_CONCURRENT"
 
 
 def _parse(path: Path) -> Trace:
@@ -96,6 +101,13 @@ def compare(
 
     Paths given with the default loader go through the report cache
     (:mod:`traceviz.report_cache`): an unchanged pair is read back, not compared again.
+
+    When a file is to be loaded, side b (its load, then its analysis) and then the lines
+    trace run on a worker thread while the calling thread does side a, so ``load`` must be
+    safe to call from two threads (the parser and the dashboard's cache are). The report is
+    the same as one side after the other (``TRACEVIZ_CONCURRENT=0``); the errors too: a's
+    first, else b's, else the lines trace's. On Ctrl-C the calling thread stops at once and
+    the worker finishes in the background (:mod:`traceviz.concurrent_sides`).
     """
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
@@ -122,16 +134,66 @@ def _compare(
     info = run_info_of(run_info)
     dynamo = info.dynamo if info is not None else None
     log = read_log(compile_log)
-    side_a = _side(a, names[0], load)
-    side_b = _side(b, names[1], load, dynamo=dynamo, compile_log=log)
-    lines = (
-        eager_lines
-        if eager_lines is None or isinstance(eager_lines, Trace)
-        else load(Path(eager_lines))
+    side_a, (side_b, lines) = _both_sides(
+        lambda: _side(a, names[0], load),
+        lambda: _side(b, names[1], load, dynamo=dynamo, compile_log=log),
+        lambda: _lines(eager_lines, load),
+        overlap=_overlap(a, b, eager_lines),
     )
     return compare_sides(
         side_a, side_b, run_info=info, compile_log=log, force=force, eager_lines=lines
     )
+
+
+def _both_sides(
+    side_a: Callable[[], Side],
+    side_b: Callable[[], Side],
+    lines: Callable[[], Trace | None],
+    *,
+    overlap: bool,
+) -> tuple[Side, tuple[Side, Trace | None]]:
+    """Side a, then side b and a's lines trace: with ``overlap``, b (its load and analysis)
+    and then the lines trace on a worker thread while this thread does a
+    (:func:`~traceviz.concurrent_sides.side_by_side`: a's error first, then b's, then the
+    lines'; the same results as one after the other)."""
+    if not overlap:
+        first = side_a()
+        return first, (side_b(), lines())
+    return side_by_side(side_a, lambda: (side_b(), lines()), name="traceviz-side-b")
+
+
+def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None) -> bool:
+    """Whether side b's work runs on a worker beside this thread's: b is still to analyse
+    (load too, maybe), this thread has a or a's lines trace to do, and a file is to be loaded
+    (what overlaps is mostly the loads: reading, inflating, the native scan release the GIL;
+    two analyses of loaded traces take turns, so they stay on this thread). Never for one
+    input twice (a loader may hand back one Trace object for both; one object is not analysed
+    from two threads), nor with ``TRACEVIZ_CONCURRENT=0``."""
+    if isinstance(b, Side) or os.environ.get(CONCURRENT_ENV, "").strip() == "0":
+        return False
+    lines_file = eager_lines is not None and not isinstance(eager_lines, Trace)
+    if isinstance(a, Side):
+        return lines_file
+    if isinstance(a, Trace) and isinstance(b, Trace) and not lines_file:
+        return False  # nothing to load
+    return not _same_input(a, b)
+
+
+def _same_input(a: Trace | str | Path, b: Trace | str | Path) -> bool:
+    """``a`` and ``b`` are one Trace object or two spellings of one file."""
+    if isinstance(a, Trace) or isinstance(b, Trace):
+        return a is b
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except (OSError, RuntimeError):
+        return str(a) == str(b)
+
+
+def _lines(eager_lines: Trace | str | Path | None, load: Loader) -> Trace | None:
+    """A's lines trace (loaded when given as a path)."""
+    if eager_lines is None or isinstance(eager_lines, Trace):
+        return eager_lines
+    return load(Path(eager_lines))
 
 
 def _side(

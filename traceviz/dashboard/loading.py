@@ -27,7 +27,10 @@ UPLOADED = " (uploaded)"  # ends the source of an uploaded trace: "eager.json.gz
 
 
 class TraceCache:
-    """A small thread-safe LRU of parsed traces, keyed by content hash or (path, mtime, size)."""
+    """A small thread-safe LRU of parsed traces, keyed by content hash or (path, mtime, size).
+
+    Thread-safe: every read and change of the entries holds one lock (a comparison loads its
+    two sides on two threads, and the Panel server serves sessions on several)."""
 
     def __init__(self, entries: int = CACHE_ENTRIES) -> None:
         self.entries = entries
@@ -49,14 +52,16 @@ class TraceCache:
                 self._items.popitem(last=False)
 
     def __len__(self) -> int:
-        return len(self._items)
+        with self._lock:
+            return len(self._items)
 
 
 CACHE = TraceCache()
 
 
 def load_path(path: str | Path, *, cache: TraceCache = CACHE) -> Trace:
-    """Parse a trace file or cache directory (cached by path, mtime and size)."""
+    """Parse a trace file or cache directory (cached by path, mtime and size). Safe from
+    several threads; two missing one key at once both parse it (the later put wins)."""
     source = Path(path)
     try:
         stat = source.stat()

@@ -11,12 +11,12 @@ the rest.
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 from traceviz.parse import native, readers
 from traceviz.parse.build import build_trace_batches
 from traceviz.parse.cache import CacheOption, lookup, with_source
+from traceviz.parse.gc_pause import collector_paused
 from traceviz.parse.read import check_json_bytes, decode_batches, read_bytes
 from traceviz.trace import Trace, is_cache_dir, load_cache
 
@@ -51,10 +51,8 @@ def load_trace(
 def _parse(source: Path, max_bytes: int | None) -> tuple[Trace, int]:
     """The trace parsed from its JSON, and the number of JSON bytes it had."""
     # The parse makes millions of short-lived objects and no cycles: the cyclic collector
-    # would only rescan them again and again.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # would only rescan them again and again (off until the last of concurrent parses ends).
+    with collector_paused():
         data = read_bytes(source, limit=max_bytes)
         json_bytes = len(data)
         reader = readers.reader_for(source, data)  # parse/readers.py: one per trace format
@@ -71,6 +69,3 @@ def _parse(source: Path, max_bytes: int | None) -> tuple[Trace, int]:
         batches, _, doc = decode_batches(source, data)
         del data
         return build_trace_batches(source, batches, doc), json_bytes
-    finally:
-        if was_enabled:
-            gc.enable()

@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -211,7 +212,11 @@ def evict(root: Path, *, keep: Path | None = None, limit: int | None = None) -> 
 def discard_entry(directory: Path) -> None:
     """Delete the cache entry (or temporary directory) ``directory`` so that no reader sees it
     half-deleted: rename it aside first; one already gone is no error."""
-    aside = directory.with_name(f".tmp-gone-{os.getpid()}-{time.monotonic_ns()}")
+    # pid, thread and clock: two threads of one process (the two sides of a comparison) never
+    # pick the same name (renaming onto another thread's empty aside would replace it)
+    aside = directory.with_name(
+        f".tmp-gone-{os.getpid()}-{threading.get_ident()}-{time.monotonic_ns()}"
+    )
     try:
         os.rename(directory, aside)
     except OSError:

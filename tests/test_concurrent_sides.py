@@ -1,0 +1,437 @@
+"""The two sides of a comparison loaded and analysed at once (traceviz/pipeline.py,
+traceviz/concurrent_sides.py): the same report as one after the other on every real pair,
+really concurrent, errors in the sequential order, Ctrl-C, and what the worker thread shares
+(the dashboard's TraceCache, the parse's collector pause, the parse cache's deletions)."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import traceviz
+from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS
+from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, op
+from traceviz.concurrent_sides import side_by_side
+from traceviz.dashboard.loading import TraceCache, load_path
+from traceviz.errors import TraceFormatError
+from traceviz.parse import cache as parse_cache
+from traceviz.parse.gc_pause import collector_paused
+from traceviz.pipeline import CONCURRENT_ENV, compare, compare_run
+from traceviz.report.formats import renderer
+from traceviz.trace import Trace
+
+WORKER = "traceviz-side-b"
+WAIT_S = 30.0  # a barrier or event that should open at once; a sequential run times out
+
+
+class Recorder:
+    """A loader (``traceviz.load``) that notes which thread loaded which file."""
+
+    def __init__(self) -> None:
+        self.threads: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, path: Path) -> Trace:
+        with self._lock:
+            self.threads[Path(path).name] = threading.current_thread().name
+        return traceviz.load(path)
+
+
+def _json(report: Any) -> str:
+    return str(renderer("json").comparison(report, top=20))
+
+
+def _both_ways(
+    monkeypatch: pytest.MonkeyPatch, make: Callable[[Recorder], Any]
+) -> tuple[str, str, Recorder]:
+    """The compare JSON one side after the other, then with the sides at once; the second
+    run's recorder (a loader other than the parser's default: the report cache is not used)."""
+    monkeypatch.setenv(CONCURRENT_ENV, "0")
+    sequential = _json(make(Recorder()))
+    monkeypatch.delenv(CONCURRENT_ENV)
+    recorder = Recorder()
+    concurrent = _json(make(recorder))
+    return sequential, concurrent, recorder
+
+
+@pytest.mark.parametrize("run", SAMPLE_RUNS)
+def test_sample_runs_same_report_at_once(monkeypatch: pytest.MonkeyPatch, run: str) -> None:
+    directory = SAMPLES / run
+    sequential, concurrent, recorder = _both_ways(
+        monkeypatch, lambda load: compare_run(directory, load=load)
+    )
+    assert concurrent == sequential
+    # side b (compiled) and the lines trace were loaded on the worker, side a here
+    assert recorder.threads["compiled.pt.trace.json.gz"] == WORKER
+    assert recorder.threads["eager.pt.trace.json.gz"] == threading.current_thread().name
+    if (directory / "eager_lines.pt.trace.json.gz").exists():
+        assert recorder.threads["eager_lines.pt.trace.json.gz"] == WORKER
+
+
+@pytest.mark.parametrize("pair", CORPUS_PAIRS, ids=[a for a, _ in CORPUS_PAIRS])
+def test_corpus_pairs_same_report_at_once(
+    monkeypatch: pytest.MonkeyPatch, pair: tuple[str, str]
+) -> None:
+    a, b = (CORPUS / p for p in pair)
+    if not (a.exists() and b.exists()):
+        pytest.skip(f"corpus not found at {CORPUS}")
+    sequential, concurrent, recorder = _both_ways(
+        monkeypatch, lambda load: compare(a, b, names=("eager", "compiled"), force=True, load=load)
+    )
+    assert concurrent == sequential
+    assert recorder.threads[b.name] == WORKER
+
+
+def test_default_loader_same_report_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's way in (the parser, the report cache off): the same JSON both ways."""
+    monkeypatch.setenv("TRACEVIZ_NO_CACHE", "1")
+    directory = SAMPLES / "h200" / "gpt2"
+    monkeypatch.setenv(CONCURRENT_ENV, "0")
+    sequential = _json(compare_run(directory))
+    monkeypatch.delenv(CONCURRENT_ENV)
+    assert _json(compare_run(directory)) == sequential
+
+
+# --- really at once -------------------------------------------------------------------------
+
+
+def _pair(tmp_trace: Callable[..., Path]) -> tuple[Path, Path]:
+    """Two tiny traces of one kernel each."""
+    paths = []
+    for name in ("add", "mul"):
+        events = [
+            op(f"aten::{name}", 0, 20),
+            launch("cudaLaunchKernel", 2, 5, 1),
+            kernel(f"{name}_kernel", 10, 4, 1),
+        ]
+        paths.append(tmp_trace(events))
+    return paths[0], paths[1]
+
+
+def test_both_loads_run_at_once(tmp_trace: Callable[..., Path]) -> None:
+    """Each load waits at a two-party barrier: one after the other, the first would wait
+    alone and the barrier break (BrokenBarrierError), so this passes only when they overlap."""
+    a, b = _pair(tmp_trace)
+    barrier = threading.Barrier(2, timeout=WAIT_S)
+
+    def load(path: Path) -> Trace:
+        barrier.wait()
+        return traceviz.load(path, cache=False)
+
+    report = compare(a, b, load=load)
+    assert report.a.trace.meta.source == str(a) and report.b.trace.meta.source == str(b)
+
+
+def test_lines_trace_waits_for_side_b(tmp_trace: Callable[..., Path]) -> None:
+    """The lines trace is loaded on the worker after side b (so b's error still comes before
+    the lines'); side a on the calling thread."""
+    a, b = _pair(tmp_trace)
+    order: list[tuple[str, str]] = []
+
+    def load(path: Path) -> Trace:
+        order.append((path.name, threading.current_thread().name))
+        return traceviz.load(path, cache=False)
+
+    compare(a, b, load=load, eager_lines=a)
+    here = threading.current_thread().name
+    assert sorted(order) == sorted([(a.name, here), (b.name, WORKER), (a.name, WORKER)])
+    assert [p for p in order if p[1] == WORKER] == [(b.name, WORKER), (a.name, WORKER)]
+
+
+def test_no_thread_without_a_file_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loaded traces and analysed sides: nothing overlaps, so no worker is started; nor for
+    one input given twice."""
+    started: list[str] = []
+    real = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        started.append(self.name)
+        real(self)
+
+    trace_a = traceviz.load(SAMPLES / "pointwise" / "eager.pt.trace.json.gz")
+    trace_b = traceviz.load(SAMPLES / "pointwise" / "compiled.pt.trace.json.gz")
+    report = compare(trace_a, trace_b)
+    monkeypatch.setattr(threading.Thread, "start", start)
+    compare(trace_a, trace_b)
+    compare(report.a, report.b)
+    compare(trace_a, trace_a)
+    path = SAMPLES / "pointwise" / "eager.pt.trace.json.gz"
+    compare(path, Path(os.path.relpath(path)), load=traceviz.load)
+    assert WORKER not in started
+    compare(trace_a, SAMPLES / "pointwise" / "compiled.pt.trace.json.gz", load=traceviz.load)
+    assert WORKER in started
+
+
+# --- errors in the order of one side after the other -----------------------------------------
+
+
+def _bad(tmp_path: Path, name: str) -> Path:
+    path = tmp_path / name
+    path.write_text("this is not a trace")
+    return path
+
+
+def test_side_a_error_names_its_file(tmp_path: Path, tmp_trace: Callable[..., Path]) -> None:
+    a = _bad(tmp_path, "bad_a.json")
+    _, b = _pair(tmp_trace)
+    with pytest.raises(TraceFormatError) as err:
+        compare(a, b, load=traceviz.load)
+    assert err.value.path == str(a)
+
+
+def test_side_b_error_names_its_file(tmp_path: Path, tmp_trace: Callable[..., Path]) -> None:
+    a, _ = _pair(tmp_trace)
+    b = _bad(tmp_path, "bad_b.json")
+    with pytest.raises(TraceFormatError) as err:
+        compare(a, b, load=traceviz.load)
+    assert err.value.path == str(b)
+
+
+def test_both_fail_side_a_error_first(tmp_path: Path) -> None:
+    """b fails first (a waits until b's error is raised), yet a's error is the one raised."""
+    a, b = _bad(tmp_path, "bad_a.json"), _bad(tmp_path, "bad_b.json")
+    b_failed = threading.Event()
+
+    def load(path: Path) -> Trace:
+        if path == a:
+            assert b_failed.wait(WAIT_S)
+            time.sleep(0.05)  # let the worker finish raising (the order does not depend on it)
+        else:
+            b_failed.set()
+        return traceviz.load(path, cache=False)
+
+    with pytest.raises(TraceFormatError) as err:
+        compare(a, b, load=load)
+    assert err.value.path == str(a)
+
+
+def test_side_b_error_is_the_same_object(tmp_trace: Callable[..., Path]) -> None:
+    a, b = _pair(tmp_trace)
+    raised = TraceFormatError(b, "made up")
+
+    def load(path: Path) -> Trace:
+        if path == b:
+            raise raised
+        return traceviz.load(path, cache=False)
+
+    with pytest.raises(TraceFormatError) as err:
+        compare(a, b, load=load)
+    assert err.value is raised
+
+
+def test_side_b_error_before_the_lines_trace(
+    tmp_path: Path, tmp_trace: Callable[..., Path]
+) -> None:
+    a, b = _pair(tmp_trace)
+    bad_b, bad_lines = _bad(tmp_path, "bad_b.json"), _bad(tmp_path, "bad_lines.json")
+    with pytest.raises(TraceFormatError) as err:
+        compare(a, bad_b, load=traceviz.load, eager_lines=bad_lines)
+    assert err.value.path == str(bad_b)
+    with pytest.raises(TraceFormatError) as err:
+        compare(a, b, load=traceviz.load, eager_lines=bad_lines)
+    assert err.value.path == str(bad_lines)
+
+
+def test_side_a_error_does_not_wait_for_side_b(
+    tmp_path: Path, tmp_trace: Callable[..., Path]
+) -> None:
+    """A failing side a is raised while side b still runs (b is let go afterwards)."""
+    a = _bad(tmp_path, "bad_a.json")
+    _, b = _pair(tmp_trace)
+    release = threading.Event()
+
+    def load(path: Path) -> Trace:
+        if path == b:
+            assert release.wait(WAIT_S)
+        return traceviz.load(path, cache=False)
+
+    try:
+        with pytest.raises(TraceFormatError):
+            compare(a, b, load=load)
+        assert any(t.name == WORKER for t in threading.enumerate())  # b still running
+    finally:
+        release.set()
+
+
+# --- side_by_side itself ----------------------------------------------------------------------
+
+
+def test_interrupt_here_does_not_wait_for_the_worker() -> None:
+    release = threading.Event()
+
+    def here() -> None:
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            side_by_side(here, lambda: release.wait(WAIT_S), name="test-worker")
+        worker = next(t for t in threading.enumerate() if t.name == "test-worker")
+        assert worker.daemon and worker.is_alive()
+    finally:
+        release.set()
+
+
+def test_ctrl_c_stops_the_wait_for_the_worker() -> None:
+    """A process waiting for a worker that never ends stops on SIGINT with KeyboardInterrupt
+    and exits (the daemon worker does not hold the interpreter up)."""
+    script = (
+        "import sys, threading\n"
+        "from traceviz.concurrent_sides import side_by_side\n"
+        "forever = threading.Event()\n"
+        "side_by_side(lambda: print('waiting', flush=True), forever.wait)\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "waiting\n"
+        child.send_signal(signal.SIGINT)
+        _, stderr = child.communicate(timeout=WAIT_S)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode != 0 and "KeyboardInterrupt" in stderr
+
+
+def test_worker_sees_the_callers_context() -> None:
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("var", default="unset")
+    var.set("caller's")
+    assert side_by_side(var.get, var.get) == ("caller's", "caller's")
+
+
+# --- what the worker shares ---------------------------------------------------------------
+
+
+class _SlowMoves(OrderedDict[str, Trace]):
+    """The cache's dict with a pause inside each move to the end: another thread gets the
+    GIL between a put's store (or a get's lookup) and its move, where an unlocked cache
+    lets a third evict the key (KeyError) or grow past its bound."""
+
+    def move_to_end(self, key: str, last: bool = True) -> None:
+        time.sleep(0.0002)
+        super().move_to_end(key, last)
+
+
+def test_trace_cache_concurrent_put_get() -> None:
+    """Six threads putting and getting over a 3-entry cache: no error, never more than 3
+    entries, and a hit is the trace that was put under that key."""
+    cache = TraceCache(entries=3)
+    cache._items = _SlowMoves()
+    traces = {f"k{i}": Trace.__new__(Trace) for i in range(6)}
+    errors: list[BaseException] = []
+    start = threading.Barrier(6, timeout=WAIT_S)
+
+    def work(seed: int) -> None:
+        try:
+            start.wait()
+            for i in range(200):
+                key = f"k{(seed + i) % 6}"
+                if i % 2:
+                    cache.put(key, traces[key])
+                else:
+                    hit = cache.get(key)
+                    assert hit is None or hit is traces[key]
+                assert len(cache) <= 3
+        except BaseException as err:  # reported by the test
+            errors.append(err)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert 0 < len(cache) <= 3
+
+
+def test_load_path_from_two_threads(tmp_trace: Callable[..., Path]) -> None:
+    """The dashboard's loader, two threads at one file at once: both get the file's trace,
+    and the cache holds one entry for it."""
+    a, _ = _pair(tmp_trace)
+    cache = TraceCache()
+    barrier = threading.Barrier(2, timeout=WAIT_S)
+
+    def load() -> Trace:
+        barrier.wait()
+        return load_path(a, cache=cache)
+
+    first, second = side_by_side(load, load)
+    assert first.meta.source == second.meta.source == str(a)
+    again = load_path(a, cache=cache)
+    assert len(cache) == 1 and (again is first or again is second)
+
+
+def _overlapping_pauses() -> bool:
+    """Two threads' collector pauses, the first ending while the second runs: whether the
+    collector was on just after the first ended."""
+    inside = threading.Barrier(2, timeout=WAIT_S)
+    first_done = threading.Event()
+    seen: list[bool] = []
+
+    def first() -> None:
+        with collector_paused():
+            inside.wait()
+        first_done.set()
+
+    def second() -> None:
+        with collector_paused():
+            inside.wait()
+            assert first_done.wait(WAIT_S)
+            seen.append(gc.isenabled())
+
+    side_by_side(first, second)
+    return seen[0]
+
+
+def test_collector_off_until_the_last_parse_ends() -> None:
+    """Two overlapping parses: the collector stays off until the second ends, then is back
+    on; one turned off before stays off."""
+    assert gc.isenabled()
+    assert _overlapping_pauses() is False
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert _overlapping_pauses() is False
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_parse_cache_deletions_never_share_a_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Two threads deleting cache entries on the same clock tick rename each entry aside under
+    its own name (one name for both: the second rename fails and that entry is deleted in
+    place, where a reader may see it half gone)."""
+    removed: list[Path] = []
+    monkeypatch.setattr(parse_cache.time, "monotonic_ns", lambda: 42)
+    monkeypatch.setattr(parse_cache.shutil, "rmtree", lambda p, **_: removed.append(Path(p)))
+    entries = []
+    for name in ("entry1", "entry2"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "entry.json").write_text("{}")
+        entries.append(tmp_path / name)
+    side_by_side(
+        lambda: parse_cache.discard_entry(entries[0]),
+        lambda: parse_cache.discard_entry(entries[1]),
+    )
+    assert len(removed) == 2 and not set(removed) & set(entries)
+    assert all(p.name.startswith(".tmp-gone-") for p in removed)
