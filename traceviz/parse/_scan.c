@@ -11,16 +11,34 @@
  * it is not sure of raises Unsupported and the caller parses the file the Python way. The buffer
  * is not NUL-terminated: every read is checked against s->len.
  *
- * C99 against the CPython C API only; the GIL is held throughout; no global state but the
- * Unsupported exception type.
+ * The GIL is released while a batch is scanned, so another thread's Python (or a second
+ * scanner) runs meanwhile: nothing in the scanning code touches a Python object. Distinct
+ * strings get their codes at once but their Python objects when the batch is handed over
+ * (flush_new_values); a failure is recorded (fail, no_memory) and raised once the GIL is back
+ * (raise_recorded); memory comes from the PyMem_Raw allocators; the batch buffers (bytes
+ * objects) are made or grown with the GIL held, between stretches of scanning.
+ *
+ * C99 against the CPython C API only; no global state but the Unsupported exception type and
+ * the "C" locale numbers are read in.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#if defined(__APPLE__) || defined(__FreeBSD__)
+#include <xlocale.h>
+#endif
+
+/* strtod in the "C" locale needs no GIL (PyOS_string_to_double does); both round correctly,
+ * so they agree on every number. Elsewhere the GIL is taken back for each slow-path float. */
+#if defined(__GLIBC__) || defined(__APPLE__) || defined(__FreeBSD__)
+#define SCAN_HAVE_STRTOD_L 1
+#endif
 
 enum { K_ABSENT = 0, K_NULL = 1, K_INT = 2, K_FLOAT = 3, K_STR = 4, K_RAW = 5 };
 enum { S_FIRST = 0, S_NEXT = 1, S_DONE = 2, S_FAILED = 3 };
@@ -30,22 +48,31 @@ enum { S_FIRST = 0, S_NEXT = 1, S_DONE = 2, S_FAILED = 3 };
 #define FIRST_CAP 131072 /* events a batch first has room for (9 bytes a field each) */
 
 static PyObject *Unsupported; /* the exception type, created at module init */
+#ifdef SCAN_HAVE_STRTOD_L
+static locale_t c_locale; /* the "C" locale, made at module init */
+#endif
 
 /* ---------------------------------------------------------------------------------------- */
 /* Intern tables: distinct byte strings -> codes, open addressing over (hash, bytes).        */
 
 typedef struct {
     uint64_t hash;
-    const char *key; /* bytes owned by obj (UTF-8 of a str, or the bytes of a bytes) */
+    const char *key; /* the value's bytes, a copy the table owns (by_code[code].key) */
     Py_ssize_t len;
     Py_ssize_t code; /* -1: empty slot */
-    PyObject *obj;   /* a reference of the table's own */
 } Slot;
+
+typedef struct {
+    const char *key;
+    Py_ssize_t len;
+} Entry;
 
 typedef struct {
     Slot *slots;
     Py_ssize_t cap; /* a power of two, 0 before the first insert */
     Py_ssize_t used;
+    Entry *by_code; /* the bytes of value `code`, in code order */
+    Py_ssize_t by_code_cap;
 } Table;
 
 /* Hash of n bytes at p, 8 bytes at a time; any 64-bit mix does, it only spreads slots. */
@@ -104,25 +131,26 @@ static inline int bytes_equal(const unsigned char *a, const unsigned char *b, Py
     return n == 0 || a[0] == b[0];
 }
 
-/* Releases every reference the table holds and its slots. */
+/* Frees the table's slots and its copies of the values' bytes (it holds no objects). */
 static void table_free(Table *t)
 {
-    for (Py_ssize_t i = 0; i < t->cap; i++)
-        Py_XDECREF(t->slots[i].obj);
-    PyMem_Free(t->slots);
+    for (Py_ssize_t c = 0; c < t->used; c++)
+        PyMem_RawFree((void *)t->by_code[c].key);
+    PyMem_RawFree(t->slots);
+    PyMem_RawFree(t->by_code);
     t->slots = NULL;
-    t->cap = t->used = 0;
+    t->by_code = NULL;
+    t->cap = t->used = t->by_code_cap = 0;
 }
 
-/* Doubles the slot array (or makes the first one); returns 0, or -1 with MemoryError. */
+/* Doubles the slot array (or makes the first one); 0, or -1 when out of memory (nothing
+ * changed). Needs no GIL. */
 static int table_grow(Table *t)
 {
     Py_ssize_t ncap = t->cap ? t->cap * 2 : 256;
-    Slot *ns = PyMem_Calloc((size_t)ncap, sizeof(Slot));
-    if (ns == NULL) {
-        PyErr_NoMemory();
+    Slot *ns = PyMem_RawCalloc((size_t)ncap, sizeof(Slot));
+    if (ns == NULL)
         return -1;
-    }
     for (Py_ssize_t i = 0; i < ncap; i++)
         ns[i].code = -1;
     for (Py_ssize_t i = 0; i < t->cap; i++) {
@@ -134,19 +162,18 @@ static int table_grow(Table *t)
             k = (k + 1) & (ncap - 1);
         ns[k] = *o;
     }
-    PyMem_Free(t->slots);
+    PyMem_RawFree(t->slots);
     t->slots = ns;
     t->cap = ncap;
     return 0;
 }
 
 /*
- * The code of the n bytes at p in table t, adding them (as a str decoded from UTF-8 when
- * as_str, else as bytes) to the list `values` when new. p must be valid UTF-8 when as_str.
- * Returns the code, or -1 with an exception set.
+ * The code of the n bytes at p in table t, giving them the next code (and a copy of their
+ * bytes) when new; their Python object is made later, by flush_new_values. Returns the
+ * code, or -1 when out of memory (the table unchanged). Needs no GIL.
  */
-static Py_ssize_t intern(Table *t, PyObject *values, const unsigned char *p, Py_ssize_t n,
-                         int as_str)
+static Py_ssize_t intern(Table *t, const unsigned char *p, Py_ssize_t n)
 {
     if (t->cap == 0 && table_grow(t) < 0)
         return -1;
@@ -161,40 +188,52 @@ static Py_ssize_t intern(Table *t, PyObject *values, const unsigned char *p, Py_
             return sl->code;
         k = (k + 1) & mask;
     }
-    /* New value: make its object, append it, then fill the free slot found above. */
-    PyObject *obj;
-    const char *key;
-    Py_ssize_t klen;
-    if (as_str) {
-        obj = PyUnicode_DecodeUTF8((const char *)p, n, "strict");
-        if (obj == NULL)
+    /* New value: room for its entry and a copy of its bytes, then the free slot found above
+     * (the table grows after, so a failure leaves it as it was). */
+    Py_ssize_t code = t->used;
+    if (code == t->by_code_cap) {
+        Py_ssize_t ncap = t->by_code_cap ? t->by_code_cap * 2 : 256;
+        Entry *ne = PyMem_RawRealloc(t->by_code, (size_t)ncap * sizeof(Entry));
+        if (ne == NULL)
             return -1;
-        key = PyUnicode_AsUTF8AndSize(obj, &klen);
-        if (key == NULL) {
-            Py_DECREF(obj);
-            return -1;
-        }
-    } else {
-        obj = PyBytes_FromStringAndSize((const char *)p, n);
-        if (obj == NULL)
-            return -1;
-        key = PyBytes_AS_STRING(obj);
-        klen = n;
+        t->by_code = ne;
+        t->by_code_cap = ncap;
     }
-    Py_ssize_t code = PyList_GET_SIZE(values);
-    if (PyList_Append(values, obj) < 0) {
-        Py_DECREF(obj);
+    char *key = PyMem_RawMalloc((size_t)(n ? n : 1));
+    if (key == NULL)
         return -1;
-    }
+    memcpy(key, p, (size_t)n);
+    t->by_code[code].key = key;
+    t->by_code[code].len = n;
     Slot *sl = &t->slots[k];
     sl->hash = h;
     sl->key = key;
-    sl->len = klen;
+    sl->len = n;
     sl->code = code;
-    sl->obj = obj; /* the table keeps the reference made above */
     if (++t->used * 2 > t->cap && table_grow(t) < 0)
-        return -1;
+        return -1; /* the value is in: the next insert grows it */
     return code;
+}
+
+/*
+ * Appends to the list `values` the objects of the table's codes it lacks (str decoded from
+ * UTF-8 when as_str, else bytes), so that values[code] is the value of every code given.
+ * The GIL must be held. 0, or -1 with an exception.
+ */
+static int table_flush(Table *t, PyObject *values, int as_str)
+{
+    for (Py_ssize_t c = PyList_GET_SIZE(values); c < t->used; c++) {
+        const Entry *e = &t->by_code[c];
+        PyObject *obj = as_str ? PyUnicode_DecodeUTF8(e->key, e->len, "strict")
+                               : PyBytes_FromStringAndSize(e->key, e->len);
+        if (obj == NULL)
+            return -1;
+        int rc = PyList_Append(values, obj);
+        Py_DECREF(obj);
+        if (rc < 0)
+            return -1;
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -289,6 +328,10 @@ typedef struct {
     int busy;          /* next() is running: a call from inside it (a gc callback or a
                         * finalizer run by an allocation, or another thread it let in) fails */
     PyObject *failure; /* the message of the Unsupported that stopped it, once failed */
+    /* A failure met while scanning (without the GIL), raised by raise_recorded: */
+    const char *fail_what; /* Unsupported: what (a string literal) ... */
+    Py_ssize_t fail_pos;   /* ... and at which byte */
+    int out_of_memory;     /* or a MemoryError */
     PyObject *strings; /* private: Python gets copies (the codes are their indices) */
     PyObject *raws;
     Table str_table;
@@ -310,11 +353,38 @@ typedef struct {
     Py_ssize_t scratch_cap;
 } Scanner;
 
-/* Raises Unsupported "<what> at byte <pos>" and keeps the message (a failed scanner raises
- * it again); returns -1. */
+/* Records the failure Unsupported "<what> at byte <pos>" (what: a string literal), the
+ * first one only, for raise_recorded; returns -1. Needs no GIL. */
 static int fail(Scanner *s, Py_ssize_t pos, const char *what)
 {
-    PyObject *msg = PyUnicode_FromFormat("%s at byte %zd", what, pos);
+    if (s->fail_what == NULL && !s->out_of_memory) {
+        s->fail_what = what;
+        s->fail_pos = pos;
+    }
+    return -1;
+}
+
+/* Records a MemoryError for raise_recorded; returns -1. Needs no GIL. */
+static int no_memory(Scanner *s)
+{
+    if (s->fail_what == NULL)
+        s->out_of_memory = 1;
+    return -1;
+}
+
+/* Raises the failure recorded by fail or no_memory (the GIL held) and keeps an Unsupported's
+ * message (a failed scanner raises it again); returns -1. */
+static int raise_recorded(Scanner *s)
+{
+    if (s->out_of_memory) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (s->fail_what == NULL) {
+        PyErr_SetString(PyExc_SystemError, "the scanner failed without recording why");
+        return -1;
+    }
+    PyObject *msg = PyUnicode_FromFormat("%s at byte %zd", s->fail_what, s->fail_pos);
     if (msg == NULL)
         return -1;
     PyErr_SetObject(Unsupported, msg);
@@ -322,7 +392,7 @@ static int fail(Scanner *s, Py_ssize_t pos, const char *what)
     return -1;
 }
 
-/* Makes the scratch buffer hold at least n bytes; 0, or -1 with MemoryError. */
+/* Makes the scratch buffer hold at least n bytes; 0, or -1 (no_memory). Needs no GIL. */
 static int scratch_reserve(Scanner *s, Py_ssize_t n)
 {
     if (n <= s->scratch_cap)
@@ -330,11 +400,9 @@ static int scratch_reserve(Scanner *s, Py_ssize_t n)
     Py_ssize_t ncap = s->scratch_cap ? s->scratch_cap : 256;
     while (ncap < n)
         ncap *= 2;
-    unsigned char *p = PyMem_Realloc(s->scratch, (size_t)ncap);
-    if (p == NULL) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    unsigned char *p = PyMem_RawRealloc(s->scratch, (size_t)ncap);
+    if (p == NULL)
+        return no_memory(s);
     s->scratch = p;
     s->scratch_cap = ncap;
     return 0;
@@ -342,6 +410,8 @@ static int scratch_reserve(Scanner *s, Py_ssize_t n)
 
 /* ---------------------------------------------------------------------------------------- */
 /* Lexing. Each function starts at s->pos and leaves s->pos just past what it consumed.      */
+/* None of these nor the event functions below needs the GIL: "-1 with Unsupported" or "with  */
+/* a recorded failure" means fail or no_memory recorded it, for raise_recorded.              */
 
 /* Consumes JSON whitespace (space, \t, \n, \r). */
 static inline void skip_ws(Scanner *s)
@@ -567,7 +637,7 @@ static inline int put_utf8(unsigned char *out, long cp)
 /*
  * Decodes the already validated string body [start, end) into s->scratch as UTF-8; sets
  * *out_len. Every escape gives at most as many bytes as it takes, so end - start is enough
- * room. 0, or -1 with an exception.
+ * room. 0, or -1 with a recorded failure.
  */
 static int decode_string(Scanner *s, Py_ssize_t start, Py_ssize_t end, Py_ssize_t *out_len)
 {
@@ -611,7 +681,8 @@ static const double POW10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 /*
  * The float value of the validated number text [start, end): Clinger's exact fast path when
  * the significant digits (sig, nsig of them, at most 15) times 10^exp10 is one IEEE operation
- * on exact operands, else PyOS_string_to_double (Python's float()). Fails on overflow to inf.
+ * on exact operands, else strtod in the "C" locale (correctly rounded, as Python's float() is;
+ * PyOS_string_to_double where there is no strtod_l). Fails on overflow to inf.
  */
 static int number_to_double(Scanner *s, Py_ssize_t start, Py_ssize_t end, uint64_t sig,
                             int nsig, int64_t exp10, int negative, double *out)
@@ -629,11 +700,18 @@ static int number_to_double(Scanner *s, Py_ssize_t start, Py_ssize_t end, uint64
     memcpy(s->scratch, s->buf + start, (size_t)n);
     s->scratch[n] = '\0';
     char *stop = NULL;
+#ifdef SCAN_HAVE_STRTOD_L
+    d = strtod_l((const char *)s->scratch, &stop, c_locale);
+#else
+    PyGILState_STATE gil = PyGILState_Ensure();
     d = PyOS_string_to_double((const char *)s->scratch, &stop, NULL);
-    if (d == -1.0 && PyErr_Occurred()) {
+    int bad = d == -1.0 && PyErr_Occurred();
+    if (bad)
         PyErr_Clear();
+    PyGILState_Release(gil);
+    if (bad)
         return fail(s, start, "number not parsed as a float");
-    }
+#endif
     if (stop != (char *)s->scratch + n)
         return fail(s, start, "number not parsed as a float");
     if (!isfinite(d))
@@ -863,7 +941,7 @@ static int read_key(Scanner *s, Py_ssize_t *start, Py_ssize_t *end)
 
 /*
  * Consumes a string value at s->pos (its opening quote) and interns its decoded text in
- * `strings`. Returns the code, or -1 with an exception.
+ * `strings`. Returns the code, or -1 with a recorded failure.
  */
 static Py_ssize_t read_string_code(Scanner *s)
 {
@@ -871,17 +949,21 @@ static Py_ssize_t read_string_code(Scanner *s)
     int esc;
     if (scan_string(s, &a, &z, &esc) < 0)
         return -1;
-    if (!esc)
-        return intern(&s->str_table, s->strings, s->buf + a, z - a, 1);
-    if (decode_string(s, a, z, &dn) < 0)
-        return -1;
-    return intern(&s->str_table, s->strings, s->scratch, dn, 1);
+    Py_ssize_t code;
+    if (!esc) {
+        code = intern(&s->str_table, s->buf + a, z - a);
+    } else {
+        if (decode_string(s, a, z, &dn) < 0)
+            return -1;
+        code = intern(&s->str_table, s->scratch, dn);
+    }
+    return code < 0 ? no_memory(s) : code;
 }
 
 /*
  * Consumes the value of a field at s->pos (depth: its nesting level) and sets *kind and
  * *value: a raw field's exact text as a code into `raws`; else a string, null or number.
- * 0, or -1 with an exception (Unsupported for a value the field cannot hold).
+ * 0, or -1 with a recorded failure (Unsupported for a value the field cannot hold).
  */
 static int read_value(Scanner *s, int raw, int depth, int *kind, int64_t *value)
 {
@@ -890,7 +972,9 @@ static int read_value(Scanner *s, int raw, int depth, int *kind, int64_t *value)
     if (raw) {
         if (skip_value(s, depth, 0) < 0)
             return -1;
-        code = intern(&s->raw_table, s->raws, s->buf + at, s->pos - at, 0);
+        code = intern(&s->raw_table, s->buf + at, s->pos - at);
+        if (code < 0)
+            return no_memory(s);
         *kind = K_RAW;
     } else if (c == '"') {
         code = read_string_code(s);
@@ -914,7 +998,8 @@ static int read_value(Scanner *s, int raw, int depth, int *kind, int64_t *value)
 
 /*
  * Consumes the value of field j of event i at s->pos (depth: its nesting level) and stores
- * its kind and value in the batch; a known key seen twice fails. 0, or -1 with an exception.
+ * its kind and value in the batch; a known key seen twice fails. 0, or -1 with a recorded
+ * failure.
  */
 static int read_field(Scanner *s, int j, Py_ssize_t i, int depth)
 {
@@ -934,7 +1019,7 @@ static int read_field(Scanner *s, int j, Py_ssize_t i, int depth)
 /*
  * Consumes an object at s->pos (its '{') whose keys are looked up in ks: known keys go to
  * their field of event i, other values are skipped. With is_event, an "args" key is read
- * as the args object. depth: the object's nesting level. 0, or -1 with an exception.
+ * as the args object. depth: the object's nesting level. 0, or -1 with a recorded failure.
  */
 static int read_object(Scanner *s, Py_ssize_t i, int depth, int is_event)
 {
@@ -1131,12 +1216,31 @@ error:
 /* ---------------------------------------------------------------------------------------- */
 /* Python methods.                                                                            */
 
-/* Scans events into the batch until max_events or the array's end; the number read, or -1. */
-static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
+enum { SCAN_DONE = 0, SCAN_NEEDS_ROOM = 1 };
+
+/* Whether another event follows at s->pos (after whitespace, consumed): a ',' after an event,
+ * or a '{' first. What else is there is left for scan_events to take or refuse. */
+static int event_follows(Scanner *s)
 {
-    Py_ssize_t n = 0;
+    skip_ws(s);
+    return peek(s) == (s->state == S_NEXT ? ',' : '{');
+}
+
+/*
+ * Scans events into the batch from event *n on, until max_events, the array's end, or the
+ * batch's room is full with another event to come; sets *n. SCAN_DONE, SCAN_NEEDS_ROOM, or
+ * -1 with a recorded failure. Needs no GIL (it runs without it).
+ */
+static int scan_events(Scanner *s, Py_ssize_t *n_io, Py_ssize_t max_events)
+{
+    Py_ssize_t n = *n_io;
     int depth = event_depth(s);
+    int rc = SCAN_DONE;
     while (n < max_events) {
+        if (n == s->cap && event_follows(s)) {
+            rc = SCAN_NEEDS_ROOM; /* nothing consumed but whitespace */
+            break;
+        }
         skip_ws(s);
         int c = peek(s);
         if (s->state == S_NEXT) {
@@ -1152,24 +1256,15 @@ static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
         }
         if (c != '{')
             return fail(s, s->pos, "an element of the events array is not an object");
-        if (n == s->cap) {
-            /* Room for the whole batch at once (growing copies it), up to FIRST_CAP events:
-             * an event takes at least 3 bytes ("{}" and a comma), so no more than
-             * (bytes left) / 2 are left. Doubling after that. */
-            Py_ssize_t ncap = s->cap ? s->cap * 2 : (s->len - s->pos) / 2 + 1;
-            if (s->cap == 0 && ncap > FIRST_CAP)
-                ncap = FIRST_CAP;
-            if (ncap > max_events)
-                ncap = max_events;
-            if (batch_grow(s, ncap) < 0)
-                return -1;
-        }
         memset(s->seen, 0, (size_t)s->seen_words * sizeof(uint64_t));
         if (read_object(s, n, depth, 1) < 0)
             return -1;
         s->state = S_NEXT;
         n++;
+        *n_io = n;
     }
+    if (rc == SCAN_NEEDS_ROOM)
+        return rc;
     skip_ws(s);
     if (peek(s) == ']') {
         s->pos++;
@@ -1178,6 +1273,50 @@ static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
             return -1;
         s->state = S_DONE;
     }
+    return SCAN_DONE;
+}
+
+/* Grows the batch's room (the GIL held): for the whole batch at once (growing copies it), up
+ * to FIRST_CAP events: an event takes at least 3 bytes ("{}" and a comma), so no more than
+ * (bytes left) / 2 are left. Doubling after that. 0, or -1 with an exception. */
+static int grow_batch_for(Scanner *s, Py_ssize_t max_events)
+{
+    Py_ssize_t ncap = s->cap ? s->cap * 2 : (s->len - s->pos) / 2 + 1;
+    if (s->cap == 0 && ncap > FIRST_CAP)
+        ncap = FIRST_CAP;
+    if (ncap > max_events)
+        ncap = max_events;
+    return batch_grow(s, ncap);
+}
+
+/*
+ * Scans the next batch of up to max_events events, the GIL released while scanning: taken
+ * back to grow the batch's room (bytes objects) and, at the end, to make the objects of the
+ * new distinct values and raise a recorded failure. The number read, or -1 with an exception.
+ */
+static Py_ssize_t scan_batch(Scanner *s, Py_ssize_t max_events)
+{
+    Py_ssize_t n = 0;
+    int rc;
+    for (;;) {
+        /* Room first (the GIL is held), so that the GIL is taken back once per batch. */
+        if (n == s->cap && event_follows(s)) {
+            if (grow_batch_for(s, max_events) < 0)
+                return -1;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        rc = scan_events(s, &n, max_events);
+        Py_END_ALLOW_THREADS
+        if (rc != SCAN_NEEDS_ROOM)
+            break;
+    }
+    /* The values met so far get their objects even when the scan failed, so the lists and
+     * the tables stay in step. */
+    if (table_flush(&s->str_table, s->strings, 1) < 0 ||
+        table_flush(&s->raw_table, s->raws, 0) < 0)
+        return -1;
+    if (rc < 0)
+        return raise_recorded(s);
     return n;
 }
 
@@ -1350,7 +1489,7 @@ static int Scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
     s->pos = 0;
     if (find_events(s) < 0) {
         /* The caller gets Unsupported from the constructor; the object is not used. */
-        return -1;
+        return raise_recorded(s);
     }
     s->state = S_FIRST;
     return 0;
@@ -1375,7 +1514,7 @@ static void Scanner_dealloc(Scanner *s)
     PyMem_Free(s->values_obj);
     PyMem_Free(s->kinds);
     PyMem_Free(s->values);
-    PyMem_Free(s->scratch);
+    PyMem_RawFree(s->scratch);
     Py_XDECREF(s->strings);
     Py_XDECREF(s->raws);
     Py_XDECREF(s->failure);
@@ -1455,6 +1594,15 @@ PyMODINIT_FUNC PyInit__scan(void)
 {
     if (PyType_Ready(&ScannerType) < 0)
         return NULL;
+#ifdef SCAN_HAVE_STRTOD_L
+    if (c_locale == (locale_t)0) {
+        c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+        if (c_locale == (locale_t)0) {
+            PyErr_SetString(PyExc_ImportError, "cannot make the \"C\" locale");
+            return NULL;
+        }
+    }
+#endif
     PyObject *m = PyModule_Create(&scan_module);
     if (m == NULL)
         return NULL;

@@ -46,4 +46,5 @@ class Scanner:
         end also validates the rest of the document. Unsupported at the first thing it cannot
         give exactly (later calls raise it again); after a MemoryError later calls raise
         Unsupported (that batch's events are lost). RuntimeError when called while a next() of
-        the same scanner runs (from a gc callback, a finalizer or another thread)."""
+        the same scanner runs (from a gc callback, a finalizer or another thread). The GIL is
+        released while it scans: other threads run meanwhile (the buffer must not change)."""
