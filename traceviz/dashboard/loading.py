@@ -55,6 +55,11 @@ class TraceCache:
         with self._lock:
             return len(self._items)
 
+    def clear(self) -> None:
+        """Forget every trace (the benchmark's cold loads)."""
+        with self._lock:
+            self._items.clear()
+
 
 CACHE = TraceCache()
 
