@@ -15,12 +15,21 @@ from tests._reference import real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import comparable
 from traceviz.analysis import timeline as timeline_mod
+from traceviz.analysis.blocking import BlockingColumns as B
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.op_keys import op_key
 from traceviz.analysis.timeline import Lane, timeline
-from traceviz.diagnose.facts import facts_of_trace, kernel_steps
-from traceviz.schema import Kernels, Ops
+from traceviz.analysis.windows import union
+from traceviz.diagnose.facts import (
+    TraceFacts,
+    durations,
+    facts_of_trace,
+    kernel_steps,
+    window_bounds,
+)
+from traceviz.diagnose.rules import copies, gemm, profiling
+from traceviz.schema import ActivityKind, Kernels, Ops
 from traceviz.trace import Trace
 
 # --- timeline: the text columns (kind, source, label) ---------------------------------------
@@ -161,3 +170,61 @@ def test_heavy_signatures_on_made_kernels(inductor: bool) -> None:
         got = comparable._heavy_signatures(trace, frame, inductor=inductor)
         assert got == _heavy_signatures_reference(trace, frame, inductor=inductor)
         assert got[1] == (2 if inductor else 3)  # mm/addmm/conv2d; the Inductor kernel left out
+
+
+# --- diagnose: compile spans by code, copy cost per window ---------------------------------
+
+
+def _compile_name_mask_reference(names: pd.Series) -> np.ndarray:
+    """The replaced form: pandas' factorize of the whole column, each distinct name matched."""
+    codes, uniques = pd.factorize(names)
+    hits = np.array([bool(profiling.COMPILE_EVENT.search(str(u))) for u in uniques], dtype=bool)
+    out = np.zeros(len(names), dtype=bool)
+    known = codes >= 0
+    out[known] = hits[codes[known]]
+    return out
+
+
+def _copy_cost_reference(facts: TraceFacts, rows: pd.DataFrame) -> float:
+    """The replaced form: every copy and blocking call clipped to each window."""
+    starts = rows[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + durations(rows)
+    calls = facts.launch.blocking.calls
+    calls = calls[calls[B.reason].isin(copies.COPY_REASONS) & (calls[B.step] >= 0)]
+    c_start = calls[B.ts_us].to_numpy(dtype=float)
+    c_end = c_start + calls[B.dur_us].to_numpy(dtype=float)
+    total = 0.0
+    for lo, hi in zip(*window_bounds(facts), strict=True):
+        s, e = union(
+            np.clip(np.concatenate([starts, c_start]), lo, hi),
+            np.clip(np.concatenate([ends, c_end]), lo, hi),
+        )
+        total += float((e - s).sum())
+    return total
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_compile_mask_and_copy_cost_match_the_old_forms(path: Path) -> None:
+    trace = load_trace(path)
+    names = trace.ops[Ops.name]
+    for column in (names, names.astype(object), names.cat.add_categories(["torch._dynamo x"])):
+        same(profiling.compile_name_mask(column), _compile_name_mask_reference(column))
+    facts = facts_of_trace(trace)
+    kernels = facts.kernels
+    memcpy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
+    for rows in (kernels[memcpy], kernels.iloc[::7]):  # the copies; any kernels
+        got = copies._copy_cost(facts, rows)
+        want = _copy_cost_reference(facts, rows)
+        assert got == want or (np.isnan(got) and np.isnan(want))
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_gemm_per_name_by_category_matches_factorize(path: Path) -> None:
+    """gemm._per_name of a categorical column (once per category) equals the factorize form
+    (the object column), for both tests the matmul-add rule asks, on ops and kernel names."""
+    trace = load_trace(path)
+    for column in (trace.ops[Ops.name], trace.kernels[Kernels.name]):
+        picked = column.iloc[::3]
+        for test in (gemm._is_plain_matmul, gemm._is_add):
+            got = gemm._per_name(picked, test)
+            same(got, gemm._per_name(picked.astype(object), test))

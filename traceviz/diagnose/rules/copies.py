@@ -81,7 +81,7 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     kernels = facts.kernels
     copies = (
         (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
-        & kernels[Kernels.copy_kind].astype(object).isin(HOST_DEVICE).to_numpy(dtype=bool)
+        & kernels[Kernels.copy_kind].isin(HOST_DEVICE).to_numpy(dtype=bool)  # by code
         & (kernel_steps(facts) >= 0)
     )
     if not copies.any():
@@ -262,12 +262,13 @@ def _copy_cost(facts: TraceFacts, rows: pd.DataFrame) -> float:
     calls = calls[calls[B.reason].isin(COPY_REASONS) & (calls[B.step] >= 0)]
     c_start = calls[B.ts_us].to_numpy(dtype=float)
     c_end = c_start + calls[B.dur_us].to_numpy(dtype=float)
+    all_starts, all_ends = np.concatenate([starts, c_start]), np.concatenate([ends, c_end])
     total = 0.0
     for lo, hi in zip(*window_bounds(facts), strict=True):
-        s, e = union(
-            np.clip(np.concatenate([starts, c_start]), lo, hi),
-            np.clip(np.concatenate([ends, c_end]), lo, hi),
-        )
+        # only the spans reaching into the window: the others clip to nothing (union drops
+        # them), so the union and its sum are the same
+        near = (all_ends > lo) & (all_starts < hi)
+        s, e = union(np.clip(all_starts[near], lo, hi), np.clip(all_ends[near], lo, hi))
         total += float((e - s).sum())
     return total
 

@@ -61,8 +61,9 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
     if not facts.compiled or _autotuned(facts.run_info):
         return []
     kernels = facts.kernels
-    mask = (kernels[Classified.kind].astype(object) == KernelKind.GEMM.value) & (
-        kernels[Classified.source].astype(object) == KernelSource.EXTERN.value
+    # on the categorical columns themselves: by code, no object per kernel
+    mask = (kernels[Classified.kind] == KernelKind.GEMM.value) & (
+        kernels[Classified.source] == KernelSource.EXTERN.value
     )
     if not mask.any():
         return []
@@ -208,7 +209,12 @@ def _op_names_are(
 
 
 def _per_name(names: pd.Series, test: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
-    """``test`` per row, evaluated once per distinct name (False where the name is missing)."""
+    """``test`` per row, evaluated once per distinct name (False where the name is missing);
+    a categorical column once per category, its rows looked up by code."""
+    if isinstance(names.dtype, pd.CategoricalDtype):
+        cats = names.cat.categories
+        hit = np.array([test(str(c)) for c in cats] + [False], dtype=bool)  # −1: missing
+        return np.asarray(hit[names.cat.codes.to_numpy()], dtype=bool)
     codes, uniques = pd.factorize(names)
     hits = np.array([test(str(u)) for u in uniques], dtype=bool)
     out = np.zeros(len(names), dtype=bool)

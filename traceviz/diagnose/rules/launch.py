@@ -117,7 +117,7 @@ def _direct_kernels(facts: TraceFacts) -> int:
 
 
 def _graph_evidence(facts: TraceFacts) -> list[Evidence | str]:
-    launches = facts.trace.launches[Launches.launch_class].astype(object)
+    launches = facts.trace.launches[Launches.launch_class]  # (by code when categorical)
     graph_launches = int((launches == LaunchClass.GRAPH_LAUNCH.value).sum())
     kernels = facts.kernels
     replayed = int((is_kernel(kernels) & kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
