@@ -13,6 +13,7 @@ import pytest
 
 from tests._reference import real_traces, same
 from tests.conftest import load_trace
+from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import comparable
 from traceviz.analysis import timeline as timeline_mod
 from traceviz.analysis.blocking import BlockingColumns as B
@@ -228,3 +229,55 @@ def test_gemm_per_name_by_category_matches_factorize(path: Path) -> None:
         for test in (gemm._is_plain_matmul, gemm._is_add):
             got = gemm._per_name(picked, test)
             same(got, gemm._per_name(picked.astype(object), test))
+
+
+# --- chains._op_context at the chains' launching ops only (walked up) ------------------------
+
+
+def _at_rows(
+    full: tuple[np.ndarray, np.ndarray, np.ndarray], rows: np.ndarray
+) -> tuple[np.ndarray, ...]:
+    return tuple(a[rows] for a in full)
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_op_context_walked_up_equals_the_levels_at_kernel_ops(path: Path) -> None:
+    """The walk from the kernels' launching ops (what chain_members asks) gives, at those
+    rows, what the pass over every op by depth level gives; any other rows too."""
+    trace = load_trace(path)
+    ops = trace.ops
+    full = chains_mod._op_context(ops)
+    op = trace.kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
+    kernel_ops = op[np.isfinite(op)].astype(np.int64)
+    for rows in (kernel_ops, np.arange(0, len(ops), 5, dtype=np.int64)):
+        walked = chains_mod._walk_up(chains_mod._op_flags(ops), rows)
+        assert walked is not None  # real traces' depths agree with their parents
+        same(_at_rows(walked, rows), _at_rows(full, rows))
+        same(_at_rows(chains_mod._op_context(ops, rows), rows), _at_rows(full, rows))
+
+
+def test_op_context_walk_falls_back_when_depths_disagree() -> None:
+    """A parent as deep as its child (a missing depth read as 0, a loop): the walk gives up
+    and the levels' answer stands, which differs from a true walk here."""
+    ops = pd.DataFrame(
+        {
+            Ops.name: pd.Categorical(
+                ["ProfilerStep#1", "Optimizer.step#SGD", "aten::add", "aten::mul", "x", "aten::y"]
+            ),
+            Ops.parent_row: pd.array([None, 0, 1, 2, 5, 4], dtype="Int64"),  # 4 <-> 5: a loop
+            Ops.depth: pd.array([0, 1, None, 3, 1, 1], dtype="Int32"),
+            Ops.category: pd.Categorical(
+                ["user_annotation", "cpu_op", "cpu_op", "cpu_op", "a", "b"]
+            ),
+        }
+    )
+    rows = np.arange(len(ops), dtype=np.int64)
+    assert chains_mod._walk_up(chains_mod._op_flags(ops), rows[3:4]) is None
+    assert chains_mod._walk_up(chains_mod._op_flags(ops), rows[4:]) is None
+    same(chains_mod._op_context(ops, rows[3:4]), chains_mod._op_context(ops))
+    # consistent depths: walked, and equal at the rows asked
+    fine = ops.assign(**{Ops.depth: pd.array([0, 1, 2, 3, 1, 1], dtype="Int32")}).iloc[:4]
+    walked = chains_mod._walk_up(chains_mod._op_flags(fine), rows[:4])
+    assert walked is not None
+    same(walked, chains_mod._op_context(fine))
+    assert walked[2][3] and walked[0][3] == 1 and walked[1][3] == 2  # optimizer, context, top

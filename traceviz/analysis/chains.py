@@ -117,7 +117,7 @@ def chain_members(
     seq = _lane_order(trace, kernels, kernel_step, lanes)
     if len(seq) < MIN_CHAIN_KERNELS:
         return _empty()
-    context, top, optimizer = _op_context(trace.ops)
+    context, top, optimizer = _op_context(trace.ops, _known_rows(seq, len(trace.ops)))
     link = _links(seq, trace.ops, context, top, optimizer)
     chain = np.cumsum(link == "")
     sizes = np.bincount(chain)[chain]
@@ -168,11 +168,48 @@ def _lane_order(
 
 
 def _op_context(
-    ops: pd.DataFrame,
+    ops: pd.DataFrame, rows: npt.NDArray[np.int64] | None = None
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """Per op row: its parent context (row of the nearest enclosing span that is neither an
     aten op nor a Python frame, −1 at the root), its top op (the outermost aten op of a nest of
-    aten ops, itself if not aten), and whether it runs inside an optimizer step."""
+    aten ops, itself if not aten), and whether it runs inside an optimizer step.
+
+    With ``rows`` (valid op rows: the chains' launching ops), only those rows' entries are
+    computed, by walking up each one's parents (the other entries are the op itself, −1 and
+    False); when a parent on the way is not shallower than its child, the depth levels below
+    would not see it as the walk does, so the whole table goes by levels as before."""
+    flags = _op_flags(ops)
+    if rows is not None:
+        walked = _walk_up(flags, rows)
+        if walked is not None:
+            return walked
+    parent, depth, aten, optimizer, transparent = flags
+    optimizer = optimizer.copy()
+    n = len(parent)
+    rows_all = np.arange(n, dtype=np.int64)
+    holder = np.where(transparent, -1, rows_all)  # nearest context span at or above each op
+    top = rows_all.copy()
+    for at in _by_depth(rows_all[parent >= 0], depth):
+        up = parent[at]
+        optimizer[at] |= optimizer[up]
+        holder[at] = np.where(transparent[at], holder[up], at)
+        top[at] = np.where(aten[at] & aten[up], top[up], at)
+    context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
+    return context, top, optimizer
+
+
+#: Per op row: parent (−1: none), depth, aten op, optimizer span, transparent (no context).
+_OpFlags = tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.bool_],
+]
+
+
+def _op_flags(ops: pd.DataFrame) -> _OpFlags:
+    """What :func:`_op_context` reads of each op (its own name's tests, its parent, depth)."""
     n = len(ops)
     # Tested once per distinct name (the name column is categorical), then spread by code.
     names = ops[Ops.name].astype("category")
@@ -184,19 +221,50 @@ def _op_context(
     parent = np.where((parent >= 0) & (parent < n), parent, -1)
     depth = _integers(ops[Ops.depth], 0)
     aten = is_aten[codes]  # code −1 (missing name) picks the trailing False
-    optimizer = in_optimizer[codes].copy()
-    rows = np.arange(n, dtype=np.int64)
     python = _equals(ops[Ops.category], OpCategory.PYTHON_FUNCTION.value)
-    transparent = aten | python  # spans that do not make a parent context
-    holder = np.where(transparent, -1, rows)  # nearest context span at or above each op
+    return parent, depth, aten, in_optimizer[codes], aten | python  # transparent spans
+
+
+def _walk_up(
+    flags: _OpFlags, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None:
+    """:func:`_op_context` at ``rows`` only: each row's parents walked up together, one level
+    per pass (None when a parent is not shallower than its child: see :func:`_op_context`)."""
+    parent, depth, aten, in_optimizer, transparent = flags
+    n = len(parent)
+    optimizer = in_optimizer[rows]  # (a copy)
+    context = np.full(rows.size, -1, dtype=np.int64)
+    found = np.zeros(rows.size, dtype=bool)  # the context is the first non-transparent parent
     top = rows.copy()
-    for at in _by_depth(rows[parent >= 0], depth):
-        up = parent[at]
-        optimizer[at] |= optimizer[up]
-        holder[at] = np.where(transparent[at], holder[up], at)
-        top[at] = np.where(aten[at] & aten[up], top[up], at)
-    context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
-    return context, top, optimizer
+    chain = aten[rows]  # still on the row's run of nested aten ops
+    node = rows.copy()
+    live = np.flatnonzero(parent[rows] >= 0)
+    while live.size:
+        child = node[live]
+        up = parent[child]
+        if (depth[up] >= depth[child]).any():
+            return None
+        optimizer[live] |= in_optimizer[up]
+        newly = ~found[live] & ~transparent[up]
+        context[live[newly]] = up[newly]
+        found[live[newly]] = True
+        extend = chain[live] & aten[up]
+        top[live[extend]] = up[extend]
+        chain[live] = extend
+        node[live] = up
+        live = live[parent[up] >= 0]
+    out_context = np.full(n, -1, dtype=np.int64)
+    out_top = np.arange(n, dtype=np.int64)
+    out_optimizer = np.zeros(n, dtype=bool)
+    out_context[rows], out_top[rows], out_optimizer[rows] = context, top, optimizer
+    return out_context, out_top, out_optimizer
+
+
+def _known_rows(seq: pd.DataFrame, n_ops: int) -> npt.NDArray[np.int64]:
+    """The op rows of ``seq``'s kernels that are rows of the ops table (as :func:`_links`
+    reads them)."""
+    op = seq[ChainMember.op].to_numpy(dtype=float)
+    return op[np.isfinite(op) & (op >= 0) & (op < n_ops)].astype(np.int64)
 
 
 def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
