@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,10 @@ NATIVE_ENV = "TRACEVIZ_NATIVE"
 # fixed work. 65536 -> 32768: the 1x trace 13.5k -> 9.9k page faults, its load ~6 ms CPU less;
 # the 10x trace no slower.
 BATCH_EVENTS = 32768
+# A document this large is scanned a batch ahead on a worker thread while this thread turns the
+# batch before into columns (the scanner releases the GIL while it scans); smaller ones, a few
+# batches at most, are not worth a thread. Measured: benchmarks/parse.py.
+AHEAD_BYTES = 32 * 2**20
 
 ABSENT, NULL, INT, FLOAT, STR, RAW = range(6)  # the scanner's kind codes
 _NONE_KINDS = 1 << ABSENT | 1 << NULL
@@ -105,10 +112,10 @@ def scan(path: Path, data: bytes | bytearray, module: Any = None) -> Scanned | N
     try:
         scanner = module.Scanner(view, TOP_KEYS, ARG_KEYS, RAW_KEYS)
         collector = Collector()
-        while (batch := scanner.next(BATCH_EVENTS)) is not None:
-            n, kinds, values = batch
-            collector.add(NativeSource(_Batch(n, kinds, values, scanner.strings, scanner.raws)))
-            del batch, kinds, values
+        batches = _scan_ahead(scanner) if len(view) >= AHEAD_BYTES else _batches(scanner)
+        for batch in batches:
+            collector.add(NativeSource(batch))
+            del batch
         bare, start, end = scanner.bare, scanner.events_start, scanner.events_end
         del scanner
         header = None if bare else _header(path, view, start, end)
@@ -118,6 +125,60 @@ def scan(path: Path, data: bytes | bytearray, module: Any = None) -> Scanned | N
     if header is _UNSET:
         return None
     return collector, header
+
+
+def _next_batch(scanner: Any) -> _Batch | None:
+    """The scanner's next batch with the strings and raws its codes index, or ``None``."""
+    got = scanner.next(BATCH_EVENTS)
+    if got is None:
+        return None
+    n, kinds, values = got
+    return _Batch(n, kinds, values, scanner.strings, scanner.raws)
+
+
+def _batches(scanner: Any) -> Iterator[_Batch]:
+    """Every batch of the scanner, scanned when asked for."""
+    while (batch := _next_batch(scanner)) is not None:
+        yield batch
+
+
+def _scan_ahead(scanner: Any) -> Iterator[_Batch]:
+    """Every batch of the scanner, the next one scanned on a worker thread meanwhile.
+
+    The worker's error (``Unsupported``, ``MemoryError``) is raised here in its turn; when the
+    caller stops early (its own error, Ctrl-C) the worker stops after the batch it is on."""
+    handoff: queue.Queue[_Batch | BaseException | None] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def hand(item: _Batch | BaseException | None) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def scan_all() -> None:
+        try:
+            while (batch := _next_batch(scanner)) is not None:
+                if not hand(batch):
+                    return
+            hand(None)
+        except BaseException as err:  # raised again on the caller's thread
+            hand(err)
+
+    worker = threading.Thread(target=scan_all, name="traceviz-scan", daemon=True)
+    worker.start()
+    try:
+        while (item := handoff.get()) is not None:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+            del item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _header(path: Path, view: memoryview, start: int, end: int) -> Any:
