@@ -22,6 +22,7 @@ import pytest
 import traceviz
 from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS
 from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, op
+from traceviz import pipeline
 from traceviz.concurrent_sides import side_by_side
 from traceviz.dashboard.loading import TraceCache, load_path
 from traceviz.errors import TraceFormatError
@@ -33,6 +34,13 @@ from traceviz.trace import Trace
 
 WORKER = "traceviz-side-b"
 WAIT_S = 30.0  # a barrier or event that should open at once; a sequential run times out
+
+
+@pytest.fixture(autouse=True)
+def any_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sides at once whatever the files' sizes (the sample runs and the made traces are
+    under the threshold: test_small_files_stay_on_one_thread checks it)."""
+    monkeypatch.setattr(pipeline, "OVERLAP_MIN_BYTES", 0)
 
 
 class Recorder:
@@ -171,6 +179,20 @@ def test_no_thread_without_a_file_to_load(monkeypatch: pytest.MonkeyPatch) -> No
     assert WORKER not in started
     compare(trace_a, SAMPLES / "pointwise" / "compiled.pt.trace.json.gz", load=traceviz.load)
     assert WORKER in started
+
+
+def test_small_files_stay_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
+) -> None:
+    """Below OVERLAP_MIN_BYTES in every file to load, no worker (its start and the GIL's
+    hand-offs cost more than the little that overlaps); at it, one."""
+    a, b = _pair(tmp_trace)
+    biggest = max(a.stat().st_size, b.stat().st_size)
+    for threshold, thread in ((biggest + 1, False), (biggest, True)):
+        monkeypatch.setattr(pipeline, "OVERLAP_MIN_BYTES", threshold)
+        recorder = Recorder()
+        compare(a, b, load=recorder)
+        assert (recorder.threads[b.name] == WORKER) is thread
 
 
 # --- errors in the order of one side after the other -----------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,8 @@ SideInput = Trace | Side | str | Path
 RUN_NAMES = ("eager", "compiled")
 #: ``TRACEVIZ_CONCURRENT=0``: the two sides one after the other, on the calling thread
 CONCURRENT_ENV = "TRACEVIZ_CONCURRENT"
+#: the sides run at once only when a file to load has at least this many bytes on disk
+OVERLAP_MIN_BYTES = 2**20
 
 
 def _parse(path: Path) -> Trace:
@@ -102,8 +105,9 @@ def compare(
     Paths given with the default loader go through the report cache
     (:mod:`traceviz.report_cache`): an unchanged pair is read back, not compared again.
 
-    When a file is to be loaded, side b (its load, then its analysis) and then the lines
-    trace run on a worker thread while the calling thread does side a, so ``load`` must be
+    When a file is to be loaded (one of at least :data:`OVERLAP_MIN_BYTES`), side b (its
+    load, then its analysis) and then the lines trace run on a worker thread while the
+    calling thread does side a, so ``load`` must be
     safe to call from two threads (the parser and the dashboard's cache are). The report is
     the same as one side after the other (``TRACEVIZ_CONCURRENT=0``); the errors too: a's
     first, else b's, else the lines trace's. On Ctrl-C the calling thread stops at once and
@@ -164,19 +168,30 @@ def _both_sides(
 
 def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None) -> bool:
     """Whether side b's work runs on a worker beside this thread's: b is still to analyse
-    (load too, maybe), this thread has a or a's lines trace to do, and a file is to be loaded
-    (what overlaps is mostly the loads: reading, inflating, the native scan release the GIL;
-    two analyses of loaded traces take turns, so they stay on this thread). Never for one
-    input twice (a loader may hand back one Trace object for both; one object is not analysed
-    from two threads), nor with ``TRACEVIZ_CONCURRENT=0``."""
+    (load too, maybe), this thread has a or a's lines trace to do, and a file of at least
+    :data:`OVERLAP_MIN_BYTES` is to be loaded (what overlaps is mostly the loads: reading,
+    inflating, the native scan release the GIL; analyses take turns, and on small files a
+    thread costs more than it saves). Never for one input twice (a loader may hand back one
+    Trace object for both; one object is not analysed from two threads), nor with
+    ``TRACEVIZ_CONCURRENT=0``."""
     if isinstance(b, Side) or os.environ.get(CONCURRENT_ENV, "").strip() == "0":
         return False
-    lines_file = eager_lines is not None and not isinstance(eager_lines, Trace)
-    if isinstance(a, Side):
-        return lines_file
-    if isinstance(a, Trace) and isinstance(b, Trace) and not lines_file:
-        return False  # nothing to load
-    return not _same_input(a, b)
+    if isinstance(a, Side) and (eager_lines is None or isinstance(eager_lines, Trace)):
+        return False  # nothing to do beside b
+    files = [v for v in (a, b, eager_lines) if v is not None and not isinstance(v, Trace | Side)]
+    if not files or max(_file_bytes(v) for v in files) < OVERLAP_MIN_BYTES:
+        return False
+    return isinstance(a, Side) or not _same_input(a, b)
+
+
+def _file_bytes(value: str | Path) -> int:
+    """The size on disk of a file to load (a directory, a cache: :data:`OVERLAP_MIN_BYTES`;
+    a file that cannot be stat'ed: 0)."""
+    try:
+        st = os.stat(value)
+    except (OSError, ValueError):
+        return 0
+    return st.st_size if stat.S_ISREG(st.st_mode) else OVERLAP_MIN_BYTES
 
 
 def _same_input(a: Trace | str | Path, b: Trace | str | Path) -> bool:
