@@ -8,11 +8,13 @@ import plotly.graph_objects as go
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion import FusionKernels
 from traceviz.analysis.fusion_ops import KernelOps
+from traceviz.report.figures.fast import figure
 from traceviz.report.figures.style import (
     SIDE_COLORS,
-    _empty,
-    _layout,
     _records,
+    empty_spec,
+    layout_spec,
+    template_spec,
 )
 from traceviz.units import fmt_count, fmt_name, fmt_us
 
@@ -67,16 +69,18 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
     )
     fusion = c.fusion
     if fusion.comparability.withheld:
-        return _empty(title, f"no fusion map: {a} and {b} are not one workload (see findings)")
+        return figure(
+            [], empty_spec(title, f"no fusion map: {a} and {b} are not one workload (see findings)")
+        )
     opaque = opaque_fusions(fusion.kernels)
     if opaque is not None:
-        return _empty(title, opaque, height=300)
+        return figure([], empty_spec(title, opaque, height=300))
     kernels = fusion.kernels.sort_values("eager_time_us", ascending=False)
     matched = kernels[kernels["eager_time_us"].fillna(0) > 0].head(top)
     only = fusion.eager_only.sort_values("time_us", ascending=False).head(top)
     only = only[only["time_us"].fillna(0) > 0]
     if matched.empty and only.empty:
-        return _empty(title, f"no {b} kernel could be matched to {a} ops")
+        return figure([], empty_spec(title, f"no {b} kernel could be matched to {a} ops"))
     labels: list[str] = []
     hover: list[str] = []
     colors: list[str] = []
@@ -127,23 +131,26 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
             link_hover.append(
                 f"{r['op']}: {fmt_count(r['kernels'])} kernels, {fmt_us(r['time_us'])}"
             )
-    fig = go.Figure(
-        go.Sankey(
-            arrangement="snap",
-            node={
-                "label": labels,
-                "color": colors,
-                "customdata": hover,
-                "hovertemplate": "%{customdata}<extra></extra>",
-                "pad": 12,
-            },
-            link={
-                "source": src,
-                "target": dst,
-                "value": values,
-                "customdata": link_hover,
-                "hovertemplate": "%{customdata}<extra></extra>",
-            },
-        )
-    )
-    return _layout(fig, title, height=max(360, 24 * len(labels) // 2 + 160))
+    sankey = {
+        "arrangement": "snap",
+        "link": {
+            "customdata": link_hover,
+            "hovertemplate": "%{customdata}<extra></extra>",
+            "source": src,
+            "target": dst,
+            "value": values,
+        },
+        "node": {
+            "color": colors,
+            "customdata": hover,
+            "hovertemplate": "%{customdata}<extra></extra>",
+            "label": labels,
+            "pad": 12,
+        },
+        "type": "sankey",
+    }
+    layout = {
+        "template": template_spec(),
+        **layout_spec(title, height=max(360, 24 * len(labels) // 2 + 160)),
+    }
+    return figure([sankey], layout)

@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.launch import StepOverhead
 from traceviz.analysis.step_parts import step_parts
+from traceviz.report.figures.fast import figure, scalars, subplots
 from traceviz.report.figures.style import (
-    _empty,
-    _layout,
     _sides,
+    empty_spec,
+    layout_spec,
+    template_spec,
 )
 from traceviz.schema import (
     DeviceKind,
@@ -30,34 +33,48 @@ def launch_delay_figure(c: Comparison, *, bins: int = 60) -> go.Figure:
     ]
     present = [d[d > 0] for _, _, d in delays if d.size]
     if not any(p.size for p in present):
-        return _empty(
-            title,
-            "no launch delays: no kernel was launched by a runtime call "
-            "(CPU-only traces run their kernels in the op itself)",
+        return figure(
+            [],
+            empty_spec(
+                title,
+                "no launch delays: no kernel was launched by a runtime call "
+                "(CPU-only traces run their kernels in the op itself)",
+            ),
         )
     lo = max(min(p.min() for p in present if p.size), 0.01)
     hi = max(max(p.max() for p in present if p.size), lo * 10)
     edges = np.geomspace(lo, hi, bins + 1)
-    fig = go.Figure()
+    data: list[dict[str, Any]] = []
     for side, color, d in delays:
         if not d.size:
             continue
         counts, _ = np.histogram(np.clip(d, lo, hi), bins=edges)
         share = 100.0 * counts / d.size
         p50 = side.launch.delay_p50_us
-        fig.add_scatter(
-            x=edges,
-            y=np.append(share, share[-1]),
-            mode="lines",
-            line_shape="hv",
-            name=f"{side.name} (p50 {fmt_us(p50)}, {fmt_count(d.size)} kernels)",
-            line={"color": color},
-            fill="tozeroy",
-            hovertemplate="≥ %{x:.3g} µs: %{y:.2f}% of kernels<extra>" + side.name + "</extra>",
+        data.append(
+            {
+                "fill": "tozeroy",
+                "hovertemplate": "≥ %{x:.3g} µs: %{y:.2f}% of kernels<extra>"
+                + side.name
+                + "</extra>",
+                "line": {"color": color, "shape": "hv"},
+                "mode": "lines",
+                "name": f"{side.name} (p50 {fmt_us(p50)}, {fmt_count(d.size)} kernels)",
+                "x": edges.copy(),
+                "y": np.append(share, share[-1]),
+                "type": "scatter",
+            }
         )
-    fig.update_xaxes(type="log", title_text="launch delay (µs, log; ≤ 0 counted in the first bin)")
-    fig.update_yaxes(title_text="% of kernels")
-    return _layout(fig, title)
+    layout = {
+        "template": template_spec(),
+        "xaxis": {
+            "title": {"text": "launch delay (µs, log; ≤ 0 counted in the first bin)"},
+            "type": "log",
+        },
+        "yaxis": {"title": {"text": "% of kernels"}},
+        **layout_spec(title),
+    }
+    return figure(data, layout)
 
 
 #: Display name and colour of each part of a step (the idle parts from analysis.idle).
@@ -93,27 +110,34 @@ def idle_figure(c: Comparison) -> go.Figure:
     time split into blocked by a sync, waiting for the CPU, launch latency and between kernels
     (:mod:`traceviz.analysis.idle`); on CPU traces, kernels computing and framework overhead."""
     title = "Step time breakdown (measured, mean per step, ms)"
-    fig = go.Figure()
     colors = {label: color for label, color in _STEP_PARTS.values()} | _CPU_PARTS
     shown: set[str] = set()
+    data: list[dict[str, Any]] = []
     for side, _ in _sides(c):
         for part, value in _idle_parts(side):
-            fig.add_bar(
-                x=[value / 1e3],
-                y=[side.name],
-                orientation="h",
-                name=part,
-                legendgroup=part,
-                showlegend=part not in shown,
-                marker_color=colors.get(part, "#888"),
-                hovertext=f"{side.name}: {part} {fmt_us(value)} per step",
-                hoverinfo="text",
+            data.append(
+                {
+                    "hoverinfo": "text",
+                    "hovertext": f"{side.name}: {part} {fmt_us(value)} per step",
+                    "legendgroup": part,
+                    "marker": {"color": colors.get(part, "#888")},
+                    "name": part,
+                    "orientation": "h",
+                    "showlegend": part not in shown,
+                    "x": scalars([value / 1e3]),
+                    "y": [side.name],
+                    "type": "bar",
+                }
             )
             shown.add(part)
-    fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="ms per step (measured)")
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, height=260)
+    layout = {
+        "template": template_spec(),
+        "barmode": "stack",
+        "xaxis": {"title": {"text": "ms per step (measured)"}},
+        "yaxis": {"autorange": "reversed"},
+        **layout_spec(title, height=260),
+    }
+    return figure(data, layout)
 
 
 def per_step_figure(c: Comparison) -> go.Figure:
@@ -122,52 +146,61 @@ def per_step_figure(c: Comparison) -> go.Figure:
     count_col = StepOverhead.kernel_count if cpu else StepOverhead.launch_calls
     count_name = "kernels" if cpu else "launch calls"
     title = f"Per step: busy and idle time (ms) and {count_name} (measured)"
-    fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, row_heights=[0.65, 0.35], vertical_spacing=0.08
+    layout, grid = subplots(
+        rows=2, cols=1, shared_xaxes=True, row_heights=(0.65, 0.35), vertical_spacing=0.08
     )
+    data: list[dict[str, Any]] = []
     for side, color in _sides(c):
         per = side.launch.per_step
         x = [f"#{i + 1}" for i in range(len(per))]
         busy = per[StepOverhead.busy_us].to_numpy(dtype=float) / 1e3
         idle = per[StepOverhead.idle_us].to_numpy(dtype=float) / 1e3
         steps = [str(s) for s in per[StepOverhead.step].astype(object).fillna("all")]
-        common = {"x": x, "offsetgroup": side.name, "customdata": steps}
-        fig.add_bar(
-            y=busy,
-            name=f"{side.name} busy",
-            marker_color=color,
-            row=1,
-            col=1,
-            hovertemplate="step %{customdata}: busy %{y:.3f} ms<extra>" + side.name + "</extra>",
-            **common,
-        )
-        fig.add_bar(
-            y=idle,
-            base=busy,
-            name=f"{side.name} idle",
-            marker_color=color,
-            opacity=0.35,
-            hovertemplate="step %{customdata}: idle %{y:.3f} ms<extra>" + side.name + "</extra>",
-            row=1,
-            col=1,
-            **common,
-        )
-        fig.add_bar(
-            y=per[count_col].to_numpy(dtype=float),
-            name=f"{side.name} {count_name}",
-            marker_color=color,
-            showlegend=False,
-            row=2,
-            col=1,
-            hovertemplate="step %{customdata}: %{y:,} "
-            + count_name
-            + "<extra>"
-            + side.name
-            + "</extra>",
-            **common,
-        )
-    fig.update_layout(barmode="group")
-    fig.update_yaxes(title_text="ms", row=1, col=1)
-    fig.update_yaxes(title_text=count_name, row=2, col=1)
-    fig.update_xaxes(title_text="step (position in each trace)", row=2, col=1)
-    return _layout(fig, title, height=420)
+        extra = "<extra>" + side.name + "</extra>"
+        top = {"xaxis": "x", "yaxis": "y"}
+        data += [
+            {
+                "customdata": list(steps),
+                "hovertemplate": "step %{customdata}: busy %{y:.3f} ms" + extra,
+                "marker": {"color": color},
+                "name": f"{side.name} busy",
+                "offsetgroup": side.name,
+                "x": list(x),
+                "y": busy,
+                "type": "bar",
+                **top,
+            },
+            {
+                "base": busy.astype(object),
+                "customdata": list(steps),
+                "hovertemplate": "step %{customdata}: idle %{y:.3f} ms" + extra,
+                "marker": {"color": color},
+                "name": f"{side.name} idle",
+                "offsetgroup": side.name,
+                "opacity": 0.35,
+                "x": list(x),
+                "y": idle,
+                "type": "bar",
+                **top,
+            },
+            {
+                "customdata": steps,
+                "hovertemplate": "step %{customdata}: %{y:,} " + count_name + extra,
+                "marker": {"color": color},
+                "name": f"{side.name} {count_name}",
+                "offsetgroup": side.name,
+                "showlegend": False,
+                "x": x,
+                "y": per[count_col].to_numpy(dtype=float),
+                "type": "bar",
+                "xaxis": "x2",
+                "yaxis": "y2",
+            },
+        ]
+    layout["template"] = template_spec()
+    layout["yaxis"]["title"] = {"text": "ms"}
+    layout["xaxis2"]["title"] = {"text": "step (position in each trace)"}
+    layout["yaxis2"]["title"] = {"text": count_name}
+    layout["barmode"] = "group"
+    layout |= layout_spec(title, height=420)
+    return figure(data, layout, grid=grid)

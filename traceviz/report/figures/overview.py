@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.report.figures.fast import figure
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
     KIND_COLORS,
-    _empty,
-    _layout,
     _records,
+    empty_spec,
+    layout_spec,
+    template_spec,
 )
 from traceviz.report.metric_names import metric_label
 from traceviz.report.views import fmt_value
@@ -42,7 +45,7 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
     rows = c.metrics[c.metrics[Metric.name].isin(names)]
     rows = rows[np.isfinite(rows[Metric.ratio].astype(float)) & (rows[Metric.ratio] > 0)]
     if rows.empty:
-        return _empty(title, "no metric is defined on both traces")
+        return figure([], empty_spec(title, "no metric is defined on both traces"))
     records = _records(rows)
     ratios = [float(r["ratio"]) for r in records]
     labels = [metric_label(str(r["name"]), c.names) for r in records]
@@ -57,31 +60,43 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
         for label, r in zip(labels, records, strict=True)
     ]
     shapes = ["/" if r["basis"] == "estimated" else "" for r in records]
-    fig = go.Figure(
-        go.Bar(
-            x=ratios,
-            y=labels,
-            orientation="h",
-            marker={"color": colors, "pattern": {**ESTIMATED_PATTERN, "shape": shapes}},
-            text=[f"×{v:.2f}" for v in ratios],
-            textposition="outside",
-            cliponaxis=False,
-            hovertext=hover,
-            hoverinfo="text",
-            showlegend=False,
-        )
-    )
-    fig.add_vline(x=1, line_dash="dot", line_color="#444")
     ticks = log_ticks(min(ratios), max(ratios))
-    fig.update_xaxes(
-        type="log",
-        tickvals=ticks,
-        ticktext=[f"×{t:g}" for t in ticks],
-        range=[math.log10(min(ticks)), math.log10(max(ticks))],
-        title_text=f"{b} ÷ {a}  (left of ×1: {b} lower · right: {b} higher)",
-    )
-    fig.update_yaxes(autorange="reversed")
-    return _layout(fig, title, height=120 + 28 * len(rows))
+    bar = {
+        "cliponaxis": False,
+        "hoverinfo": "text",
+        "hovertext": hover,
+        "marker": {"color": colors, "pattern": _pattern(shapes)},
+        "orientation": "h",
+        "showlegend": False,
+        "text": [f"×{v:.2f}" for v in ratios],
+        "textposition": "outside",
+        "x": ratios,
+        "y": labels,
+        "type": "bar",
+    }
+    layout = {
+        "template": template_spec(),
+        "shapes": [
+            {"line": {"color": "#444", "dash": "dot"}, "type": "line", "x0": 1, "x1": 1,
+             "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
+        ],
+        "xaxis": {
+            "title": {"text": f"{b} ÷ {a}  (left of ×1: {b} lower · right: {b} higher)"},
+            "type": "log",
+            "tickvals": ticks,
+            "ticktext": [f"×{t:g}" for t in ticks],
+            "range": [math.log10(min(ticks)), math.log10(max(ticks))],
+        },
+        "yaxis": {"autorange": "reversed"},
+        **layout_spec(title, height=120 + 28 * len(rows)),
+    }  # fmt: skip
+    return figure([bar], layout)
+
+
+def _pattern(shapes: list[str]) -> dict[str, Any]:
+    """:data:`ESTIMATED_PATTERN` with a shape per bar, as plotly stores it (its key order)."""
+    pattern = {k: v for k, v in ESTIMATED_PATTERN.items() if k != "shape"}
+    return dict(sorted(pattern.items())) | {"shape": shapes}
 
 
 def traffic_partial(c: Comparison) -> bool:
@@ -119,10 +134,10 @@ def kinds_figure(c: Comparison) -> go.Figure:
     title = "Device time by kernel kind (measured, ms)"
     kinds = c.kinds
     if kinds.empty:
-        return _empty(title, "no kernels in either trace")
+        return figure([], empty_spec(title, "no kernels in either trace"))
     table = kinds.groupby(["side", "kind"], observed=True)[["count", "time_us"]].sum()
-    fig = go.Figure()
     order = table.groupby("kind", observed=True)["time_us"].sum().sort_values(ascending=False)
+    data: list[dict[str, Any]] = []
     for kind in order.index:
         xs, ys, hover = [], [], []
         for side, label in zip(("a", "b"), c.names, strict=True):
@@ -132,20 +147,26 @@ def kinds_figure(c: Comparison) -> go.Figure:
             xs.append(float(row["time_us"]) / 1e3)
             ys.append(label)
             hover.append(f"{label} · {kind}: {fmt_us(row['time_us'])}, {fmt_count(row['count'])}")
-        fig.add_bar(
-            x=xs,
-            y=ys,
-            orientation="h",
-            name=str(kind),
-            hovertext=hover,
-            hoverinfo="text",
-            marker_color=KIND_COLORS.get(str(kind), "#888"),
+        data.append(
+            {
+                "hoverinfo": "text",
+                "hovertext": hover,
+                "marker": {"color": KIND_COLORS.get(str(kind), "#888")},
+                "name": str(kind),
+                "orientation": "h",
+                "x": xs,
+                "y": ys,
+                "type": "bar",
+            }
         )
-    fig.update_layout(barmode="stack")
-    fig.update_xaxes(title_text="device time (ms, measured)")
-    fig.update_yaxes(autorange="reversed")
-    fig = _layout(fig, title, height=max(260, 90 + 20 * len(order)))
+    layout = {
+        "template": template_spec(),
+        "barmode": "stack",
+        "xaxis": {"title": {"text": "device time (ms, measured)"}},
+        "yaxis": {"autorange": "reversed"},
+        **layout_spec(title, height=max(260, 90 + 20 * len(order))),
+    }
     # the legend to the right, tall enough for every kind: below the plot it ran into the
     # axis title
-    fig.update_layout(legend={"orientation": "v", "x": 1.01, "y": 1, "title": {"text": "kind"}})
-    return fig
+    layout["legend"] |= {"orientation": "v", "x": 1.01, "y": 1, "title": {"text": "kind"}}
+    return figure(data, layout)

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from traceviz.analysis.compare import Comparison
+from traceviz.report.figures.fast import figure, scalars, subplots
 from traceviz.report.figures.style import (
     SIDE_COLORS,
-    _layout,
     _records,
     _sides,
+    layout_spec,
+    template_spec,
 )
 from traceviz.units import fmt_count, fmt_us
 
@@ -23,10 +26,10 @@ def regions_figure(c: Comparison) -> go.Figure:
         for s, _ in _sides(c)
     ]
     title = f"Compiled regions (measured, ms) — {'; '.join(notes)}"
-    fig = make_subplots(
+    layout, grid = subplots(
         rows=1,
         cols=2,
-        column_widths=[0.45, 0.55],
+        column_widths=(0.45, 0.55),
         subplot_titles=("device time by where it was issued", "device time per compiled frame X/Y"),
     )
     parts = (
@@ -34,22 +37,26 @@ def regions_figure(c: Comparison) -> go.Figure:
         ("between regions of a step (graph-break gaps)", "#E45756"),
         ("outside compiled regions (other)", "#BAB0AC"),
     )
+    data: list[dict[str, Any]] = []
     for side, _ in _sides(c):
         r = side.regions
         # a partition of the kernel time: gap kernels may sit inside a (nesting) region
         values = (r.code_time_us, r.between_time_us, r.other_time_us)
         for (part, color), value in zip(parts, values, strict=True):
-            fig.add_bar(
-                x=[side.name],
-                y=[value / 1e3],
-                name=part,
-                legendgroup=part,
-                marker_color=color,
-                showlegend=side is c.a,
-                row=1,
-                col=1,
-                hovertext=f"{side.name}: {part} {fmt_us(value)}",
-                hoverinfo="text",
+            data.append(
+                {
+                    "hoverinfo": "text",
+                    "hovertext": f"{side.name}: {part} {fmt_us(value)}",
+                    "legendgroup": part,
+                    "marker": {"color": color},
+                    "name": part,
+                    "showlegend": side is c.a,
+                    "x": [side.name],
+                    "y": scalars([value / 1e3]),
+                    "type": "bar",
+                    "xaxis": "x",
+                    "yaxis": "y",
+                }
             )
     frames = c.regions
     for which, color in (("a", SIDE_COLORS[0]), ("b", SIDE_COLORS[1])):
@@ -68,25 +75,26 @@ def regions_figure(c: Comparison) -> go.Figure:
             f"{fmt_us(r['wall_us'])} wall"
             for r in _records(rows)
         ]
-        fig.add_bar(
-            x=x,
-            y=rows["kernel_time_us"].to_numpy(dtype=float) / 1e3,
-            name=f"{label} frames",
-            marker_color=color,
-            hovertext=hover,
-            hoverinfo="text",
-            row=1,
-            col=2,
+        data.append(
+            {
+                "hoverinfo": "text",
+                "hovertext": hover,
+                "marker": {"color": color},
+                "name": f"{label} frames",
+                "x": x,
+                "y": rows["kernel_time_us"].to_numpy(dtype=float) / 1e3,
+                "type": "bar",
+                "xaxis": "x2",
+                "yaxis": "y2",
+            }
         )
     if frames.empty:
-        fig.add_annotation(
-            text="no Torch-Compiled Region in either trace",
-            showarrow=False,
-            x=0.8,
-            y=0.5,
-            xref="paper",
-            yref="paper",
-        )
-    fig.update_layout(barmode="stack")
-    fig.update_yaxes(title_text="device time (ms)", row=1, col=1)
-    return _layout(fig, title, height=380)
+        layout["annotations"].append(
+            {"showarrow": False, "text": "no Torch-Compiled Region in either trace", "x": 0.8,
+             "xref": "paper", "y": 0.5, "yref": "paper"}
+        )  # fmt: skip
+    layout["template"] = template_spec()
+    layout["barmode"] = "stack"
+    layout["yaxis"]["title"] = {"text": "device time (ms)"}
+    layout |= layout_spec(title, height=380)
+    return figure(data, layout, grid=grid)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from typing import Any
@@ -88,6 +89,46 @@ def template() -> go.layout.Template:
     white = pio.templates["plotly_white"]
     data = {name: white.data[name] for name in TEMPLATE_TRACES}
     return go.layout.Template(layout=white.layout, data=data)
+
+
+@functools.cache
+def _template_spec() -> dict[str, Any]:
+    fig = go.Figure()
+    fig.update_layout(template=template())
+    return dict(fig._layout["template"])
+
+
+def template_spec() -> dict[str, Any]:
+    """:func:`template` as a figure's layout stores it (a fresh copy), for
+    :func:`traceviz.report.figures.fast.figure`."""
+    return copy.deepcopy(_template_spec())
+
+
+def layout_spec(title: str, *, height: int = 380) -> dict[str, Any]:
+    """What :func:`_layout` adds to a layout that has none of its keys yet, as plotly stores
+    it, in order: title, margin, legend, height (the caller puts them after its own keys)."""
+    lines = wrap_title(title)
+    top = 34 + 19 * len(lines)
+    return {
+        "title": {"font": {"size": 14}, "text": "<br>".join(lines), "x": 0.01, "xanchor": "left"},
+        "margin": {"l": 60, "r": 20, "t": top, "b": 50 + LEGEND_PX},
+        "legend": {"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
+        "height": height + top - 53 + LEGEND_PX,
+    }
+
+
+def empty_spec(title: str, message: str, *, height: int = 260) -> dict[str, Any]:
+    """:func:`_empty`'s layout (it has no traces), for :func:`fast.figure`."""
+    return {
+        "template": template_spec(),
+        "annotations": [
+            {"showarrow": False, "text": message, "x": 0.5, "xref": "paper", "y": 0.5,
+             "yref": "paper"}
+        ],
+        "xaxis": {"visible": False},
+        "yaxis": {"visible": False},
+        **layout_spec(title, height=height),
+    }  # fmt: skip
 
 
 def wrap_title(text: str, width: int = TITLE_WIDTH) -> list[str]:

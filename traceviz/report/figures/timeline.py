@@ -3,19 +3,22 @@ into time bins beyond ``max_marks`` marks."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.timeline_events import window_events
+from traceviz.report.figures.fast import figure, subplots
 from traceviz.report.figures.style import (
     KIND_COLORS,
     MAX_MARKS,
     TIMELINE_LAUNCH_CLASSES,
-    _layout,
     _sides,
+    layout_spec,
+    template_spec,
 )
 from traceviz.schema import (
     Steps,
@@ -128,9 +131,12 @@ def timeline_figure(
     aggregated = total > max_marks
     span_ms = max((w[1] - w[0]) / 1e3 for w in windows)
     titles = [f"{side.name}: {w[2]}" for (side, _), w in zip(_sides(c), windows, strict=True)]
-    fig = make_subplots(
-        rows=2, cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.12
+    layout, grid = subplots(
+        rows=2, cols=1, shared_xaxes=True, subplot_titles=("a", "b"), vertical_spacing=0.12
     )
+    for note, label in zip(layout["annotations"], titles, strict=True):
+        note["text"] = label
+    data: list[dict[str, Any]] = []
     marks_drawn, shown = 0, set()
     for row, frame in enumerate(events, start=1):
         if frame.empty:
@@ -140,20 +146,23 @@ def timeline_figure(
         else:
             marks = frame.assign(hover=_hover_single(frame))
         marks_drawn += len(marks)
+        axes = {"xaxis": "x", "yaxis": "y"} if row == 1 else {"xaxis": "x2", "yaxis": "y2"}
         for kind, part in marks.groupby("kind", sort=True):
             x, y, text = _segments(part)
-            fig.add_scatter(
-                x=x,
-                y=y,
-                text=text,
-                mode="lines",
-                name=str(kind),
-                legendgroup=str(kind),
-                showlegend=kind not in shown,
-                line={"width": 12, "color": KIND_COLORS.get(str(kind), "#888")},
-                hovertemplate="%{text}<extra></extra>",
-                row=row,
-                col=1,
+            data.append(
+                {
+                    "hovertemplate": "%{text}<extra></extra>",
+                    "legendgroup": str(kind),
+                    "line": {"color": KIND_COLORS.get(str(kind), "#888"), "width": 12},
+                    "mode": "lines",
+                    "name": str(kind),
+                    "showlegend": kind not in shown,
+                    "text": text,
+                    "x": x,
+                    "y": y,
+                    "type": "scatter",
+                    **axes,
+                }
             )
             shown.add(kind)
     how = (
@@ -167,19 +176,18 @@ def timeline_figure(
         f"(measured; ms since window start; {how})"
     )
     if total == 0:
-        fig.add_annotation(
-            text="no activity in this window",
-            showarrow=False,
-            x=0.5,
-            y=0.5,
-            xref="paper",
-            yref="paper",
-        )
-    fig.update_xaxes(title_text="time since window start (ms)", row=2, col=1)
-    fig.update_yaxes(type="category", autorange="reversed")
-    fig = _layout(fig, title, height=260 + 34 * max(lanes, 2), hovermode="closest")
-    fig.update_layout(meta={"marks": marks_drawn, "events": total, "aggregated": aggregated})
-    return fig
+        layout["annotations"].append(
+            {"showarrow": False, "text": "no activity in this window", "x": 0.5,
+             "xref": "paper", "y": 0.5, "yref": "paper"}
+        )  # fmt: skip
+    layout["template"] = template_spec()
+    layout["xaxis2"]["title"] = {"text": "time since window start (ms)"}
+    for axis in ("yaxis", "yaxis2"):
+        layout[axis] |= {"type": "category", "autorange": "reversed"}
+    layout |= layout_spec(title, height=260 + 34 * max(lanes, 2))
+    layout["hovermode"] = "closest"
+    layout["meta"] = {"marks": marks_drawn, "events": total, "aggregated": aggregated}
+    return figure(data, layout, grid=grid)
 
 
 def timeline_marks(fig: go.Figure) -> int:

@@ -1,0 +1,167 @@
+"""Figures built from finished specs (traceviz.report.figures.fast, issue 14): every builder
+makes the very figure the plotly-built one (tests/_plotly_figures.py, the builders as they
+were) made — same keys in the same order, same value types, the same JSON — on every sample
+run and corpus pair, and on made traces for the branches real traces do not reach. The
+figures still behave as plotly figures afterwards (validation, subplots)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
+
+go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
+
+from tests import _plotly_figures as plotly_built  # noqa: E402
+from traceviz.pipeline import compare, open_report  # noqa: E402
+from traceviz.report import figures  # noqa: E402
+from traceviz.report.bundle import Report  # noqa: E402
+from traceviz.report.figures.memory import _downsample_max  # noqa: E402
+
+#: Builder name → the options each is also built with (beside the defaults).
+OPTIONS: dict[str, list[dict[str, Any]]] = {
+    "timeline_figure": [{"step": None}, {"max_marks": 100}, {"step": 5}],
+    "launch_delay_figure": [{"bins": 7}],
+    "fusion_figure": [{"top": 3}],
+    "allocated_figure": [{"max_points": 10}],
+    "metrics_figure": [{"names": ("kernel_count",)}, {"names": ()}],
+}
+BUILDERS = [b.__name__ for builders in figures.VIEW_FIGURES.values() for b in builders]
+
+
+def cases(name: str) -> list[dict[str, Any]]:
+    return [{}, *OPTIONS.get(name, [])]
+
+
+def agree(report: Report, name: str) -> None:
+    """Today's builder and the plotly-built one make the same figure, with every option."""
+    for options in cases(name):
+        got = getattr(figures, name)(report, **options)
+        want = getattr(plotly_built, name)(report, **options)
+        plotly_built.same_figure(got, want, f"{name}({options})")
+
+
+@cache
+def sample_report(run: str) -> Report:
+    return open_report(SAMPLES / run)
+
+
+@cache
+def corpus_report(a: str, b: str) -> Report:
+    return compare(load_trace(CORPUS / a), load_trace(CORPUS / b), force=True)
+
+
+def test_every_builder_is_compared() -> None:
+    assert sorted(BUILDERS) == sorted(
+        n for n in dir(plotly_built) if n.endswith("_figure") and not n.startswith("same")
+    )
+
+
+@pytest.mark.parametrize("run", SAMPLE_RUNS)
+@pytest.mark.parametrize("name", BUILDERS)
+def test_same_figures_on_sample_runs(run: str, name: str) -> None:
+    agree(sample_report(run), name)
+
+
+@pytest.mark.parametrize(("a", "b"), CORPUS_PAIRS, ids=[a for a, _ in CORPUS_PAIRS])
+@pytest.mark.parametrize("name", BUILDERS)
+def test_same_figures_on_corpus_pairs(a: str, b: str, name: str) -> None:
+    if not (CORPUS / a).is_file() or not (CORPUS / b).is_file():
+        pytest.skip(f"corpus traces not found in {CORPUS}")
+    agree(corpus_report(a, b), name)
+
+
+def _ops_only(tmp_trace: Callable[..., Path]) -> Path:
+    return tmp_trace([op("aten::add", 0, 10), op("aten::mul", 20, 10)])
+
+
+def _idle_step(tmp_trace: Callable[..., Path]) -> Path:
+    step = op("ProfilerStep#1", 0, 100, cat="user_annotation")
+    return tmp_trace([step, op("aten::add", 200, 10)])
+
+
+def test_same_figures_when_nothing_ran_on_a_device(tmp_trace: Callable[..., Path]) -> None:
+    """GIVEN two traces of CPU ops only (no kernel, no memory event, no region), or a step
+    with nothing in it THEN every builder's empty branches make the plotly-built figures."""
+    report = compare(load_trace(_ops_only(tmp_trace)), load_trace(_ops_only(tmp_trace)))
+    for name in BUILDERS:
+        agree(report, name)
+    idle = compare(load_trace(_idle_step(tmp_trace)), load_trace(_idle_step(tmp_trace)))
+    agree(idle, "timeline_figure")
+    fig = figures.timeline_figure(idle)
+    assert "no activity in this window" in [a.text for a in fig.layout.annotations]
+
+
+def test_same_figures_on_a_made_gpu_pair(tmp_trace: Callable[..., Path]) -> None:
+    """GIVEN a made eager/compiled pair with launches and kernels THEN the same figures."""
+    eager = tmp_trace(
+        [
+            op("aten::add", 0, 10),
+            launch("cudaLaunchKernel", 2, 3, 1),
+            kernel("add_kernel", 8, 4, 1),
+            op("aten::mul", 20, 10),
+            launch("cudaLaunchKernel", 22, 3, 2),
+            kernel("mul_kernel", 30, 4, 2),
+        ]
+    )
+    compiled = tmp_trace(
+        [op("triton_poi_fused_add_mul_0", 0, 10), launch("cuLaunchKernel", 2, 3, 1),
+         kernel("triton_poi_fused_add_mul_0", 9, 5, 1)]
+    )  # fmt: skip
+    report = compare(load_trace(eager), load_trace(compiled))
+    for name in BUILDERS:
+        agree(report, name)
+
+
+def test_figures_still_validate_and_keep_their_subplots() -> None:
+    """GIVEN a figure built from specs THEN plotly validates what is set on it afterwards,
+    ``row=``/``col=`` find its subplots, and two figures share no layout dict."""
+    report = sample_report(SAMPLE_RUNS[0])
+    fig = figures.timeline_figure(report)
+    with pytest.raises(ValueError):
+        fig.update_layout(not_a_property=1)
+    with pytest.raises(ValueError):
+        fig.data[0].update(line_width="wide")
+    fig.add_scatter(x=[0.0], y=["lane"], row=2, col=1)
+    assert fig.data[-1].xaxis == "x2" and fig.data[-1].yaxis == "y2"
+    other = figures.timeline_figure(report)
+    fig.layout.template.layout.font.color = "red"
+    fig.layout.xaxis2.title.text = "changed"
+    assert other.layout.template.layout.font.color != "red"
+    assert other.layout.xaxis2.title.text == "time since window start (ms)"
+    assert figures.timeline_figure(report).to_json() == other.to_json()
+
+
+def test_downsampling_keeps_a_bin_whose_values_are_all_missing() -> None:
+    """GIVEN allocated-memory samples with a run of missing totals filling whole bins (the
+    v100 corpus pair: the Memory tab and the HTML report raised pandas' "idxmax … all NA
+    values") THEN each bin keeps its min and max, an all-missing bin its first point."""
+    x = np.arange(12, dtype=float)
+    y = np.array([1, 9, 2, 8, np.nan, np.nan, np.nan, np.nan, 3, 7, 4, 6], dtype=float)
+    kx, ky = _downsample_max(x, y, 6)  # 3 bins of 4 points
+    assert kx.tolist() == [0.0, 1.0, 4.0, 8.0, 9.0]
+    assert np.array_equal(ky, [1, 9, np.nan, 3, 7], equal_nan=True)
+    full = np.array([1, 9, 2, 8, 5, 0, 6, 4, 3, 7, 4, 6], dtype=float)
+    kx, ky = _downsample_max(x, full, 6)
+    assert kx.tolist() == [0.0, 1.0, 5.0, 6.0, 8.0, 9.0]  # min and max of each bin
+
+
+def test_memory_figure_and_html_report_on_the_v100_pair() -> None:
+    """GIVEN the v100 corpus pair (memory events without totals) THEN the allocated-memory
+    figure and the HTML report are made (they raised a pandas ValueError)."""
+    a, b = CORPUS_PAIRS[1]
+    if not (CORPUS / a).is_file() or not (CORPUS / b).is_file():
+        pytest.skip(f"corpus traces not found in {CORPUS}")
+    from traceviz.report.html import comparison_html
+
+    report = corpus_report(a, b)
+    fig = figures.allocated_figure(report)
+    assert fig.data and all(len(t.x) <= 4000 for t in fig.data)
+    assert "Allocated memory over time" in comparison_html(report)
