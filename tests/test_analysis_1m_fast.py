@@ -17,6 +17,7 @@ from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import comparable
 from traceviz.analysis import timeline as timeline_mod
 from traceviz.analysis.blocking import BlockingColumns as B
+from traceviz.analysis.dense import first_of_codes, unique_inverse
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.op_keys import op_key
@@ -281,3 +282,43 @@ def test_op_context_walk_falls_back_when_depths_disagree() -> None:
     assert walked is not None
     same(walked, chains_mod._op_context(fine))
     assert walked[2][3] and walked[0][3] == 1 and walked[1][3] == 2  # optimizer, context, top
+
+
+# --- dense: np.unique's answers without its sort --------------------------------------------
+
+
+def _same_unique(values: np.ndarray) -> None:
+    got = unique_inverse(values)
+    want = np.unique(values, return_inverse=True, return_counts=True)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_unique_inverse_and_first_of_codes_match_numpy(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 3000))
+    for high in (1, 7, n, 50 * n + 100_000):  # the last: past the table's bound (np.unique)
+        for dtype in (np.int64, np.int32, np.uint16):
+            _same_unique(rng.integers(0, min(high, np.iinfo(dtype).max), n).astype(dtype))
+    _same_unique(rng.integers(-5, 5, n))  # negative: np.unique
+    _same_unique(np.zeros(0, dtype=np.int64))
+    codes, _ = pd.factorize(rng.integers(0, 40, n))
+    codes = np.asarray(codes, dtype=np.int64)
+    same(first_of_codes(codes), np.unique(codes, return_index=True)[1])
+    shuffled = rng.permutation(codes)  # not numbered by first appearance: np.unique's answer
+    same(first_of_codes(shuffled), np.unique(shuffled, return_index=True)[1])
+    same(
+        first_of_codes(np.zeros(0, dtype=np.int64)),
+        np.unique(np.zeros(0, np.int64), return_index=True)[1],
+    )
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_unique_inverse_on_kernel_op_rows(path: Path) -> None:
+    """The memory traffic's grouping of kernels by launching op (every op row of a real trace)
+    equals np.unique's."""
+    kernels = load_trace(path).kernels
+    ops = kernels[Kernels.op_row].to_numpy(dtype=np.int64, na_value=-1)
+    _same_unique(ops[ops >= 0])
+    _same_unique(ops)  # with −1: np.unique's path

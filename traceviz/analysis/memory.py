@@ -52,6 +52,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
+from traceviz.analysis.dense import unique_inverse
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, trace_kinds
 from traceviz.analysis.provenance import compiled_kernel_provenance
@@ -308,7 +309,7 @@ def _estimate_from_ops(
     if rows.size == 0:
         return
     kernel_ops = op_row.to_numpy(dtype=np.int64, na_value=-1)[rows]
-    unique_ops, back = np.unique(kernel_ops, return_inverse=True)
+    unique_ops, back, _ = unique_inverse(kernel_ops)  # np.unique's, without its sort
     op_est = op_estimates(trace.ops[list(_ESTIMATE_COLUMNS)].iloc[unique_ops])  # what it reads
     op_bytes = op_est[Traffic.est_bytes]
     known = op_bytes.notna().to_numpy()[back]
@@ -440,7 +441,7 @@ def split_bytes(
     out = np.rint(totals.astype(float)).astype(np.int64)  # a group of one row gets it all
     if groups.size < 2:
         return out
-    _, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    _, inverse, counts = unique_inverse(groups)  # np.unique's, without its sort
     shared = counts[inverse] > 1
     if shared.any():
         out[shared] = _split_shared(groups[shared], totals[shared], dur[shared])

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.dense import first_of_codes
 from traceviz.analysis.fusion_names import eager_op_base
 from traceviz.analysis.traffic_args import (
     DTYPE_BYTES,
@@ -131,7 +132,7 @@ def _group_rows(columns: Sequence[pd.Series]) -> tuple[npt.NDArray[np.int64], li
     for codes, uniques in codes_uniques:
         key, _ = pd.factorize(key * (len(uniques) + 1) + (np.asarray(codes) + 1))
     key = np.asarray(key, dtype=np.int64)
-    _, first = np.unique(key, return_index=True)
+    first = first_of_codes(key)  # np.unique(key, return_index=True)[1], without its sort
     picked = []  # per column, each group's value: codes gathered at once, uniques as a list
     for codes, uniques in codes_uniques:
         values = list(uniques)

@@ -1,0 +1,53 @@
+"""Distinct values of integer arrays (row numbers, codes) without sorting them.
+
+``np.unique`` sorts (an argsort of every value when it is asked for the inverse); row numbers
+and codes are small non-negative integers, so a table as long as the largest value gives the
+same answer in two passes. Each function here returns exactly what its ``np.unique`` form
+returns, and falls back to it for values the table does not suit (negative, or much larger
+than the array).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["first_of_codes", "unique_inverse"]
+
+#: The table is used while the largest value is below 8 × the values + this (its size bound).
+_SLACK = 1 << 16
+
+
+def _suits(values: npt.NDArray[np.integer]) -> bool:
+    if values.dtype.kind not in "iu" or values.size == 0:
+        return False
+    return bool(values.min() >= 0) and int(values.max()) < 8 * values.size + _SLACK
+
+
+def unique_inverse(
+    values: npt.NDArray[np.integer],
+) -> tuple[npt.NDArray[np.integer], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """``np.unique(values, return_inverse=True, return_counts=True)`` of a 1-D integer array:
+    the sorted distinct values, each value's position among them, and their counts."""
+    if not _suits(values):
+        return np.unique(values, return_inverse=True, return_counts=True)
+    present = np.zeros(int(values.max()) + 1, dtype=bool)
+    present[values] = True
+    uniques = np.flatnonzero(present).astype(values.dtype, copy=False)
+    position = np.cumsum(present, dtype=np.intp) - 1
+    inverse = position[values]
+    return uniques, inverse, np.bincount(inverse, minlength=uniques.size).astype(np.intp)
+
+
+def first_of_codes(codes: npt.NDArray[np.integer]) -> npt.NDArray[np.intp]:
+    """``np.unique(codes, return_index=True)[1]`` for codes numbered in order of first
+    appearance (``pd.factorize``'s, no missing): where each code first appears, by code."""
+    if codes.size == 0 or codes.dtype.kind not in "iu":
+        return np.unique(codes, return_index=True)[1]
+    seen = np.maximum.accumulate(codes)
+    new = np.ones(codes.size, dtype=bool)
+    new[1:] = codes[1:] > seen[:-1]
+    first = np.flatnonzero(new)
+    if codes[0] != 0 or not np.array_equal(codes[first], np.arange(first.size)):
+        return np.unique(codes, return_index=True)[1]  # not first-appearance codes
+    return first
