@@ -15,11 +15,13 @@ from tests._reference import real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import comparable
+from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import timeline as timeline_mod
 from traceviz.analysis.blocking import BlockingColumns as B
 from traceviz.analysis.dense import first_of_codes, unique_inverse
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.kernels import Classified, classify
+from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.op_keys import op_key
 from traceviz.analysis.timeline import Lane, timeline
 from traceviz.analysis.windows import union
@@ -322,3 +324,33 @@ def test_unique_inverse_on_kernel_op_rows(path: Path) -> None:
     ops = kernels[Kernels.op_row].to_numpy(dtype=np.int64, na_value=-1)
     _same_unique(ops[ops >= 0])
     _same_unique(ops)  # with −1: np.unique's path
+
+
+# --- idle._work_table: grouped by codes -----------------------------------------------------
+
+
+def _work_of(trace: Trace) -> tuple[pd.DataFrame, list[object]]:
+    """The outer ops and the CPU work pieces idle_split hands to _work_table."""
+    seen: dict[str, object] = {}
+
+    def spy(ops: pd.DataFrame, work: list[object]) -> pd.DataFrame:
+        seen["args"] = (ops, work)
+        return idle_mod._work_table_texts(ops, work) if work else pd.DataFrame()
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(idle_mod, "_work_table", spy)
+        launch_overhead(trace)
+    return seen["args"]  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_work_table_by_codes_matches_the_texts(path: Path) -> None:
+    ops, work = _work_of(load_trace(path))
+    if not work:
+        pytest.skip("no CPU work in the idle gaps")
+    same(idle_mod._work_table(ops, work), idle_mod._work_table_texts(ops, work))
+    # a missing name, plain text columns: the texts' form
+    names = ops[Ops.name].astype(object).to_numpy().copy()
+    names[0] = None
+    for edited in (ops.assign(**{Ops.name: pd.Categorical(names)}), ops.astype(object)):
+        same(idle_mod._work_table(edited, work), idle_mod._work_table_texts(edited, work))
