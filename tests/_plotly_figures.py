@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -36,13 +37,7 @@ from traceviz.report.figures.style import (
     _records,
     _sides,
 )
-from traceviz.report.figures.timeline import (
-    _aggregate,
-    _hover_single,
-    _segments,
-    _timeline_events,
-    _window,
-)
+from traceviz.report.figures.timeline import _aggregate, _timeline_events, _window
 from traceviz.report.metric_names import metric_label
 from traceviz.report.views import fmt_value
 from traceviz.schema import DeviceKind, Memory
@@ -76,6 +71,34 @@ def same_spec(got: Any, want: Any, path: str) -> None:
             assert np.array_equal(got, want, equal_nan=got.dtype.kind == "f"), path
     else:
         assert got == want or (got != got and want != want), (path, got, want)
+
+
+def _hover_single(events: pd.DataFrame) -> pd.Series:
+    durs = events["dur"].map(fmt_us)
+    names = events["name"].map(lambda n: fmt_name(n, 90))
+    return (
+        "<b>"
+        + names
+        + "</b><br>"
+        + events["kind"]
+        + " · "
+        + durs
+        + "<br>launched by "
+        + events["op"]
+    )
+
+
+def _segments(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(marks)
+    x = np.empty(3 * n, dtype=float)
+    x[0::3], x[1::3], x[2::3] = marks["x0"], marks["x1"], np.nan
+    y = np.empty(3 * n, dtype=object)
+    y[0::3] = y[1::3] = marks["lane"].to_numpy()
+    y[2::3] = None
+    text = np.empty(3 * n, dtype=object)
+    text[0::3] = text[1::3] = marks["hover"].to_numpy()
+    text[2::3] = ""
+    return x, y, text
 
 
 def timeline_figure(

@@ -165,3 +165,24 @@ def test_memory_figure_and_html_report_on_the_v100_pair() -> None:
     fig = figures.allocated_figure(report)
     assert fig.data and all(len(t.x) <= 4000 for t in fig.data)
     assert "Allocated memory over time" in comparison_html(report)
+
+
+def test_histogram_counts_as_numpy_does() -> None:
+    """GIVEN values on the edges, outside them, NaN, and random ones THEN the launch-delay
+    histogram's counts equal ``np.histogram``'s (the last bin closed)."""
+    from traceviz.report.figures.launch import _histogram
+
+    edges = np.geomspace(0.5, 80.0, 9)
+    rng = np.random.default_rng(7)
+    values = np.concatenate(
+        [
+            edges,
+            [0.1, 0.5, 80.0, 81.0, np.nan],
+            rng.uniform(0.5, 80.0, 1000),
+            rng.lognormal(size=99),
+        ]
+    )
+    got = _histogram(values, edges)
+    want, _ = np.histogram(values[~np.isnan(values)], bins=edges)
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    assert _histogram(np.array([]), edges).tolist() == [0] * 8

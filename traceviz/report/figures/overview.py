@@ -138,15 +138,16 @@ def kinds_figure(c: Comparison) -> go.Figure:
     table = kinds.groupby(["side", "kind"], observed=True)[["count", "time_us"]].sum()
     order = table.groupby("kind", observed=True)["time_us"].sum().sort_values(ascending=False)
     data: list[dict[str, Any]] = []
+    cells = dict(zip(table.index, zip(table["time_us"], table["count"], strict=True), strict=True))
     for kind in order.index:
         xs, ys, hover = [], [], []
         for side, label in zip(("a", "b"), c.names, strict=True):
-            if (side, kind) not in table.index:
+            if (side, kind) not in cells:
                 continue
-            row = table.loc[(side, kind)]
-            xs.append(float(row["time_us"]) / 1e3)
+            time_us, count = cells[(side, kind)]
+            xs.append(float(time_us) / 1e3)
             ys.append(label)
-            hover.append(f"{label} · {kind}: {fmt_us(row['time_us'])}, {fmt_count(row['count'])}")
+            hover.append(f"{label} · {kind}: {fmt_us(float(time_us))}, {fmt_count(count)}")
         data.append(
             {
                 "hoverinfo": "text",

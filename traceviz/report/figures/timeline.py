@@ -3,6 +3,7 @@ into time bins beyond ``max_marks`` marks."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,19 +53,37 @@ def _timeline_events(side: Side, start: float, end: float) -> pd.DataFrame:
     return events
 
 
-def _hover_single(events: pd.DataFrame) -> pd.Series:
-    durs = events["dur"].map(fmt_us)
-    names = events["name"].map(lambda n: fmt_name(n, 90))
-    return (
-        "<b>"
-        + names
-        + "</b><br>"
-        + events["kind"]
-        + " · "
-        + durs
-        + "<br>launched by "
-        + events["op"]
-    )
+def _hover_single(events: pd.DataFrame) -> np.ndarray:
+    """Per event, its hover text (name, kind, duration, launching op), an object array; a
+    missing name, kind or op gives a missing text (as pandas' string sums do)."""
+    if any(events[c].isna().any() for c in ("name", "kind", "op")):
+        durs = events["dur"].map(fmt_us)
+        names = events["name"].map(lambda n: fmt_name(n, 90))
+        sums = "<b>" + names + "</b><br>" + events["kind"] + " · " + durs
+        return (sums + "<br>launched by " + events["op"]).to_numpy()
+    # names and durations repeat (a step runs the same kernels): each formatted once
+    names = _each(events["name"].tolist(), lambda n: fmt_name(n, 90))
+    durs = _each(events["dur"].tolist(), fmt_us)
+    text = np.empty(len(events), dtype=object)
+    text[:] = [
+        f"<b>{name}</b><br>{kind} · {dur}<br>launched by {op}"
+        for name, kind, dur, op in zip(
+            names, events["kind"].tolist(), durs, events["op"].tolist(), strict=True
+        )
+    ]
+    return text
+
+
+def _each(values: list[Any], fmt: Callable[[Any], str]) -> list[str]:
+    """``[fmt(v) for v in values]``, calling ``fmt`` once per distinct value."""
+    done: dict[Any, str] = {}
+    out = []
+    for value in values:
+        text = done.get(value)
+        if text is None:
+            text = done[value] = fmt(value)
+        out.append(text)
+    return out
 
 
 def _aggregate(events: pd.DataFrame, bins_per_lane: int, span_ms: float) -> pd.DataFrame:
@@ -98,17 +117,30 @@ def _aggregate(events: pd.DataFrame, bins_per_lane: int, span_ms: float) -> pd.D
     return marks
 
 
-def _segments(marks: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    n = len(marks)
+def _segments(
+    x0: np.ndarray, x1: np.ndarray, lane: np.ndarray, hover: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Marks as one line trace: x0→x1 at y = lane, a gap (NaN/None) after each; hover on both
+    ends."""
+    n = len(x0)
     x = np.empty(3 * n, dtype=float)
-    x[0::3], x[1::3], x[2::3] = marks["x0"], marks["x1"], np.nan
+    x[0::3], x[1::3], x[2::3] = x0, x1, np.nan
     y = np.empty(3 * n, dtype=object)
-    y[0::3] = y[1::3] = marks["lane"].to_numpy()
+    y[0::3] = y[1::3] = lane
     y[2::3] = None
     text = np.empty(3 * n, dtype=object)
-    text[0::3] = text[1::3] = marks["hover"].to_numpy()
+    text[0::3] = text[1::3] = hover
     text[2::3] = ""
     return x, y, text
+
+
+def _by_kind(kinds: pd.Series) -> list[tuple[Any, np.ndarray]]:
+    """(kind, row positions in order) per kind, kinds sorted, missing kinds left out: what
+    ``groupby("kind", sort=True)`` iterates over, without building each group's frame."""
+    codes, uniques = pd.factorize(kinds, sort=True)
+    order = np.argsort(codes, kind="stable")
+    ends = np.searchsorted(codes[order], np.arange(len(uniques) + 1), side="left")
+    return [(uniques[i], order[ends[i] : ends[i + 1]]) for i in range(len(uniques))]
 
 
 def timeline_figure(
@@ -143,12 +175,14 @@ def timeline_figure(
             continue
         if aggregated:
             marks = _aggregate(frame, max(1, max_marks // max(lanes, 1)), span_ms)
+            hover = marks["hover"].to_numpy()
         else:
-            marks = frame.assign(hover=_hover_single(frame))
+            marks, hover = frame, _hover_single(frame)
         marks_drawn += len(marks)
         axes = {"xaxis": "x", "yaxis": "y"} if row == 1 else {"xaxis": "x2", "yaxis": "y2"}
-        for kind, part in marks.groupby("kind", sort=True):
-            x, y, text = _segments(part)
+        columns = [marks[c].to_numpy() for c in ("x0", "x1", "lane")]
+        for kind, rows in _by_kind(marks["kind"]):
+            x, y, text = _segments(*(c[rows] for c in columns), hover[rows])
             data.append(
                 {
                     "hovertemplate": "%{text}<extra></extra>",
