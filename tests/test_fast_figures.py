@@ -186,3 +186,31 @@ def test_histogram_counts_as_numpy_does() -> None:
     want, _ = np.histogram(values[~np.isnan(values)], bins=edges)
     assert got.dtype == want.dtype and got.tolist() == want.tolist()
     assert _histogram(np.array([]), edges).tolist() == [0] * 8
+
+
+def test_timeline_hover_texts_as_pandas_made_them() -> None:
+    """GIVEN timeline events, with and without a missing name, op or duration THEN the hover
+    texts are the ones pandas' string sums made (a missing part: a missing text)."""
+    import pandas as pd
+
+    from traceviz.report.figures.timeline import _hover_single
+
+    events = pd.DataFrame(
+        {
+            "name": ["gemm_kernel", "x" * 120, "gemm_kernel", "add"],
+            "kind": pd.array(["gemm", "pointwise", "gemm", "pointwise"], dtype="str"),
+            "dur": [12.5, 3000.0, 12.5, np.nan],
+            "op": pd.array(["aten::mm", "aten::add", "aten::mm", "–"], dtype="str"),
+        }
+    )
+    missing_op = events.assign(op=pd.array(["aten::mm", None, "aten::mm", "–"], dtype="str"))
+    missing_name = events.assign(name=["gemm_kernel", None, "gemm_kernel", "add"])
+    for frame in (events, missing_op):
+        want = plotly_built._hover_single(frame).to_numpy()
+        got = _hover_single(frame)
+        assert got.dtype == object and len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert g == w or (pd.isna(g) and pd.isna(w)), (g, w)
+    assert _hover_single(events)[3] == "<b>add</b><br>pointwise · –<br>launched by –"
+    with pytest.raises(TypeError):  # as before: a missing name cannot be cut to length
+        _hover_single(missing_name)

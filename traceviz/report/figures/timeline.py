@@ -57,9 +57,8 @@ def _hover_single(events: pd.DataFrame) -> np.ndarray:
     """Per event, its hover text (name, kind, duration, launching op), an object array; a
     missing name, kind or op gives a missing text (as pandas' string sums do)."""
     if any(events[c].isna().any() for c in ("name", "kind", "op")):
-        durs = events["dur"].map(fmt_us)
-        names = events["name"].map(lambda n: fmt_name(n, 90))
-        sums = "<b>" + names + "</b><br>" + events["kind"] + " · " + durs
+        sums = "<b>" + events["name"].map(lambda n: fmt_name(n, 90)) + "</b><br>"
+        sums = sums + events["kind"] + " · " + events["dur"].map(fmt_us)
         return (sums + "<br>launched by " + events["op"]).to_numpy()
     # names and durations repeat (a step runs the same kernels): each formatted once
     names = _each(events["name"].tolist(), lambda n: fmt_name(n, 90))
@@ -180,9 +179,9 @@ def timeline_figure(
             marks, hover = frame, _hover_single(frame)
         marks_drawn += len(marks)
         axes = {"xaxis": "x", "yaxis": "y"} if row == 1 else {"xaxis": "x2", "yaxis": "y2"}
-        columns = [marks[c].to_numpy() for c in ("x0", "x1", "lane")]
+        x0, x1, lane = (marks[c].to_numpy() for c in ("x0", "x1", "lane"))
         for kind, rows in _by_kind(marks["kind"]):
-            x, y, text = _segments(*(c[rows] for c in columns), hover[rows])
+            x, y, text = _segments(x0[rows], x1[rows], lane[rows], hover[rows])
             data.append(
                 {
                     "hovertemplate": "%{text}<extra></extra>",
