@@ -5,6 +5,7 @@ edges (missing names, non-categorical columns, CPU traces)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 
 from tests._reference import real_traces, same
 from tests.conftest import load_trace
+from traceviz.analysis import blocking as blocking_mod
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis import comparable
 from traceviz.analysis import idle as idle_mod
@@ -24,6 +26,7 @@ from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.op_keys import op_key
 from traceviz.analysis.timeline import Lane, timeline
+from traceviz.analysis.windows import overlap as windows_overlap
 from traceviz.analysis.windows import union
 from traceviz.diagnose.facts import (
     TraceFacts,
@@ -33,7 +36,7 @@ from traceviz.diagnose.facts import (
     window_bounds,
 )
 from traceviz.diagnose.rules import copies, gemm, profiling
-from traceviz.schema import ActivityKind, Kernels, Ops
+from traceviz.schema import ActivityKind, Kernels, Launches, Ops
 from traceviz.trace import Trace
 
 # --- timeline: the text columns (kind, source, label) ---------------------------------------
@@ -354,3 +357,97 @@ def test_work_table_by_codes_matches_the_texts(path: Path) -> None:
     names[0] = None
     for edited in (ops.assign(**{Ops.name: pd.Categorical(names)}), ops.astype(object)):
         same(idle_mod._work_table(edited, work), idle_mod._work_table_texts(edited, work))
+
+
+# --- chains: distinct top ops per long chain ------------------------------------------------
+
+
+def _nunique_reference(chain: np.ndarray, op_top: np.ndarray) -> np.ndarray:
+    """The replaced form: pandas' nunique of the top ops per chain, over every row."""
+    return pd.Series(op_top).groupby(chain).transform("nunique").to_numpy()
+
+
+def _check_distinct(chain: np.ndarray, op_top: np.ndarray) -> None:
+    sizes = np.bincount(chain)[chain]
+    long = sizes >= chains_mod.MIN_CHAIN_KERNELS
+    got = chains_mod._distinct_per_chain(chain, op_top, long)
+    want = _nunique_reference(chain, op_top)
+    same(got[long], want[long].astype(np.int64))
+    assert not got[~long].any()
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_distinct_per_chain_matches_nunique_on_real_traces(path: Path) -> None:
+    trace = load_trace(path)
+    facts = facts_of_trace(trace)
+    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    if len(seq) < chains_mod.MIN_CHAIN_KERNELS:
+        pytest.skip("too few kernels for a chain")
+    rows = chains_mod._known_rows(seq, len(trace.ops))
+    context, top, optimizer = chains_mod._op_context(trace.ops, rows)
+    link = chains_mod._links(seq, trace.ops, context, top, optimizer)
+    chain = np.cumsum(link == "")
+    _check_distinct(chain, chains_mod._at(top, seq["op"].to_numpy(dtype=float)))
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_distinct_per_chain_matches_nunique_on_random_chains(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 500))
+    chain = np.cumsum(rng.random(n) < 0.3)
+    _check_distinct(chain, rng.integers(-1, 6, n))
+    _check_distinct(np.zeros(n, dtype=np.int64), np.full(n, -1))  # one chain, no ops
+
+
+# --- blocking: the median launch time only for the names a stall can be among ---------------
+
+
+def _stalled_reference(trace: Trace, classes: pd.Series) -> np.ndarray:
+    """The replaced form: every launch name's median over every launch call."""
+    launches = trace.launches
+    is_launch = blocking_mod._is_one_of(classes, blocking_mod._LAUNCHES)
+    durs = launches[Launches.dur_us].to_numpy(dtype=float)
+    if not is_launch.any():
+        return np.zeros(len(launches), dtype=bool)
+    names = launches[Launches.name]
+    keys = names.cat.codes.to_numpy() if isinstance(names.dtype, pd.CategoricalDtype) else names
+    median = pd.Series(durs).where(is_launch).groupby(np.asarray(keys)).transform("median")
+    long = (
+        is_launch
+        & (durs >= blocking_mod.STALL_MIN_US)
+        & (durs >= blocking_mod.STALL_FACTOR * median.to_numpy(float))
+    )
+    if not long.any():
+        return long
+    starts = trace.kernels[Kernels.ts_us].to_numpy(dtype=float)
+    busy = union(starts, starts + trace.kernels[Kernels.dur_us].to_numpy(dtype=float))
+    rows = np.flatnonzero(long)
+    ts = launches[Launches.ts_us].to_numpy(dtype=float)[rows]
+    call = np.nan_to_num(durs[rows])
+    long[rows] = windows_overlap(*busy, ts, ts + call) < blocking_mod.STALL_IDLE_SHARE * call
+    return long
+
+
+def _stretched(trace: Trace, every: int) -> Trace:
+    """``trace`` with every ``every``-th launch call 2,000 times longer (stalls to find)."""
+    launches = trace.launches.copy()
+    durs = launches[Launches.dur_us].to_numpy(dtype=float).copy()
+    durs[::every] *= 2000.0
+    launches[Launches.dur_us] = durs
+    return dataclasses.replace(trace, launches=launches)
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_stalled_launches_match_the_all_names_median(path: Path) -> None:
+    trace = load_trace(path)
+    for variant in (trace, _stretched(trace, 97), _stretched(trace, 3)):
+        classes = variant.launches[Launches.launch_class]
+        want = _stalled_reference(variant, classes)
+        same(blocking_mod._stalled_launches(variant, classes), want)
+        plain = dataclasses.replace(
+            variant,
+            launches=variant.launches.assign(
+                **{Launches.name: variant.launches[Launches.name].astype(object)}
+            ),
+        )
+        same(blocking_mod._stalled_launches(plain, classes), want)

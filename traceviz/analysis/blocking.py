@@ -209,10 +209,11 @@ def _stalled_launches(trace: Trace, classes: pd.Series) -> npt.NDArray[np.bool_]
     durs = launches[Launches.dur_us].to_numpy(dtype=float)
     if not is_launch.any():
         return np.zeros(len(launches), dtype=bool)
-    names = launches[Launches.name]
-    keys = names.cat.codes.to_numpy() if isinstance(names.dtype, pd.CategoricalDtype) else names
-    median = pd.Series(durs).where(is_launch).groupby(np.asarray(keys)).transform("median")
-    long = is_launch & (durs >= STALL_MIN_US) & (durs >= STALL_FACTOR * median.to_numpy(float))
+    long = (
+        is_launch
+        & (durs >= STALL_MIN_US)
+        & (durs >= STALL_FACTOR * _medians(launches, is_launch, durs))
+    )
     if not long.any():
         return long
     starts = trace.kernels[Kernels.ts_us].to_numpy(dtype=float)
@@ -222,6 +223,28 @@ def _stalled_launches(trace: Trace, classes: pd.Series) -> npt.NDArray[np.bool_]
     call = np.nan_to_num(durs[rows])
     long[rows] = overlap(*busy, ts, ts + call) < STALL_IDLE_SHARE * call
     return long
+
+
+def _medians(
+    launches: pd.DataFrame, is_launch: npt.NDArray[np.bool_], durs: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Per launch call, the median duration of the launch calls with its API name (NaN where
+    not needed). Taken only for the names with a call of :data:`STALL_MIN_US` or more (the
+    only ones a stall can be among), over the same calls as before: each name's median is its
+    own calls' (a categorical name by code, missing names one group; any other column the
+    whole table, as before)."""
+    names = launches[Launches.name]
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        median = pd.Series(durs).where(is_launch).groupby(np.asarray(names)).transform("median")
+        return median.to_numpy(float)
+    codes = names.cat.codes.to_numpy()
+    out = np.full(len(durs), np.nan)
+    wanted = np.unique(codes[is_launch & (durs >= STALL_MIN_US)])
+    if wanted.size:
+        rows = np.flatnonzero(is_launch & np.isin(codes, wanted))
+        median = pd.Series(durs[rows]).groupby(codes[rows]).transform("median")
+        out[rows] = median.to_numpy(float)
+    return out
 
 
 def issuers(

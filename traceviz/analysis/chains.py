@@ -122,17 +122,30 @@ def chain_members(
     chain = np.cumsum(link == "")
     sizes = np.bincount(chain)[chain]
     op_top = _at(top, seq["op"].to_numpy(dtype=float))
-    distinct = (
-        pd.Series(op_top).groupby(chain).transform("nunique").to_numpy()
-        if len(seq)
-        else np.zeros(0)
-    )
-    keep = (sizes >= MIN_CHAIN_KERNELS) & (distinct >= MIN_CHAIN_OPS)
+    long = sizes >= MIN_CHAIN_KERNELS
+    keep = long & (_distinct_per_chain(chain, op_top, long) >= MIN_CHAIN_OPS)
     if not keep.any():
         return _empty()
     members = seq[keep].assign(chain=chain[keep], link=np.where(link == "", "first", link)[keep])
     members = members.reset_index(drop=True)
     return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
+
+
+def _distinct_per_chain(
+    chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """Per row of ``rows``, how many distinct top ops its chain has (``groupby(chain)``'s
+    ``nunique``; chain ids are non-negative); 0 on the other rows. Counted over the
+    ``rows`` only (the long chains: every row of a chain, or none), so that the many chains
+    of one kernel are not grouped at all."""
+    out = np.zeros(chain.size, dtype=np.int64)
+    if not rows.any():
+        return out
+    ids, tops = chain[rows], op_top[rows] + 1  # (−1, no op, is a value of its own)
+    pairs = np.unique(ids * (int(tops.max()) + 1) + tops)
+    per_chain = np.bincount(pairs // (int(tops.max()) + 1), minlength=int(ids.max()) + 1)
+    out[rows] = per_chain[ids]
+    return out
 
 
 def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
