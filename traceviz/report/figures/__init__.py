@@ -11,8 +11,10 @@ of each lane into time bins beyond that (the figure's ``layout.meta`` says how m
 events it holds); histograms and memory curves are binned here, not in the browser.
 
 One module per view (``overview``, ``timeline``, ``fusion``, ``launch``, ``memory``,
-``regions``) plus ``style`` (colours, limits, layout helpers); every builder is importable
-from this package, and :data:`VIEW_FIGURES` lists them by view.
+``regions``) plus ``style`` (colours, limits, layout helpers) and ``fast`` (the figure made
+at once from its finished properties, skipping plotly's per-call validation: the same
+figure, a fraction of the time); every builder is importable from this package, and
+:data:`VIEW_FIGURES` lists them by view.
 """
 
 from __future__ import annotations
