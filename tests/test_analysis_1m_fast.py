@@ -451,3 +451,14 @@ def test_stalled_launches_match_the_all_names_median(path: Path) -> None:
             ),
         )
         same(blocking_mod._stalled_launches(plain, classes), want)
+
+
+def test_maximum_is_clip_with_no_upper_bound() -> None:
+    """windows.covered/overlap/_inside call np.maximum(v, 0) where they called np.clip(v, 0,
+    None): numpy's clip is that call; equal to the bit, signed zeros and NaN included."""
+    values = np.array([-1.5, -0.0, 0.0, 2.5, np.nan, np.inf, -np.inf])
+    got, want = np.maximum(values, 0.0), np.clip(values, 0.0, None)
+    assert np.array_equal(got, want, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+    ints = np.array([-3, 0, 7], dtype=np.int64)
+    same(np.maximum(ints, 0), np.clip(ints, 0, None))
