@@ -159,7 +159,7 @@ def test_lines_trace_waits_for_side_b(tmp_trace: Callable[..., Path]) -> None:
 
 def test_no_thread_without_a_file_to_load(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loaded traces and analysed sides: nothing overlaps, so no worker is started; nor for
-    one input given twice."""
+    one input given twice, nor beside an analysed side a (only its lines trace to load)."""
     started: list[str] = []
     real = threading.Thread.start
 
@@ -173,6 +173,8 @@ def test_no_thread_without_a_file_to_load(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(threading.Thread, "start", start)
     compare(trace_a, trace_b)
     compare(report.a, report.b)
+    lines = SAMPLES / "pointwise" / "eager.pt.trace.json.gz"
+    compare(report.a, SAMPLES / "pointwise" / "compiled.pt.trace.json.gz", eager_lines=lines)
     compare(trace_a, trace_a)
     path = SAMPLES / "pointwise" / "eager.pt.trace.json.gz"
     compare(path, Path(os.path.relpath(path)), load=traceviz.load)

@@ -105,13 +105,13 @@ def compare(
     Paths given with the default loader go through the report cache
     (:mod:`traceviz.report_cache`): an unchanged pair is read back, not compared again.
 
-    When a file is to be loaded (one of at least :data:`OVERLAP_MIN_BYTES`), side b (its
-    load, then its analysis) and then the lines trace run on a worker thread while the
-    calling thread does side a, so ``load`` must be
-    safe to call from two threads (the parser and the dashboard's cache are). The report is
-    the same as one side after the other (``TRACEVIZ_CONCURRENT=0``); the errors too: a's
-    first, else b's, else the lines trace's. On Ctrl-C the calling thread stops at once and
-    the worker finishes in the background (:mod:`traceviz.concurrent_sides`).
+    When a file is to be loaded (one of at least :data:`OVERLAP_MIN_BYTES`) and neither
+    side is analysed yet, side b (its load, then its analysis) and then the lines trace run
+    on a worker thread while the calling thread does side a, so ``load`` must be safe to
+    call from two threads (the parser and the dashboard's cache are). The report is the same
+    as one side after the other (``TRACEVIZ_CONCURRENT=0``); the errors too: a's first, else
+    b's, else the lines trace's. On Ctrl-C the calling thread stops at once and the worker
+    finishes in the background (:mod:`traceviz.concurrent_sides`).
     """
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
@@ -167,21 +167,20 @@ def _both_sides(
 
 
 def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None) -> bool:
-    """Whether side b's work runs on a worker beside this thread's: b is still to analyse
-    (load too, maybe), this thread has a or a's lines trace to do, and a file of at least
-    :data:`OVERLAP_MIN_BYTES` is to be loaded (what overlaps is mostly the loads: reading,
-    inflating, the native scan release the GIL; analyses take turns, and on small files a
-    thread costs more than it saves). Never for one input twice (a loader may hand back one
-    Trace object for both; one object is not analysed from two threads), nor with
-    ``TRACEVIZ_CONCURRENT=0``."""
-    if isinstance(b, Side) or os.environ.get(CONCURRENT_ENV, "").strip() == "0":
+    """Whether side b's work runs on a worker beside side a's: both are still to analyse
+    (an analysed side is done) and a file of at least :data:`OVERLAP_MIN_BYTES` is to be
+    loaded (what overlaps is mostly the loads: reading, inflating, the native scan release
+    the GIL; analyses take turns, and on small files a thread costs more than it saves).
+    Never for one input twice (a loader may hand back one Trace object for both; one object
+    is not analysed from two threads), nor with ``TRACEVIZ_CONCURRENT=0``."""
+    if isinstance(a, Side) or isinstance(b, Side):
         return False
-    if isinstance(a, Side) and (eager_lines is None or isinstance(eager_lines, Trace)):
-        return False  # nothing to do beside b
-    files = [v for v in (a, b, eager_lines) if v is not None and not isinstance(v, Trace | Side)]
+    if os.environ.get(CONCURRENT_ENV, "").strip() == "0":
+        return False
+    files = [v for v in (a, b, eager_lines) if v is not None and not isinstance(v, Trace)]
     if not files or max(_file_bytes(v) for v in files) < OVERLAP_MIN_BYTES:
         return False
-    return isinstance(a, Side) or not _same_input(a, b)
+    return not _same_input(a, b)
 
 
 def _file_bytes(value: str | Path) -> int:
