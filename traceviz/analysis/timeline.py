@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.dense import first_of_codes
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
@@ -111,9 +112,15 @@ def _lanes(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
     for column in columns:
         codes, uniques = pd.factorize(kernels[column], use_na_sentinel=False)
         combo = pd.factorize(combo * (len(uniques) + 1) + codes)[0]  # stays below len(kernels)
-    first = np.unique(combo, return_index=True)[1]  # one row per combination, in order
-    lane_codes, _ = pd.factorize(_lane_keys(trace, kernels.iloc[first]))
+    first = first_of_codes(combo)  # one row per combination, in order (np.unique's index)
+    # the first rows of the few columns the keys read (not of every column of the table)
+    read = [kernels.columns.get_loc(c) for c in _LANE_COLUMNS if c in kernels.columns]
+    lane_codes, _ = pd.factorize(_lane_keys(trace, kernels.iloc[first, read]))
     return np.asarray(lane_codes, dtype=np.int64)[combo]
+
+
+#: The kernels columns :func:`_lane_keys` reads.
+_LANE_COLUMNS = (Kernels.device, Kernels.stream, Kernels.thread)
 
 
 def _lane_keys(trace: Trace, kernels: pd.DataFrame) -> pd.Series:
