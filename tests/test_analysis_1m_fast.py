@@ -24,6 +24,7 @@ from traceviz.analysis.dense import first_of_codes, unique_inverse
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.launch import launch_overhead
+from traceviz.analysis.memory import memory_traffic
 from traceviz.analysis.op_keys import op_key
 from traceviz.analysis.timeline import Lane, timeline
 from traceviz.analysis.windows import overlap as windows_overlap
@@ -462,3 +463,28 @@ def test_maximum_is_clip_with_no_upper_bound() -> None:
     assert np.array_equal(np.signbit(got), np.signbit(want))
     ints = np.array([-3, 0, 7], dtype=np.int64)
     same(np.maximum(ints, 0), np.clip(ints, 0, None))
+
+
+# --- analyze: classify's kinds reused by the memory traffic; classify's shallow copy ---------
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_memory_traffic_with_classify_kinds_equals_its_own(path: Path) -> None:
+    trace = load_trace(path)
+    kernels = classify(trace)
+    got = memory_traffic(trace, kinds=kernels[Classified.kind])
+    want = memory_traffic(trace)
+    same(got.per_kernel, want.per_kernel)
+    same(got.by_kind, want.by_kind)
+    assert (got.total_bytes, got.kernel_time_us) == (want.total_bytes, want.kernel_time_us)
+
+
+def test_classify_leaves_the_trace_kernels_alone() -> None:
+    trace = load_trace(
+        Path(__file__).parent.parent / "sample_traces/h200/block/eager.pt.trace.json.gz"
+    )
+    before = trace.kernels.copy()
+    out = classify(trace)
+    out.loc[out.index[0], Kernels.dur_us] = -1.0  # an edit of the classified table
+    assert Classified.kind not in trace.kernels.columns
+    pd.testing.assert_frame_equal(trace.kernels, before)

@@ -145,13 +145,16 @@ def analyze(
     """Everything the comparison needs from one trace; ``dynamo`` is run.json's Dynamo facts,
     ``compile_log`` its structured compile log (Inductor's byte estimates fill memory traffic
     for the kernels whose shapes the trace lacks)."""
-    traffic = memory_traffic(trace, compile_log=read_log(compile_log))
+    kernels = kernel_analysis.classify(trace)
+    # the kernel kinds are classify's (not classified twice)
+    kinds = kernels[kernel_analysis.Classified.kind]
+    traffic = memory_traffic(trace, compile_log=read_log(compile_log), kinds=kinds)
     return Side(
         name=name,
         trace=trace,
         # the allocator's peak is the same figure the traffic read: not read twice
         summary=summarize(trace, peak_allocated_bytes=traffic.peak_allocated_bytes),
-        kernels=kernel_analysis.classify(trace),
+        kernels=kernels,
         launch=launch_overhead(trace),
         regions=region_stats(trace, dynamo=dynamo),
         traffic=traffic,

@@ -32,7 +32,7 @@ def classify(trace: Trace) -> pd.DataFrame:
     """The kernels table plus ``kind``, ``source`` and ``in_region`` columns."""
     kernels = trace.kernels
     in_region = issued_inside_regions(trace)
-    out = kernels.copy()
+    out = kernels.copy(deep=False)  # copy-on-write: the new columns never reach trace.kernels
     out[Classified.kind] = trace_kinds(trace)  # ORT profiles: by op type
     out[Classified.source] = trace_sources(trace, in_region)  # ORT profiles: onnxruntime
     out[Classified.in_region] = in_region

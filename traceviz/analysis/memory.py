@@ -201,13 +201,16 @@ def memory_traffic(
     *,
     compile_log: CompileLog | None = None,
     provenance: pd.DataFrame | None = None,
+    kinds: pd.Series | None = None,
 ) -> MemoryTraffic:
     """Bytes per kernel (measured or estimated), totals by kind, allocator figures.
 
     The rules are in the module docstring. ``compile_log`` (the compiled trace's structured
     compile log) or ``provenance`` (``compiled_kernel_provenance(trace, log)``, when the caller
-    has it already) adds the compiler's estimates. Raises ``TypeError`` when ``trace`` is not
-    a Trace.
+    has it already) adds the compiler's estimates. ``kinds`` is
+    :func:`~traceviz.analysis.kernel_kinds.trace_kinds` of ``trace`` when the caller has it
+    (``classify``'s kind column: not classified twice). Raises ``TypeError`` when ``trace``
+    is not a Trace.
     """
     if not isinstance(trace, Trace):
         raise TypeError(f"memory_traffic needs a Trace, not {type(trace).__name__}")
@@ -217,7 +220,7 @@ def memory_traffic(
     per_kernel = kernel_traffic(trace, provenance=provenance, log_kernels=log_kernels)
     kernels = trace.kernels
     dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
-    kinds = trace_kinds(trace)
+    kinds = trace_kinds(trace) if kinds is None else kinds
     by_kind = _by_kind(per_kernel, kinds, dur)
     unestimated = (per_kernel[KernelTraffic.basis] == Basis.NONE.value).to_numpy(dtype=bool)
     time_us = float(np.nansum(dur))
