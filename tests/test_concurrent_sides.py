@@ -186,8 +186,8 @@ def test_no_thread_without_a_file_to_load(monkeypatch: pytest.MonkeyPatch) -> No
 def test_small_files_stay_on_one_thread(
     monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
 ) -> None:
-    """Below OVERLAP_MIN_BYTES in every file to load, no worker (its start and the GIL's
-    hand-offs cost more than the little that overlaps); at it, one."""
+    """Below OVERLAP_MIN_BYTES of JSON in every file to load, no worker (its start and the
+    GIL's hand-offs cost more than the little that overlaps); at it, one."""
     a, b = _pair(tmp_trace)
     biggest = max(a.stat().st_size, b.stat().st_size)
     for threshold, thread in ((biggest + 1, False), (biggest, True)):
@@ -195,6 +195,38 @@ def test_small_files_stay_on_one_thread(
         recorder = Recorder()
         compare(a, b, load=recorder)
         assert (recorder.threads[b.name] == WORKER) is thread
+
+
+def test_big_pairs_stay_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
+) -> None:
+    """Two loads at once hold both files' JSON at once: over OVERLAP_MAX_BYTES together (a's
+    and b's, or a's and the lines trace's), one after the other."""
+    a, b = _pair(tmp_trace)
+    lines = tmp_trace([op("aten::add", 0, 20)] * 40)
+    size = {p: p.stat().st_size for p in (a, b, lines)}
+    assert size[lines] > size[b]
+    for limit, eager_lines, thread in (
+        (size[a] + size[b] - 1, None, False),
+        (size[a] + size[b], None, True),
+        (size[a] + size[lines] - 1, lines, False),
+        (size[a] + size[lines], lines, True),
+    ):
+        monkeypatch.setattr(pipeline, "OVERLAP_MAX_BYTES", limit)
+        recorder = Recorder()
+        compare(a, b, load=recorder, eager_lines=eager_lines)
+        assert (recorder.threads[b.name] == WORKER) is thread
+
+
+@pytest.mark.parametrize("run", ["h200/gpt2", "gpt2-ort"])
+def test_json_bytes_of_a_gzip_trace_is_its_inflated_size(run: str) -> None:
+    import gzip
+
+    path = SAMPLES / run / "eager.pt.trace.json.gz"
+    assert pipeline._json_bytes(path) == len(gzip.decompress(path.read_bytes()))
+    plain = CORPUS / "nvidia" / "v100_small_plain.json"
+    if plain.exists():
+        assert pipeline._json_bytes(plain) == plain.stat().st_size
 
 
 # --- errors in the order of one side after the other -----------------------------------------
