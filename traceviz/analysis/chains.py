@@ -126,7 +126,8 @@ def chain_members(
     keep = long & (_distinct_per_chain(chain, op_top, long) >= MIN_CHAIN_OPS)
     if not keep.any():
         return _empty()
-    members = seq[keep].assign(chain=chain[keep], link=np.where(link == "", "first", link)[keep])
+    kept = link[keep]  # ("first" spelled on the kept rows only: an object test per row)
+    members = seq[keep].assign(chain=chain[keep], link=np.where(kept == "", "first", kept))
     members = members.reset_index(drop=True)
     return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
 
@@ -356,7 +357,7 @@ def _links(
     # Decided once per distinct (a's shapes text, a's name, a reduces, b's shapes text): the
     # links of a long trace repeat a few hundred op pairs thousands of times.
     dims, names = ops[Ops.input_dims], ops[Ops.name]
-    reduces = np.isin(a, _reducing_ops(seq, top_op))
+    reduces = _reducing_table(seq, top_op, len(ops))[a]  # (a is −1 where the op is unknown)
     categorical = all(isinstance(c.dtype, pd.CategoricalDtype) for c in (dims, names))
     if (
         categorical
@@ -435,6 +436,17 @@ def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> npt.NDArr
     """Top ops that launched a reduction kernel: their output is not their inputs' shape."""
     reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
     return np.unique(top_op[reduction & (top_op >= 0)])
+
+
+def _reducing_table(
+    seq: pd.DataFrame, top_op: npt.NDArray[np.int64], n_ops: int
+) -> npt.NDArray[np.bool_]:
+    """Per op row, whether it is one of :func:`_reducing_ops`, plus a last False that the
+    unknown top op (−1) reads: ``np.isin(rows, _reducing_ops(...))`` as a lookup, no sort."""
+    reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
+    table = np.zeros(n_ops + 1, dtype=bool)
+    table[top_op[reduction & (top_op >= 0)]] = True
+    return table
 
 
 def _data_link(
