@@ -12,17 +12,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import real_traces, same
+from tests._reference import every_trace_file, real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import blocking as blocking_mod
 from traceviz.analysis import chains as chains_mod
-from traceviz.analysis import comparable
+from traceviz.analysis import comparable, provenance
 from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import timeline as timeline_mod
 from traceviz.analysis.blocking import BlockingColumns as B
 from traceviz.analysis.dense import first_of_codes, unique_inverse
 from traceviz.analysis.fusion_match import HEAVY_KEYS
-from traceviz.analysis.kernels import Classified, classify
+from traceviz.analysis.kernels import Classified, classify, kind_table
 from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.memory import memory_traffic
 from traceviz.analysis.op_keys import op_key
@@ -37,7 +37,7 @@ from traceviz.diagnose.facts import (
     window_bounds,
 )
 from traceviz.diagnose.rules import copies, gemm, profiling
-from traceviz.schema import ActivityKind, Kernels, Launches, Ops
+from traceviz.schema import ActivityKind, Kernels, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
 # --- timeline: the text columns (kind, source, label) ---------------------------------------
@@ -488,3 +488,62 @@ def test_classify_leaves_the_trace_kernels_alone() -> None:
     out.loc[out.index[0], Kernels.dur_us] = -1.0  # an edit of the classified table
     assert Classified.kind not in trace.kernels.columns
     pd.testing.assert_frame_equal(trace.kernels, before)
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_reducing_table_is_isin_of_the_reducing_ops(path: Path) -> None:
+    """chains._links reads a's "reduces" from a table by op row; the replaced form was
+    np.isin of the rows in _reducing_ops, for every op row and the unknown −1."""
+    trace = load_trace(path)
+    facts = facts_of_trace(trace)
+    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    _, top, _ = chains_mod._op_context(trace.ops)
+    top_op = chains_mod._at(top, seq["op"].to_numpy(dtype=float))
+    table = chains_mod._reducing_table(seq, top_op, len(trace.ops))
+    rows = np.arange(-1, len(trace.ops))
+    same(table[rows], np.isin(rows, chains_mod._reducing_ops(seq, top_op)))
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_kind_table_on_its_columns_equals_the_whole_table_form(path: Path) -> None:
+    kernels = classify(load_trace(path))
+    grouped = kernels.groupby([Classified.kind, Classified.source], observed=True)
+    want = pd.DataFrame(
+        {"count": grouped.size(), "time_us": grouped[Kernels.excl_dur_us].sum(min_count=0)}
+    ).reset_index()
+    same(kind_table(kernels), want)
+
+
+# --- provenance._user_frames: flags by category, names spelled at the picked rows only -------
+
+
+def _user_frames_reference(ops: pd.DataFrame) -> dict[int, tuple[str, int, str, bool]]:
+    """The replaced form: every op's name spelled, then the marks and frames picked."""
+    names, marks = provenance._text_where(
+        ops[Ops.name], lambda text: text.startswith(provenance.LINE_MARK_PREFIX)
+    )
+    _, python = provenance._text_where(
+        ops[Ops.category], lambda text: text == OpCategory.PYTHON_FUNCTION.value
+    )
+    picked = np.flatnonzero(marks | python)
+    out = {}
+    for row, name, exact in zip(
+        ops.index[picked], names[picked].tolist(), marks[picked].tolist(), strict=True
+    ):
+        text = name.removeprefix(provenance.LINE_MARK_PREFIX) if exact else name
+        match = provenance._PY_FRAME.match(text)
+        if match is None or match["file"].startswith("<") or provenance.is_library(match["file"]):
+            continue
+        out[int(row)] = (match["file"], int(match["line"]), match["function"], bool(exact))
+    return out
+
+
+@pytest.mark.parametrize("path", every_trace_file())
+def test_user_frames_match_the_spelled_form(path: Path) -> None:
+    """Every trace file (the runs' lines traces hold the line marks; with_stack traces the
+    frames), categorical and plain columns."""
+    ops = load_trace(path).ops
+    want = _user_frames_reference(ops)
+    assert provenance._user_frames(ops) == want
+    plain = ops.astype({Ops.name: object, Ops.category: object})
+    assert provenance._user_frames(plain) == _user_frames_reference(plain) == want

@@ -41,7 +41,9 @@ def classify(trace: Trace) -> pd.DataFrame:
 
 def kind_table(classified: pd.DataFrame) -> pd.DataFrame:
     """Count and device time (µs, exclusive: ``excl_dur_us``) per (kind, source)."""
-    grouped = classified.groupby([Classified.kind, Classified.source], observed=True)
+    # grouped on the three columns it reads (not the whole classified table)
+    columns = [Classified.kind, Classified.source, Kernels.excl_dur_us]
+    grouped = classified[columns].groupby([Classified.kind, Classified.source], observed=True)
     table = pd.DataFrame(
         {"count": grouped.size(), "time_us": grouped[Kernels.excl_dur_us].sum(min_count=0)}
     )

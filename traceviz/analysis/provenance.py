@@ -419,18 +419,41 @@ def _marks_around(ops: pd.DataFrame, marks: list[int]) -> np.ndarray:
 def _user_frames(ops: pd.DataFrame) -> dict[int, tuple[str, int, str, bool]]:
     """ops row → (file, line, function, exact) of each line mark and each python_function
     frame in user code."""
-    names, marks = _text_where(ops[O.name], lambda text: text.startswith(LINE_MARK_PREFIX))
-    _, python = _text_where(ops[O.category], lambda text: text == OpCategory.PYTHON_FUNCTION.value)
-    picked = np.flatnonzero(marks | python)
+
+    def is_mark(text: str) -> bool:
+        return text.startswith(LINE_MARK_PREFIX)
+
+    def is_frame(text: str) -> bool:
+        return text == OpCategory.PYTHON_FUNCTION.value
+
+    name, category = ops[O.name], ops[O.category]
+    if isinstance(name.dtype, pd.CategoricalDtype) and isinstance(
+        category.dtype, pd.CategoricalDtype
+    ):  # tested by category; the names spelled only at the rows picked (most traces: none)
+        marks, python = _category_flags(name, is_mark), _category_flags(category, is_frame)
+        picked = np.flatnonzero(marks | python)
+        names = _text_where(name.iloc[picked], is_mark)[0]
+    else:
+        all_names, marks = _text_where(name, is_mark)
+        python = _text_where(category, is_frame)[1]
+        picked = np.flatnonzero(marks | python)
+        names = all_names[picked]
     out = {}
-    for row, name, exact in zip(
-        ops.index[picked], names[picked].tolist(), marks[picked].tolist(), strict=True
+    for row, text, exact in zip(
+        ops.index[picked], names.tolist(), marks[picked].tolist(), strict=True
     ):
-        match = _PY_FRAME.match(name.removeprefix(LINE_MARK_PREFIX) if exact else name)
+        match = _PY_FRAME.match(text.removeprefix(LINE_MARK_PREFIX) if exact else text)
         if match is None or match["file"].startswith("<") or is_library(match["file"]):
             continue
         out[int(row)] = (match["file"], int(match["line"]), match["function"], bool(exact))
     return out
+
+
+def _category_flags(column: pd.Series, test: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+    """:func:`_text_where`'s flags of a categorical column (``test`` once per category; a
+    missing value False), without spelling every row."""
+    passed = np.array([test(str(c)) for c in column.cat.categories] + [False], dtype=bool)
+    return passed[np.asarray(column.cat.codes, dtype=np.int64)]
 
 
 def _text_where(
