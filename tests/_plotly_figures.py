@@ -13,9 +13,21 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from traceviz.analysis.backends import BackendRow
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.analysis.launch import StepOverhead
 from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.report.backends_views import op_counts_view
+from traceviz.report.figures.backends import (
+    LOG_RATIO,
+    NO_DATA,
+    _above,
+    _below,
+    _latency_hover,
+    _us,
+    _view,
+    backend_color,
+)
 from traceviz.report.figures.fusion import _ops_by_kernel, opaque_fusions
 from traceviz.report.figures.launch import _CPU_PARTS, _STEP_PARTS, _idle_parts
 from traceviz.report.figures.memory import _downsample_max
@@ -627,3 +639,79 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
         )
     )
     return _layout(fig, title, height=max(360, 24 * len(labels) // 2 + 160))
+
+
+def latency_figure(report: Any) -> go.Figure:
+    """Median step time per backend (measured outside the profiler), whiskers ± IQR/2."""
+    title = "Step time per backend (measured, µs): median, whiskers the 25th–75th percentiles"
+    view = _view(report)
+    if view is None:
+        return _empty(title, NO_DATA)
+    rows = [r for r in _records(view.rows) if _nan_to_none(r[BackendRow.step_median_us])]
+    if not rows:
+        return _empty(title, "run.json has no step times for these backends")
+    fig = go.Figure()
+    fig.add_bar(
+        x=[r[BackendRow.backend] for r in rows],
+        y=[r[BackendRow.step_median_us] for r in rows],
+        error_y={
+            "type": "data",
+            "symmetric": False,
+            "array": [_above(r) for r in rows],
+            "arrayminus": [_below(r) for r in rows],
+        },
+        marker_color=[backend_color(str(r[BackendRow.backend])) for r in rows],
+        hovertext=[_latency_hover(r) for r in rows],
+        hoverinfo="text",
+        showlegend=False,
+    )
+    method = view.latency_method or "run.json timing"
+    medians = [float(r[BackendRow.step_median_us]) for r in rows]
+    log = min(medians) > 0 and max(medians) / min(medians) > LOG_RATIO
+    fig.update_yaxes(type="log" if log else "linear")
+    scale = ", log scale" if log else ""
+    return _layout(fig, f"{title} — {method}{scale}", yaxis_title="µs per step")
+
+
+def kernels_per_step_figure(report: Any) -> go.Figure:
+    """Kernels per step (ORT: node runs per model run) and their time per step (measured)."""
+    title = "Kernels per step (measured): torch kernels, ORT node runs"
+    view = _view(report)
+    if view is None:
+        return _empty(title, NO_DATA)
+    rows = _records(view.rows)
+    fig = go.Figure()
+    fig.add_bar(
+        x=[r[BackendRow.backend] for r in rows],
+        y=[_nan_to_none(r[BackendRow.kernels_per_step]) for r in rows],
+        marker_color=[backend_color(str(r[BackendRow.backend])) for r in rows],
+        hovertext=[
+            f"{r[BackendRow.backend]}: {_nan_to_none(r[BackendRow.kernels_per_step])} per step, "
+            f"{_us(r[BackendRow.kernel_time_per_step_us])} kernel time per step"
+            for r in rows
+        ],
+        hoverinfo="text",
+        showlegend=False,
+    )
+    return _layout(fig, title, yaxis_title="kernels per step")
+
+
+def op_counts_figure(report: Any) -> go.Figure:
+    """Nodes per op type in the exported graph and each level: the ops whose count changes."""
+    title = "ONNX op counts per graph (ops whose count changes)"
+    view = _view(report)
+    if view is None:
+        return _empty(title, NO_DATA)
+    table = op_counts_view(view)
+    changed = [row for row in table.rows if len(set(row[1:])) > 1]
+    if not changed:
+        return _empty(title, "no level changed the exported graph's op counts")
+    fig = go.Figure()
+    for i, graph in enumerate(table.columns[1:], start=1):
+        fig.add_bar(
+            name=graph,
+            x=[row[0] for row in changed],
+            y=[int(row[i]) for row in changed],
+            marker_color=SIDE_COLORS[0] if graph == "exported" else None,
+        )
+    return _layout(fig, title, barmode="group", yaxis_title="nodes")

@@ -59,7 +59,10 @@ def corpus_report(a: str, b: str) -> Report:
 
 
 def test_every_builder_is_compared() -> None:
-    assert sorted(BUILDERS) == sorted(
+    from traceviz.report.figures.backends import BACKEND_FIGURES
+
+    compared = BUILDERS + [build.__name__ for build in BACKEND_FIGURES]
+    assert sorted(compared) == sorted(
         n for n in dir(plotly_built) if n.endswith("_figure") and not n.startswith("same")
     )
 
@@ -214,3 +217,45 @@ def test_timeline_hover_texts_as_pandas_made_them() -> None:
     assert _hover_single(events)[3] == "<b>add</b><br>pointwise · –<br>launched by –"
     with pytest.raises(TypeError):  # as before: a missing name cannot be cut to length
         _hover_single(missing_name)
+
+
+def test_same_backend_figures(tmp_trace: Callable[..., Path]) -> None:
+    """GIVEN the run with ONNX Runtime backends (and the same run made to draw a log axis,
+    to have no step times, no quartiles, and no op count that changes) THEN the Backends
+    figures are the plotly-built ones; a report without backends too."""
+    import dataclasses
+
+    from traceviz.analysis.backends import BackendRow
+    from traceviz.report.figures.backends import BACKEND_FIGURES
+
+    run = SAMPLES / "gpt2-ort"
+    if not (run / "run.json").is_file():
+        pytest.skip(f"{run} not found")
+    report = sample_report("gpt2-ort")
+    view = report.backends
+    assert view is not None and not view.rows.empty
+    rows = view.rows
+    slow = rows[BackendRow.step_median_us].astype(float) * np.where(rows.index == 0, 1000, 1)
+    variants = {
+        "as run": view,
+        "log axis": dataclasses.replace(
+            view, rows=rows.assign(**{BackendRow.step_median_us: slow})
+        ),
+        "no step times": dataclasses.replace(
+            view, rows=rows.assign(**{BackendRow.step_median_us: np.nan})
+        ),
+        "no quartiles": dataclasses.replace(
+            view, rows=rows.assign(**{BackendRow.step_q1_us: np.nan, BackendRow.step_q3_us: np.nan})
+        ),
+        "same op counts": dataclasses.replace(view, op_counts=view.op_counts.iloc[:0]),
+    }
+    plain = compare(load_trace(_ops_only(tmp_trace)), load_trace(_ops_only(tmp_trace)))
+    for label, backends in variants.items():
+        made = dataclasses.replace(report, backends=backends)
+        for build in BACKEND_FIGURES:
+            name = build.__name__
+            for subject in (made, plain):
+                got, want = build(subject), getattr(plotly_built, name)(subject)
+                plotly_built.same_figure(got, want, f"{label}: {name}")
+    log_axis = dataclasses.replace(report, backends=variants["log axis"])
+    assert BACKEND_FIGURES[0](log_axis).layout.yaxis.type == "log"

@@ -15,7 +15,15 @@ import plotly.graph_objects as go
 
 from traceviz.analysis.backends import BackendRow, BackendsView
 from traceviz.report.backends_views import op_counts_view
-from traceviz.report.figures.style import SIDE_COLORS, _empty, _layout, _nan_to_none, _records
+from traceviz.report.figures.fast import figure, scalars
+from traceviz.report.figures.style import (
+    SIDE_COLORS,
+    _nan_to_none,
+    _records,
+    empty_spec,
+    layout_spec,
+    template_spec,
+)
 from traceviz.units import fmt_us
 
 __all__ = [
@@ -50,31 +58,35 @@ def latency_figure(report: Any) -> go.Figure:
     title = "Step time per backend (measured, µs): median, whiskers the 25th–75th percentiles"
     view = _view(report)
     if view is None:
-        return _empty(title, NO_DATA)
+        return figure([], empty_spec(title, NO_DATA))
     rows = [r for r in _records(view.rows) if _nan_to_none(r[BackendRow.step_median_us])]
     if not rows:
-        return _empty(title, "run.json has no step times for these backends")
-    fig = go.Figure()
-    fig.add_bar(
-        x=[r[BackendRow.backend] for r in rows],
-        y=[r[BackendRow.step_median_us] for r in rows],
-        error_y={
-            "type": "data",
+        return figure([], empty_spec(title, "run.json has no step times for these backends"))
+    bar = {
+        "error_y": {
+            "array": scalars([_above(r) for r in rows]),
+            "arrayminus": scalars([_below(r) for r in rows]),
             "symmetric": False,
-            "array": [_above(r) for r in rows],
-            "arrayminus": [_below(r) for r in rows],
+            "type": "data",
         },
-        marker_color=[backend_color(str(r[BackendRow.backend])) for r in rows],
-        hovertext=[_latency_hover(r) for r in rows],
-        hoverinfo="text",
-        showlegend=False,
-    )
+        "hoverinfo": "text",
+        "hovertext": [_latency_hover(r) for r in rows],
+        "marker": {"color": [backend_color(str(r[BackendRow.backend])) for r in rows]},
+        "showlegend": False,
+        "x": scalars([r[BackendRow.backend] for r in rows]),
+        "y": scalars([r[BackendRow.step_median_us] for r in rows]),
+        "type": "bar",
+    }
     method = view.latency_method or "run.json timing"
     medians = [float(r[BackendRow.step_median_us]) for r in rows]
     log = min(medians) > 0 and max(medians) / min(medians) > LOG_RATIO
-    fig.update_yaxes(type="log" if log else "linear")
     scale = ", log scale" if log else ""
-    return _layout(fig, f"{title} — {method}{scale}", yaxis_title="µs per step")
+    layout = {
+        "template": template_spec(),
+        "yaxis": {"type": "log" if log else "linear", "title": {"text": "µs per step"}},
+        **layout_spec(f"{title} — {method}{scale}"),
+    }
+    return figure([bar], layout)
 
 
 def kernels_per_step_figure(report: Any) -> go.Figure:
@@ -82,22 +94,27 @@ def kernels_per_step_figure(report: Any) -> go.Figure:
     title = "Kernels per step (measured): torch kernels, ORT node runs"
     view = _view(report)
     if view is None:
-        return _empty(title, NO_DATA)
+        return figure([], empty_spec(title, NO_DATA))
     rows = _records(view.rows)
-    fig = go.Figure()
-    fig.add_bar(
-        x=[r[BackendRow.backend] for r in rows],
-        y=[_nan_to_none(r[BackendRow.kernels_per_step]) for r in rows],
-        marker_color=[backend_color(str(r[BackendRow.backend])) for r in rows],
-        hovertext=[
+    bar = {
+        "hoverinfo": "text",
+        "hovertext": [
             f"{r[BackendRow.backend]}: {_nan_to_none(r[BackendRow.kernels_per_step])} per step, "
             f"{_us(r[BackendRow.kernel_time_per_step_us])} kernel time per step"
             for r in rows
         ],
-        hoverinfo="text",
-        showlegend=False,
-    )
-    return _layout(fig, title, yaxis_title="kernels per step")
+        "marker": {"color": [backend_color(str(r[BackendRow.backend])) for r in rows]},
+        "showlegend": False,
+        "x": scalars([r[BackendRow.backend] for r in rows]),
+        "y": [_nan_to_none(r[BackendRow.kernels_per_step]) for r in rows],
+        "type": "bar",
+    }
+    layout = {
+        "template": template_spec(),
+        **layout_spec(title),
+        "yaxis": {"title": {"text": "kernels per step"}},
+    }
+    return figure([bar], layout)
 
 
 def op_counts_figure(report: Any) -> go.Figure:
@@ -105,20 +122,29 @@ def op_counts_figure(report: Any) -> go.Figure:
     title = "ONNX op counts per graph (ops whose count changes)"
     view = _view(report)
     if view is None:
-        return _empty(title, NO_DATA)
+        return figure([], empty_spec(title, NO_DATA))
     table = op_counts_view(view)
     changed = [row for row in table.rows if len(set(row[1:])) > 1]
     if not changed:
-        return _empty(title, "no level changed the exported graph's op counts")
-    fig = go.Figure()
+        why = "no level changed the exported graph's op counts"
+        return figure([], empty_spec(title, why))
+    data = []
     for i, graph in enumerate(table.columns[1:], start=1):
-        fig.add_bar(
-            name=graph,
-            x=[row[0] for row in changed],
-            y=[int(row[i]) for row in changed],
-            marker_color=SIDE_COLORS[0] if graph == "exported" else None,
-        )
-    return _layout(fig, title, barmode="group", yaxis_title="nodes")
+        bar: dict[str, Any] = {"marker": {"color": SIDE_COLORS[0]}} if graph == "exported" else {}
+        bar |= {
+            "name": graph,
+            "x": scalars([row[0] for row in changed]),
+            "y": [int(row[i]) for row in changed],
+            "type": "bar",
+        }
+        data.append(bar)
+    layout = {
+        "template": template_spec(),
+        **layout_spec(title),
+        "barmode": "group",
+        "yaxis": {"title": {"text": "nodes"}},
+    }
+    return figure(data, layout)
 
 
 def _above(row: dict[str, Any]) -> float:
