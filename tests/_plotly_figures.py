@@ -38,6 +38,15 @@ from traceviz.report.figures.overview import (
     log_ticks,
     traffic_partial,
 )
+from traceviz.report.figures.ranks import (
+    PARTS,
+    RANK,
+    STEP_P50,
+    STEPS,
+    STRAGGLER,
+    STRAGGLER_COLOR,
+    _shown,
+)
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
     KIND_COLORS,
@@ -715,3 +724,45 @@ def op_counts_figure(report: Any) -> go.Figure:
             marker_color=SIDE_COLORS[0] if graph == "exported" else None,
         )
     return _layout(fig, title, barmode="group", yaxis_title="nodes")
+
+
+def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
+    """Per-rank stacked bars of compute, collective transfer and waiting per step (µs, measured)
+    with each rank's median step as a marker; stragglers outlined."""
+    if per_rank.empty:
+        return _empty(title, "no ranks")
+    table = _shown(per_rank)
+    steps = pd.to_numeric(table[STEPS], errors="coerce").to_numpy(dtype=float)
+    per_step = np.where(steps > 0, steps, 1.0)
+    x = [str(int(r)) for r in table[RANK]]
+    late = table[STRAGGLER].fillna(False).astype(bool).to_numpy() if STRAGGLER in table else None
+    outline = [STRAGGLER_COLOR if s else "rgba(0,0,0,0)" for s in (late if late is not None
+               else np.zeros(len(table), dtype=bool))]  # fmt: skip
+    fig = go.Figure()
+    for column, label, color in PARTS:
+        if column not in table:
+            continue
+        values = pd.to_numeric(table[column], errors="coerce")
+        if values.isna().all():
+            continue
+        fig.add_bar(
+            x=x,
+            y=values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3,
+            name=label,
+            marker={"color": color, "line": {"color": outline, "width": 2}},
+            hovertemplate=f"rank %{{x}}<br>{label}: %{{y:.3f}} ms per step<extra></extra>",
+        )
+    fig.add_scatter(
+        x=x,
+        y=pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3,
+        mode="markers",
+        name="median step",
+        marker={"symbol": "line-ew-open", "size": 14, "color": "#2F2F2F"},
+        hovertemplate="rank %{x}<br>median step: %{y:.3f} ms<extra></extra>",
+    )
+    flagged = [x[i] for i in np.flatnonzero(late)] if late is not None else []
+    note = f"stragglers: {', '.join(flagged)}" if flagged else "no straggler"
+    shown = "" if len(table) == len(per_rank) else f"; {len(table)} of {len(per_rank)} ranks"
+    fig.update_layout(barmode="stack", xaxis={"type": "category", "title": "rank"})
+    fig.update_yaxes(title_text="ms per step")
+    return _layout(fig, f"{title} — device time per step (measured), {note}{shown}", height=400)

@@ -61,7 +61,7 @@ def corpus_report(a: str, b: str) -> Report:
 def test_every_builder_is_compared() -> None:
     from traceviz.report.figures.backends import BACKEND_FIGURES
 
-    compared = BUILDERS + [build.__name__ for build in BACKEND_FIGURES]
+    compared = [*BUILDERS, *(build.__name__ for build in BACKEND_FIGURES), "ranks_figure"]
     assert sorted(compared) == sorted(
         n for n in dir(plotly_built) if n.endswith("_figure") and not n.startswith("same")
     )
@@ -259,3 +259,33 @@ def test_same_backend_figures(tmp_trace: Callable[..., Path]) -> None:
                 plotly_built.same_figure(got, want, f"{label}: {name}")
     log_axis = dataclasses.replace(report, backends=variants["log axis"])
     assert BACKEND_FIGURES[0](log_axis).layout.yaxis.type == "log"
+
+
+def test_same_ranks_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GIVEN a made job with a straggler (and its table without the straggler column, with a
+    part all missing, empty, cut to a few ranks) THEN the ranks figure is the plotly-built one."""
+    import traceviz
+    from tests.ranks_fixtures import synthetic_job, write_ranks
+    from traceviz.ranks.analyse import analyse_ranks
+    from traceviz.ranks.render import per_rank_table
+    from traceviz.report.figures import ranks
+
+    job = synthetic_job(straggler=3, seed=7)
+    table = per_rank_table(analyse_ranks(traceviz.load_ranks(write_ranks(tmp_path, job.docs))))
+    assert table["straggler"].fillna(False).astype(bool).tolist().count(True) == 1
+    tables = [
+        table,
+        table.drop(columns=["straggler", "collective_wait_us"]),
+        table.assign(collective_transfer_us=np.nan),
+        table.iloc[:0],
+    ]
+    for made in tables:
+        for options in ({}, {"title": "Job"}):
+            got, want = (
+                ranks.ranks_figure(made, **options),
+                plotly_built.ranks_figure(made, **options),
+            )
+            plotly_built.same_figure(got, want, f"ranks_figure({options})")
+    monkeypatch.setattr(ranks, "MAX_RANKS", 3)
+    plotly_built.same_figure(ranks.ranks_figure(table), plotly_built.ranks_figure(table))
+    assert "3 of 8 ranks" in ranks.ranks_figure(table).layout.title.text

@@ -10,11 +10,14 @@ in red and named in the title.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from traceviz.report.figures.style import KIND_COLORS, _empty, _layout
+from traceviz.report.figures.fast import figure
+from traceviz.report.figures.style import KIND_COLORS, empty_spec, layout_spec, template_spec
 
 #: Columns read from the per-rank table (µs unless stated).
 RANK, STEPS, STEP_P50 = "rank", "steps", "step_p50_us"
@@ -34,7 +37,7 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
     """Per-rank stacked bars of compute, collective transfer and waiting per step (µs, measured)
     with each rank's median step as a marker; stragglers outlined."""
     if per_rank.empty:
-        return _empty(title, "no ranks")
+        return figure([], empty_spec(title, "no ranks"))
     table = _shown(per_rank)
     steps = pd.to_numeric(table[STEPS], errors="coerce").to_numpy(dtype=float)
     per_step = np.where(steps > 0, steps, 1.0)
@@ -42,34 +45,45 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
     late = table[STRAGGLER].fillna(False).astype(bool).to_numpy() if STRAGGLER in table else None
     outline = [STRAGGLER_COLOR if s else "rgba(0,0,0,0)" for s in (late if late is not None
                else np.zeros(len(table), dtype=bool))]  # fmt: skip
-    fig = go.Figure()
+    data: list[dict[str, Any]] = []
     for column, label, color in PARTS:
         if column not in table:
             continue
         values = pd.to_numeric(table[column], errors="coerce")
         if values.isna().all():
             continue
-        fig.add_bar(
-            x=x,
-            y=values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3,
-            name=label,
-            marker={"color": color, "line": {"color": outline, "width": 2}},
-            hovertemplate=f"rank %{{x}}<br>{label}: %{{y:.3f}} ms per step<extra></extra>",
+        data.append(
+            {
+                "hovertemplate": f"rank %{{x}}<br>{label}: %{{y:.3f}} ms per step<extra></extra>",
+                "marker": {"color": color, "line": {"color": list(outline), "width": 2}},
+                "name": label,
+                "x": list(x),
+                "y": values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3,
+                "type": "bar",
+            }
         )
-    fig.add_scatter(
-        x=x,
-        y=pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3,
-        mode="markers",
-        name="median step",
-        marker={"symbol": "line-ew-open", "size": 14, "color": "#2F2F2F"},
-        hovertemplate="rank %{x}<br>median step: %{y:.3f} ms<extra></extra>",
+    data.append(
+        {
+            "hovertemplate": "rank %{x}<br>median step: %{y:.3f} ms<extra></extra>",
+            "marker": {"color": "#2F2F2F", "size": 14, "symbol": "line-ew-open"},
+            "mode": "markers",
+            "name": "median step",
+            "x": x,
+            "y": pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3,
+            "type": "scatter",
+        }
     )
     flagged = [x[i] for i in np.flatnonzero(late)] if late is not None else []
     note = f"stragglers: {', '.join(flagged)}" if flagged else "no straggler"
     shown = "" if len(table) == len(per_rank) else f"; {len(table)} of {len(per_rank)} ranks"
-    fig.update_layout(barmode="stack", xaxis={"type": "category", "title": "rank"})
-    fig.update_yaxes(title_text="ms per step")
-    return _layout(fig, f"{title} — device time per step (measured), {note}{shown}", height=400)
+    layout = {
+        "template": template_spec(),
+        "xaxis": {"type": "category", "title": {"text": "rank"}},
+        "barmode": "stack",
+        "yaxis": {"title": {"text": "ms per step"}},
+        **layout_spec(f"{title} — device time per step (measured), {note}{shown}", height=400),
+    }
+    return figure(data, layout)
 
 
 def _shown(per_rank: pd.DataFrame) -> pd.DataFrame:
