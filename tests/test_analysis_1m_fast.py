@@ -20,7 +20,7 @@ from traceviz.analysis import comparable, provenance
 from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import timeline as timeline_mod
 from traceviz.analysis.blocking import BlockingColumns as B
-from traceviz.analysis.dense import first_of_codes, unique_inverse
+from traceviz.analysis.dense import first_of_codes, sorted_unique, unique_inverse
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.kernels import Classified, classify, kind_table
 from traceviz.analysis.launch import launch_overhead
@@ -309,6 +309,8 @@ def test_unique_inverse_and_first_of_codes_match_numpy(seed: int) -> None:
             _same_unique(rng.integers(0, min(high, np.iinfo(dtype).max), n).astype(dtype))
     _same_unique(rng.integers(-5, 5, n))  # negative: np.unique
     _same_unique(np.zeros(0, dtype=np.int64))
+    for values in (rng.integers(0, 9, n), rng.integers(0, 10**9, n), rng.integers(-3, 3, n)):
+        same(sorted_unique(values), np.unique(values))
     codes, _ = pd.factorize(rng.integers(0, 40, n))
     codes = np.asarray(codes, dtype=np.int64)
     same(first_of_codes(codes), np.unique(codes, return_index=True)[1])

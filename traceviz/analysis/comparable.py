@@ -38,6 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.dense import sorted_unique
 from traceviz.analysis.fusion_match import COMPOSITES, HEAVY_KEYS, Coded, distinct
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.op_keys import name_keys, op_key
@@ -203,7 +204,7 @@ def _heavy_signatures(
         keep = ~name.flags(lambda n: n in fused)
         label, rows = label[keep], rows[keep]
     texts = np.concatenate([op.uniques, name.uniques])
-    used = np.unique(label[label >= 0])
+    used = sorted_unique(label[label >= 0])  # (np.unique's, without its sort)
     heavy_label = np.zeros(len(texts) + 1, dtype=bool)  # the last: no label (code −1)
     heavy_label[used] = [op_key(str(t)) in HEAVY_KEYS for t in texts[used]]
     heavy = heavy_label[label]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["first_of_codes", "unique_inverse"]
+__all__ = ["first_of_codes", "sorted_unique", "unique_inverse"]
 
 #: The table is used while the largest value is below 8 × the values + this (its size bound).
 _SLACK = 1 << 16
@@ -22,6 +22,15 @@ def _suits(values: npt.NDArray[np.integer]) -> bool:
     if values.dtype.kind not in "iu" or values.size == 0:
         return False
     return bool(values.min() >= 0) and int(values.max()) < 8 * values.size + _SLACK
+
+
+def sorted_unique(values: npt.NDArray[np.integer]) -> npt.NDArray[np.integer]:
+    """``np.unique(values)`` of a 1-D integer array: its distinct values, sorted."""
+    if not _suits(values):
+        return np.unique(values)
+    present = np.zeros(int(values.max()) + 1, dtype=bool)
+    present[values] = True
+    return np.flatnonzero(present).astype(values.dtype, copy=False)
 
 
 def unique_inverse(

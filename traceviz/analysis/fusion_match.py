@@ -48,6 +48,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
+from traceviz.analysis.dense import sorted_unique
 from traceviz.analysis.fusion_names import TritonSubkind, eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import issue_us
 from traceviz.analysis.op_keys import name_keys, op_key
@@ -265,7 +266,7 @@ def layout_kernels(c: KernelSide) -> set[str]:
 def distinct(column: Coded, mask: npt.NDArray[np.bool_] | None = None) -> set[str]:
     """The distinct non-missing values of ``column`` (on the rows of ``mask``)."""
     codes = column.codes if mask is None else column.codes[mask]
-    found = np.unique(codes[codes >= 0])
+    found = sorted_unique(codes[codes >= 0])  # (np.unique's, without its sort)
     return {str(v) for v in column.uniques[found] if v is not None}
 
 
