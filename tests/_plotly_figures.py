@@ -50,19 +50,47 @@ from traceviz.report.figures.ranks import (
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
     KIND_COLORS,
+    LEGEND_PX,
     MAX_MARKS,
     SIDE_COLORS,
-    _empty,
-    _layout,
     _nan_to_none,
     _records,
     _sides,
+    template,
+    wrap_title,
 )
 from traceviz.report.figures.timeline import _aggregate, _timeline_events, _window
 from traceviz.report.metric_names import metric_label
 from traceviz.report.views import fmt_value
 from traceviz.schema import DeviceKind, Memory
 from traceviz.units import fmt_bytes, fmt_count, fmt_name, fmt_us
+
+
+def _layout(fig: go.Figure, title: str, *, height: int = 380, **extra: Any) -> go.Figure:
+    """Title (wrapped: plotly never wraps one, and a long one runs off the figure), size,
+    template, margins and a legend below the axis title; the height grows with the title's
+    lines and the legend's row."""
+    lines = wrap_title(title)
+    top = 34 + 19 * len(lines)
+    fig.update_layout(
+        title={"text": "<br>".join(lines), "x": 0.01, "xanchor": "left", "font": {"size": 14}},
+        height=height + top - 53 + LEGEND_PX,
+        template=template(),
+        margin={"l": 60, "r": 20, "t": top, "b": 50 + LEGEND_PX},
+        # the legend at the figure's bottom edge, in pixels below the axis title (placed at a
+        # fraction of the plot's height, it ran into the axis title of short figures)
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
+        **extra,
+    )  # fmt: skip
+    return fig
+
+
+def _empty(title: str, message: str, *, height: int = 260) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, height=height)
 
 
 def same_figure(got: go.Figure, want: go.Figure, path: str = "fig") -> None:

@@ -55,25 +55,6 @@ HEADLINE_METRICS = (
 )
 
 
-def _layout(fig: go.Figure, title: str, *, height: int = 380, **extra: Any) -> go.Figure:
-    """Title (wrapped: plotly never wraps one, and a long one runs off the figure), size,
-    template, margins and a legend below the axis title; the height grows with the title's
-    lines and the legend's row."""
-    lines = wrap_title(title)
-    top = 34 + 19 * len(lines)
-    fig.update_layout(
-        title={"text": "<br>".join(lines), "x": 0.01, "xanchor": "left", "font": {"size": 14}},
-        height=height + top - 53 + LEGEND_PX,
-        template=template(),
-        margin={"l": 60, "r": 20, "t": top, "b": 50 + LEGEND_PX},
-        # the legend at the figure's bottom edge, in pixels below the axis title (placed at a
-        # fraction of the plot's height, it ran into the axis title of short figures)
-        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
-        **extra,
-    )  # fmt: skip
-    return fig
-
-
 #: The trace types traceviz draws: :func:`template` keeps plotly_white's styling of these.
 TEMPLATE_TRACES = ("bar", "scatter")
 
@@ -105,8 +86,9 @@ def template_spec() -> dict[str, Any]:
 
 
 def layout_spec(title: str, *, height: int = 380) -> dict[str, Any]:
-    """What :func:`_layout` adds to a layout that has none of its keys yet, as plotly stores
-    it, in order: title, margin, legend, height (the caller puts them after its own keys)."""
+    """A figure's title (wrapped: plotly never wraps one, and a long one runs off the figure),
+    margins and legend below the axis title, and height (grown with the title's lines and the
+    legend's row), as plotly stores them, in order (the caller puts them after its own keys)."""
     lines = wrap_title(title)
     top = 34 + 19 * len(lines)
     return {
@@ -118,7 +100,8 @@ def layout_spec(title: str, *, height: int = 380) -> dict[str, Any]:
 
 
 def empty_spec(title: str, message: str, *, height: int = 260) -> dict[str, Any]:
-    """:func:`_empty`'s layout (it has no traces), for :func:`fast.figure`."""
+    """The layout of a figure that draws nothing but ``message`` (it has no traces), for
+    :func:`~traceviz.report.figures.fast.figure`."""
     return {
         "template": template_spec(),
         "annotations": [
@@ -141,14 +124,6 @@ def wrap_title(text: str, width: int = TITLE_WIDTH) -> list[str]:
         else:
             lines.append(word)
     return lines or [""]
-
-
-def _empty(title: str, message: str, *, height: int = 260) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return _layout(fig, title, height=height)
 
 
 def _sides(c: Comparison) -> list[tuple[Side, str]]:
