@@ -197,6 +197,17 @@ def test_small_files_stay_on_one_thread(
         assert (recorder.threads[b.name] == WORKER) is thread
 
 
+def test_one_cpu_stays_on_one_thread(
+    monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
+) -> None:
+    a, b = _pair(tmp_trace)
+    for cpus, thread in ((1, False), (2, True)):
+        monkeypatch.setattr(pipeline, "_cpus", lambda n=cpus: n)
+        recorder = Recorder()
+        compare(a, b, load=recorder)
+        assert (recorder.threads[b.name] == WORKER) is thread
+
+
 def test_big_pairs_stay_on_one_thread(
     monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
 ) -> None:

@@ -176,11 +176,11 @@ def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None)
     more (what overlaps is mostly the loads: reading, inflating, the native scan release the
     GIL; analyses take turns), but not so much that two at once would hold more than
     :data:`OVERLAP_MAX_BYTES`. Never for one input twice (a loader may hand back one Trace
-    object for both; one object is not analysed from two threads), nor with
+    object for both; one object is not analysed from two threads), nor on one CPU, nor with
     ``TRACEVIZ_CONCURRENT=0``."""
     if isinstance(a, Side) or isinstance(b, Side):
         return False
-    if os.environ.get(CONCURRENT_ENV, "").strip() == "0":
+    if os.environ.get(CONCURRENT_ENV, "").strip() == "0" or _cpus() < 2:
         return False
     if all(v is None or isinstance(v, Trace) for v in (a, b, eager_lines)):
         return False  # nothing to load
@@ -190,6 +190,14 @@ def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None)
     if json_a + max(json_b, json_lines) > OVERLAP_MAX_BYTES:
         return False
     return not _same_input(a, b)
+
+
+def _cpus() -> int:
+    """The CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
 
 
 def _json_bytes(value: SideInput | None) -> int:
