@@ -128,11 +128,19 @@ def test_benchmark_best_of_takes_each_part_best() -> None:
 
     def round_(load: float, a: float, b: float) -> dict[str, Any]:
         views = {"Overview": a, "Kernels": b}
+        models = {"Overview": a, "Kernels": a}
         return {"warm_up": 0.1, "load": load, "analysis": 2 * load, "views": a + b,
-                "models": a, "per_view": views, "per_model": {"Overview": a, "Kernels": a},
+                "models": a, "per_view": views, "per_model": models,
+                "load_at_once": load / 2, "load_at_once_cpu": load, "open": 3 * load,
+                "open_cpu": 4 * load, "dash_per_view": dict(views), "dash_per_model": models,
+                "dash_views": a + b, "dash_models": 2 * a,
                 "events": 10, "marks_step": 1, "marks_all": 1}  # fmt: skip
 
     best = bench.best_of([round_(5.0, 0.3, 0.1), round_(4.0, 0.2, 0.4)])
     assert best["load"] == 4.0 and best["analysis"] == 8.0
     assert best["per_view"] == {"Overview": 0.2, "Kernels": 0.1}
     assert best["views"] == pytest.approx(0.3) and best["models"] == pytest.approx(0.4)
+    # the sides-at-once parts: each its best round, with that round's CPU time
+    assert best["load_at_once"] == 2.0 and best["load_at_once_cpu"] == 4.0
+    assert best["open"] == 12.0 and best["open_cpu"] == 16.0
+    assert best["dash_views"] == pytest.approx(0.3) and best["dash_models"] == pytest.approx(0.4)
