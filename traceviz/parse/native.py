@@ -113,9 +113,14 @@ def scan(path: Path, data: bytes | bytearray, module: Any = None) -> Scanned | N
         scanner = module.Scanner(view, TOP_KEYS, ARG_KEYS, RAW_KEYS)
         collector = Collector()
         batches = _scan_ahead(scanner) if len(view) >= AHEAD_BYTES else _batches(scanner)
-        for batch in batches:
-            collector.add(NativeSource(batch))
-            del batch
+        try:
+            for batch in batches:
+                collector.add(NativeSource(batch))
+                del batch
+        finally:
+            # stops and joins the scan-ahead worker now, not when the error's traceback
+            # (kept by a notebook, a caller's ``except ... as err``) lets the generator go
+            batches.close()
         bare, start, end = scanner.bare, scanner.events_start, scanner.events_end
         del scanner
         header = None if bare else _header(path, view, start, end)
