@@ -114,8 +114,8 @@ def _lanes(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.int64]:
         combo = pd.factorize(combo * (len(uniques) + 1) + codes)[0]  # stays below len(kernels)
     first = first_of_codes(combo)  # one row per combination, in order (np.unique's index)
     # the first rows of the few columns the keys read (not of every column of the table)
-    read = [kernels.columns.get_loc(c) for c in _LANE_COLUMNS if c in kernels.columns]
-    lane_codes, _ = pd.factorize(_lane_keys(trace, kernels.iloc[first, read]))
+    picked = pd.DataFrame({c: kernels[c].take(first) for c in _LANE_COLUMNS if c in kernels})
+    lane_codes, _ = pd.factorize(_lane_keys(trace, picked))
     return np.asarray(lane_codes, dtype=np.int64)[combo]
 
 
