@@ -115,8 +115,8 @@ def chain_members(
     (its shape keys are not used), else it is built here. Columns: :class:`ChainMember`.
     """
     seq = _lane_order(trace, kernels, kernel_step, lanes)
-    if len(seq) < MIN_CHAIN_KERNELS:
-        return _empty()
+    if len(seq) < MIN_CHAIN_KERNELS or trace.ops.empty:
+        return _empty()  # (no ops: no kernel has a launching op to link by)
     context, top, optimizer = _op_context(trace.ops, _known_rows(seq, len(trace.ops)))
     link = _links(seq, trace.ops, context, top, optimizer)
     chain = np.cumsum(link == "")
