@@ -549,3 +549,36 @@ def test_user_frames_match_the_spelled_form(path: Path) -> None:
     assert provenance._user_frames(ops) == want
     plain = ops.astype({Ops.name: object, Ops.category: object})
     assert provenance._user_frames(plain) == _user_frames_reference(plain) == want
+
+
+# --- gemm._pairs: the names tested on the GEMM and pointwise rows only -----------------------
+
+
+def _pairs_reference(facts: TraceFacts, seq: pd.DataFrame) -> list[tuple[int, int]]:
+    """The replaced form: both name tests over every kernel of the lane order."""
+    kind = seq["kind"]
+    is_gemm = kind.isin([gemm.KernelKind.GEMM.value]).to_numpy(dtype=bool)
+    pointwise = kind.isin([gemm.KernelKind.POINTWISE.value]).to_numpy(dtype=bool)
+    labels = seq["label"]
+    plain = gemm._per_name(labels, gemm._is_plain_matmul) | gemm._op_names_are(
+        facts, seq["op"], gemm._is_plain_matmul
+    )
+    adds = gemm._per_name(labels, gemm._is_add)
+    candidate = np.zeros(len(seq), dtype=bool)
+    candidate[1:] = is_gemm[:-1] & pointwise[1:] & plain[:-1] & adds[1:]
+    candidate &= gemm.same_context(seq)
+    at = np.flatnonzero(candidate)
+    ops = seq["op"].to_numpy(dtype=float)
+    gemm_dims, add_dims = gemm._dims(facts, ops[at - 1]), gemm._dims(facts, ops[at])
+    return [
+        (int(seq.index[j - 1]), int(seq.index[j]))
+        for j, g, a in zip(at.tolist(), gemm_dims, add_dims, strict=True)
+        if gemm._same_output(g, a)
+    ]
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_matmul_add_pairs_match_the_every_row_form(path: Path) -> None:
+    facts = facts_of_trace(load_trace(path))
+    seq = gemm.timeline_of(facts)
+    assert gemm._pairs(facts, seq) == _pairs_reference(facts, seq)

@@ -181,8 +181,13 @@ def _pairs(facts: TraceFacts, seq: pd.DataFrame) -> list[tuple[int, int]]:
     gemm = seq["kind"].isin([KernelKind.GEMM.value]).to_numpy(dtype=bool)
     pointwise = seq["kind"].isin([KernelKind.POINTWISE.value]).to_numpy(dtype=bool)
     labels = seq["label"]
-    plain = _per_name(labels, _is_plain_matmul) | _op_names_are(facts, seq["op"], _is_plain_matmul)
-    adds = _per_name(labels, _is_add)
+    # a pair is a GEMM row then a pointwise row: the names tested on those rows only
+    plain = np.zeros(len(seq), dtype=bool)
+    plain[gemm] = _per_name(labels[gemm], _is_plain_matmul) | _op_names_are(
+        facts, seq["op"][gemm], _is_plain_matmul
+    )
+    adds = np.zeros(len(seq), dtype=bool)
+    adds[pointwise] = _per_name(labels[pointwise], _is_add)
     candidate = np.zeros(len(seq), dtype=bool)
     candidate[1:] = gemm[:-1] & pointwise[1:] & plain[:-1] & adds[1:]
     candidate &= same_context(seq)
