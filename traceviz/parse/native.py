@@ -23,7 +23,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -141,13 +141,13 @@ def _next_batch(scanner: Any) -> _Batch | None:
     return _Batch(n, kinds, values, scanner.strings, scanner.raws)
 
 
-def _batches(scanner: Any) -> Iterator[_Batch]:
+def _batches(scanner: Any) -> Generator[_Batch, None, None]:
     """Every batch of the scanner, scanned when asked for."""
     while (batch := _next_batch(scanner)) is not None:
         yield batch
 
 
-def _scan_ahead(scanner: Any) -> Iterator[_Batch]:
+def _scan_ahead(scanner: Any) -> Generator[_Batch, None, None]:
     """Every batch of the scanner, the next one scanned on a worker thread meanwhile.
 
     The worker's error (``Unsupported``, ``MemoryError``) is raised here in its turn; when the
