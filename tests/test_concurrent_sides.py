@@ -208,6 +208,25 @@ def test_one_cpu_stays_on_one_thread(
         assert (recorder.threads[b.name] == WORKER) is thread
 
 
+def test_no_worker_when_side_a_cannot_be_read(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, tmp_trace: Callable[..., Path]
+) -> None:
+    """a missing, empty or unreadable: its error comes first and at once, so b's load and
+    analysis would run on in the background for nothing; no worker, a's error as before."""
+    a, b = _pair(tmp_trace)
+    monkeypatch.setattr(pipeline, "OVERLAP_MIN_BYTES", 1)
+    monkeypatch.setattr(pipeline, "_cpus", lambda: 2)
+    assert pipeline._overlap(a, b, None)  # readable: a worker
+    missing, empty = tmp_path / "missing.json", tmp_path / "empty.json"
+    empty.write_bytes(b"")
+    for bad in (missing, empty):
+        assert not pipeline._overlap(bad, b, None)
+        recorder = Recorder()
+        with pytest.raises(TraceFormatError, match=bad.name):
+            compare(bad, b, load=recorder)
+        assert b.name not in recorder.threads  # b never loaded
+
+
 def test_big_pairs_stay_on_one_thread(
     monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
 ) -> None:

@@ -175,9 +175,10 @@ def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None)
     (an analysed side is done) and a file to load holds :data:`OVERLAP_MIN_BYTES` of JSON or
     more (what overlaps is mostly the loads: reading, inflating, the native scan release the
     GIL; analyses take turns), but not so much that two at once would hold more than
-    :data:`OVERLAP_MAX_BYTES`. Never for one input twice (a loader may hand back one Trace
-    object for both; one object is not analysed from two threads), nor on one CPU, nor with
-    ``TRACEVIZ_CONCURRENT=0``."""
+    :data:`OVERLAP_MAX_BYTES`. Not when a's file cannot be read (it fails at once, as one
+    after the other, and b's load would run on in the background for nothing). Never for
+    one input twice (a loader may hand back one Trace object for both; one object is not
+    analysed from two threads), nor on one CPU, nor with ``TRACEVIZ_CONCURRENT=0``."""
     if isinstance(a, Side) or isinstance(b, Side):
         return False
     if os.environ.get(CONCURRENT_ENV, "").strip() == "0" or _cpus() < 2:
@@ -185,6 +186,8 @@ def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None)
     if all(v is None or isinstance(v, Trace) for v in (a, b, eager_lines)):
         return False  # nothing to load
     json_a, json_b, json_lines = (_json_bytes(v) for v in (a, b, eager_lines))
+    if json_a == 0 and not isinstance(a, Trace):
+        return False  # a missing, unreadable or empty: its error comes at once, b's work wasted
     if max(json_a, json_b, json_lines) < OVERLAP_MIN_BYTES:
         return False
     if json_a + max(json_b, json_lines) > OVERLAP_MAX_BYTES:
