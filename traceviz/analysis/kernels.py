@@ -28,11 +28,21 @@ class Classified:
     in_region = "in_region"
 
 
+_PANDAS_3 = int(pd.__version__.split(".")[0]) >= 3
+
+
+def copies_on_write() -> bool:
+    """Whether pandas copies a column on its first write (always from pandas 3; an option in
+    pandas 2): then a shallow copy of a table shares its columns safely, and a caller's
+    in-place edit of the copy never reaches the original (``trace.kernels``)."""
+    return _PANDAS_3 or pd.options.mode.copy_on_write is True
+
+
 def classify(trace: Trace) -> pd.DataFrame:
     """The kernels table plus ``kind``, ``source`` and ``in_region`` columns."""
     kernels = trace.kernels
     in_region = issued_inside_regions(trace)
-    out = kernels.copy(deep=False)  # copy-on-write: the new columns never reach trace.kernels
+    out = kernels.copy(deep=not copies_on_write())
     out[Classified.kind] = trace_kinds(trace)  # ORT profiles: by op type
     out[Classified.source] = trace_sources(trace, in_region)  # ORT profiles: onnxruntime
     out[Classified.in_region] = in_region
