@@ -20,7 +20,6 @@ from traceviz.analysis import comparable, provenance
 from traceviz.analysis import idle as idle_mod
 from traceviz.analysis import timeline as timeline_mod
 from traceviz.analysis.blocking import BlockingColumns as B
-from traceviz.analysis.dense import first_of_codes, sorted_unique, unique_inverse
 from traceviz.analysis.fusion_match import HEAVY_KEYS
 from traceviz.analysis.kernels import Classified, classify, kind_table
 from traceviz.analysis.launch import launch_overhead
@@ -29,6 +28,7 @@ from traceviz.analysis.op_keys import op_key
 from traceviz.analysis.timeline import Lane, timeline
 from traceviz.analysis.windows import overlap as windows_overlap
 from traceviz.analysis.windows import union
+from traceviz.dense import first_of_codes, sorted_unique, unique_inverse
 from traceviz.diagnose.facts import (
     TraceFacts,
     durations,

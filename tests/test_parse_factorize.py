@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, corpus_files
+from traceviz.dense import factorize_in_order
 from traceviz.parse import native, read
 
 
@@ -51,16 +52,16 @@ def test_made_arrays(firsts: bool) -> None:
         _assert_same(values.astype(np.int64), firsts)
 
 
-def test_small_range_is_used_where_it_applies() -> None:
-    assert native._small_range(np.array([0, 1023], dtype=np.int64)) == 0
-    assert native._small_range(np.array([4 + 1023], dtype=np.int64)) == 4 + 1023
-    assert native._small_range(np.array([7, 7 + 8 + 1023], dtype=np.int64)) == 7
-    assert native._small_range(np.array([7, 7 + 8 + 1024], dtype=np.int64)) is None
-    assert native._small_range(np.array([-5, 3], dtype=np.int64)) == -5
-    big = np.array([-(2**63), 2**63 - 1], dtype=np.int64)  # the difference overflows int64
-    assert native._small_range(big) is None
+def test_the_tables_are_used_where_they_apply() -> None:
+    def small(*values: int) -> bool:
+        return factorize_in_order(np.array(values, dtype=np.int64)) is not None
+
+    assert small(0, 1023) and small(4 + 1023) and small(-5, 3)
+    assert small(7, 7 + 8 + 1023) and not small(7, 7 + 8 + 1024)
+    assert not small(-(2**63), 2**63 - 1)  # the difference overflows int64
+    assert factorize_in_order(np.zeros(0, dtype=np.int64)) is None
     ids = np.arange(3_000_000, 3_032_768, dtype=np.int64)  # ids numbered within a batch
-    assert native._small_range(ids) == 3_000_000
+    assert factorize_in_order(ids) is not None
 
 
 REAL = sorted(SAMPLES.glob("*/*.pt.trace.json*"))[:8] + corpus_files()[:8]

@@ -38,11 +38,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.dense import sorted_unique
 from traceviz.analysis.fusion_match import COMPOSITES, HEAVY_KEYS, Coded, distinct
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.op_keys import name_keys, op_key
 from traceviz.analysis.shapes import tensor_shapes
+from traceviz.dense import sorted_unique
 from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
 

@@ -48,10 +48,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.dense import sorted_unique
 from traceviz.analysis.fusion_names import TritonSubkind, eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import issue_us
 from traceviz.analysis.op_keys import name_keys, op_key
+from traceviz.dense import sorted_unique
 from traceviz.schema import ActivityKind, Kernels, Ops, Steps
 from traceviz.trace import Trace
 

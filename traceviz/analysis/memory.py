@@ -52,7 +52,6 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.dense import unique_inverse
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, trace_kinds
 from traceviz.analysis.provenance import compiled_kernel_provenance
@@ -63,6 +62,7 @@ from traceviz.analysis.traffic import (
     estimate_triton_bytes,
 )
 from traceviz.analysis.traffic_graph import graph_library_bytes
+from traceviz.dense import unique_inverse
 from traceviz.parse.compile_log import CompileLog
 from traceviz.schema import ActivityKind, DeviceKind, KernelProvenance, Kernels, Memory, Ops, Steps
 from traceviz.trace import Trace

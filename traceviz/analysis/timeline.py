@@ -19,10 +19,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.dense import first_of_codes
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
+from traceviz.dense import first_of_codes
 from traceviz.schema import DeviceKind, Kernels, Ops
 from traceviz.trace import Trace
 

@@ -46,7 +46,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.dense import first_of_codes
 from traceviz.analysis.fusion_names import eager_op_base
 from traceviz.analysis.traffic_args import (
     DTYPE_BYTES,
@@ -62,6 +61,7 @@ from traceviz.analysis.traffic_rules import (
     TrafficEstimate,
     TrafficRule,
 )
+from traceviz.dense import first_of_codes
 
 __all__ = [
     "DTYPE_BYTES",

@@ -31,6 +31,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from traceviz.dense import factorize_in_order
 from traceviz.parse import read
 from traceviz.parse.build import Collector
 from traceviz.parse.columns import _encode, floats, int64s, streamed
@@ -371,12 +372,13 @@ def _factorize(
     values: np.ndarray, firsts: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per value the number of its distinct value, the distinct values in order of first
-    appearance (a hash table, no sort; a table indexed by value for values in a small range,
-    such as codes into the scanner's strings), and the position where each first
+    appearance (a hash table, no sort; :func:`traceviz.dense.factorize_in_order`'s tables for
+    values in a small range, such as codes into the scanner's strings), and the position where
+    each first
     appears (with ``firsts``; else 0, 1, ..., which sorts them the same way)."""
-    low = _small_range(values) if len(values) else None
-    if low is not None:
-        return _factorize_small(values, low, firsts)
+    small = factorize_in_order(values, firsts)
+    if small is not None:
+        return small
     codes, distinct = pd.factorize(values)
     if not firsts:
         where = np.arange(len(distinct), dtype=np.int64)
@@ -384,34 +386,6 @@ def _factorize(
         running = np.maximum.accumulate(codes) if len(codes) else codes
         where = np.flatnonzero(np.diff(running, prepend=-1) > 0)  # where a new code appears
     return codes.astype(np.int64, copy=False), np.asarray(distinct), where
-
-
-def _small_range(values: np.ndarray) -> int | None:
-    """The least of int64 ``values`` when they all lie within 4 * len + 1023 of it (a table
-    of one slot per possible value then costs no more than pandas' hash table of the
-    values: string and raw codes, ids numbered within a batch), else ``None``."""
-    low, high = int(values.min()), int(values.max())
-    return low if high - low < 4 * len(values) + 1024 else None
-
-
-def _factorize_small(
-    values: np.ndarray, low: int, firsts: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`_factorize` of non-empty ``values`` in a small range above ``low``
-    (:func:`_small_range`), through tables indexed by value - low: each value's first
-    position (the least of its positions), the values seen ordered by it, each value's
-    number. Equal to pandas' factorize, dtypes included (tests/test_parse_factorize.py)."""
-    n = len(values)
-    offsets = values - np.int64(low) if low else values
-    first = np.full(int(offsets.max()) + 1, n, dtype=np.int64)
-    np.minimum.at(first, offsets, np.arange(n, dtype=np.int64))
-    seen = np.flatnonzero(first < n)
-    in_order = seen[np.argsort(first[seen], kind="stable")]
-    number = np.empty(len(first), dtype=np.int64)
-    number[in_order] = np.arange(len(in_order), dtype=np.int64)
-    where = first[in_order] if firsts else np.arange(len(in_order), dtype=np.int64)
-    distinct = in_order + np.int64(low) if low else in_order
-    return number[offsets], distinct, where
 
 
 def _present(kinds: np.ndarray) -> int:

@@ -1,10 +1,11 @@
-"""Distinct values of integer arrays (row numbers, codes) without sorting them.
+"""Distinct values of integer arrays (row numbers, codes) without sorting or hashing them.
 
-``np.unique`` sorts (an argsort of every value when it is asked for the inverse); row numbers
-and codes are small non-negative integers, so a table as long as the largest value gives the
-same answer in two passes. Each function here returns exactly what its ``np.unique`` form
-returns, and falls back to it for values the table does not suit (negative, or much larger
-than the array).
+``np.unique`` sorts (an argsort of every value when it is asked for the inverse) and
+``pd.factorize`` hashes; row numbers and codes are small non-negative integers, so a table as
+long as the largest value gives the same answer in two passes. Each function here returns
+exactly what its ``np.unique`` (or, for :func:`factorize_in_order`, ``pd.factorize``) form
+returns, and falls back to it (or says ``None``) for values the table does not suit
+(negative, or much larger than the array). NumPy only: the parser and the analyses use it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["first_of_codes", "sorted_unique", "unique_inverse"]
+__all__ = ["factorize_in_order", "first_of_codes", "sorted_unique", "unique_inverse"]
 
 #: The table is used while the largest value is below 8 × the values + this (its size bound).
 _SLACK = 1 << 16
@@ -60,3 +61,30 @@ def first_of_codes(codes: npt.NDArray[np.integer]) -> npt.NDArray[np.intp]:
     if codes[0] != 0 or not np.array_equal(codes[first], np.arange(first.size)):
         return np.unique(codes, return_index=True)[1]  # not first-appearance codes
     return first
+
+
+def factorize_in_order(
+    values: npt.NDArray[np.int64], firsts: bool = True
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """``pd.factorize(values)`` of a 1-D int64 array whose values all lie within
+    4 × len + 1023 of their least (string and raw codes, ids numbered within a batch), through
+    tables indexed by value less the least: per value the number of its distinct value, the
+    distinct values in order of first appearance, and where each first appears (with
+    ``firsts``; else 0, 1, ...), all int64. ``None`` for values outside such a range (or
+    none): hash them."""
+    if values.size == 0:
+        return None
+    low, high = int(values.min()), int(values.max())
+    if high - low >= 4 * values.size + 1024:
+        return None
+    n = values.size
+    offsets = values - np.int64(low) if low else values
+    first = np.full(high - low + 1, n, dtype=np.int64)
+    np.minimum.at(first, offsets, np.arange(n, dtype=np.int64))  # each value's least position
+    seen = np.flatnonzero(first < n)
+    in_order = seen[np.argsort(first[seen], kind="stable")]
+    number = np.empty(len(first), dtype=np.int64)
+    number[in_order] = np.arange(len(in_order), dtype=np.int64)
+    where = first[in_order] if firsts else np.arange(len(in_order), dtype=np.int64)
+    distinct = in_order + np.int64(low) if low else in_order
+    return number[offsets], distinct, where
