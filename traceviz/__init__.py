@@ -109,6 +109,10 @@ def __getattr__(name: str) -> Any:
     if name in _LAZY:
         import importlib
 
+        from traceviz.gc_pause import collector_paused
+
         module_name, attr = _LAZY[name]
-        return getattr(importlib.import_module(module_name), attr)
+        with collector_paused():  # the first may import pandas (traceviz.gc_pause)
+            module = importlib.import_module(module_name)
+        return getattr(module, attr)
     raise AttributeError(f"module 'traceviz' has no attribute {name!r}")

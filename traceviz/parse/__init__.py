@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from traceviz.parse import native, readers
-from traceviz.parse.build import build_trace_batches
-from traceviz.parse.cache import CacheOption, lookup, with_source
-from traceviz.parse.gc_pause import collector_paused
-from traceviz.parse.read import check_json_bytes, decode_batches, read_bytes
-from traceviz.trace import Trace, is_cache_dir, load_cache
+from traceviz.gc_pause import collector_paused
+
+with collector_paused():  # the first import of pandas, numpy and pyarrow (traceviz.gc_pause)
+    from traceviz.parse import native, readers
+    from traceviz.parse.build import build_trace_batches
+    from traceviz.parse.cache import CacheOption, lookup, with_source
+    from traceviz.parse.read import check_json_bytes, decode_batches, read_bytes
+    from traceviz.trace import Trace, is_cache_dir, load_cache
 
 __all__ = ["load_trace"]
 
