@@ -205,20 +205,20 @@ def _cpus() -> int:
 
 def _json_bytes(value: SideInput | None) -> int:
     """About how many bytes of JSON loading ``value`` reads: a file's size, a gzip file's
-    inflated size (its trailer: the size modulo 4 GiB, at least the file's); a directory (a
-    Parquet cache: no JSON, yet worth a thread) :data:`OVERLAP_MIN_BYTES`; a loaded trace or
-    a file that cannot be read 0."""
+    inflated size (:func:`traceviz.gzip_size.inflated_size`: its trailer checked against its
+    head, right past 4 GiB and for several members); a directory (a Parquet cache: no JSON,
+    yet worth a thread) :data:`OVERLAP_MIN_BYTES`; a loaded trace or a file that cannot be
+    read 0."""
+    from traceviz.gzip_size import inflated_size
+
     if value is None or isinstance(value, Trace | Side):
         return 0
     try:
         if os.path.isdir(value):
             return OVERLAP_MIN_BYTES
         with open(value, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size < 18 or handle.read(2) != b"\x1f\x8b":
-                return size
-            handle.seek(-4, os.SEEK_END)
-            return max(size, int.from_bytes(handle.read(4), "little"))
+            inflated = inflated_size(handle)
+            return os.fstat(handle.fileno()).st_size if inflated is None else inflated
     except (OSError, ValueError):
         return 0
 

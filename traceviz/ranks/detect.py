@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import zlib
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from traceviz.errors import UsageError
+from traceviz.gzip_size import inflated_size
 
 PREFIX_BYTES = 1 << 20  # JSON bytes searched for distributedInfo (headers are a few KiB)
 HEAD_HASH_BYTES = 1 << 16  # file bytes (as stored) hashed into the identity
@@ -67,13 +69,12 @@ def file_identity(path: Path) -> FileIdentity:
 
 
 def json_size(path: Path) -> int:
-    """The JSON bytes the file holds: its size, or a gzip's inflated size from its trailer
-    (ISIZE, modulo 4 GiB: a gzip of more than 4 GiB reads low). For sizing worker memory."""
+    """The JSON bytes the file holds: its size, or a gzip's inflated size
+    (:func:`traceviz.gzip_size.inflated_size`: its trailer checked against its head, right
+    past 4 GiB and for several members, erring high). For sizing worker memory."""
     with path.open("rb") as handle:
-        if handle.read(2) != GZIP_MAGIC:
-            return path.stat().st_size
-        handle.seek(-4, 2)
-        return int.from_bytes(handle.read(4), "little")
+        inflated = inflated_size(handle)
+        return os.fstat(handle.fileno()).st_size if inflated is None else inflated
 
 
 def read_prefix(path: Path, limit: int = PREFIX_BYTES) -> bytes:
