@@ -8,37 +8,47 @@ carry no trailing blanks.
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any
-
-from rich.console import Console
-from rich.segment import Segment
+from typing import IO, TYPE_CHECKING, Any
 
 from traceviz.errors import UsageError
 from traceviz.report.formats import Rendered
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.segment import Segment
 
 #: The width of a drawing written to a file (-o FILE).
 FILE_WIDTH = 140
 
 
-class _PipeConsole(Console):
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise BrokenPipeError
+@functools.cache
+def _pipe_console() -> type[Console]:
+    """The console class, made at the first drawing: rich is imported only by the formats
+    that draw (text), not by JSON or Markdown (start-up time)."""
+    from rich.console import Console
 
-    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-        """Lines without the blanks rich pads them with, when they go to a file or pipe."""
-        text = super()._render_buffer(buffer)
-        if self.is_terminal:
-            return text
-        return "\n".join(line.rstrip() for line in text.split("\n"))
+    class _PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            raise BrokenPipeError
+
+        def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+            """Lines without the blanks rich pads them with, when they go to a file or pipe."""
+            text = super()._render_buffer(buffer)
+            if self.is_terminal:
+                return text
+            return "\n".join(line.rstrip() for line in text.split("\n"))
+
+    return _PipeConsole
 
 
 def console(**kwargs: Any) -> Console:
     """A rich console (``Console(**kwargs)``) whose closed pipe raises :class:`BrokenPipeError`."""
-    return _PipeConsole(**kwargs)
+    return _pipe_console()(**kwargs)
 
 
 def check_output(path: str | None) -> None:

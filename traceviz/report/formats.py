@@ -16,19 +16,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
-
-from rich.console import Console
+from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
 from traceviz.errors import UsageError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from traceviz.analysis.summary import TraceSummary
     from traceviz.diagnose.finding import Finding
     from traceviz.report.bundle import Report
 
-#: A rendered result: the document's text, or a function drawing it on a console.
-Rendered = str | Callable[[Console], None]
+#: A rendered result: the document's text, or a function drawing it on a console (rich is
+#: imported only by the formats that draw: JSON and Markdown start without it).
+Rendered: TypeAlias = "str | Callable[[Console], None]"
 COMPARISON = "comparison"
 SUMMARY = "summary"
 
