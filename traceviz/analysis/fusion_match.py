@@ -15,7 +15,9 @@ stage is never offered to a later one):
    ``mkldnn_convolution`` ↔ ``mkldnn_convolution``), first with the same ``Input Dims`` and
    kernel name, then with the same ``Input Dims``, then with the same kernel name. Within a
    profiler step, the k-th such eager instance is paired with the k-th such compiled kernel of
-   a step, so a compiled call that runs once per step takes one eager instance per step.
+   a step, so a compiled call that runs once per step takes one eager instance per step. A
+   library kernel replayed by a CUDA/HIP graph (``mode="reduce-overhead"``) hangs off the
+   compiled region, not off its aten op: it is paired by its kernel name alone.
 3. **alias** — the same, one-to-one, between op names that do the same work
    (:data:`~traceviz.analysis.fusion.OP_ALIASES`: eager ``addmm`` ↔ compiled extern ``mm``),
    against compiled kernels Inductor did not generate.
@@ -29,7 +31,10 @@ stage is never offered to a later one):
    **Layout kernels** (:func:`is_layout_kernel`: an Inductor kernel named only after a GEMM or
    convolution that the compiled trace runs as an extern call, e.g. the CPU weight reorder
    ``graph_0_cpp_fused_convolution_0``) never take the computation of the op they prepare:
-   they may hold only work *around* it (a bias add inside ``aten::convolution``).
+   they may hold only work *around* it (a bias add inside ``aten::convolution``). Nor does
+   any Inductor kernel but a template take an instance whose own op is a GEMM, convolution or
+   attention (:data:`HEAVY_KEYS`): ``triton_poi_fused_add_addmm_…`` holds the bias add, not
+   the GEMM (the compiler stage's rule too).
 
 An unclaimed instance is ``removed`` when its op moves no data, or is a copy/fill while the
 compiled trace has no copy/fill kernel at all (Inductor folds them away); else it has ``no
@@ -242,6 +247,7 @@ def credit_eager_kernels(
     if len(c.rows):
         fusion = c.name.flags(lambda s: fused_kernel_ops(s) is not None)
         e_key, c_key = own_key(e.label), own_key(c.label)
+        replayed = _replayed(compiled_classified, c) & ~fusion
         stages = [
             ([e.base, e.shape, e.name], [c.base, c.shape, c.name], None, How.IDENTICAL),
             ([e.base, e.shape], [c.base, c.shape], None, How.IDENTICAL),
@@ -249,11 +255,22 @@ def credit_eager_kernels(
             ([e_key, e.shape], [c_key, c.shape], ~fusion, How.ALIAS),
             ([e_key], [c_key], ~fusion, How.ALIAS),
         ]
+        if replayed.any():
+            stages.insert(3, ([e.name], [c.name], replayed, How.IDENTICAL))
         for e_cols, c_cols, c_mask, rule in stages:
             _one_to_one(e, c, e_cols, c_cols, c_mask, state, rule)
         _claim_fused(eager, e, c, fusion, state.kernel, state.how, state.confidence)
     kernel, how, confidence = state.kernel, state.how, state.confidence
     return _table(e, c, kernel, how, confidence)
+
+
+def _replayed(classified: pd.DataFrame, c: KernelSide) -> npt.NDArray[np.bool_]:
+    """Per compiled instance: replayed by a CUDA/HIP graph (its op is the replay's region, not
+    the aten op that launched it at capture, so only its kernel name can match)."""
+    if Kernels.in_graph not in classified:
+        return np.zeros(len(c.rows), dtype=bool)
+    flags = classified[Kernels.in_graph].astype("boolean").fillna(False)
+    return np.asarray(flags.to_numpy(dtype=bool)[c.rows], dtype=bool)
 
 
 def layout_kernels(c: KernelSide) -> set[str]:
@@ -508,6 +525,12 @@ def _claim_fused(
     # level 0 (own op) may not go to a layout kernel: drop those offers there
     joined = wants.merge(offers, on="key")
     joined = joined[~(joined["layout"] & (joined["level"] == 0))]
+    # a GEMM/conv/attention runs in a library kernel or an Inductor template, never in an
+    # Inductor kernel that only carries its epilogue (``triton_poi_fused_add_addmm_…``), as
+    # in the compiler stage (fusion_lines.compiler_credits)
+    own = own_key(e.label)
+    heavy = np.array([k in HEAVY_KEYS for k in own.uniques] + [False], dtype=bool)
+    joined = joined[~(heavy[own.codes[joined["i"].to_numpy(dtype=np.int64)]] & ~joined["runs"])]
     if joined.empty:
         return
     joined["score"] = joined["level"] * 2 + joined["part"]
@@ -526,27 +549,29 @@ def _claim_fused(
 
 
 def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
-    """Per distinct compiled kernel: (name, key, part, layout) — the keys it may take, part=1
-    for keys only reached through :data:`COMPOSITES`."""
+    """Per distinct compiled kernel: (name, key, part, layout, runs) — the keys it may take,
+    part=1 for keys only reached through :data:`COMPOSITES`; runs: it can run a heavy op (a
+    library kernel or an Inductor template)."""
     fused_names = sorted(distinct(c.name, fusion))
     extern = ~fusion
     extern_names = sorted(distinct(c.name, extern))
     c_keys = own_key(c.label)
     extern_keys = distinct(c_keys, extern)
-    rows: list[tuple[str, str, int, bool]] = []
+    rows: list[tuple[str, str, int, bool, bool]] = []
     for name in fused_names:
         decoded = fused_kernel_ops(name)
         keys = _keys(decoded.ops) if decoded is not None else []
         layout = is_layout_kernel(name, extern_keys)
-        rows += [(name, key, 0, layout) for key in keys]
+        runs = decoded is None or decoded.subkind is TritonSubkind.TEMPLATE
+        rows += [(name, key, 0, layout, runs) for key in keys]
         if not layout:
-            rows += [(name, p, 1, False) for key in keys for p in COMPOSITES.get(key, ())]
+            rows += [(name, p, 1, False, runs) for key in keys for p in COMPOSITES.get(key, ())]
     own = dict(zip(c.names[extern], c_keys.values()[extern], strict=True))
     for name in extern_names:
         key = own.get(name)
         if key is not None:
-            rows += [(name, p, 1, False) for p in COMPOSITES.get(key, ())]
-    table = pd.DataFrame(rows, columns=["name", "key", "part", "layout"])
+            rows += [(name, p, 1, False, True) for p in COMPOSITES.get(key, ())]
+    table = pd.DataFrame(rows, columns=["name", "key", "part", "layout", "runs"])
     table = table.sort_values("part", kind="stable").drop_duplicates(["name", "key"])
     return table
 
