@@ -26,7 +26,7 @@ from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.compare import compare_sides as compare_analysed
 from traceviz.analysis.fusion_lines import read_log
 from traceviz.concurrent_sides import side_by_side
-from traceviz.diagnose import diagnose, sort_findings
+from traceviz.diagnose import diagnose, diagnose_side, sort_findings
 from traceviz.diagnose.backends import backend_findings
 from traceviz.errors import UsageError
 from traceviz.parse import load_trace
@@ -143,8 +143,8 @@ def _compare(
     dynamo = info.dynamo if info is not None else None
     log = read_log(compile_log)
     side_a, (side_b, lines) = _both_sides(
-        lambda: _side(a, names[0], load),
-        lambda: _side(b, names[1], load, dynamo=dynamo, compile_log=log),
+        lambda: _side(a, names[0], load, which="a", run_info=info),
+        lambda: _side(b, names[1], load, which="b", run_info=info, dynamo=dynamo, compile_log=log),
         lambda: _lines(eager_lines, load),
         overlap=_overlap(a, b, eager_lines),
     )
@@ -245,13 +245,22 @@ def _side(
     name: str,
     load: Loader,
     *,
+    which: str,
+    run_info: RunInfo | None,
     dynamo: DynamoFacts | None = None,
     compile_log: Any = None,
 ) -> Side:
+    """Side ``which`` of the pair to come (loaded, analysed, labelled ``name``) with its share
+    of the diagnosis done (:func:`~traceviz.diagnose.diagnose_side`: its single-trace rules in
+    its role, kept with the side for :func:`report_of`), on the calling thread: with the
+    sides at once, side b's share runs beside side a's analysis, not after both."""
     if isinstance(value, Side):
-        return value if value.name == name else dataclasses.replace(value, name=name)
-    trace = value if isinstance(value, Trace) else load(Path(value))
-    return analyze(trace, name=name, dynamo=dynamo, compile_log=compile_log)
+        side = value if value.name == name else dataclasses.replace(value, name=name)
+    else:
+        trace = value if isinstance(value, Trace) else load(Path(value))
+        side = analyze(trace, name=name, dynamo=dynamo, compile_log=compile_log)
+    diagnose_side(side, which, run_info=run_info)
+    return side
 
 
 def compare_run(

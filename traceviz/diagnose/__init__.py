@@ -63,14 +63,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from traceviz.diagnose.facts import TraceFacts, facts_of_side, facts_of_trace
+from traceviz.diagnose.facts import TraceFacts, facts_of_side, facts_of_trace, side_facts
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
 from traceviz.diagnose.rules.fused import already_fused
 from traceviz.runner.runinfo import RunInfo, run_info_of
 
 if TYPE_CHECKING:
-    from traceviz.analysis.compare import Comparison
+    from traceviz.analysis.compare import Comparison, Side
     from traceviz.trace import Trace
 
 __all__ = [
@@ -82,6 +82,7 @@ __all__ = [
     "at_least",
     "diagnose",
     "diagnose_facts",
+    "diagnose_side",
     "diagnose_trace",
     "sort_findings",
 ]
@@ -95,6 +96,16 @@ def diagnose(comparison: Comparison) -> list[Finding]:
     for rule in COMPARISON_RULES:
         findings += rule(comparison)
     return sort_findings(already_fused(comparison, findings))
+
+
+def diagnose_side(side: Side, which: str, *, run_info: RunInfo | None = None) -> list[Finding]:
+    """The single-trace findings of ``side`` as side ``which`` (``"a"``/``"b"``) of a
+    comparison to be made with ``run_info``, unsorted: :func:`diagnose`'s share for that side,
+    worked out now and kept with the side's facts
+    (:func:`~traceviz.diagnose.facts.side_facts`), so that :func:`diagnose` of the comparison
+    reuses them. The pipeline calls it on each side's own thread, as soon as the side is
+    analysed: side b's share runs beside side a's analysis instead of after both."""
+    return diagnose_facts(side_facts(side, which, run_info=run_info), sort=False)
 
 
 def diagnose_trace(

@@ -183,8 +183,16 @@ def facts_of_side(comparison: Comparison, which: str) -> TraceFacts:
     comparison that holds it (``compare_sides`` over many pairs), so the tables rules derive
     from a trace are derived once; the cache entry goes when the side does.
     """
-    side = comparison.side(which)
-    run_info = comparison.run_info
+    return side_facts(comparison.side(which), which, run_info=comparison.run_info)
+
+
+def side_facts(side: Side, which: str, *, run_info: RunInfo | None) -> TraceFacts:
+    """The facts of ``side`` as side ``which`` (``"a"``/``"b"``) of a comparison made with
+    ``run_info``: what :func:`facts_of_side` gives for that comparison, the very same object
+    (built once per side and role, kept while the side lives). A caller that holds a side
+    before its comparison exists (the pipeline, on the side's own thread) fills it ahead."""
+    if which not in ("a", "b"):
+        raise ValueError(f"side must be 'a' or 'b', not {which!r}")
     variant = (EAGER if which == "a" else COMPILED) if run_info is not None else None
     key = (variant, side.name, msgspec.json.encode(run_info))
     cached = _SIDE_FACTS.get(id(side))
