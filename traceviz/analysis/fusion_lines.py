@@ -45,8 +45,12 @@ from traceviz.analysis.fusion_match import (
 )
 from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
 from traceviz.analysis.line_transfer import LineTransfer, transfer_lines
-from traceviz.analysis.op_keys import name_keys
-from traceviz.analysis.provenance import compiled_kernel_provenance, eager_kernel_lines
+from traceviz.analysis.op_keys import OP_ALIASES, name_keys
+from traceviz.analysis.provenance import (
+    compiled_kernel_provenance,
+    eager_kernel_lines,
+    extern_op_name,
+)
 from traceviz.parse.compile_log import CompileLog, read_compile_log
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
@@ -442,11 +446,7 @@ def _compiled_lines(
     trace_names = names[prov["kernel_row"].to_numpy(dtype=np.int64)[keep]].tolist()
     prov_kernels = prov["prov_kernel"].to_numpy(dtype=object)[keep].tolist()
     nodes = prov["post_grad_nodes"].to_numpy(dtype=object)[keep].tolist()
-    calls = (
-        prov["primary"].fillna(True).astype(bool).to_numpy()[keep].tolist()
-        if "primary" in prov
-        else [True] * len(prov_kernels)
-    )
+    calls = _calls(compiled, prov)[keep].tolist()
     first = dict.fromkeys(zip(trace_names, prov_kernels, strict=True), -1)
     per_kernel = []  # (trace name, prov kernel, post-grad nodes, a call): each pair once
     for i, pair in enumerate(zip(trace_names, prov_kernels, strict=True)):
@@ -457,6 +457,30 @@ def _compiled_lines(
     if held is None:  # no line for any kernel: the grouped form gives the empty table's dtypes
         return _compiled_lines_grouped(compiled, log)
     return held, _node_ops(per_kernel)
+
+
+def _calls(compiled: Trace, prov: pd.DataFrame) -> np.ndarray:
+    """Per provenance row: the kernel does the call's own op (its ops are the call's). The
+    call itself (``primary``), and a further kernel launched by that same op, as a library
+    launches the split-K reduction of its GEMM; not work nested in the call under another op
+    (the ``aten::copy_`` inside a CPU ``aten::addmm``)."""
+    n = len(prov)
+    primary = (
+        prov["primary"].fillna(True).astype(bool).to_numpy(dtype=bool)
+        if "primary" in prov
+        else np.ones(n, dtype=bool)
+    )
+    if primary.all() or "kernel" not in prov:
+        return primary
+    rows = prov["kernel_row"].to_numpy(dtype=np.int64)
+    op_names = compiled.kernels[Kernels.op_name].astype(object).to_numpy()[rows]
+    logged = prov["kernel"].astype(object).to_numpy()
+    same = np.array(
+        [isinstance(o, str) and isinstance(k, str) and o == extern_op_name(k)
+         for o, k in zip(op_names, logged, strict=True)],
+        dtype=bool,
+    )  # fmt: skip
+    return primary | same
 
 
 def _held_lines(
@@ -505,10 +529,28 @@ def _node_ops(per_kernel: list[tuple[Any, Any, Any, bool]]) -> dict[str, frozens
         if not is_call:  # work nested in a call (the copy_ inside addmm) is not the call's op
             continue
         for node in str(nodes or "").split(","):
-            base = node.strip().rstrip("0123456789").rstrip("_")
+            base = node_op(node)
             if base:
                 ops.setdefault(str(name), set()).update(name_keys(f"aten::{base}"))
     return {k: frozenset(v) for k, v in ops.items()}
+
+
+#: Overload names Inductor appends to a post-grad node made from an OpOverload
+#: (``aten.mm.default`` → ``mm_default``, ``aten.add.Tensor`` → ``add_tensor_3``).
+_OVERLOAD_SUFFIXES = ("_default", "_tensor", "_scalar")
+
+
+def node_op(node: str) -> str:
+    """The op a post-grad node's name stands for: its counter and overload dropped
+    (``mm_default_5`` → ``mm``, ``add_tensor`` → ``add``, ``var_mean_2`` → ``var_mean``); an
+    op whose own name ends like an overload (``scalar_tensor``) is kept."""
+    base = node.strip().rstrip("0123456789").rstrip("_")
+    if base in OP_ALIASES:
+        return base
+    for suffix in _OVERLOAD_SUFFIXES:
+        if base.endswith(suffix) and len(base) > len(suffix):
+            return base[: -len(suffix)]
+    return base
 
 
 def _compiled_lines_grouped(
@@ -522,8 +564,7 @@ def _compiled_lines_grouped(
     prov = prov[prov["prov_kernel"].notna()]
     names = compiled.kernels[Kernels.name].astype(object).to_numpy()
     prov = prov.assign(trace_name=names[prov["kernel_row"].to_numpy(dtype=np.int64)])
-    primary = prov["primary"] if "primary" in prov else pd.Series(True, index=prov.index)
-    per_kernel = prov.assign(primary=primary.fillna(True).astype(bool))
+    per_kernel = prov.assign(primary=_calls(compiled, prov))
     per_kernel = per_kernel[["trace_name", "prov_kernel", "post_grad_nodes", "primary"]]
     per_kernel = per_kernel.drop_duplicates(["trace_name", "prov_kernel"])
     lines = log.lines
