@@ -39,6 +39,7 @@ after: the machine is shared. Exits 0 whatever the numbers (a measurement, not a
     .venv/bin/python benchmarks/dashboard.py [--repeat 1] [--cache]
     .venv/bin/python benchmarks/dashboard.py --browser [RUN_DIR | A B] [--repeat 3]
     .venv/bin/python benchmarks/dashboard.py --browser --skip-large   # the browser part only
+    .venv/bin/python benchmarks/dashboard.py --command [RUN_DIR | A B] [--repeat 5] [--cache]
 
 ``--cache`` loads the Parquet caches instead of the JSON (written on first use next to each
 file), to see the view-building cost against a fast load.
@@ -50,6 +51,20 @@ per round, the seconds from ``goto`` to the page's HTML, to the first drawn char
 at most 3 s), and to every figure of the first tab, and the bytes of JavaScript/CSS the page
 loaded; then the server-side cost of one session (the first tab built and its Bokeh models)
 measured in this process, for the same comparison.
+
+``--command`` (instead of the in-process rounds) times what a user waits for from the
+command on: ``traceviz dashboard PATHS --no-show`` in a fresh process (default: the 1M-event
+pair, then ``sample_traces/graph-break``), the parse cache off (``TRACEVIZ_NO_CACHE=1``; with
+``--cache``, a cache directory of its own filled by one unmeasured run first, so every round
+is a warm hit), each round twice: with ``TRACEVIZ_DASHBOARD_OVERLAP=0`` (Panel imported and
+warmed up, then the traces loaded: the order before the overlap) and by default (the traces
+loaded and analysed on a worker thread while Panel is imported), round-robin, the first of
+each round alternating. Seconds from just before the process is started to its "parsing"
+line, to its "serving on" line (ready to serve), to the page's HTML and to the first drawn
+chart in a fresh headless Chromium launched before the command starts (idle on a blank
+page; without Chromium or playwright, an HTTP GET of the page only), and the process's CPU
+seconds until it is stopped (SIGINT, as Ctrl-C). Prints every round, then the best and the
+median of each, and at once / before of the medians.
 """
 
 from __future__ import annotations
@@ -223,6 +238,20 @@ def load_average() -> str:
 FIRST_CHART_TARGET_S = 3.0
 DEFAULT_RUN = ROOT / "sample_traces" / "graph-break"
 CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+#: ``traceviz dashboard``'s switch: "0" imports Panel first and loads the traces after
+#: (the order before the overlap), anything else both at once
+#: (:data:`traceviz.commands.dashboard.OVERLAP_ENV`; spelled here so that the benchmark
+#: imports no traceviz module in the parent).
+OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
 
 
 def browser_round(url: str) -> dict[str, float]:
@@ -233,7 +262,7 @@ def browser_round(url: str) -> dict[str, float]:
 
     sizes: list[int] = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--headless", "--no-sandbox"])
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1600, "height": 1000})
         page.set_default_timeout(300_000)
 
@@ -353,6 +382,197 @@ def browser_main(paths: list[str], repeat: int) -> int:
     return 0
 
 
+def command_round(
+    paths: list[str], *, overlap: bool, chart: bool, cache_dir: str | None = None
+) -> dict[str, float]:
+    """One fresh ``traceviz dashboard PATHS --no-show`` process (parse cache off:
+    ``TRACEVIZ_NO_CACHE=1``, or in ``cache_dir``; :data:`OVERLAP_ENV` ``1`` or ``0``), timed
+    from just before it is started: to its "parsing" line, to its "serving on" line (ready to
+    serve), to the page's HTML (Chromium's ``goto`` until the response begins, else an HTTP
+    GET) and, with ``chart``, to the first drawn chart in a fresh headless Chromium launched
+    (and idle on a blank page) before the command starts. Then the process is stopped with
+    SIGINT (as Ctrl-C) and its CPU seconds (user + system, every thread, until stopped: the
+    page's session included) are read with ``os.wait4``."""
+    import contextlib
+    import signal
+    import subprocess
+    import threading
+    import urllib.request
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    env = dict(os.environ, **{OVERLAP_ENV: "1" if overlap else "0"})
+    if cache_dir is None:
+        env["TRACEVIZ_NO_CACHE"] = "1"
+    else:
+        env.pop("TRACEVIZ_NO_CACHE", None)
+        env["TRACEVIZ_CACHE_DIR"] = cache_dir
+    cmd = [sys.executable, "-m", "traceviz.cli", "dashboard", *paths, "--port", str(port)]
+    seen: dict[str, float] = {}
+    log: list[str] = []
+    ready = threading.Event()
+    with contextlib.ExitStack() as stack:
+        page = stack.enter_context(_blank_page()) if chart else None
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [*cmd, "--no-show"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+        def read() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                log.append(line.rstrip())
+                for key, text in (("parsing", ": parsing "), ("serving", ": serving on ")):
+                    if text in line and key not in seen:
+                        seen[key] = time.perf_counter() - t0
+                if "serving" in seen:
+                    ready.set()
+            ready.set()  # the process ended
+
+        threading.Thread(target=read, daemon=True).start()
+        try:
+            ready.wait(timeout=300)
+            if "serving" not in seen:
+                raise RuntimeError("the dashboard did not start:\n" + "\n".join(log[-20:]))
+            if page is not None:
+                page.goto(url, wait_until="commit")
+                seen["html"] = time.perf_counter() - t0
+                page.locator(".js-plotly-plot .main-svg").first.wait_for()
+                seen["first_chart"] = time.perf_counter() - t0
+            else:
+                with urllib.request.urlopen(url, timeout=300) as response:
+                    response.read()
+                seen["html"] = time.perf_counter() - t0
+        finally:
+            proc.send_signal(signal.SIGINT)
+            timer = threading.Timer(60, proc.kill)
+            timer.start()
+            try:
+                _, status, usage = os.wait4(proc.pid, 0)
+            finally:
+                timer.cancel()
+            proc.returncode = os.waitstatus_to_exitcode(status)
+    return {**seen, "cpu": usage.ru_utime + usage.ru_stime}
+
+
+def free_port() -> int:
+    """A free TCP port on the loopback interface."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _blank_page() -> Any:
+    """A context giving a blank page of a fresh headless Chromium (closed at the end)."""
+    import contextlib
+
+    from playwright.sync_api import sync_playwright
+
+    @contextlib.contextmanager
+    def opened() -> Any:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                page = browser.new_page(viewport={"width": 1600, "height": 1000})
+                page.set_default_timeout(300_000)
+                page.goto("about:blank")
+                yield page
+            finally:
+                browser.close()
+
+    return opened()
+
+
+def can_chart() -> bool:
+    """Whether Chromium and playwright are here (else ``--command`` times the HTML only)."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return False
+    return Path(CHROMIUM).exists()
+
+
+COMMAND_KEYS = (
+    ("parsing", "parsing line"),
+    ("serving", "serving (ready)"),
+    ("html", "page HTML"),
+    ("first_chart", "first chart"),
+    ("cpu", "CPU"),
+)
+
+
+def command_main(targets: list[list[str]], repeat: int, use_cache: bool) -> None:
+    """``--command``: each target's ``traceviz dashboard`` timed from its start, the overlap
+    off and on in turn (round-robin, the first of each round alternating); best and median.
+    With ``use_cache``, in a parse cache of its own, filled by one unmeasured run first."""
+    import tempfile
+
+    chart = can_chart()
+    if not chart:
+        print(f"(no Chromium at {CHROMIUM} or no playwright: the page's HTML only)")
+    with tempfile.TemporaryDirectory(prefix="traceviz-bench-cache-") as tmp:
+        cache_dir = tmp if use_cache else None
+        for paths in targets:
+            if cache_dir is not None:  # the parse cache filled: every round a warm hit
+                command_round(paths, overlap=True, chart=False, cache_dir=cache_dir)
+            command_target(paths, repeat, chart, cache_dir)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f}; python {platform.python_version()}"
+    )
+
+
+def command_target(paths: list[str], repeat: int, chart: bool, cache_dir: str | None) -> None:
+    """One target of ``--command``: its rounds and their summary."""
+    rounds: dict[bool, list[dict[str, float]]] = {False: [], True: []}
+    for i in range(max(repeat, 1)):
+        for overlap in (False, True) if i % 2 == 0 else (True, False):
+            rounds[overlap].append(
+                command_round(paths, overlap=overlap, chart=chart, cache_dir=cache_dir)
+            )
+    print()
+    print(
+        f"`traceviz dashboard {' '.join(paths)}`, fresh process, parse cache "
+        f"{'warm' if cache_dir else 'off'}, {len(rounds[True])} rounds each "
+        f"(load average {load_average()})"
+    )
+    print()
+    keys = [(k, title) for k, title in COMMAND_KEYS if all(k in r for r in rounds[True])]
+    print("| order | round | " + " | ".join(f"{title} (s)" for _, title in keys) + " |")
+    print("|---|---|" + "---:|" * len(keys))
+    for overlap, label in ((False, "Panel, then load"), (True, "at once")):
+        for i, r in enumerate(rounds[overlap], 1):
+            print(f"| {label} | {i} | " + " | ".join(f"{r[k]:.2f}" for k, _ in keys) + " |")
+    for k, title in keys:
+        off = [r[k] for r in rounds[False]]
+        on = [r[k] for r in rounds[True]]
+        print(
+            f"{title}: Panel then load best {min(off):.2f} median {_median(off):.2f}; "
+            f"at once best {min(on):.2f} median {_median(on):.2f}; "
+            f"at once / before (medians) {_median(on) / _median(off):.2f}"
+        )
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def large_pair() -> list[str]:
+    """The 1M-event pair's two JSON files (made when missing)."""
+    return [str(path) for path in inputs(use_cache=False).values()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best is kept (1)")
@@ -366,9 +586,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--skip-large", action="store_true", help="skip the 1M-event pair (with --browser)"
     )
+    parser.add_argument(
+        "--command",
+        nargs="*",
+        metavar="PATH",
+        help="time `traceviz dashboard` from its start to ready and to the first chart, the "
+        f"load beside Panel's import off and on (default: the 1M pair and {DEFAULT_RUN.name}); "
+        "instead of the in-process rounds",
+    )
     args = parser.parse_args(argv)
     print(f"load average before: {load_average()}")
-    if not args.skip_large:
+    if args.command is not None:
+        targets = [args.command] if args.command else [large_pair(), [str(DEFAULT_RUN)]]
+        command_main(targets, args.repeat, args.cache)
+    elif not args.skip_large:
         large_main(args.cache, args.repeat)
     if args.browser is not None:
         browser_main(args.browser or [str(DEFAULT_RUN)], args.repeat)

@@ -5,7 +5,8 @@ memory and compiled regions, with traces uploadable in the page. Each tab is bui
 opened; every table downloads as CSV.
 
 RUN_DIR is a run directory made by `traceviz run`; A and B are two trace files (.json /
-.json.gz). With neither, the page starts empty and both traces are uploaded in it.
+.json.gz). With neither, the page starts empty and both traces are uploaded in it. The traces
+are read and analysed while Panel starts (TRACEVIZ_DASHBOARD_OVERLAP=0: one after the other).
 
 DATASET is a ranks dataset made by `traceviz ingest` (one trace per rank of a job): the Ranks
 tab comes first (per-rank bars of compute, collective transfer and waiting per step, the
@@ -29,9 +30,27 @@ examples:
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import os
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
 
 import traceviz
+from traceviz.commands.collector import collector_off
+from traceviz.concurrent_sides import side_by_side
+from traceviz.gc_pause import collector_paused
+
+T = TypeVar("T")
+
+#: ``TRACEVIZ_DASHBOARD_OVERLAP=0``: import Panel and warm it up, then read and analyse the
+#: traces, one after the other on this thread (the order before the overlap: debugging, the
+#: benchmark's "before"). Otherwise, on two CPUs or more, both at once: the load on a worker
+#: thread, Panel on this one.
+OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
+#: What ``pip install 'traceviz[dashboard]'`` brings: looked for before any work starts.
+EXTRA = ("panel", "plotly")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +79,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Check the arguments; read and analyse the traces (a run directory or A B) on a worker
+    thread while this thread imports Panel and warms it up (:func:`load_beside_panel`);
+    then serve. A ranks dataset is read after Panel is imported (its app needs Panel)."""
     if len(args.paths) > 2:
         raise traceviz.UsageError(
             "give a run directory, two trace files (A B), or one or two ranks datasets"
@@ -68,24 +90,102 @@ def run(args: argparse.Namespace) -> int:
         raise traceviz.UsageError(f"--port must be 1–65535, not {args.port}")
     if args.max_upload_mb < 1:
         raise traceviz.UsageError("--max-upload-mb must be 1 or more")
-    try:
+    check_extra()
+    with collector_off():  # pandas and the pipeline (no Panel): made before the freeze
         from traceviz.dashboard.loading import comparison_from_args
-        from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
-        from traceviz.dashboard.serve import serve
-    except ImportError as err:
-        raise traceviz.UsageError(
-            f"the dashboard needs panel and plotly ({err.name} is missing): "
-            "pip install 'traceviz[dashboard]'"
-        ) from err
+        from traceviz.ranks.dataset import is_dataset
+
     if args.paths:
         print(f"traceviz dashboard: parsing {' '.join(args.paths)} …", file=sys.stderr, flush=True)
     names = tuple(args.names) if args.names else None
-    if ranks_args(args.paths):
-        data = ranks_data(*args.paths, names=names)
-        return serve(
-            None, port=args.port, host=args.host, show=args.show, app=lambda: RanksDashboard(data)
-        )
-    comparison = comparison_from_args(args.paths, names=names)
+    if any(is_dataset(Path(path).expanduser()) for path in args.paths):
+        return _serve_ranks(args, names)
+    if args.paths:
+        comparison = load_beside_panel(lambda: comparison_from_args(args.paths, names=names))
+    else:
+        comparison = None
+        prepare_panel()
+    from traceviz.dashboard.serve import serve
+
     return serve(
-        comparison, port=args.port, host=args.host, show=args.show, max_upload_mb=args.max_upload_mb
+        comparison,
+        port=args.port,
+        host=args.host,
+        show=args.show,
+        max_upload_mb=args.max_upload_mb,
+        warm=False,
+    )
+
+
+def check_extra() -> None:
+    """:class:`~traceviz.UsageError` naming the dashboard extra when a package of it is not
+    installed (found without importing it, before any trace is read)."""
+    for name in EXTRA:
+        if importlib.util.find_spec(name) is None:
+            raise _extra_missing(name)
+
+
+def _extra_missing(name: str | None) -> traceviz.UsageError:
+    return traceviz.UsageError(
+        f"the dashboard needs panel and plotly ({name} is missing): "
+        "pip install 'traceviz[dashboard]'"
+    )
+
+
+def prepare_panel() -> None:
+    """Import the dashboard's Panel modules and warm Panel up
+    (:func:`traceviz.dashboard.serve.prepare`), the collector paused (:mod:`traceviz.gc_pause`:
+    what the imports make lives as long as the server)."""
+    with collector_paused():
+        try:
+            from traceviz.dashboard.serve import prepare
+        except ImportError as err:
+            raise _extra_missing(err.name) from err
+        prepare()
+
+
+def overlap_on() -> bool:
+    """Whether the load runs beside Panel's start: not with ``TRACEVIZ_DASHBOARD_OVERLAP=0``,
+    nor where the process may run on one CPU only (two threads there only take turns)."""
+    if os.environ.get(OVERLAP_ENV, "").strip() == "0":
+        return False
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        cpus = os.cpu_count() or 1
+    return cpus >= 2
+
+
+def load_beside_panel(load: Callable[[], T]) -> T:
+    """``load()``'s value, ``load`` run on a worker thread while this thread runs
+    :func:`prepare_panel` (one after the other, Panel first, when not :func:`overlap_on`).
+
+    What overlaps is what releases the GIL: reading the files, the native scanner, NumPy and
+    pandas kernels; Python work on both threads takes turns. Errors come as they would one
+    after the other: a missing Panel (:func:`prepare_panel`'s error) first, then the load's,
+    raised here (the file named, the server never started). Ctrl-C stops this thread at
+    once; the worker, a daemon, is dropped (:mod:`traceviz.concurrent_sides`). Each runs
+    once."""
+    if not overlap_on():
+        prepare_panel()
+        return load()
+    _, value = side_by_side(prepare_panel, load, name="traceviz-dashboard-load")
+    return value
+
+
+def _serve_ranks(args: argparse.Namespace, names: tuple[str, ...] | None) -> int:
+    """One or two ranks datasets: read and analysed after Panel is imported (as before)."""
+    prepare_panel()
+    from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
+    from traceviz.dashboard.serve import serve
+
+    ranks_args(args.paths)  # a mix of datasets and trace files: UsageError
+    data = ranks_data(*args.paths, names=names)
+    return serve(
+        None,
+        port=args.port,
+        host=args.host,
+        show=args.show,
+        app=lambda: RanksDashboard(data),
+        warm=False,
     )

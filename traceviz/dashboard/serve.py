@@ -40,6 +40,15 @@ def warm_up() -> None:
     pn.Column(*parts).get_root()
 
 
+def prepare() -> None:
+    """What serving needs once per process, before the first session: Panel's extensions
+    (:data:`EXTENSIONS`) and its one-time set-up (:func:`warm_up`). ``traceviz dashboard``
+    runs it while the traces load (:mod:`traceviz.commands.dashboard`), then
+    ``serve(..., warm=False)``."""
+    pn.extension(*EXTENSIONS)
+    warm_up()
+
+
 def serve(
     comparison: Report | None,
     *,
@@ -49,13 +58,16 @@ def serve(
     max_upload_mb: int = DEFAULT_MAX_UPLOAD_MB,
     out: TextIO = sys.stderr,
     app: Callable[[], pn.viewable.Viewer] | None = None,
+    warm: bool = True,
 ) -> int:
     """Serve a :class:`Dashboard` per browser session until Ctrl-C; returns 0.
 
     ``comparison`` is shared read-only by every session (None: start empty, upload in the page).
-    ``app``, when given, makes each session's page instead (the ranks dashboard).
+    ``app``, when given, makes each session's page instead (the ranks dashboard). ``warm``:
+    run :func:`prepare` first (False: the caller has run it already).
     """
-    pn.extension(*EXTENSIONS)
+    if warm:
+        prepare()
 
     def session() -> pn.viewable.Viewer:
         if app is not None:
@@ -77,7 +89,6 @@ def serve(
         )
     except OSError as err:  # port taken, address not on this machine, ...
         raise UsageError(f"cannot serve on {host}:{port}: {err.strerror or err}") from err
-    warm_up()
     url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::', '') else host}:{port}/"
     print(f"traceviz dashboard: serving on {url} (Ctrl-C stops it)", file=out, flush=True)
     server.start()
