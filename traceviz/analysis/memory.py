@@ -16,6 +16,9 @@ from (:class:`Basis`):
   - any other op: the documented output-size rules of
     :func:`~traceviz.analysis.traffic.estimate_op_bytes` from its ``Input Dims``/``Input type``/
     ``Concrete Inputs``;
+  - ``aten::_foreach_copy_``, whose ``TensorList`` inputs record shapes but no dtype: its
+    lists' shapes in the types its ``multi_tensor_apply_kernel`` names give
+    (:mod:`~traceviz.analysis.traffic_foreach`);
 
   when one op launches several kernels, its bytes are split over them in proportion to their
   durations (evenly when a duration is missing), rounded so that they add up to the op's bytes;
@@ -61,6 +64,7 @@ from traceviz.analysis.traffic import (
     estimate_op_bytes,
     estimate_triton_bytes,
 )
+from traceviz.analysis.traffic_foreach import foreach_copy_kernels
 from traceviz.analysis.traffic_graph import graph_library_bytes
 from traceviz.dense import unique_inverse
 from traceviz.parse.compile_log import CompileLog
@@ -276,6 +280,7 @@ def kernel_traffic(
     has[sized] = True
     rule[sized] = RULES.index(TrafficRule.TENSOR_SIZES.value)
     _estimate_from_ops(trace, is_kernel & ~sized, est, has, rule)
+    _estimate_foreach_copies(trace, is_kernel & ~has, est, has, rule)
     from_compiler = _from_compiler(provenance, n, is_kernel & ~has, est)
     if provenance is not None and log_kernels is not None:
         open_rows = is_kernel & ~has & ~from_compiler
@@ -322,6 +327,25 @@ def _estimate_from_ops(
     est[rows] = split_bytes(kernel_ops, totals, dur)
     has[rows] = True
     rule[rows] = _rule_codes(op_est[Traffic.rule])[back]
+
+
+def _estimate_foreach_copies(
+    trace: Trace,
+    open_rows: npt.NDArray[np.bool_],
+    est: npt.NDArray[np.int64],
+    has: npt.NDArray[np.bool_],
+    rule: npt.NDArray[np.int64],
+) -> None:
+    """Fill ``est``/``has``/``rule`` for ``open_rows`` launched by ``aten::_foreach_copy_``:
+    its lists' shapes, the types its kernels' names give
+    (:mod:`~traceviz.analysis.traffic_foreach`), split over its kernels by duration."""
+    rows, ops, totals = foreach_copy_kernels(trace.kernels, trace.ops, open_rows)
+    if rows.size == 0:
+        return
+    dur = trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+    est[rows] = split_bytes(ops, totals, dur)
+    has[rows] = True
+    rule[rows] = RULES.index(TrafficRule.COPY.value)
 
 
 def _from_compiler(

@@ -23,7 +23,9 @@ output written once (caches, re-reads and strides are not modelled):
   weight gradients are left out).
 - ``attention`` (SDPA and its flash/efficient kernels): output = q's shape with v's last dim.
 - ``copy`` (``copy_``, ``clone``, ``contiguous``, ``_to_copy``, ``to``): read source, write the
-  copy (``_to_copy``/``to`` in the target dtype when ``Concrete Inputs`` give it).
+  copy (``_to_copy``/``to`` in the target dtype when ``Concrete Inputs`` give it);
+  ``_foreach_copy_``, whose ``TensorList`` rows record no dtype, is sized from its kernels'
+  names instead (:mod:`traceviz.analysis.traffic_foreach`).
 - ``view`` and ``alloc`` (views, reshapes, ``empty``): 0 bytes.
 
 Anything else, or inputs that cannot be read, gives no estimate (``None`` / ``<NA>``).
