@@ -203,7 +203,16 @@ def _per_kind(comparison: Comparison, side: str, facts: TraceFacts) -> pd.DataFr
 def _median_step_times(facts: TraceFacts) -> pd.Series | None:
     """Per kind, the median over the profiled steps of that step's kernel time (µs, exclusive;
     kernels by start time in ``[ts_us, ts_us + dur_us)`` of a step); None under
-    :data:`MEDIAN_STEPS` steps."""
+    :data:`MEDIAN_STEPS` steps. Worked out once per facts (the by-kind lines and the GEMM line
+    of each side ask; read-only)."""
+    return facts.memo("median_step_times", lambda: _median_steps(facts))
+
+
+def _median_steps(facts: TraceFacts) -> pd.Series | None:
+    """:func:`_median_step_times`, computed: the kernels' exclusive times summed per (kind,
+    step) by a groupby of the kind's categorical codes (the sums of a pivot table of the
+    kinds' texts, without an object copy of every kernel's kind), steps without a kind's
+    kernel as 0, then the median over the steps; indexed by kind text, in text order."""
     steps = facts.trace.steps
     if len(steps) < MEDIAN_STEPS:
         return None
@@ -215,14 +224,19 @@ def _median_step_times(facts: TraceFacts) -> pd.Series | None:
     ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
     step = np.searchsorted(starts, ts, side="right") - 1
     inside = (step >= 0) & (ts < ends[np.clip(step, 0, None)])
-    frame = pd.DataFrame({
-        "kind": kernels["kind"].astype(object).to_numpy()[inside],
-        "step": step[inside],
-        "time": kernel_times(kernels)[inside],
-    })  # fmt: skip
-    table = frame.pivot_table(index="kind", columns="step", values="time", aggfunc="sum")
-    table = table.reindex(columns=range(len(starts))).fillna(0.0)
-    return table.median(axis=1)
+    kinds = pd.Categorical(kernels["kind"])
+    codes = kinds.codes[inside]
+    known = codes >= 0  # a missing kind (code -1): a pivot table drops its rows too
+    sums = (
+        pd.Series(kernel_times(kernels)[inside][known])
+        .groupby([codes[known], step[inside][known]], sort=True)
+        .sum()
+    )
+    table = sums.unstack().reindex(columns=range(len(starts))).fillna(0.0)
+    # from an object array, as the pivot table's: pandas' own choice of dtype (str from 3.0)
+    table.index = pd.Index(kinds.categories.to_numpy(dtype=object)[table.index], name="kind")
+    table.columns.name = "step"
+    return table.sort_index().median(axis=1)
 
 
 def _by_kind(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[Evidence | str]:
@@ -248,9 +262,10 @@ def _gemms(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[Evidenc
     stats = []
     for facts in (a, b):
         kernels = facts.kernels
-        gemm = (kernels["kind"].astype(object) == KernelKind.GEMM.value).to_numpy()
+        # on the categorical column itself (by code), and the sources of the GEMMs alone
+        gemm = (kernels["kind"] == KernelKind.GEMM.value).to_numpy(dtype=bool)
         durs = kernel_times(kernels)[gemm]
-        sources = kernels["source"].astype(object)[gemm].value_counts()
+        sources = kernels["source"][gemm].astype(object).value_counts()
         per_step = facts.per_step(float(np.nansum(durs)))
         medians = _median_step_times(facts)
         if medians is not None:  # the median step, as in the by-kind lines
