@@ -10,7 +10,8 @@ ready comparison, plus a compile log and run.json facts. The stages, each one ha
 The CLI (``compare``, ``demo``), the dashboard, the widgets and the HTML report all get their
 report here; renderers (:mod:`traceviz.report.formats`) take the report. ``load`` is the
 parser by default; the dashboard passes its caching loader. The two sides of a pair of
-files are loaded and analysed at once, side b on a worker thread (:func:`compare`).
+files are loaded and analysed at once, side b on a worker thread (:func:`compare`); each
+side's single-trace diagnosis rules run on the side's own thread as soon as it is analysed.
 """
 
 from __future__ import annotations
@@ -110,8 +111,8 @@ def compare(
 
     When a file is to be loaded (one of :data:`OVERLAP_MIN_BYTES` of JSON or more, while
     the two files together stay under :data:`OVERLAP_MAX_BYTES`) and neither side is
-    analysed yet, side b (its load, then its analysis) and then the lines trace run
-    on a worker thread while the calling thread does side a, so ``load`` must be safe to
+    analysed yet, side b (its load, its analysis, its single-trace rules) and then the lines
+    trace run on a worker thread while the calling thread does side a, so ``load`` must be safe to
     call from two threads (the parser and the dashboard's cache are). The report is the same
     as one side after the other (``TRACEVIZ_CONCURRENT=0``); the errors too: a's first, else
     b's, else the lines trace's. On Ctrl-C the calling thread stops at once and the worker

@@ -3,8 +3,10 @@
 ``diagnose(comparison)`` runs every rule over a :class:`~traceviz.analysis.compare.Comparison`
 (the single-trace rules on both sides, then the pair rules); ``diagnose_trace(trace)`` runs the
 single-trace rules on one trace. Both return :class:`Finding` values sorted most severe first,
-then by estimated gain. Rules are pure functions registered in
-:data:`traceviz.diagnose.rules.TRACE_RULES` and :data:`~traceviz.diagnose.rules.COMPARISON_RULES`.
+then by estimated gain. ``diagnose_side(side, which, run_info=)`` does one side's share ahead,
+before its comparison exists (the pipeline, on each side's own thread); ``diagnose`` reuses it.
+Rules are pure functions registered in :data:`traceviz.diagnose.rules.TRACE_RULES` and
+:data:`~traceviz.diagnose.rules.COMPARISON_RULES`.
 
 Rule ids (thresholds are named constants in each rule module):
 
