@@ -169,6 +169,60 @@ def test_the_switch_does_one_after_the_other_panel_first() -> None:
     assert code == 0, stderr
 
 
+# The modules that the load imports on its thread (after the command's own imports before
+# it starts) and those that Panel's start imports, each in a fresh interpreter, as JSON.
+IMPORTS_CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from traceviz.commands import dashboard
+    load = dashboard.prepare_load()
+    from traceviz.ranks.dataset import is_dataset
+    before = set(sys.modules)
+    if sys.argv[1] == "load":
+        load(sys.argv[2:])
+    else:
+        dashboard.prepare_panel()
+    print(json.dumps(sorted(set(sys.modules) - before)))
+    """
+)
+
+
+def _imported(what: str, paths: list[str], env: dict[str, str]) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", IMPORTS_CHILD, what, *paths],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=WAIT_S,
+    ).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_no_module_is_imported_by_both_threads(tmp_path: Path) -> None:
+    """Panel's import and the load's first-use imports share no module (the shared ones are
+    imported before the worker starts: dashboard.SHARED_IMPORTS), so the two threads never
+    import one module, nor two of one import cycle, at once: a run directory and a pair of
+    corpus traces (the sides at once, over the overlap size), parse cache off, empty and
+    warm."""
+    from tests.conftest import CORPUS
+
+    names = ("eager_train_control", "compiled_cudagraph_train_2023")
+    pair = [CORPUS / "nvidia" / f"a100_{name}.json.gz" for name in names]
+    inputs = [[str(RUN)]] + ([[str(p) for p in pair]] if all(p.is_file() for p in pair) else [])
+    off = dict(os.environ, TRACEVIZ_NO_CACHE="1")
+    cached = {k: v for k, v in os.environ.items() if k != "TRACEVIZ_NO_CACHE"}
+    cached["TRACEVIZ_CACHE_DIR"] = str(tmp_path / "cache")
+    panel = _imported("panel", [], off)
+    assert "panel" in panel and "pyarrow.pandas_compat" not in panel  # imported before
+    for paths in inputs:
+        for env in (off, cached, cached):  # no cache; the cache filled; a warm hit
+            by_load = _imported("load", paths, env)
+            assert by_load, paths  # the load imports something lazily: the check is alive
+            assert not by_load & panel, (paths, sorted(by_load & panel))
+
+
 # --- in this process: errors, Ctrl-C, the switch ------------------------------------------
 
 
@@ -389,3 +443,32 @@ def test_serve_warms_up_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None
         with pytest.raises(UsageError, match="Address already in use"):
             serve_module.serve(None, show=False, warm=warm)
     assert prepared == [True]
+
+
+def test_a_ranks_dataset_is_served_by_its_app_warmed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_server: list[dict[str, Any]]
+) -> None:
+    """A ranks dataset takes its own path (read after Panel, with its app), unchanged; a
+    trace beside it is refused as before."""
+    import traceviz
+    from tests.ranks_fixtures import synthetic_job, write_ranks
+    from traceviz.dashboard import loading
+
+    job = synthetic_job(2, seed=3)
+    dataset = tmp_path / "job.ds"
+    traceviz.load_ranks(write_ranks(tmp_path / "traces", job.docs), dataset)
+
+    def never(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a dataset is not a pair of traces")
+
+    prepared: list[bool] = []
+    real_prepare = command.prepare_panel
+    monkeypatch.setattr(loading, "comparison_from_args", never)
+    monkeypatch.setattr(command, "prepare_panel", lambda: prepared.append(True) or real_prepare())
+    assert main(["dashboard", str(dataset), "--no-show"]) == 0
+    assert prepared == [True] and len(no_server) == 1
+    served = no_server[0]
+    assert served["comparison"] is None and served["warm"] is False
+    assert type(served["app"]()).__name__ == "RanksDashboard"
+    assert main(["dashboard", str(dataset), str(RUN / "eager.pt.trace.json.gz")]) == 2
+    assert len(no_server) == 1

@@ -30,17 +30,21 @@ examples:
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import traceviz
 from traceviz.commands.collector import collector_off
 from traceviz.concurrent_sides import side_by_side
 from traceviz.gc_pause import collector_paused
+
+if TYPE_CHECKING:
+    from traceviz.pipeline import Report
 
 T = TypeVar("T")
 
@@ -49,6 +53,11 @@ T = TypeVar("T")
 #: benchmark's "before"). Otherwise, on two CPUs or more, both at once: the load on a worker
 #: thread, Panel on this one.
 OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
+#: Modules that the load imports when first needed and that Panel's import imports too:
+#: imported before the load's worker starts, so that no module is imported by the two threads
+#: at once (two threads importing modules of one import cycle can deadlock; Python then raises
+#: an error). tests/test_dashboard_startup.py checks that no other module is shared.
+SHARED_IMPORTS = ("pyarrow.pandas_compat", "pyarrow.vendored.version")
 #: What ``pip install 'traceviz[dashboard]'`` brings: looked for before any work starts.
 EXTRA = ("panel", "plotly")
 
@@ -91,9 +100,8 @@ def run(args: argparse.Namespace) -> int:
     if args.max_upload_mb < 1:
         raise traceviz.UsageError("--max-upload-mb must be 1 or more")
     check_extra()
-    with collector_off():  # pandas and the pipeline (no Panel): made before the freeze
-        from traceviz.dashboard.loading import comparison_from_args
-        from traceviz.ranks.dataset import is_dataset
+    comparison_from_args = prepare_load()
+    from traceviz.ranks.dataset import is_dataset  # light once the loader is imported
 
     if args.paths:
         print(f"traceviz dashboard: parsing {' '.join(args.paths)} …", file=sys.stderr, flush=True)
@@ -115,6 +123,18 @@ def run(args: argparse.Namespace) -> int:
         max_upload_mb=args.max_upload_mb,
         warm=False,
     )
+
+
+def prepare_load() -> Callable[..., Report | None]:
+    """:func:`~traceviz.dashboard.loading.comparison_from_args`, imported (pandas, the
+    pipeline; no Panel) with the collector off (:mod:`traceviz.commands.collector`), and
+    :data:`SHARED_IMPORTS` imported too: before the load's worker starts."""
+    with collector_off():  # made before the collector's freeze
+        from traceviz.dashboard.loading import comparison_from_args
+
+        for name in SHARED_IMPORTS:
+            importlib.import_module(name)
+    return comparison_from_args
 
 
 def check_extra() -> None:
