@@ -16,7 +16,7 @@ from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from traceviz.analysis import fusion_lines
 from traceviz.analysis.fusion_by_line import group_sums, kahan_sum, lines_table_rows
-from traceviz.analysis.fusion_lines import BY_LINE_DTYPES, LineRecord, fusion_evidence, read_log
+from traceviz.analysis.fusion_lines import CREDITED_DTYPES, LineRecord, fusion_evidence, read_log
 from traceviz.analysis.fusion_match import Credits, credit_eager_kernels
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
@@ -25,7 +25,7 @@ from traceviz.schema import ActivityKind, Kernels
 
 def _both(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
     located = fusion_lines._located(credits, lines)
-    fast = lines_table_rows(located, classified, fusion_lines._generated, BY_LINE_DTYPES)
+    fast = lines_table_rows(located, classified, fusion_lines._generated, CREDITED_DTYPES)
     grouped = fusion_lines._lines_table_grouped(located, classified)
     pd.testing.assert_frame_equal(fast, grouped, check_exact=True)
     return fast
@@ -45,10 +45,11 @@ def test_equal_to_the_grouped_form_on_sample_runs(run: str) -> None:
         eager, compiled, compiled_classified=classified, compiler=compiler
     )
     table = _both(credits, classified, lines)
-    assert fusion_lines.lines_table(credits, classified, lines).equals(table)
+    full = fusion_lines.with_uncredited(table, credits, classified, lines)
+    assert fusion_lines.lines_table(credits, classified, lines).equals(full)
     # credits add up to at most what was measured, on both sides
     assert table["eager_time_us"].sum() <= measured_kernel_us(eager.kernels) * (1 + 1e-12)
-    assert table["compiled_time_us"].sum() <= measured_kernel_us(classified) * (1 + 1e-12)
+    assert full["compiled_time_us"].sum() <= measured_kernel_us(classified) * (1 + 1e-12)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")

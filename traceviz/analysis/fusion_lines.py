@@ -15,7 +15,9 @@ Inductor's provenance in the compile log):
 - :func:`lines_table` sums the credits per line (:class:`ByLine`): the line's eager kernels
   and their time, the compiled kernels they were credited to, and those kernels' time split
   over the lines that share them in proportion to the eager time credited from each (evenly
-  when none was), so a compiled kernel's time is counted at most once over all lines.
+  when none was), so a compiled kernel's time is counted at most once over all lines; then
+  the compiled kernels the provenance ties to a line that no eager kernel was credited to
+  (:mod:`traceviz.analysis.fusion_lines_uncredited`), split evenly over their lines.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.analysis.fusion_by_line import SMALL_ROWS, lines_table_rows
 from traceviz.analysis.fusion_lines_pairs import line_credits, line_pairs
+from traceviz.analysis.fusion_lines_uncredited import add_uncredited, uncredited_shares
 from traceviz.analysis.fusion_match import (
     COMPOSITES,
     HEAVY_KEYS,
@@ -57,12 +60,14 @@ from traceviz.trace import Trace
 
 __all__ = [
     "BY_LINE_DTYPES",
+    "CREDITED_DTYPES",
     "ByLine",
     "LineRecord",
     "compiler_credits",
     "fusion_evidence",
     "lines_table",
     "read_log",
+    "with_uncredited",
 ]
 
 
@@ -79,9 +84,14 @@ class ByLine:
     compiled_kernels = "compiled_kernels"  # compiled kernels holding its ops, comma-joined (str)
     compiled_time_us = "compiled_time_us"  # their time, this line's share, µs (float64)
     fused_with = "fused_with"  # other lines sharing its Inductor kernels, "file:line, ..." (str)
+    # of compiled_kernels, those no eager kernel was credited to (no eager counterpart: a
+    # library's split-K reduction, a second GEMM), tied to the line by the compiler's
+    # provenance; comma-joined, "" for none (str)
+    uncredited_kernels = "uncredited_kernels"
 
 
-BY_LINE_DTYPES: dict[str, str] = {
+#: The columns of the table built from the credits alone (both forms build these).
+CREDITED_DTYPES: dict[str, str] = {
     ByLine.file: "object",
     ByLine.line: schema.I64,
     ByLine.code: "object",
@@ -92,6 +102,7 @@ BY_LINE_DTYPES: dict[str, str] = {
     ByLine.compiled_time_us: schema.F64,
     ByLine.fused_with: "object",
 }
+BY_LINE_DTYPES: dict[str, str] = {**CREDITED_DTYPES, ByLine.uncredited_kernels: "object"}
 
 
 def _frame(columns: list[str]) -> pd.DataFrame:
@@ -251,8 +262,23 @@ def lines_table(
     if located.empty:
         return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
     if len(located) <= SMALL_ROWS:  # the same table without groupbys (fusion_by_line)
-        return lines_table_rows(located, compiled_classified, _generated, BY_LINE_DTYPES)
-    return _lines_table_grouped(located, compiled_classified)
+        table = lines_table_rows(located, compiled_classified, _generated, CREDITED_DTYPES)
+    else:
+        table = _lines_table_grouped(located, compiled_classified)
+    return with_uncredited(table, credits, compiled_classified, lines)
+
+
+def with_uncredited(
+    table: pd.DataFrame, credits: pd.DataFrame, compiled_classified: pd.DataFrame, lines: LineRecord
+) -> pd.DataFrame:
+    """The credited table (:data:`CREDITED_DTYPES`) with the compiled kernels the compiler's
+    provenance ties to a line but no eager kernel was credited to, split evenly over their
+    lines (:mod:`traceviz.analysis.fusion_lines_uncredited`): the :class:`ByLine` table."""
+    held = lines.compiled
+    spelled = _same_files(table[ByLine.file], held["file"]) if len(held) else table[ByLine.file]
+    rows = list(zip(spelled, table[ByLine.line].astype(int), strict=True))
+    shares = uncredited_shares(credits, compiled_classified, held, rows)
+    return schema.conform(add_uncredited(table, spelled, shares), BY_LINE_DTYPES)
 
 
 def _located(credits: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
@@ -300,7 +326,7 @@ def _lines_table_grouped(located: pd.DataFrame, compiled_classified: pd.DataFram
         ascending=[False, True, True],
         kind="stable",
     )
-    return schema.conform(table.reset_index(drop=True), BY_LINE_DTYPES)
+    return schema.conform(table.reset_index(drop=True), CREDITED_DTYPES)
 
 
 def _ops_text(located: pd.DataFrame, keys: list[str]) -> pd.Series:

@@ -300,7 +300,7 @@ def by_line_view(comparison: Comparison, *, top: int) -> View:
             str(r["code"]),
             fmt_count(r["eager_kernels"]),
             fmt_us(r["eager_time_us"]),
-            str(r["compiled_kernels"]) or "–",
+            _line_kernels(a, str(r["compiled_kernels"]), str(r.get("uncredited_kernels") or "")),
             fmt_us(r["compiled_time_us"]),
             ", ".join(_short_path(x) for x in str(r["fused_with"]).split(", ") if x) or "–",
         ]
@@ -310,10 +310,31 @@ def by_line_view(comparison: Comparison, *, top: int) -> View:
         f"Fusion by source line (top {top} by {a} time)",
         ["line", "code", f"{a} kernels", f"{a} time", f"{b} kernels", f"{b} time", "fused with"],
         rows,
-        note=f"{b} time: each kernel's measured time split over the lines it holds" if rows else "",
+        note=_by_line_note(a, b, table) if rows else "",
         names=(0,),
         texts=(1, 4, 6),
     )
+
+
+def _by_line_note(a: str, b: str, table: pd.DataFrame) -> str:
+    note = f"{b} time: each kernel's measured time split over the lines it holds"
+    column = table.get("uncredited_kernels")
+    if column is None or not column.fillna("").astype(str).str.len().gt(0).any():
+        return note
+    return (
+        f"{note}; a kernel no {a} kernel was credited to (no {a} counterpart) split evenly "
+        "over the lines the compiler's provenance ties it to"
+    )
+
+
+def _line_kernels(a: str, kernels: str, uncredited: str) -> str:
+    """A by-line row's compiled kernels, those without a counterpart in ``a`` (the tail of
+    ``kernels``, ByLine.uncredited_kernels) said as such."""
+    if not uncredited:
+        return kernels or "–"
+    credited = kernels[: len(kernels) - len(uncredited)].removesuffix(", ")
+    tail = f"no {a} counterpart: {uncredited}"
+    return f"{credited} (+ {tail})" if credited else tail
 
 
 def _short_path(path: str) -> str:
