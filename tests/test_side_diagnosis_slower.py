@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests._reference import real_traces, same
+from tests._reference import CORPUS_PAIRS, real_traces, same
 from tests.conftest import kernel, launch, op
 from traceviz.diagnose.facts import TraceFacts, facts_of_trace, kernel_times
 from traceviz.diagnose.rules import slower
@@ -103,3 +103,90 @@ def test_computed_once_per_facts(tmp_trace: Callable[..., Path]) -> None:
     first = slower._median_step_times(facts)
     assert first is not None and not first.empty
     assert slower._median_step_times(facts) is first
+
+
+# --- the extra device idle time, by cause -------------------------------------------------
+
+IDLE_LABEL = "more device idle time ("
+
+
+def _idle_lines(report: Any) -> dict[str, float]:
+    found = [f for f in report.findings if f.id == slower.RULE_ID]
+    assert len(found) == 1
+    return {
+        e.label: e.value
+        for e in found[0].evidence
+        if not isinstance(e, str) and e.label.startswith(IDLE_LABEL)
+    }
+
+
+def _part_per_step(side: Any, parts: tuple[str, ...]) -> float:
+    """A side's idle parts per step, from its idle split's per-step table (independently of
+    the rule's helpers: the table's columns summed, over the launch table's step count)."""
+    per_step = side.launch.idle.per_step
+    total = float(sum(per_step[p].sum() for p in parts)) if len(per_step) else 0.0
+    return total / max(len(side.launch.per_step), 1)
+
+
+def test_idle_by_cause_on_the_a100_pair() -> None:
+    """The A100 pair's compiled side waits less for the CPU than the eager one, yet idles far
+    more, queued behind work already issued and blocked in syncs: the attribution says so
+    and calls none of it launch/CPU overhead (it called all 126 ms a step so)."""
+    from tests.conftest import CORPUS
+    from traceviz.analysis.idle import IdleParts
+    from traceviz.pipeline import compare
+
+    a, b = (
+        CORPUS / "nvidia" / name
+        for name in (
+            "a100_eager_train_control.json.gz",
+            "a100_compiled_cudagraph_train_2023.json.gz",
+        )
+    )
+    if not (a.is_file() and b.is_file()):
+        pytest.skip(f"corpus not found at {CORPUS}")
+    report = compare(a, b, force=True, load=traceviz.load)
+    lines = _idle_lines(report)
+    want = {}
+    for parts, cause in slower.IDLE_CAUSES:
+        more = _part_per_step(report.b, parts) - _part_per_step(report.a, parts)
+        if more >= slower.IDLE_CAUSE_MIN_SHARE * report.b.summary.step_mean_us:
+            want[f"{IDLE_LABEL}{cause})"] = more
+    assert lines.keys() == want.keys() and lines
+    for label, value in lines.items():
+        assert value == pytest.approx(want[label], rel=1e-12)
+    overhead = (IdleParts.cpu_wait_us, IdleParts.launch_latency_us)
+    assert _part_per_step(report.b, overhead) < _part_per_step(report.a, overhead)
+    assert f"{IDLE_LABEL}launch/CPU overhead)" not in lines
+    # each line is a part b has more of: together at most b's measured idle time per step
+    b_idle = _part_per_step(report.b, (IdleParts.idle_us,))
+    assert 0 < sum(lines.values()) <= b_idle
+
+
+GPU_PAIRS = [
+    *CORPUS_PAIRS,
+    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_llama_block_tiny.json.gz"),
+]
+
+
+@pytest.mark.parametrize("pair", GPU_PAIRS, ids=[b for _, b in GPU_PAIRS])
+def test_idle_causes_named_only_from_one_percent(pair: tuple[str, str]) -> None:
+    """Every idle line of a forced GPU pair's compiled-slower finding is a part b has at
+    least 1% of its step more of (the mi250/mi300x pair's +0.01 µs is not a cause), and
+    together they stay within b's idle time per step."""
+    from tests.conftest import CORPUS
+    from traceviz.analysis.idle import IdleParts
+    from traceviz.pipeline import compare
+
+    a, b = (CORPUS / p for p in pair)
+    if not (a.is_file() and b.is_file()):
+        pytest.skip(f"corpus not found at {CORPUS}")
+    report = compare(a, b, force=True, load=traceviz.load)
+    found = next((f for f in report.findings if f.id == slower.RULE_ID), None)
+    if found is None:
+        pytest.skip("no compiled-slower finding on this pair")
+    lines = [e for e in found.evidence if not isinstance(e, str) and e.label.startswith(IDLE_LABEL)]
+    for line in lines:
+        assert line.share is not None and line.share >= slower.IDLE_CAUSE_MIN_SHARE, line
+    b_idle = _part_per_step(report.b, (IdleParts.idle_us,))
+    assert sum(line.value for line in lines) <= b_idle

@@ -10,7 +10,9 @@ steps rests on one profiled window and says so.
   interval's low end is :data:`SLOWER_ERROR` slower. Untested (one profiled window): a
   warning at most. The difference is then attributed, per step, from the traces (measured):
   kernel device time by kind (GEMMs split out with their mean duration and source), device
-  idle time, CPU time in launch calls, and the recompiles, graph breaks and compile spans.
+  idle time by cause on GPU traces (waiting for the CPU to issue work, i.e. launch/CPU
+  overhead; the CPU blocked in a sync; work already issued), CPU time in launch
+  calls, and the recompiles, graph breaks and compile spans.
 - ``no-significant-difference`` (info): the medians differ by the tolerance or more, but the
   interval includes 1: the difference is within the run-to-run noise; the interval is shown.
 
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.kernel_kinds import KernelKind
 from traceviz.analysis.speed import (
     SAME,
@@ -176,15 +179,48 @@ def _attribution(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[E
             )
     out += _by_kind(comparison, a, b)
     out += _gemms(comparison, a, b)
-    idle = b.per_step(b.launch.idle_us) - a.per_step(a.launch.idle_us)
-    if idle > 0:
-        what = "launch/CPU overhead" if b.is_gpu else "framework overhead"
-        out.append(Evidence(f"more device idle time ({what})", idle, Unit.US, b.share(idle)))
+    if b.is_gpu:
+        out += _more_idle(a, b)
+    else:
+        idle = b.per_step(b.launch.idle_us) - a.per_step(a.launch.idle_us)
+        if idle > 0:
+            label = "more device idle time (framework overhead)"
+            out.append(Evidence(label, idle, Unit.US, b.share(idle)))
     api = b.per_step(b.launch.launch_api_us) - a.per_step(a.launch.launch_api_us)
     if b.is_gpu and api > 0:
         out.append(Evidence("more CPU time in launch calls", api, Unit.US))
     out += _compile_side_effects(b)
     return out
+
+
+#: The GPU idle split's parts (:class:`~traceviz.analysis.idle.IdleParts`) named apart in the
+#: attribution: only the device's wait for the CPU to issue work is launch/CPU overhead.
+IDLE_CAUSES = (
+    ((IdleParts.cpu_wait_us, IdleParts.launch_latency_us), "launch/CPU overhead"),
+    ((IdleParts.blocked_us,), "the CPU blocked in a sync"),
+    ((IdleParts.between_us,), "work already issued: queued behind a dependency or another stream"),
+)
+#: A cause of idle time is named when b has at least this share of its step more of it.
+IDLE_CAUSE_MIN_SHARE = 0.01
+
+
+def _more_idle(a: TraceFacts, b: TraceFacts) -> list[Evidence | str]:
+    """Per cause of device idle time (:data:`IDLE_CAUSES`, the idle split of each step), how
+    much more of it b has per step than a, where b has :data:`IDLE_CAUSE_MIN_SHARE` of its
+    step or more more (measured; each line its own part's difference, the parts of one
+    step's idle time never overlap)."""
+    out: list[Evidence | str] = []
+    for parts, cause in IDLE_CAUSES:
+        more = b.per_step(_idle_total(b, parts)) - a.per_step(_idle_total(a, parts))
+        share = b.share(more)
+        if more > 0 and (share is None or share >= IDLE_CAUSE_MIN_SHARE):
+            out.append(Evidence(f"more device idle time ({cause})", more, Unit.US, share))
+    return out
+
+
+def _idle_total(facts: TraceFacts, parts: tuple[str, ...]) -> float:
+    """The idle split's ``parts`` summed over the steps, µs."""
+    return sum(facts.launch.idle.total(part) for part in parts)
 
 
 def _per_kind(comparison: Comparison, side: str, facts: TraceFacts) -> pd.DataFrame:
