@@ -25,6 +25,7 @@ import pandas as pd
 
 from traceviz.analysis.kernels import issue_us, issued_inside
 from traceviz.analysis.launch import step_windows
+from traceviz.analysis.regions_graphs import FRAME, GraphPart, graph_parts
 from traceviz.runner.runinfo import DynamoFacts
 from traceviz.schema import ActivityKind, Kernels, RegionKind, Regions
 from traceviz.trace import Trace
@@ -40,6 +41,11 @@ class Frame:
     kernel_count = "kernel_count"  # kernels issued inside, not in a region nested in it
     kernel_time_us = "kernel_time_us"  # their exclusive device time (excl_dur_us), µs
     graph_keys = "graph_keys"  # FX graph keys called inside, comma-separated
+    # "frame": a Torch-Compiled Region X/Y; "backward"/"forward"/"graph": compiled graphs run
+    # outside every frame (CompiledFunctionBackward, CompiledFunction, FX-graph calls alone;
+    # X/Y <NA>), so that the rows' kernels and outside_kernels add up to the trace's kernels
+    # (traceviz.analysis.regions_graphs)
+    kind = "kind"
 
 
 class Gap:
@@ -100,7 +106,9 @@ def region_stats(trace: Trace, *, dynamo: DynamoFacts | None = None) -> RegionSt
     regions = trace.regions
     kind = regions[Regions.kind].astype(str)
     compiled = regions[kind == RegionKind.COMPILED_REGION.value]
-    inside_mask = issued_inside(trace, regions[kind != RegionKind.FX_GRAPH_CALL.value])
+    # every compiled-region marker: an FX-graph call outside the others is compiled code too
+    # (its kernels are a "graph" row of frames)
+    inside_mask = issued_inside(trace, regions)
     gaps, gap_of = _gap_table(trace)
     kernels = trace.kernels
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
@@ -108,7 +116,7 @@ def region_stats(trace: Trace, *, dynamo: DynamoFacts | None = None) -> RegionSt
     outside = is_kernel & ~inside_mask
     in_gap = gap_of >= 0
     return RegionStats(
-        frames=_frames(regions, compiled),
+        frames=_with_graphs(_frames(regions, compiled), graph_parts(trace)),
         region_calls=len(compiled),
         fx_graph_calls=int((kind == RegionKind.FX_GRAPH_CALL.value).sum()),
         forward_calls=int((kind == RegionKind.COMPILED_FUNCTION.value).sum()),
@@ -129,6 +137,28 @@ def region_stats(trace: Trace, *, dynamo: DynamoFacts | None = None) -> RegionSt
         gaps=gaps,
         dynamo=dynamo,
     )
+
+
+def _with_graphs(frames: pd.DataFrame, parts: list[GraphPart]) -> pd.DataFrame:
+    """The frames' rows (kind "frame"), then one row per compiled graph part outside them."""
+    frames = frames.assign(**{Frame.kind: FRAME})
+    if not parts:
+        return frames
+    rows = pd.DataFrame(
+        {
+            Frame.frame_id: pd.array([None] * len(parts), dtype="Int32"),
+            Frame.recompile_id: pd.array([None] * len(parts), dtype="Int32"),
+            Frame.calls: [p.calls for p in parts],
+            Frame.wall_us: [p.wall_us for p in parts],
+            Frame.kernel_count: pd.array([p.kernel_count for p in parts], dtype="Int64"),
+            Frame.kernel_time_us: [p.kernel_time_us for p in parts],
+            Frame.graph_keys: [", ".join(p.graph_keys) for p in parts],
+            Frame.kind: [p.label for p in parts],
+        }
+    )
+    if frames.empty:
+        return rows
+    return pd.concat([frames, rows.astype(frames.dtypes.to_dict())], ignore_index=True)
 
 
 def _frames(regions: pd.DataFrame, compiled: pd.DataFrame) -> pd.DataFrame:

@@ -347,7 +347,7 @@ def regions_view(comparison: Comparison) -> View:
     rows = [
         [
             comparison.names[0 if r["side"] == "a" else 1],
-            f"{_int_text(r['frame_id'])}/{_int_text(r['recompile_id'])}",
+            _frame_text(r),
             fmt_count(r["calls"]),
             fmt_us(r["wall_us"]),
             fmt_count(r["kernel_count"]),
@@ -369,6 +369,15 @@ def regions_view(comparison: Comparison) -> View:
         rows,
         note="; ".join(notes),
     )
+
+
+def _frame_text(row: dict[str, Any]) -> str:
+    """A regions row's frame: ``X/Y``, or the compiled graphs run outside every frame
+    (``backward``, ``forward``, ``graph``: Frame.kind)."""
+    kind = row.get("kind")
+    if kind and kind != "frame":
+        return f"{kind} (outside frames)"
+    return f"{_int_text(row['frame_id'])}/{_int_text(row['recompile_id'])}"
 
 
 def _int_text(value: object) -> str:

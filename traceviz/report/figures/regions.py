@@ -64,12 +64,9 @@ def regions_figure(c: Comparison) -> go.Figure:
         if rows.empty:
             continue
         label = c.names[0 if which == "a" else 1]
-        x = [
-            f"{label} {int(f)}/{int(r)}"
-            for f, r in zip(rows["frame_id"], rows["recompile_id"], strict=True)
-        ]
+        x = [f"{label} {_frame(r)}" for r in _records(rows)]
         hover = [
-            f"{label} frame {int(r['frame_id'])}/{int(r['recompile_id'])}: "
+            f"{label} {'' if r.get('kind') not in (None, 'frame') else 'frame '}{_frame(r)}: "
             f"{fmt_count(r['calls'])} calls, "
             f"{fmt_count(r['kernel_count'])} kernels, {fmt_us(r['kernel_time_us'])} device, "
             f"{fmt_us(r['wall_us'])} wall"
@@ -98,3 +95,12 @@ def regions_figure(c: Comparison) -> go.Figure:
     layout["yaxis"]["title"] = {"text": "device time (ms)"}
     layout |= layout_spec(title, height=380)
     return figure(data, layout, grid=grid)
+
+
+def _frame(row: dict[str, Any]) -> str:
+    """A regions row's label: ``X/Y`` of its frame, else its kind (``backward``: compiled
+    graphs run outside every frame)."""
+    kind = row.get("kind")
+    if kind and kind != "frame":
+        return str(kind)
+    return f"{int(row['frame_id'])}/{int(row['recompile_id'])}"
