@@ -42,6 +42,7 @@ from traceviz.analysis.fusion_match import COMPOSITES, HEAVY_KEYS, Coded, distin
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.op_keys import name_keys, op_key
 from traceviz.analysis.shapes import tensor_shapes
+from traceviz.analysis.windows import full_steps
 from traceviz.dense import sorted_unique
 from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
@@ -120,7 +121,10 @@ def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comp
             f"only {fused[0]:.0%} of the ops b's Inductor kernels are named after are ops a "
             f"runs ({_few(fused[1])} are not)"
         )
-    per_step = _per_step(a_heavy, len(eager.steps)), _per_step(b_heavy, len(compiled.steps))
+    per_step = (
+        _per_step(a_heavy, len(full_steps(eager))),
+        _per_step(b_heavy, len(full_steps(compiled))),
+    )
     if b_heavy and per_step[1] > 2 * per_step[0] + 2:
         reasons.append(f"b runs {per_step[1]:.3g} library calls per step, a only {per_step[0]:.3g}")
     return Comparability(

@@ -57,6 +57,7 @@ from traceviz.analysis.memory import (
 )
 from traceviz.analysis.op_keys import NO_WORK_OPS, OP_ALIASES, name_keys, op_key
 from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.windows import full_steps
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
 
@@ -428,7 +429,7 @@ def _ops_by_kernel(rows: pd.DataFrame) -> dict[str, list[str]]:
 
 def _step_scale(eager: Trace, compiled: Trace) -> float:
     """Eager steps / compiled steps when both traces have steps, else 1."""
-    eager_steps, compiled_steps = len(eager.steps), len(compiled.steps)
+    eager_steps, compiled_steps = len(full_steps(eager)), len(full_steps(compiled))
     return eager_steps / compiled_steps if eager_steps and compiled_steps else 1.0
 
 

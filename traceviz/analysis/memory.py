@@ -66,6 +66,7 @@ from traceviz.analysis.traffic import (
 )
 from traceviz.analysis.traffic_foreach import foreach_copy_kernels
 from traceviz.analysis.traffic_graph import graph_library_bytes
+from traceviz.analysis.windows import full_steps
 from traceviz.dense import unique_inverse
 from traceviz.parse.compile_log import CompileLog
 from traceviz.schema import ActivityKind, DeviceKind, KernelProvenance, Kernels, Memory, Ops, Steps
@@ -623,8 +624,9 @@ def allocator_use(trace: Trace) -> pd.DataFrame:
     memory = trace.memory
     if memory.empty:
         return schema.empty_table(ALLOCATOR_DTYPES)
-    starts = trace.steps[Steps.ts_us].to_numpy(dtype=float, na_value=np.nan)
-    ends = starts + np.nan_to_num(trace.steps[Steps.dur_us].to_numpy(dtype=float, na_value=0.0))
+    steps = full_steps(trace)
+    starts = steps[Steps.ts_us].to_numpy(dtype=float, na_value=np.nan)
+    ends = starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float, na_value=0.0))
     rows = [
         _device_use(device_type, device, events, starts, ends)
         for (device_type, device), events in _by_device(memory)

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from traceviz.analysis.windows import full_steps
 from traceviz.runner.runinfo import RunInfo
 from traceviz.schema import Steps
 from traceviz.trace import Trace
@@ -198,7 +199,7 @@ def _timed_samples(
 
 
 def _step_samples(trace: Trace) -> npt.NDArray[np.float64]:
-    return _clean(trace.steps[Steps.dur_us].to_numpy(dtype=float))
+    return _clean(full_steps(trace)[Steps.dur_us].to_numpy(dtype=float))
 
 
 def _window_us(trace: Trace, steps: npt.NDArray[np.float64]) -> float:

@@ -18,6 +18,7 @@ import pandas as pd
 
 from traceviz.analysis.device import NOT_ANALYSED, DeviceActivity, device_activity, is_analysed
 from traceviz.analysis.memory import peak_allocated
+from traceviz.analysis.windows import full_steps
 from traceviz.records import records
 from traceviz.schema import (
     ActivityKind,
@@ -69,8 +70,8 @@ class TraceSummary:
     device: str
     device_names: list[str]
     span_us: float
-    step_count: int
-    step_mean_us: float | None
+    step_count: int  # full ProfilerStep spans (a partial last step left out: partial_steps)
+    step_mean_us: float | None  # their mean wall time, µs
     kernel_count: int
     kernel_time_us: float
     memcpy_count: int
@@ -88,6 +89,9 @@ class TraceSummary:
     top: int = 10  # how many kernels ``top_kernels`` lists
     basis: str = "measured"  # "not-analysed": the device has no model, device figures n/a
     device_activity: DeviceActivity | None = None  # what an unmodelled device's trace holds
+    # steps left out of step_count and every per-step figure: a last step the profiler's stop
+    # cut short (traceviz.analysis.windows.full_steps)
+    partial_steps: int = 0
 
     @cached_property
     def activities(self) -> pd.DataFrame:
@@ -129,6 +133,7 @@ class TraceSummary:
             "span_us": self.span_us,
             "step_count": self.step_count,
             "step_mean_us": self.step_mean_us,
+            "partial_steps": self.partial_steps,
             "kernel_count": self.kernel_count,
             "kernel_time_us": self.kernel_time_us,
             "memcpy_count": self.memcpy_count,
@@ -165,7 +170,7 @@ def summarize(
     is_memcpy = (activity == ActivityKind.MEMCPY.value).to_numpy()
     launches = trace.launches
     counted = launches[Launches.launch_class].isin(LAUNCH_CLASSES_COUNTED).to_numpy()
-    steps = trace.steps
+    steps = full_steps(trace)
     return TraceSummary(
         source=trace.meta.source,
         device=trace.device_kind.value,
@@ -196,6 +201,7 @@ def summarize(
         top=top,
         basis="measured" if is_analysed(trace) else NOT_ANALYSED,
         device_activity=device_activity(trace),
+        partial_steps=len(trace.steps) - len(steps),
     )
 
 

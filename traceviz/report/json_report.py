@@ -91,6 +91,7 @@ def _trace(side: Side) -> dict[str, Any]:
         "device": meta.device_kind.value,
         "device_names": sorted(set(meta.device_names)),
         "steps": side.summary.step_count,
+        "partial_steps": side.summary.partial_steps,
         "events_in": side.trace.stats.events_in,
         "basis": side.summary.basis,
         "device_activity": activity.to_json() if activity is not None else None,

@@ -58,6 +58,8 @@ def _headline(s: TraceSummary) -> Table:
     steps = f"{s.step_count}"
     if s.step_mean_us:
         steps += f", mean {fmt_us(s.step_mean_us)}"
+    if s.partial_steps:
+        steps += f" ({s.partial_steps} partial step left out: cut short by the profiler's stop)"
     peak = fmt_bytes(s.peak_allocated_bytes) if s.peak_allocated_bytes is not None else None
     rows = [
         ("device", f"{s.device} ({devices})"),

@@ -16,6 +16,7 @@ from traceviz.analysis.device import NOT_ANALYSED
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
 from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.windows import full_steps
 from traceviz.diagnose.rules.slower import basis_text, comparison_speed
 from traceviz.records import records
 from traceviz.report.metric_names import is_share, metric_label
@@ -147,7 +148,7 @@ def _events_per_step(side: Side) -> float:
 
 def _spread(side: Side) -> str:
     """Slowest over fastest profiled step, ``"1.80×"`` (``"–"`` without steps)."""
-    durs = side.trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    durs = full_steps(side.trace)[Steps.dur_us].to_numpy(dtype=float)
     durs = durs[np.isfinite(durs) & (durs > 0)]
     return f"{durs.max() / durs.min():.2f}×" if len(durs) else "–"
 
@@ -177,7 +178,20 @@ def metrics_view(
     if "est_bytes" in set(table[Metric.name]):
         why = traffic_gap_note(comparison.a.traffic, comparison.b.traffic, comparison.names)
         note = f"{metric_label('est_bytes', comparison.names)}: {why}" if why else ""
+    if "step_count" in set(table[Metric.name]):
+        note = "; ".join(n for n in [note, _partial_steps_note(comparison)] if n)
     return View(title, ["metric", a, b, "Δ", "ratio", "basis"], rows, note=note)
+
+
+def _partial_steps_note(comparison: Comparison) -> str:
+    """Which side's cut-off last step the step count and per-step figures leave out."""
+    parts = [
+        f"{side.name}: {side.summary.partial_steps} partial step left out of steps and "
+        "per-step figures (cut short by the profiler's stop)"
+        for side in (comparison.a, comparison.b)
+        if side.summary.partial_steps
+    ]
+    return "; ".join(parts)
 
 
 def _metric_value(row: Any, side: str) -> str:
@@ -322,8 +336,7 @@ def _by_line_note(a: str, b: str, table: pd.DataFrame) -> str:
     if column is None or not column.fillna("").astype(str).str.len().gt(0).any():
         return note
     return (
-        f"{note}; a kernel no {a} kernel was credited to (no {a} counterpart) split evenly "
-        "over the lines the compiler's provenance ties it to"
+        f"{note}; one credited no {a} kernel: split evenly over the lines the compiler ties it to"
     )
 
 
@@ -333,7 +346,7 @@ def _line_kernels(a: str, kernels: str, uncredited: str) -> str:
     if not uncredited:
         return kernels or "–"
     credited = kernels[: len(kernels) - len(uncredited)].removesuffix(", ")
-    tail = f"no {a} counterpart: {uncredited}"
+    tail = f"no {a} kernel credited: {uncredited}"
     return f"{credited} (+ {tail})" if credited else tail
 
 
