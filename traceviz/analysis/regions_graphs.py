@@ -65,17 +65,19 @@ def graph_parts(trace: Trace) -> list[GraphPart]:
     kernels = trace.kernels
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
     excl = np.nan_to_num(kernels[Kernels.excl_dur_us].to_numpy(dtype=float))
-    held = regions[kind == RegionKind.COMPILED_REGION.value]
-    taken = issued_inside(trace, held)
+    frames = regions[kind == RegionKind.COMPILED_REGION.value]
+    taken = issued_inside(trace, frames)
+    held = [_spans(frames)]
     parts = []
     for label, region_kind in PARTS:
         spans = regions[kind == region_kind.value]
         if spans.empty:
             continue
-        free = spans[~_inside(spans, held)]
-        mine = is_kernel & ~taken & issued_inside(trace, spans)
-        taken = taken | issued_inside(trace, spans)
-        held = pd.concat([held, spans])
+        free = spans[~_inside(_spans(spans), held)]
+        inside = issued_inside(trace, spans)
+        mine = is_kernel & ~taken & inside
+        taken |= inside
+        held.append(_spans(spans))
         if free.empty and not mine.any():
             continue
         parts.append(
@@ -91,16 +93,25 @@ def graph_parts(trace: Trace) -> list[GraphPart]:
     return parts
 
 
-def _inside(spans: pd.DataFrame, holders: pd.DataFrame) -> np.ndarray:
+Spans = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def _spans(table: pd.DataFrame) -> Spans:
+    """Rows of a regions table as (thread, start, end) arrays."""
+    starts = table[Regions.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(table[Regions.dur_us].to_numpy(dtype=float))
+    return table[Regions.thread].astype(object).to_numpy(), starts, ends
+
+
+def _inside(spans: Spans, holders: list[Spans]) -> np.ndarray:
     """Per span: it starts inside one of ``holders`` on its thread."""
-    out = np.zeros(len(spans), dtype=bool)
-    if holders.empty:
+    threads, starts, _ = spans
+    out = np.zeros(len(starts), dtype=bool)
+    h_threads = np.concatenate([h[0] for h in holders]) if holders else np.array([], dtype=object)
+    if not len(h_threads):
         return out
-    threads = spans[Regions.thread].astype(object).to_numpy()
-    starts = spans[Regions.ts_us].to_numpy(dtype=float)
-    h_threads = holders[Regions.thread].astype(object).to_numpy()
-    h_starts = holders[Regions.ts_us].to_numpy(dtype=float)
-    h_ends = h_starts + np.nan_to_num(holders[Regions.dur_us].to_numpy(dtype=float))
+    h_starts = np.concatenate([h[1] for h in holders])
+    h_ends = np.concatenate([h[2] for h in holders])
     for thread in pd.unique(threads):
         mine = threads == thread
         theirs = h_threads == thread
@@ -115,5 +126,5 @@ def _keys_inside(regions: pd.DataFrame, spans: pd.DataFrame) -> list[str]:
     known = calls[keys.notna().to_numpy()]
     if known.empty or spans.empty:
         return []
-    hit = _inside(known, spans)
+    hit = _inside(_spans(known), [_spans(spans)])
     return sorted({str(k) for k in known[Regions.graph_key].astype(object)[hit]})
