@@ -43,6 +43,7 @@ from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.shapes import tensor_shapes
 from traceviz.analysis.timeline import Lane, timeline
 from traceviz.analysis.traffic import _group_rows, estimate_op
+from traceviz.dense import sorted_unique
 from traceviz.schema import OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -117,19 +118,35 @@ def chain_members(
     seq = _lane_order(trace, kernels, kernel_step, lanes)
     if len(seq) < MIN_CHAIN_KERNELS or trace.ops.empty:
         return _empty()  # (no ops: no kernel has a launching op to link by)
-    context, top, optimizer = _op_context(trace.ops, _known_rows(seq, len(trace.ops)))
-    link = _links(seq, trace.ops, context, top, optimizer)
-    chain = np.cumsum(link == "")
+    # Only a fusible kernel's op is asked about: a link needs both kernels fusible, and a
+    # chain's members are linked ones (their top ops, and the reducing ops, are fusible).
+    fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
+    op = seq[ChainMember.op].to_numpy(dtype=float)
+    asked = op[fusible & np.isfinite(op) & (op >= 0) & (op < len(trace.ops))].astype(np.int64)
+    context, top, optimizer = _context_at(trace.ops, asked)
+    link = _link_codes(seq, trace.ops, context, top, optimizer, fusible)
+    chain = np.cumsum(link == _BREAK)
     sizes = np.bincount(chain)[chain]
-    op_top = _at(top, seq["op"].to_numpy(dtype=float))
+    op_top = _at(top, op)
     long = sizes >= MIN_CHAIN_KERNELS
-    keep = long & (_distinct_per_chain(chain, op_top, long) >= MIN_CHAIN_OPS)
-    if not keep.any():
+    keep = np.flatnonzero(long & (_distinct_per_chain(chain, op_top, long) >= MIN_CHAIN_OPS))
+    if not keep.size:
         return _empty()
-    kept = link[keep]  # ("first" spelled on the kept rows only: an object test per row)
-    members = seq[keep].assign(chain=chain[keep], link=np.where(kept == "", "first", kept))
-    members = members.reset_index(drop=True)
+    columns = {name: _take(seq[name], keep) for name in seq.columns}
+    columns[ChainMember.chain] = chain[keep]
+    # (a chain's first member, its link a break, is spelled "first"; texts on kept rows only)
+    columns[ChainMember.link] = _MEMBER_LINKS[link[keep]]
+    members = pd.DataFrame(columns)
     return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
+
+
+def _take(column: pd.Series, rows: npt.NDArray[np.intp]) -> object:
+    """``column``'s values at ``rows`` (positions), keeping its dtype: ``seq[keep]``'s column
+    without the frame's boolean filter over every column."""
+    values = column.array
+    if isinstance(values, pd.arrays.NumpyExtensionArray):
+        return values.to_numpy()[rows]
+    return values.take(rows)
 
 
 def _distinct_per_chain(
@@ -274,6 +291,137 @@ def _walk_up(
     return out_context, out_top, out_optimizer
 
 
+def _context_at(
+    ops: pd.DataFrame, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """``_op_context(ops, rows)`` at ``rows`` (the other entries as :func:`_walk_up` leaves
+    them), with less walking: each distinct row walked up only to its context (its run of
+    aten ops, the top op, never goes past it: a context is not an aten op), the optimizer
+    test above the contexts once per distinct context, the names' and categories' tests
+    only for the ops on the way. The same ops are walked up as in :func:`_walk_up`, so the
+    same fallback to the whole table (a parent not shallower than its child)."""
+    lookup = _NodeFlags.of(ops)
+    if lookup is None:
+        return _op_context(ops, rows)
+    n = len(ops)
+    distinct = sorted_unique(rows) if rows.size else rows
+    walked = _walk_to_context(lookup, distinct)
+    if walked is None:
+        return _op_context(ops)
+    context, top, optimizer = walked
+    has = np.flatnonzero(context >= 0)
+    if has.size:
+        contexts = sorted_unique(context[has])
+        above = _optimizer_above(lookup, contexts)
+        if above is None:
+            return _op_context(ops)
+        position = np.empty(n, dtype=np.intp)
+        position[contexts] = np.arange(contexts.size)
+        optimizer[has] |= above[position[context[has]]]
+    out_context = np.full(n, -1, dtype=np.int64)
+    out_top = np.arange(n, dtype=np.int64)
+    out_optimizer = np.zeros(n, dtype=bool)
+    out_context[distinct], out_top[distinct], out_optimizer[distinct] = context, top, optimizer
+    return out_context, out_top, out_optimizer
+
+
+_ATEN, _OPTIMIZER, _FRAME = 1, 2, 4  # bits of _NodeFlags.bits
+
+
+def _walk_to_context(
+    lookup: _NodeFlags, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None:
+    """Per row: its context (−1: none), its top op, and whether it or an op below its
+    context is an optimizer span; the rows still walking carried as compact arrays, one
+    level per pass (None when a parent is not shallower than its child)."""
+    parent, depth = lookup.parent, lookup.depth
+    bits = lookup.bits(rows)
+    optimizer = (bits & _OPTIMIZER) != 0
+    context = np.full(rows.size, -1, dtype=np.int64)
+    top = rows.copy()
+    up = parent[rows]
+    go = up >= 0
+    at, up, below, chain = np.flatnonzero(go), up[go], depth[rows][go], (bits & _ATEN)[go] != 0
+    while at.size:
+        level = depth[up]
+        if (level >= below).any():
+            return None
+        bits = lookup.bits(up)
+        optimizer[at[(bits & _OPTIMIZER) != 0]] = True
+        found = (bits & (_ATEN | _FRAME)) == 0  # (a context ends the run of aten ops too)
+        context[at[found]] = up[found]
+        chain &= (bits & _ATEN) != 0
+        top[at[chain]] = up[chain]
+        above = parent[up]
+        go = ~found & (above >= 0)
+        at, up, below, chain = at[go], above[go], level[go], chain[go]
+    return context, top, optimizer
+
+
+def _optimizer_above(
+    lookup: _NodeFlags, rows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_] | None:
+    """Per row, whether it or an op above it is an optimizer span (None when a parent is
+    not shallower than its child)."""
+    parent, depth = lookup.parent, lookup.depth
+    optimizer = (lookup.bits(rows) & _OPTIMIZER) != 0
+    up = parent[rows]
+    go = up >= 0
+    at, up, below = np.flatnonzero(go), up[go], depth[rows][go]
+    while at.size:
+        level = depth[up]
+        if (level >= below).any():
+            return None
+        optimizer[at[(lookup.bits(up) & _OPTIMIZER) != 0]] = True
+        above = parent[up]
+        go = above >= 0
+        at, up, below = at[go], above[go], level[go]
+    return optimizer
+
+
+@dataclass(frozen=True)
+class _NodeFlags:
+    """What :func:`_op_flags` tests of each op, read at the ops asked about only: the parent
+    (negative: none) and depth of every op, and per name code the name's tests."""
+
+    parent: npt.NDArray[np.int64]
+    depth: npt.NDArray[np.int64]
+    name_codes: npt.NDArray[np.integer]
+    category_codes: npt.NDArray[np.integer]
+    name_bits: npt.NDArray[np.uint8]  # per name code _ATEN, _OPTIMIZER; a last 0 (code −1)
+    python: int  # the category code of Python frames (−2: none)
+
+    @classmethod
+    def of(cls, ops: pd.DataFrame) -> _NodeFlags | None:
+        """None when the name or category column is not categorical."""
+        names, category = ops[Ops.name].array, ops[Ops.category].array
+        if not all(isinstance(c, pd.Categorical) for c in (names, category)):
+            return None
+        n = len(ops)
+        parent = _integers(ops[Ops.parent_row], -1)
+        if parent.size and int(parent.max()) >= n:
+            parent = np.where(parent < n, parent, -1)
+        distinct = [str(c) for c in names.categories]
+        bits = [
+            (_ATEN if c.startswith("aten::") else 0) | (_OPTIMIZER if OPTIMIZER.search(c) else 0)
+            for c in distinct
+        ]
+        python = category.categories.get_indexer(pd.Index([OpCategory.PYTHON_FUNCTION.value]))
+        return cls(
+            parent=parent,
+            depth=_integers(ops[Ops.depth], 0),
+            name_codes=names.codes,
+            category_codes=category.codes,
+            name_bits=np.array([*bits, 0], dtype=np.uint8),
+            python=int(python[0]) if python[0] >= 0 else -2,
+        )
+
+    def bits(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
+        """Per row, its _ATEN, _OPTIMIZER and _FRAME (Python frame) bits."""
+        frame = (self.category_codes[rows] == self.python).view(np.uint8) << 2
+        return self.name_bits[self.name_codes[rows]] | frame
+
+
 def _known_rows(seq: pd.DataFrame, n_ops: int) -> npt.NDArray[np.int64]:
     """The op rows of ``seq``'s kernels that are rows of the ops table (as :func:`_links`
     reads them)."""
@@ -325,6 +473,13 @@ def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDA
 # --- links --------------------------------------------------------------------------------
 
 
+#: Link codes of :func:`_link_codes`: no link (the row starts a chain), and the three links.
+_BREAK, _SAME_OP, _SHAPES, _ORDER = 0, 1, 2, 3
+_LINK_TEXTS = np.array(["", "same op", "shapes", "order"], dtype=object)
+_MEMBER_LINKS = np.array(["first", "same op", "shapes", "order"], dtype=object)
+_LINK_CODES = {text: code for code, text in enumerate(_LINK_TEXTS.tolist())}
+
+
 def _links(
     seq: pd.DataFrame,
     ops: pd.DataFrame,
@@ -333,10 +488,26 @@ def _links(
     optimizer: npt.NDArray[np.bool_],
 ) -> npt.NDArray[np.object_]:
     """Per row, how it continues the chain of the row before it ("" when it does not)."""
+    return _LINK_TEXTS[_link_codes(seq, ops, context, top, optimizer)]
+
+
+def _link_codes(
+    seq: pd.DataFrame,
+    ops: pd.DataFrame,
+    context: npt.NDArray[np.int64],
+    top: npt.NDArray[np.int64],
+    optimizer: npt.NDArray[np.bool_],
+    fusible: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.int8]:
+    """:func:`_links` as codes (``_BREAK``, ``_SAME_OP``, ``_SHAPES``, ``_ORDER``): no
+    object array over every kernel. ``context``, ``top`` and ``optimizer`` are read at the
+    launching ops of ``seq``'s fusible kernels only (``fusible``: per row, its kind is one
+    of :data:`FUSIBLE_KINDS`, when the caller has it)."""
     op = seq[ChainMember.op].to_numpy(dtype=float)
     known = np.isfinite(op) & (op >= 0) & (op < len(ops))
     row = np.where(known, op, 0).astype(np.int64)
-    fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
+    if fusible is None:
+        fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
     ok = fusible & known & ~np.where(known, optimizer[row], True)
     ctx, top_op = np.where(known, context[row], -2), np.where(known, top[row], -1)
     lane, step = seq[ChainMember.lane].to_numpy(), seq[ChainMember.step].to_numpy()
@@ -346,11 +517,11 @@ def _links(
         ok[1:] & ok[:-1] & (lane[1:] == lane[:-1]) & (step[1:] == step[:-1]) & (step[1:] >= 0)
         & (region[1:] == region[:-1]) & (ctx[1:] == ctx[:-1])
     )  # fmt: skip
-    out = np.full(len(seq), "", dtype=object)
+    out = np.zeros(len(seq), dtype=np.int8)
     at = np.flatnonzero(candidate)
     a, b = top_op[at - 1], top_op[at]
     same = a == b
-    out[at[same]] = "same op"
+    out[at[same]] = _SAME_OP
     at, a, b = at[~same], a[~same], b[~same]
     if not len(at):
         return out
@@ -363,9 +534,9 @@ def _links(
         categorical
         and (len(dims.cat.categories) + 1) ** 2 * (len(names.cat.categories) + 1) < 2**61
     ):
-        out[at] = _links_by_code(dims, names, a, reduces, b)
+        out[at] = _links_by_code(dims, names, a, reduces, b, codes=True)
         return out
-    decided: dict[tuple[object, str, bool, object], str] = {}
+    decided: dict[tuple[object, str, bool, object], int] = {}
     links = []
     for key in zip(
         _texts(dims.iloc[a]),
@@ -377,7 +548,7 @@ def _links(
         link = decided.get(key)
         if link is None:
             dims_a, name_a, reduces_a, dims_b = key
-            link = _data_link(_shapes(dims_a), name_a, reduces_a, _shapes(dims_b))
+            link = _LINK_CODES[_data_link(_shapes(dims_a), name_a, reduces_a, _shapes(dims_b))]
             decided[key] = link
         links.append(link)
     out[at] = links
@@ -390,11 +561,13 @@ def _links_by_code(
     a: npt.NDArray[np.int64],
     reduces: npt.NDArray[np.bool_],
     b: npt.NDArray[np.int64],
-) -> npt.NDArray[np.object_]:
+    *,
+    codes: bool = False,
+) -> npt.NDArray[np.object_] | npt.NDArray[np.int8]:
     """:func:`_data_link` of each (a, b) op pair, decided once per distinct (a's shapes, a's
     name, a reduces, b's shapes), told apart by the categorical columns' codes (no text per
     link): the texts are those :func:`_texts` and ``str`` give (a missing shapes text is
-    None, a missing name ``"nan"``)."""
+    None, a missing name ``"nan"``). With ``codes``, the links as :func:`_link_codes`'s."""
     dim_codes = dims.cat.codes.to_numpy().astype(np.int64)
     name_codes = names.cat.codes.to_numpy().astype(np.int64)
     n_dims, n_names = len(dims.cat.categories) + 1, len(names.cat.categories) + 1
@@ -424,6 +597,8 @@ def _links_by_code(
         )
         for dims_a, name_a, reduces_a, dims_b in distinct
     ]
+    if codes:
+        return np.array([_LINK_CODES[link] for link in links], dtype=np.int8)[inverse]
     return np.asarray(links, dtype=object)[inverse]
 
 
@@ -515,14 +690,45 @@ def _written_bytes(ops: pd.DataFrame, op_rows: pd.Series) -> npt.NDArray[np.floa
     known = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
     if not known.any():
         return out
-    picked = ops.iloc[rows[known].astype(np.int64)]
+    at = rows[known].astype(np.int64)
+    columns = [ops[c] for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)]
     # estimated once per distinct (name, dims, types, concrete inputs), spread by group
-    key, groups = _group_rows(
-        [picked[c] for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)]
-    )
+    grouped = _group_codes(columns, at)
+    if grouped is None:
+        key, groups = _group_rows([c.iloc[at] for c in columns])
+    else:
+        key, groups = grouped
     per_group = np.array([_written(*(_text(v) for v in values)) for values in groups], dtype=float)
     out[known] = per_group[key]
     return out
+
+
+def _group_codes(
+    columns: list[pd.Series], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.intp], list[list[object]]] | None:
+    """:func:`~traceviz.analysis.traffic._group_rows` of ``columns`` at ``rows`` told apart
+    by the categorical columns' codes (no rows of the ops table picked, no text per row):
+    a group number per row and each group's values (None where missing), the groups in
+    another order. None when a column is not categorical or the codes do not fit an int64."""
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        return None
+    sizes = [len(c.cat.categories) + 1 for c in columns]
+    if float(np.prod(np.asarray(sizes, dtype=float))) >= 2.0**62:
+        return None
+    key = np.zeros(rows.size, dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column.cat.codes.to_numpy()[rows].astype(np.int64) + 1
+    inverse, distinct = pd.factorize(key)
+    codes = []
+    rest = np.asarray(distinct, dtype=np.int64)
+    for size in reversed(sizes):
+        rest, code = np.divmod(rest, size)
+        codes.append(code - 1)
+    picked = []
+    for column, code in zip(columns, reversed(codes), strict=True):
+        values = column.cat.categories.tolist()
+        picked.append([values[c] if c >= 0 else None for c in code.tolist()])
+    return np.asarray(inverse, dtype=np.intp), [list(v) for v in zip(*picked, strict=True)]
 
 
 @lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes

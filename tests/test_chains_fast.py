@@ -1,0 +1,222 @@
+"""The unfused-chain analysis with less CPU (issue 14) against the code it replaced, kept in
+tests/chains_reference.py: chain_members equal frame for frame and chain_groups field for
+field, to the last bit, on every corpus and sample trace, the 1M-event pair of the benchmarks
+(when it has been made) and tiny hand-made traces for the edge cases: the walk from the
+kernels' ops stopped at their contexts, optimizer spans above a context, Python frames,
+depths that disagree with parents, columns that are not categorical."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import traceviz
+from tests import chains_reference as reference
+from tests._reference import real_traces, same
+from tests.conftest import REPO, kernel, launch, load_trace, op
+from traceviz.analysis import chains as chains_mod
+from traceviz.diagnose.facts import facts_of_trace, kernel_steps
+from traceviz.diagnose.rules.gemm import timeline_of
+from traceviz.schema import Kernels, Ops
+from traceviz.trace import Trace
+
+PAIR_1M = [
+    REPO / "benchmarks" / "data" / "a100_eager_train_control_x10.json",
+    REPO / "benchmarks" / "data" / "a100_compiled_cudagraph_train_2023_x10.json",
+]
+
+
+def _check_equal(trace: Trace) -> pd.DataFrame:
+    """chain_members and chain_groups of ``trace`` equal to the reference's (the lanes as
+    the diagnosis hands them, and built here); the members returned."""
+    facts = facts_of_trace(trace)
+    steps = kernel_steps(facts)
+    for lanes in (timeline_of(facts), None):
+        got = chains_mod.chain_members(trace, facts.kernels, steps, lanes=lanes)
+        want = reference.chain_members(trace, facts.kernels, steps, lanes=lanes)
+        same(got, want)
+        groups = chains_mod.chain_groups(trace, got)
+        want_groups = reference.chain_groups(trace, want)
+        assert [dataclasses.astuple(g) for g in groups] == [
+            dataclasses.astuple(g) for g in want_groups
+        ]
+    # honest: each kernel in at most one chain, chain time at most the kernels' measured time
+    assert not got[chains_mod.ChainMember.row].duplicated().any()
+    measured = float(np.nansum(facts.kernels[Kernels.dur_us].to_numpy(dtype=float)))
+    assert sum(g.time_us for g in groups) <= measured + 1e-6
+    assert all(g.saving_us <= g.time_us for g in groups)
+    assert sum(g.kernels for g in groups) == len(got)
+    return got
+
+
+def _context_equal(ops: pd.DataFrame, rows: np.ndarray) -> None:
+    """_context_at equals the levels' pass over every op at ``rows``."""
+    full = reference._op_context(ops)
+    got = chains_mod._context_at(ops, rows)
+    same(tuple(a[rows] for a in got), tuple(a[rows] for a in full))
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_chains_equal_the_reference_on_real_traces(path: Path) -> None:
+    trace = load_trace(path)
+    _check_equal(trace)
+    op_rows = trace.kernels[Kernels.op_row].to_numpy(dtype=float, na_value=np.nan)
+    kernel_ops = op_rows[np.isfinite(op_rows)].astype(np.int64)
+    for rows in (kernel_ops, np.arange(0, len(trace.ops), 3, dtype=np.int64)):
+        _context_equal(trace.ops, rows)
+
+
+@pytest.mark.parametrize("path", PAIR_1M, ids=lambda p: p.name)
+def test_chains_equal_the_reference_on_the_1m_pair(path: Path) -> None:
+    if not path.is_file():
+        pytest.skip(f"{path} not made (benchmarks/make_large_trace.py)")
+    members = _check_equal(traceviz.load(path))
+    assert len(members) > 1000  # the pair has chains: the comparison compared something
+
+
+# --- hand-made edge cases -------------------------------------------------------------------
+
+
+def _ops(
+    names: list[str],
+    parents: list[int | None],
+    depths: list[int | None],
+    categories: list[str] | None = None,
+) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            Ops.name: pd.Categorical(names),
+            Ops.parent_row: pd.array(parents, dtype="Int64"),
+            Ops.depth: pd.array(depths, dtype="Int32"),
+            Ops.category: pd.Categorical(categories or ["cpu_op"] * len(names)),
+        }
+    )
+
+
+def test_context_walk_stops_at_the_context_and_sees_optimizers_above_it() -> None:
+    """An optimizer span two levels above a kernel's context still marks the kernel's op;
+    a nest of aten ops' top op is the outermost; Python frames are no context."""
+    ops = _ops(
+        [
+            "ProfilerStep#1",  # 0
+            "Optimizer.step#AdamW.step",  # 1
+            "## inner ##",  # 2: the context of 4 and 5
+            "model.py(10): forward",  # 3: a Python frame, transparent
+            "aten::add_",  # 4 (under the frame)
+            "aten::mul",  # 5: nest top of 6
+            "aten::mul_",  # 6
+            "other",  # 7: a context outside the optimizer
+            "aten::exp",  # 8
+            "aten::missing_parent",  # 9: parent beyond the table
+        ],
+        [None, 0, 1, 2, 3, 2, 5, 0, 7, 99],
+        [0, 1, 2, 3, 4, 3, 4, 1, 2, 0],
+        [
+            "user_annotation",
+            "user_annotation",
+            "user_annotation",
+            "python_function",
+            *["cpu_op"] * 3,
+            "user_annotation",
+            "cpu_op",
+            "cpu_op",
+        ],
+    )
+    rows = np.array([4, 6, 6, 8, 9, 0], dtype=np.int64)
+    context, top, optimizer = chains_mod._context_at(ops, rows)
+    assert context[4] == 2 and context[6] == 2 and context[8] == 7 and context[9] == -1
+    assert top[6] == 5 and top[4] == 4 and top[8] == 8
+    assert optimizer[4] and optimizer[6] and not optimizer[8] and not optimizer[0]
+    _context_equal(ops, rows)
+    _context_equal(ops, np.arange(len(ops), dtype=np.int64))
+    _context_equal(ops, np.zeros(0, dtype=np.int64))
+
+
+def test_context_walk_falls_back_when_depths_disagree() -> None:
+    """A parent as deep as its child, below the context or above it: the levels' answer."""
+    below = _ops(["s", "aten::a", "aten::b"], [None, 0, 1], [0, 2, 2])  # b's parent as deep
+    above = _ops(["s", "c", "aten::b"], [None, 0, 1], [1, 1, 2])  # above b's context c
+    loop = _ops(["x", "aten::y"], [1, 0], [1, 1])
+    for ops in (below, above, loop):
+        rows = np.arange(len(ops), dtype=np.int64)
+        assert chains_mod._walk_up(chains_mod._op_flags(ops), rows) is None
+        same(chains_mod._context_at(ops, rows), reference._op_context(ops))
+
+
+def test_context_walk_without_categorical_columns() -> None:
+    """Names and categories as plain strings: tested per op as before, same answer."""
+    ops = _ops(
+        ["ProfilerStep#1", "optimizer_step", "aten::add", "aten::mul"],
+        [None, 0, 1, 2],
+        [0, 1, 2, 3],
+    )
+    plain = ops.assign(**{Ops.name: ops[Ops.name].astype(object)})
+    rows = np.array([2, 3], dtype=np.int64)
+    _context_equal(plain, rows)
+    _context_equal(ops.assign(**{Ops.category: ops[Ops.category].astype(object)}), rows)
+    assert chains_mod._context_at(plain, rows)[2][3]  # under the optimizer step
+
+
+def _chain_events(tid: int = 1) -> list[dict[str, Any]]:
+    """A step with two chains (amax → sub → exp and add → mul → div) whose ops launch GPU
+    kernels, an optimizer step with its own pointwise updates, and a GEMM breaking a run."""
+    events: list[dict[str, Any]] = [
+        op("ProfilerStep#1", 0, 2000, cat="user_annotation", tid=tid),
+        op("## fwd ##", 10, 900, cat="user_annotation", tid=tid),
+    ]
+    shape, reduced = [64, 128], [64, 1]
+    calls = [
+        ("aten::amax", [shape], "triton_red_amax", 20),
+        ("aten::sub", [shape, reduced], "elementwise_kernel_sub", 120),
+        ("aten::exp", [shape], "vectorized_elementwise_kernel_exp", 220),
+        ("aten::mm", [shape, [128, 64]], "ampere_sgemm_128x64_nn", 320),
+        ("aten::add", [shape, shape], "elementwise_kernel_add", 420),
+        ("aten::mul", [shape, shape], "elementwise_kernel_mul", 520),
+        ("aten::div", [shape, []], "elementwise_kernel_div", 620),
+    ]
+    for i, (name, dims, kname, ts) in enumerate(calls):
+        events.append(
+            op(name, ts, 60, tid=tid, **{"Input Dims": dims, "Input type": ["float"] * len(dims)})
+        )
+        events.append(launch("cudaLaunchKernel", ts + 5, 10, correlation=i + 1, tid=tid))
+        events.append(kernel(kname, 1000 + ts, 50, correlation=i + 1))
+    events.append(op("Optimizer.step#SGD.step", 1000, 900, cat="user_annotation", tid=tid))
+    for j in range(4):
+        ts = 1010 + 100 * j
+        events.append(op("aten::add_", ts, 60, tid=tid, **{"Input Dims": [shape, shape]}))
+        events.append(launch("cudaLaunchKernel", ts + 5, 10, correlation=100 + j, tid=tid))
+        events.append(kernel("elementwise_kernel_add_", 3000 + ts, 50, correlation=100 + j))
+    return events
+
+
+def test_hand_made_chains_equal_the_reference(tmp_trace: Any) -> None:
+    members = _check_equal(traceviz.load(tmp_trace(_chain_events())))
+    labels = members[chains_mod.ChainMember.label].tolist()
+    assert labels == ["aten::add", "aten::mul", "aten::div"]  # the GEMM broke amax → sub → exp
+    assert "aten::add_" not in labels  # the optimizer's updates are no chain
+
+
+def test_chains_without_ops_or_kernels_equal_the_reference(tmp_trace: Any) -> None:
+    """No CPU op (kernels only), no kernel, too few kernels: no chain, as before."""
+    events = _chain_events()
+    kernels_only = [e for e in events if e.get("cat") == "kernel"]
+    for evs in (kernels_only, [e for e in events if e.get("cat") != "kernel"], events[:6]):
+        members = _check_equal(traceviz.load(tmp_trace(evs)))
+        assert members.empty
+
+
+def test_member_links_spelled_as_before(tmp_trace: Any) -> None:
+    """The link codes read back as the texts: first, same op, shapes, order."""
+    trace = traceviz.load(tmp_trace(_chain_events()))
+    facts = facts_of_trace(trace)
+    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    context, top, optimizer = reference._op_context(trace.ops)
+    codes = chains_mod._link_codes(seq, trace.ops, context, top, optimizer)
+    texts = reference._links(seq, trace.ops, context, top, optimizer)
+    same(chains_mod._LINK_TEXTS[codes], texts)
+    assert set(texts.tolist()) >= {"", "shapes"}
