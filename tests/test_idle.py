@@ -92,7 +92,7 @@ def test_leading_preprocess_is_cpu_bound_and_named(tmp_trace) -> None:
     ids = [f.id for f in findings]
     assert CPU_BOUND_ID in ids and LAUNCH_BOUND_ID not in ids
     cpu = findings[ids.index(CPU_BOUND_ID)]
-    assert "video_classification.preprocess 218 ms before the first kernel" in cpu.title
+    assert "video_classification.preprocess 218 ms per step before the first kernel" in cpu.title
     assert cpu.est_gain_us == pytest.approx(row[P.cpu_wait_us])
     assert cpu is findings[0]  # the first finding a user reads
 
@@ -220,7 +220,10 @@ def test_vision_step_one_true_first_finding(tmp_trace) -> None:
     assert row[P.cpu_wait_us] > row[P.blocked_us]
     findings = diagnose_trace(trace)
     assert findings[0].id == CPU_BOUND_ID
-    assert "video_classification.preprocess 218 ms before the first kernel" in findings[0].title
+    assert (
+        "video_classification.preprocess 218 ms per step before the first kernel"
+        in findings[0].title
+    )
     ids = [f.id for f in findings]
     assert LAUNCH_BOUND_ID not in ids and SYNC_ID in ids and COPIES_ID in ids
     copy = findings[ids.index(COPIES_ID)]

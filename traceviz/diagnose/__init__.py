@@ -65,7 +65,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from traceviz.diagnose.facts import TraceFacts, facts_of_side, facts_of_trace, side_facts
+from traceviz.diagnose.facts import (
+    TraceFacts,
+    facts_of_side,
+    facts_of_trace,
+    side_facts,
+    within_step,
+)
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
 from traceviz.diagnose.rules.fused import already_fused
@@ -125,8 +131,11 @@ def diagnose_trace(
 
 
 def diagnose_facts(facts: TraceFacts, *, sort: bool = True) -> list[Finding]:
-    """Run every trace rule over already-built facts (once per facts object)."""
-    findings = facts.memo("findings", lambda: [f for rule in TRACE_RULES for f in rule(facts)])
+    """Run every trace rule over already-built facts (once per facts object); no finding's
+    gain exceeds the trace's step (:func:`~traceviz.diagnose.facts.within_step`)."""
+    findings = facts.memo(
+        "findings", lambda: [within_step(facts, f) for rule in TRACE_RULES for f in rule(facts)]
+    )
     return sort_findings(findings) if sort else list(findings)
 
 

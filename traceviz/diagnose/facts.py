@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,7 +30,7 @@ from traceviz.analysis.kernels import Classified, issue_us
 from traceviz.analysis.launch import LaunchOverhead, step_windows
 from traceviz.analysis.regions import RegionStats
 from traceviz.analysis.summary import TraceSummary
-from traceviz.diagnose.finding import Unit, format_value
+from traceviz.diagnose.finding import Finding, Unit, format_value
 from traceviz.runner.runinfo import DynamoFacts, RunInfo, TimingStats
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
@@ -227,6 +227,101 @@ def _side_facts(side: Side, run_info: RunInfo | None, variant: str | None) -> Tr
 def labelled_compiled(name: str, source: str) -> bool:
     """The label or the file name says the trace is of a compiled model."""
     return "compiled" in name.lower() or "compiled" in Path(source).name.lower()
+
+
+#: Why a CPU-side figure of a profiled step overstates the same figure of a plain step.
+PROFILER_NOTE = "the profiler's own overhead lengthens CPU-side time"
+
+
+def timed_step_us(facts: TraceFacts) -> float | None:
+    """run.json's median step time of this trace's variant, µs (measured outside the
+    profiler); None without one."""
+    timing = facts.timing()
+    return float(timing.median_us) if timing is not None and timing.median_us > 0 else None
+
+
+def step_limit_us(facts: TraceFacts) -> float | None:
+    """The step a gain is saved from, µs: the timed median step when run.json has one, else
+    the profiled mean step (:attr:`TraceFacts.step_us`); None when neither is known."""
+    timed = timed_step_us(facts)
+    if timed is not None:
+        return timed
+    return facts.step_us if facts.step_us > 0 else None
+
+
+@dataclass(frozen=True)
+class CpuSideGain:
+    """A gain made of CPU-side time (a wait for the CPU, a sync, the wall time between
+    compiled graphs) measured per profiled step, made fit for a plain step.
+
+    ``us``: the gain per step, µs; ``scale``: the factor applied to the profiled figure
+    (1 when it stays profiled); ``basis``: how, for a finding's ``gain_basis``."""
+
+    us: float
+    scale: float
+    basis: str
+
+
+def cpu_side_gain(facts: TraceFacts, profiled_us: float, basis: str) -> CpuSideGain:
+    """``profiled_us`` (µs per profiled step of CPU-side time: device idle waiting for or
+    blocked by the CPU, or CPU wall time) made honest for the timed step, with ``basis``
+    (what it is) extended by how.
+
+    The profiler lengthens CPU-side time but not the device's kernels. With run.json's timed
+    median step: on a GPU trace, the timed step less the device's busy time per profiled step
+    (:attr:`~traceviz.analysis.launch.LaunchOverhead.wall_us` less ``idle_us``, per step) is
+    the idle a timed step has at most; the figure is scaled by that over the profiled step's
+    device idle. On a CPU trace (its compute ops are CPU time, lengthened alike) it is scaled
+    by the timed step over the profiled one. Neither scale exceeds 1. Without a timed step
+    the figure stays per profiled step and the basis says so (an empty ``basis`` gives the
+    how alone)."""
+    timed = timed_step_us(facts)
+    profiled = facts.step_us
+    if timed is None or profiled <= 0:
+        return CpuSideGain(profiled_us, 1.0, _joined(basis, f"per profiled step ({PROFILER_NOTE})"))
+    if facts.is_gpu:
+        idle = facts.per_step(facts.launch.idle_us)
+        busy = max(facts.per_step(facts.launch.wall_us - facts.launch.idle_us), 0.0)
+        timed_idle = max(timed - busy, 0.0)
+        scale = min(timed_idle / idle, 1.0) if idle > 0 else 1.0
+        how = (
+            f"scaled by {scale:.2f} to the timed step: run.json's median step {us(timed)} less "
+            f"the device's busy time per profiled step {us(busy)} leaves {us(timed_idle)} of "
+            f"the profiled step's {us(idle)} device idle ({PROFILER_NOTE})"
+        )
+    else:
+        scale = min(timed / profiled, 1.0)
+        how = (
+            f"scaled by {scale:.2f} to the timed step: run.json's median step {us(timed)} over "
+            f"the profiled mean step {us(profiled)} ({PROFILER_NOTE})"
+        )
+    if scale >= 1.0:
+        how = f"as profiled: run.json's median step {us(timed)} is no shorter"
+    return CpuSideGain(profiled_us * scale, scale, _joined(basis, how))
+
+
+def kernel_time_gain(facts: TraceFacts, profiled_us: float, basis: str) -> CpuSideGain:
+    """A gain made of kernel time per profiled step (``profiled_us``, µs): on a GPU trace
+    device time, which the profiler does not lengthen, kept as it is; on a CPU trace its
+    kernels are CPU ops, lengthened like any CPU time: :func:`cpu_side_gain`."""
+    if facts.is_gpu:
+        return CpuSideGain(profiled_us, 1.0, basis)
+    return cpu_side_gain(facts, profiled_us, basis)
+
+
+def _joined(basis: str, how: str) -> str:
+    return f"{basis}; {how}" if basis else how
+
+
+def within_step(facts: TraceFacts, finding: Finding) -> Finding:
+    """``finding`` with its gain capped at the step it is saved from (:func:`step_limit_us`):
+    no finding promises more than the whole step; the basis says when it was capped."""
+    gain, limit = finding.est_gain_us, step_limit_us(facts)
+    if gain is None or limit is None or gain <= limit:
+        return finding
+    which = "run.json's median step" if timed_step_us(facts) is not None else "the mean step"
+    basis = f"{finding.gain_basis}; capped at the whole step ({which}, {us(limit)})"
+    return replace(finding, est_gain_us=limit, gain_basis=basis.lstrip("; "))
 
 
 def window_bounds(facts: TraceFacts) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -22,6 +22,7 @@ from traceviz.analysis.regions import CodeSpan, Gap, code_spans
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
+    cpu_side_gain,
     short_name,
     top_names,
     window_bounds,
@@ -70,6 +71,7 @@ def graph_breaks(facts: TraceFacts) -> list[Finding]:
             )
         )
     evidence += _between_evidence(facts)
+    gain = cpu_side_gain(facts, gap_us, GAP_GAIN_BASIS)
     return [
         Finding(
             id=GRAPH_BREAK_ID,
@@ -77,8 +79,8 @@ def graph_breaks(facts: TraceFacts) -> list[Finding]:
             title=f"{facts.name}: {max(reported, seen)} graph break(s) split the model into "
             f"{max(reported, seen) + 1} compiled graphs",
             evidence=tuple(evidence),
-            est_gain_us=gap_us if gap_us > 0 else None,
-            gain_basis=GAP_GAIN_BASIS if gap_us > 0 else "",
+            est_gain_us=gain.us if gap_us > 0 else None,
+            gain_basis=gain.basis if gap_us > 0 else "",
             next_step="Remove the break where it is in your code: a data-dependent `if` on a "
             "tensor → `torch.where` or `torch.cond`; `.item()`, `print` or unsupported calls → "
             "move them out of the compiled function. `torch.compile(model, fullgraph=True)` "

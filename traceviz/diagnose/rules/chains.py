@@ -23,7 +23,13 @@ from __future__ import annotations
 from traceviz.analysis import chains as chain_analysis
 from traceviz.analysis.chains import MIN_CHAIN_KERNELS, ChainGroup
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, kernel_steps, short_name
+from traceviz.diagnose.facts import (
+    CpuSideGain,
+    TraceFacts,
+    kernel_steps,
+    kernel_time_gain,
+    short_name,
+)
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
 from traceviz.diagnose.rules import breaks, ort
@@ -130,8 +136,10 @@ def _runs(ops: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _gain(facts: TraceFacts, groups: list[ChainGroup]) -> float:
-    return facts.per_step(sum(g.saving_us for g in groups))
+def _gain(facts: TraceFacts, groups: list[ChainGroup]) -> CpuSideGain:
+    """The chains' saving per step; on a CPU trace scaled to the timed step (its kernels are
+    CPU ops, which the profiler lengthens: :func:`~traceviz.diagnose.facts.kernel_time_gain`)."""
+    return kernel_time_gain(facts, facts.per_step(sum(g.saving_us for g in groups)), GAIN_BASIS)
 
 
 def _bytes_evidence(facts: TraceFacts, groups: list[ChainGroup]) -> list[Evidence | str]:
@@ -146,14 +154,15 @@ def _bytes_evidence(facts: TraceFacts, groups: list[ChainGroup]) -> list[Evidenc
 
 def _eager_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step: float) -> Finding:
     ops = sorted({op for g in groups[:TOP_CHAINS] for op in g.ops})
+    gain = _gain(facts, groups)
     return Finding(
         id=RULE_ID,
         severity=Severity.INFO,
         title=f"{facts.name}: chains of small pointwise/reduction kernels that fusion would merge "
         f"({', '.join(short_name(o, 40) for o in ops[:6])}{', …' if len(ops) > 6 else ''})",
         evidence=(*_evidence(facts, groups, time_per_step), *_bytes_evidence(facts, groups)),
-        est_gain_us=_gain(facts, groups),
-        gain_basis=GAIN_BASIS,
+        est_gain_us=gain.us,
+        gain_basis=gain.basis,
         next_step=ort.CHAIN_STEP
         if facts.is_onnxruntime
         else "Compile the model (`model = torch.compile(model)`): Inductor fuses chains of "
@@ -181,6 +190,7 @@ def _leftover_step(facts: TraceFacts) -> str:
 
 def _compiled_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step: float) -> Finding:
     leftovers = [g for g in groups if g.eager_kernels]
+    gain = _gain(facts, groups)
     if leftovers:
         return Finding(
             id=RULE_ID,
@@ -188,8 +198,8 @@ def _compiled_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step
             title=f"{facts.name}: chains of eager pointwise/reduction kernels left unfused in "
             "the compiled trace",
             evidence=tuple(_evidence(facts, groups, time_per_step)),
-            est_gain_us=_gain(facts, groups),
-            gain_basis=GAIN_BASIS,
+            est_gain_us=gain.us,
+            gain_basis=gain.basis,
             next_step=_leftover_step(facts),
             docs_url=docs.TROUBLESHOOTING,
             trace=facts.name,
@@ -199,8 +209,8 @@ def _compiled_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step
         severity=Severity.INFO,
         title=f"{facts.name}: Inductor kept consecutive pointwise/reduction kernels apart",
         evidence=tuple(_evidence(facts, groups, time_per_step)),
-        est_gain_us=_gain(facts, groups),
-        gain_basis=GAIN_BASIS,
+        est_gain_us=gain.us,
+        gain_basis=gain.basis,
         next_step="Inductor splits kernels at reductions over different dimensions or buffers it "
         'must materialise. `TORCH_LOGS="fusion"` prints its fusion decisions; '
         "`torch._inductor.config.aggressive_fusion = True` fuses more (measure: larger kernels "

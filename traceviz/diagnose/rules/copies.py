@@ -29,6 +29,7 @@ from traceviz.analysis.windows import overlap, union
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
+    cpu_side_gain,
     durations,
     kernel_steps,
     short_name,
@@ -90,7 +91,9 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     durs = durations(rows)
     time_us = facts.per_step(float(durs.sum()))
     cost_us = max(time_us, facts.per_step(_copy_cost(facts, rows)))
-    gain_us = min(time_us + facts.per_step(_idle_in_copy_calls(facts)), cost_us)
+    # the copies' device time as measured; the device idle in their calls is CPU-side time
+    idle = cpu_side_gain(facts, facts.per_step(_idle_in_copy_calls(facts)), "")
+    gain_us = min(time_us + idle.us, cost_us)
     share = facts.share(cost_us) or 0.0
     to_host = int((rows[Kernels.copy_kind].astype(object) == "DtoH").sum())
     if share < COPY_MIN_SHARE and to_host == 0:
@@ -123,7 +126,9 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
             f"{blocked_note if cost_us > 2 * time_us else ''})",
             evidence=tuple(evidence),
             est_gain_us=gain_us,
-            gain_basis=COPY_GAIN_BASIS,
+            gain_basis=f"{COPY_GAIN_BASIS}; the idle part {idle.basis}"
+            if idle.us > 0
+            else COPY_GAIN_BASIS,
             next_step="Keep tensors on the device across steps; load batches with "
             "`DataLoader(pin_memory=True)` and `.to(device, non_blocking=True)`; read results "
             "back (`.cpu()`, `.item()`, `.tolist()`) every N steps, not every step.",
@@ -190,6 +195,7 @@ def syncs(facts: TraceFacts) -> list[Finding]:
     share = facts.share(blocked) or 0.0
     per_step = facts.per_step(len(calls))
     idle_blocked = facts.per_step(facts.launch.idle.total(IdleParts.blocked_us))
+    gain = cpu_side_gain(facts, idle_blocked, SYNC_GAIN_BASIS)
     names = calls[B.name].value_counts()
     evidence: list[Evidence | str] = [
         Evidence("CPU time blocked per step", blocked, Unit.US, facts.share(blocked)),
@@ -210,8 +216,8 @@ def syncs(facts: TraceFacts) -> list[Finding]:
         Finding(
             id=SYNC_ID,
             severity=Severity.WARNING if share >= SYNC_WARNING_SHARE else Severity.INFO,
-            est_gain_us=idle_blocked if idle_blocked > 0 else None,
-            gain_basis=SYNC_GAIN_BASIS if idle_blocked > 0 else "",
+            est_gain_us=gain.us if idle_blocked > 0 else None,
+            gain_basis=gain.basis if idle_blocked > 0 else "",
             title=f"{facts.name}: the CPU blocks on the device {per_step:.3g} time(s) per step, "
             f"{us(blocked)} ({100 * share:.1f}% of the step)",
             evidence=tuple(evidence),

@@ -29,6 +29,7 @@ from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
     kernel_steps,
+    kernel_time_gain,
     kernel_times,
     middle_name,
     short_name,
@@ -51,6 +52,15 @@ ADD_OPS = frozenset({"add"})
 MATMUL_ADD_BASIS = (
     "upper bound: the separate add kernels' time (measured); fused into the GEMM the add "
     "costs little more than writing the GEMM's output"
+)
+#: Ops in a fused kernel's name that move no data of their own (not counted as its work).
+VIEW_OPS = frozenset(
+    {"view", "_unsafe_view", "reshape", "expand", "permute", "t", "transpose", "squeeze",
+     "unsqueeze", "slice", "select", "as_strided", "alias"}
+)  # fmt: skip
+SHARED_ADD_BASIS = (
+    "an add fused with other ops counts an even share of its kernel's time (rough: the "
+    "kernel still runs for the other ops)"
 )
 
 
@@ -129,17 +139,28 @@ def matmul_add(facts: TraceFacts) -> list[Finding]:
     if not pairs:
         return []
     adds = seq.loc[[j for _, j in pairs]]
-    time_us = facts.per_step(float(adds["dur"].sum()))
-    share = facts.share(time_us)
+    durs = adds["dur"].to_numpy(dtype=float)
+    shares = _per_name_value(adds["label"], add_share)
+    time_us = facts.per_step(float(durs.sum()))
+    own_us = facts.per_step(float((durs * shares).sum()))
+    share = facts.share(own_us)
     if share is None or share < MATMUL_ADD_SHARE:
         return []
     gemms = seq.loc[[i for i, _ in pairs]]
+    shared = bool((shares < 1).any())
     evidence: list[Evidence | str] = [
         Evidence("matmul → add pairs per step", facts.per_step(len(pairs)), Unit.COUNT),
-        Evidence("the adds' time per step", time_us, Unit.US, share),
+        Evidence("the add kernels' time per step", time_us, Unit.US, facts.share(time_us)),
+        *(
+            [Evidence("the adds' own share per step (estimated)", own_us, Unit.US, share)]
+            if shared
+            else []
+        ),
         "GEMM kernels: " + ", ".join(sorted({short_name(str(x), 50) for x in gemms["label"]})[:3]),
         "add kernels: " + ", ".join(sorted({short_name(str(x), 50) for x in adds["label"]})[:3]),
     ]
+    basis = f"{MATMUL_ADD_BASIS}; {SHARED_ADD_BASIS}" if shared else MATMUL_ADD_BASIS
+    gain = kernel_time_gain(facts, own_us, basis)
     if facts.compiled:
         step = (
             "Inductor called a library GEMM and added afterwards. Write the op as "
@@ -157,8 +178,8 @@ def matmul_add(facts: TraceFacts) -> list[Finding]:
             severity=Severity.INFO,
             title=f"{facts.name}: a matmul and the add after it run as separate kernels",
             evidence=tuple(evidence),
-            est_gain_us=time_us,
-            gain_basis=MATMUL_ADD_BASIS,
+            est_gain_us=gain.us,
+            gain_basis=gain.basis,
             next_step=step,
             docs_url=docs.ADDMM,
             trace=facts.name,
@@ -237,6 +258,24 @@ def _is_add(name: str) -> bool:
         return bool(ADD_OPS & set(fused.ops))
     # in-place add_ is left out: autograd's gradient accumulation, not a bias add
     return eager_op_base(name) in ADD_OPS
+
+
+def add_share(name: str) -> float:
+    """The share of an add kernel's time that is the add's own: 1 for an add alone (an eager
+    add, or a fused kernel of add and views), else an even share of the fused kernel's
+    distinct ops other than views (cpp_fused_add_cos_gelu_mul_relu: 1/5)."""
+    fused = fused_kernel_ops(name)
+    if fused is None:
+        return 1.0
+    work = set(fused.ops) - VIEW_OPS
+    return 1.0 / len(work) if work else 1.0
+
+
+def _per_name_value(names: pd.Series, value: Callable[[str], float]) -> npt.NDArray[np.float64]:
+    """``value`` per row, evaluated once per distinct name (1 where the name is missing)."""
+    codes, uniques = pd.factorize(names.astype(object))
+    values = np.array([value(str(u)) for u in uniques] + [1.0], dtype=float)
+    return np.asarray(values[np.where(codes >= 0, codes, len(uniques))], dtype=float)
 
 
 def _same_output(gemm_dims: str | None, add_dims: str | None) -> bool:

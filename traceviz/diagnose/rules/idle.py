@@ -6,7 +6,7 @@ for the CPU takes a large share of the step *and* most of that wait is in long g
 (≥ :data:`~traceviz.analysis.idle.LONG_GAP_US`: CPU work such as preprocessing, data loading or
 Python between the model's kernels, not launch overhead), the finding is ``cpu-bound`` and
 names the CPU ops and annotations that ran meanwhile (e.g. ``video_classification.preprocess
-218 ms before the first kernel``). When the wait is spread over short gaps it is
+218 ms per step before the first kernel``). When the wait is spread over short gaps it is
 ``launch-bound`` instead (:mod:`traceviz.diagnose.rules.launch` decides; one of the two, never
 both).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from traceviz.analysis.idle import CpuWork, IdleParts
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, short_name, us
+from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, short_name, us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 
 CPU_BOUND_ID = "cpu-bound"
@@ -78,8 +78,8 @@ def covered(facts: TraceFacts) -> float:
 
 
 def top_cpu_work(facts: TraceFacts) -> list[str]:
-    """The CPU ops/annotations that overlapped the wait longest: "name 218 ms before the first
-    kernel" (per step)."""
+    """The CPU ops/annotations that overlapped the wait longest: "name 218 ms per step before
+    the first kernel" (their overlap with the wait, per profiled step)."""
     work = facts.launch.idle.cpu_work
     if work.empty:
         return []
@@ -88,14 +88,14 @@ def top_cpu_work(facts: TraceFacts) -> list[str]:
     names = top.index.get_level_values(0)
     wheres = top.index.get_level_values(1)
     return [
-        f"{short_name(str(name), 60)} {us(facts.per_step(float(value)))} {where}"
+        f"{short_name(str(name), 60)} {us(facts.per_step(float(value)))} per step {where}"
         for name, where, value in zip(names, wheres, top.to_numpy(dtype=float), strict=True)
     ]
 
 
 def _title_work(facts: TraceFacts) -> str:
-    """ " (name 218 ms before the first kernel)" when that work covers a fair share of the
-    wait; otherwise how much of the wait no recorded op explains."""
+    """ " (name 218 ms per step before the first kernel)" when that work covers a fair share of
+    the wait; otherwise how much of the wait no recorded op explains."""
     idle = facts.launch.idle
     wait = idle.total(IdleParts.cpu_wait_us)
     work = idle.cpu_work
@@ -115,6 +115,7 @@ def cpu_bound(facts: TraceFacts) -> Finding:
     named = _title_work(facts)
     recorded = covered(facts) >= CPU_WORK_RECORDED_SHARE
     what = "CPU-bound: the device waits for the CPU" if recorded else "the device idles"
+    gain = cpu_side_gain(facts, wait, GAIN_BASIS)
     return Finding(
         id=CPU_BOUND_ID,
         # Without recorded CPU work in the wait, the trace cannot tell a busy CPU from a sleep
@@ -122,8 +123,8 @@ def cpu_bound(facts: TraceFacts) -> Finding:
         severity=Severity.WARNING if recorded else Severity.INFO,
         title=f"{facts.name}: {what} {100 * share:.0f}% of the step{named}",
         evidence=tuple(idle_evidence(facts)),
-        est_gain_us=wait,
-        gain_basis=GAIN_BASIS,
+        est_gain_us=gain.us,
+        gain_basis=gain.basis,
         next_step="Overlap the CPU work with the device: preprocess in DataLoader workers "
         "(`num_workers>0`, `pin_memory=True`) or on the GPU, prefetch the next batch while "
         "this one runs, and keep Python work out of the step. `record_function` labels and "

@@ -9,7 +9,11 @@ naming that work; when it is spread over short gaps between kernels the step is
 replay the whole step with one. When the CPU's blocked time in syncs is a larger part of the
 idle time than the wait, neither fires: ``sync-in-step`` is the finding. When graphs are
 already in use (graph launches, replayed kernels) the finding says so, and counts the kernels
-still launched one by one.
+still launched one by one; when most kernels are replayed (:data:`MOSTLY_REPLAYED`) the wait
+is CPU time around the replays (guards, graph trees' bookkeeping, input copies), and the
+finding says that instead of prescribing the graphs already in use. Its gain, a CPU-side
+wait measured per profiled step, is scaled to run.json's timed step when there is one
+(:func:`~traceviz.diagnose.facts.cpu_side_gain`).
 
 CPU-only traces have no launches; there the step time outside compute ops is framework
 overhead (Python, dispatcher, allocator; in an ONNX Runtime profile the executor between
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 from traceviz.analysis.idle import IdleParts
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, is_kernel
+from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, is_kernel
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import idle as idle_rules
 from traceviz.diagnose.rules import ort
@@ -42,6 +46,23 @@ CPU_OVERHEAD_SHARE = 0.5
 GAIN_BASIS = (
     "upper bound: the device time spent waiting for the CPU to issue the next kernel "
     "(measured); CUDA graphs remove most of it, not all"
+)
+#: From this share of kernels replayed by graphs on, the wait is CPU time around the replays,
+#: not launches: CUDA graphs are the cure already taken.
+MOSTLY_REPLAYED = 0.5
+REPLAYED_GAIN_BASIS = (
+    "upper bound: the device time spent waiting for the CPU (measured); the kernels are "
+    "already replayed by CUDA graphs, so it is CPU time around the replays (Dynamo's guards, "
+    "CUDA graph trees' bookkeeping, input copies), saved only as far as that work shrinks"
+)
+REPLAYED_STEP = (
+    "The step's kernels already replay from CUDA graphs: the wait is CPU time around the "
+    "replays (Dynamo's guard checks, under `TorchDynamo Cache Lookup`; CUDA graph trees' "
+    "bookkeeping; copies of inputs that are not static into the graph's buffers). Shrink it: "
+    "one compiled graph per step (`fullgraph=True`, no graph breaks) runs one set of guards; "
+    "inputs kept at fixed addresses (reuse the same input tensors, or "
+    "`torch._dynamo.mark_static_address`) are not copied; more work per replay (a larger "
+    "batch) spreads the CPU time over more of it."
 )
 
 
@@ -116,15 +137,19 @@ def _direct_kernels(facts: TraceFacts) -> int:
     return int((is_kernel(kernels) & ~kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
 
 
+def _replayed_share(facts: TraceFacts) -> float:
+    """The share of the trace's kernels replayed by graphs (0 without kernels)."""
+    kernels = facts.kernels
+    replayed = int((is_kernel(kernels) & kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
+    return replayed / max(facts.summary.kernel_count, 1)
+
+
 def _graph_evidence(facts: TraceFacts) -> list[Evidence | str]:
     launches = facts.trace.launches[Launches.launch_class]  # (by code when categorical)
     graph_launches = int((launches == LaunchClass.GRAPH_LAUNCH.value).sum())
-    kernels = facts.kernels
-    replayed = int((is_kernel(kernels) & kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
-    total = max(facts.summary.kernel_count, 1)
     return [
         Evidence("graph launches per step", facts.per_step(graph_launches), Unit.COUNT),
-        Evidence("kernels replayed by graphs", replayed / total, Unit.RATIO),
+        Evidence("kernels replayed by graphs", _replayed_share(facts), Unit.RATIO),
         Evidence(
             "kernels launched one by one per step",
             facts.per_step(_direct_kernels(facts)),
@@ -161,7 +186,12 @@ def _launch_bound(facts: TraceFacts, short_share: float) -> Finding:
         evidence.append(Evidence("mean launch call", launch.mean_launch_us, Unit.US))
     if launch.delay_p50_us is not None:
         evidence.append(Evidence("median launch delay", launch.delay_p50_us, Unit.US))
-    if facts.uses_graphs:
+    basis = GAIN_BASIS
+    if facts.uses_graphs and _replayed_share(facts) >= MOSTLY_REPLAYED:
+        evidence += _graph_evidence(facts)
+        step, basis = REPLAYED_STEP, REPLAYED_GAIN_BASIS
+        title = f"{facts.name}: the device waits for the CPU around its CUDA graph replays"
+    elif facts.uses_graphs:
         evidence += _graph_evidence(facts)
         step = (
             "CUDA graphs are in use, but kernels are still launched one by one outside them. "
@@ -176,13 +206,14 @@ def _launch_bound(facts: TraceFacts, short_share: float) -> Finding:
             "batch) or fuse kernels (torch.compile's default mode)."
         )
         title = f"{facts.name}: launch-bound: the device waits for the CPU to launch kernels"
+    gain = cpu_side_gain(facts, wait, basis)
     return Finding(
         id=LAUNCH_BOUND_ID,
         severity=Severity.WARNING,
         title=title,
         evidence=tuple(evidence),
-        est_gain_us=wait if wait > 0 else None,
-        gain_basis=GAIN_BASIS if wait > 0 else "",
+        est_gain_us=gain.us if wait > 0 else None,
+        gain_basis=gain.basis if wait > 0 else "",
         next_step=step,
         docs_url=docs.CUDAGRAPH_TREES,
         trace=facts.name,

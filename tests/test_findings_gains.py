@@ -1,0 +1,200 @@
+"""Findings' estimated gains fit the step they are to be saved from.
+
+GIVEN the sample runs (run.json's step times, measured outside the profiler) and the corpus
+pairs (profiled steps only)
+WHEN the diagnosis estimates a gain per step
+THEN no gain exceeds its trace's step (the timed median, else the profiled mean), CPU-side
+waits are scaled to the timed step by the device's busy time, the basis says how, and a
+trace without timed steps says its gain is per profiled step.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CORPUS, SAMPLES
+from traceviz.diagnose.facts import (
+    TraceFacts,
+    facts_of_side,
+    step_limit_us,
+    timed_step_us,
+    within_step,
+)
+from traceviz.diagnose.finding import Finding, Severity
+from traceviz.diagnose.rules.gemm import add_share
+from traceviz.pipeline import Report, compare, compare_run
+from traceviz.rundir import is_run_dir
+
+RUNS = sorted(p.parent for p in SAMPLES.glob("**/run.json")) if SAMPLES.is_dir() else []
+PAIRS = [
+    (
+        "nvidia/a100_eager_train_control.json.gz",
+        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
+    ),
+    (
+        "nvidia/v100_resnet50_eager_train_2021.json.gz",
+        "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
+    ),
+    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_flux_hipgraph.json.gz"),
+    ("amd/mi250_eager_train_rocm62.json.gz", "amd/mi300x_compiled_llama_block_tiny.json.gz"),
+]
+#: The findings whose gain is CPU-side time (device idle waiting for or blocked by the CPU).
+CPU_SIDE = ("launch-bound", "cpu-bound", "sync-in-step")
+
+
+def run_report(path: Path) -> Report:
+    if not is_run_dir(path):
+        pytest.skip(f"{path} not found")
+    return compare_run(path)
+
+
+def pair_report(a: str, b: str) -> Report:
+    if not (CORPUS / a).is_file() or not (CORPUS / b).is_file():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    return compare(CORPUS / a, CORPUS / b, force=True)
+
+
+def sides(report: Report) -> dict[str, TraceFacts]:
+    return {f.name: f for f in (facts_of_side(report.comparison, w) for w in ("a", "b"))}
+
+
+def check_within_steps(report: Report) -> int:
+    """Every gain at most its trace's step (a pair's finding: the longer side's); the count."""
+    facts = sides(report)
+    limits = {name: step_limit_us(f) for name, f in facts.items()}
+    checked = 0
+    for finding in report.findings:
+        gain = finding.est_gain_us
+        if gain is None:
+            continue
+        if finding.trace in limits:
+            limit = limits[finding.trace]
+        else:
+            limit = max((v for v in limits.values() if v is not None), default=None)
+        assert limit is not None, finding.id
+        assert gain <= limit * (1 + 1e-9), (finding.id, finding.trace, gain, limit)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("path", RUNS, ids=lambda p: p.relative_to(SAMPLES).as_posix())
+def test_no_gain_exceeds_the_timed_step_of_any_sample_run(path: Path) -> None:
+    report = run_report(path)
+    check_within_steps(report)
+    for finding in report.findings:
+        if finding.est_gain_us is not None and finding.trace:
+            facts = sides(report)[finding.trace]
+            assert timed_step_us(facts) is not None  # every sample run's run.json is timed
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda p: f"{Path(p[0]).stem}-{Path(p[1]).stem}")
+def test_no_gain_exceeds_the_profiled_step_of_a_corpus_pair(pair: tuple[str, str]) -> None:
+    report = pair_report(*pair)
+    assert check_within_steps(report) > 0
+    for finding in report.findings:
+        if finding.id in CPU_SIDE and finding.est_gain_us is not None:
+            # no run.json: the wait is as profiled, and the basis says so
+            assert "per profiled step" in finding.gain_basis, finding.gain_basis
+            assert "scaled" not in finding.gain_basis
+
+
+H200_RUNS = [p for p in RUNS if p.parent.name == "h200"]
+
+
+@pytest.mark.parametrize("path", H200_RUNS, ids=lambda p: p.name)
+def test_cpu_side_waits_are_scaled_to_the_timed_step(path: Path) -> None:
+    """The wait per profiled step times (timed step − device busy per profiled step) / device
+    idle per profiled step, at most 1: worked out here from the side's own figures."""
+    report = run_report(path)
+    facts = sides(report)
+    seen = 0
+    for finding in report.findings:
+        if finding.id not in ("launch-bound", "cpu-bound") or finding.est_gain_us is None:
+            continue
+        side = facts[finding.trace]
+        launch = side.launch
+        wait = side.per_step(launch.cpu_wait_us)
+        idle = side.per_step(launch.idle_us)
+        busy = side.per_step(launch.wall_us - launch.idle_us)
+        timed = side.timing()
+        assert timed is not None
+        scale = min(max(timed.median_us - busy, 0.0) / idle, 1.0)
+        assert finding.est_gain_us == pytest.approx(wait * scale, rel=1e-9)
+        assert finding.est_gain_us <= timed.median_us - busy + 1e-6  # what the step can lose
+        assert f"scaled by {scale:.2f} to the timed step" in finding.gain_basis
+        seen += 1
+    assert seen, [f.id for f in report.findings]  # every H200 run is launch-bound somewhere
+
+
+def test_cpu_trace_gains_are_scaled_by_the_timed_step() -> None:
+    """CPU runs: a graph break's CPU wall time and an eager chain's CPU op time are scaled by
+    the timed step over the profiled one (both lengthened by the profiler)."""
+    for run, rule, side_name in (("graph-break", "graph-break", "compiled"),
+                                 ("pointwise", "unfused-chain", "eager")):  # fmt: skip
+        report = run_report(SAMPLES / run)
+        side = sides(report)[side_name]
+        timed = timed_step_us(side)
+        assert timed is not None and timed < side.step_us  # the profiler lengthened the step
+        found = [f for f in report.findings if f.id == rule and f.trace == side_name]
+        assert len(found) == 1
+        scale = timed / side.step_us
+        assert f"scaled by {scale:.2f} to the timed step" in found[0].gain_basis
+        assert "capped" not in found[0].gain_basis
+        assert found[0].est_gain_us is not None and found[0].est_gain_us < timed
+
+
+def test_within_step_caps_a_gain_at_the_timed_step_and_says_so() -> None:
+    report = run_report(SAMPLES / "h200" / "block")
+    side = sides(report)["compiled"]
+    timed = timed_step_us(side)
+    assert timed is not None
+    big = Finding("x", Severity.INFO, "t", est_gain_us=10 * timed, gain_basis="b", trace="compiled")
+    capped = within_step(side, big)
+    assert capped.est_gain_us == timed
+    assert capped.gain_basis.startswith("b; capped at the whole step (run.json's median step")
+    small = Finding("x", Severity.INFO, "t", est_gain_us=timed / 2, gain_basis="b")
+    assert within_step(side, small) is small
+
+
+def test_reduce_overhead_wait_is_cpu_time_around_the_replays() -> None:
+    report = run_report(SAMPLES / "h200" / "gpt2-reduce-overhead")
+    found = [f for f in report.findings if f.id == "launch-bound" and f.trace == "compiled"]
+    assert len(found) == 1
+    finding = found[0]
+    assert "around its CUDA graph replays" in finding.title
+    assert "already replay" in finding.next_step and "reduce-overhead" not in finding.next_step
+    assert "Dynamo's guards" in finding.gain_basis
+    # the eager side's wait is launches: there CUDA graphs are the advice
+    eager = [f for f in report.findings if f.id == "launch-bound" and f.trace == "eager"]
+    assert eager and 'mode="reduce-overhead"' in eager[0].next_step
+
+
+@pytest.mark.parametrize(
+    ("name", "share"),
+    [
+        ("aten::add", 1.0),
+        ("triton_poi_fused_add_0", 1.0),
+        ("triton_poi_fused__unsafe_view_add_2", 1.0),
+        ("graph_0_cpp_fused__unsafe_view_add_cos_gelu_mul_relu_0", 1 / 5),
+        ("triton_poi_fused_add_native_layer_norm_0", 1 / 2),
+    ],
+)
+def test_an_adds_own_share_of_its_kernel(name: str, share: float) -> None:
+    assert add_share(name) == pytest.approx(share)
+
+
+def test_a_separate_add_kernel_is_promised_whole() -> None:
+    """linear-add, eager: aten::mm then aten::add: the add kernel's whole time, no share."""
+    report = run_report(SAMPLES / "linear-add")
+    found = [f for f in report.findings if f.id == "unfused-matmul-add"]
+    assert len(found) == 1
+    values = {e.label: e.value for e in found[0].evidence if not isinstance(e, str)}
+    assert "the adds' own share per step (estimated)" not in values
+    side = sides(report)[found[0].trace]
+    timed = timed_step_us(side)
+    assert timed is not None
+    whole = float(values["the add kernels' time per step"])
+    scale = min(timed / side.step_us, 1.0)  # a CPU trace: its ops are CPU time
+    assert found[0].est_gain_us == pytest.approx(whole * scale, rel=1e-9)
