@@ -67,6 +67,7 @@ __all__ = [
     "fusion_evidence",
     "lines_table",
     "read_log",
+    "split_kernel_names",
     "with_uncredited",
 ]
 
@@ -360,8 +361,28 @@ def _compiled_share(matched: pd.DataFrame, classified: pd.DataFrame) -> pd.DataF
     return grouped
 
 
+def split_kernel_names(joined: object) -> list[str]:
+    """The kernel names of a comma-joined list (``ByLine.compiled_kernels``,
+    ``uncredited_kernels``). Only commas outside brackets part names: a library kernel's
+    demangled name has its own within its template arguments and parameters
+    (``void at::native::vectorized_elementwise_kernel<4, FillFunctor<float>, …>(int, …)``)."""
+    names, depth, start = [], 0, 0
+    text = "" if joined is None or joined != joined else str(joined)  # None / NaN: no names
+    for i, char in enumerate(text):
+        if char in "(<[{":
+            depth += 1
+        elif char in ")>]}":
+            depth = max(depth - 1, 0)
+        elif char == "," and depth == 0:
+            names.append(text[start:i])
+            start = i + 1
+    names.append(text[start:])
+    return [name.strip() for name in names if name.strip()]
+
+
 def _names_by_time(share: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Per line: its compiled kernels, comma-joined, by their time share, largest first."""
+    """Per line: its compiled kernels, comma-joined, by their time share, largest first
+    (:func:`split_kernel_names` reads them back)."""
     ordered = share.sort_values(["share_us", Credits.kernel], ascending=[False, True])
     return ordered.groupby(keys, sort=False)[Credits.kernel].agg(lambda s: ", ".join(map(str, s)))
 

@@ -25,7 +25,7 @@ from typing import Any
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.fusion_lines import ByLine
+from traceviz.analysis.fusion_lines import ByLine, split_kernel_names
 from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.onnx_graph import GraphMapping, Mapped
 from traceviz.analysis.op_keys import op_key
@@ -143,7 +143,7 @@ def _line_kernels(by_line: pd.DataFrame | None) -> dict[str, set[str]]:
     for file, line, kernels in zip(
         by_line[ByLine.file], by_line[ByLine.line], by_line[ByLine.compiled_kernels], strict=True
     ):
-        names = {k.strip() for k in str(kernels or "").split(",") if k.strip()}
+        names = set(split_kernel_names(kernels))
         out.setdefault(f"{file}:{line}", set()).update(names)
     return out
 

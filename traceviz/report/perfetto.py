@@ -50,7 +50,7 @@ import pandas as pd
 from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.fusion import FusionKernels
-from traceviz.analysis.fusion_lines import ByLine
+from traceviz.analysis.fusion_lines import ByLine, split_kernel_names
 from traceviz.analysis.fusion_match import Credits
 from traceviz.analysis.memory import KernelTraffic
 from traceviz.analysis.regions import Gap
@@ -305,9 +305,8 @@ def _lines_of_kernels(by_line: pd.DataFrame) -> dict[str, list[str]]:
     for file, line, kernels in zip(
         by_line[ByLine.file], by_line[ByLine.line], by_line[ByLine.compiled_kernels], strict=True
     ):
-        for kernel in str(kernels or "").split(","):
-            if kernel.strip():
-                lines[kernel.strip()].append(f"{file}:{line}")
+        for kernel in split_kernel_names(kernels):
+            lines[kernel].append(f"{file}:{line}")
     return lines
 
 

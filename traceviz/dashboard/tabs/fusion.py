@@ -12,6 +12,7 @@ import panel as pn
 import param
 
 from traceviz.analysis.compare import Comparison
+from traceviz.analysis.fusion_lines import split_kernel_names
 from traceviz.dashboard.tabs.common import (
     STRETCH,
     html_pane,
@@ -44,7 +45,7 @@ def explain_line(c: Comparison, row: pd.Series) -> str:
     a, b = c.names
     spot = html.escape(f"{row['file']}:{row['line']}")
     code = html.escape(str(row["code"] or ""))
-    compiled = [k for k in str(row["compiled_kernels"]).split(", ") if k]
+    compiled = split_kernel_names(row["compiled_kernels"])
     known = {str(r["kernel"]): r for r in records(c.fusion.kernels)}
     items = "".join(
         f"<li>{html.escape(k)}: {fmt_count(known[k]['calls'])} calls, "
