@@ -4,8 +4,9 @@ GIVEN the command with a run directory or two traces, WHEN it starts, THEN the t
 and analysed on a worker thread that begins before the main thread imports Panel (and warms it
 up), each once; a load error is the same one line and exit code 2 as before, and the server
 never starts; Ctrl-C stops the command at once, whether Panel is still starting or the load is
-still running; ``TRACEVIZ_DASHBOARD_OVERLAP=0`` does one after the other, Panel first (the
-order before).
+still running. By default only traces of 16 MiB of JSON or more load beside Panel (small ones
+are mostly Python, which only takes turns with Panel's import); ``TRACEVIZ_DASHBOARD_OVERLAP=0``
+does one after the other, Panel first (the order before), ``=1`` always at once.
 The order is recorded (which thread did what, in which order), never timed.
 """
 
@@ -35,6 +36,7 @@ from traceviz.commands import dashboard as command
 from traceviz.errors import UsageError
 
 RUN = SAMPLES / "graph-break"
+CORPUS_PAIR = ("eager_train_control", "compiled_cudagraph_train_2023")  # A100, 58 MiB of JSON
 WAIT_S = 120  # generous: a loaded 2-core machine; a correct run never waits this long
 
 # A fresh interpreter running the console script's main on ARGS, recording in order: the load
@@ -146,7 +148,7 @@ PAIR = [str(RUN / "eager.pt.trace.json.gz"), str(RUN / "compiled.pt.trace.json.g
 def test_the_load_starts_before_panel_is_imported_and_runs_beside_it(args: list[str]) -> None:
     if len(os.sched_getaffinity(0)) < 2:
         pytest.skip("this process may run on one CPU only: the command does one after the other")
-    events, stderr, code = _run_child(args, overlap=None)
+    events, stderr, code = _run_child(args, overlap="1")
     order = _order(events)
     assert order.count("load starts") == order.count("load ends") == 1, events
     assert order.count("warm-up") == 1, events  # nothing runs twice
@@ -161,12 +163,52 @@ def test_the_load_starts_before_panel_is_imported_and_runs_beside_it(args: list[
     assert code == 0, stderr  # Ctrl-C stopped the server
 
 
+ONE_AFTER_THE_OTHER = ["panel import starts", "warm-up", "load starts", "load ends"]
+
+
 def test_the_switch_does_one_after_the_other_panel_first() -> None:
     events, stderr, code = _run_child([str(RUN)], overlap="0")
-    order = _order(events)
-    assert order == ["panel import starts", "warm-up", "load starts", "load ends"], events
+    assert _order(events) == ONE_AFTER_THE_OTHER, events
     assert {thread for _, thread in events} == {"MainThread"}
     assert code == 0, stderr
+
+
+def test_by_default_small_traces_load_after_panel_and_large_ones_beside_it() -> None:
+    """The graph-break sample (a few KB) one after the other; the A100 corpus pair (58 MiB
+    of JSON) at once."""
+    from tests.conftest import CORPUS
+
+    assert command.json_bytes([str(RUN)]) < command.OVERLAP_MIN_BYTES
+    events, stderr, code = _run_child([str(RUN)], overlap=None)
+    assert _order(events) == ONE_AFTER_THE_OTHER and code == 0, (events, stderr)
+    pair = [str(CORPUS / "nvidia" / f"a100_{name}.json.gz") for name in CORPUS_PAIR]
+    if not all(Path(p).is_file() for p in pair):
+        pytest.skip(f"no corpus at {CORPUS}")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("this process may run on one CPU only: the command does one after the other")
+    assert command.json_bytes(pair) >= command.OVERLAP_MIN_BYTES
+    events, stderr, code = _run_child(pair, overlap=None)
+    order = _order(events)
+    assert (
+        order.index("load starts") < order.index("panel import starts") < order.index("load ends")
+    ), events
+    assert code == 0, stderr
+
+
+def test_json_bytes_counts_inflated_traces_of_files_and_run_directories(tmp_path: Path) -> None:
+    import gzip
+
+    doc = b'{"traceEvents": []}' * 1000
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "eager.pt.trace.json.gz").write_bytes(gzip.compress(doc))
+    (tmp_path / "run" / "compiled.pt.trace.json").write_bytes(doc)
+    (tmp_path / "run" / "compile_log.jsonl.gz").write_bytes(gzip.compress(doc))  # not a trace
+    plain = tmp_path / "a.json"
+    plain.write_bytes(doc)
+    run = str(tmp_path / "run")
+    assert command.json_bytes([run]) == 2 * len(doc)
+    assert command.json_bytes([str(plain), run]) == 3 * len(doc)
+    assert command.json_bytes([str(tmp_path / "missing.json")]) == 0
 
 
 # The modules that the load imports on its thread (after the command's own imports before
@@ -208,8 +250,7 @@ def test_no_module_is_imported_by_both_threads(tmp_path: Path) -> None:
     warm."""
     from tests.conftest import CORPUS
 
-    names = ("eager_train_control", "compiled_cudagraph_train_2023")
-    pair = [CORPUS / "nvidia" / f"a100_{name}.json.gz" for name in names]
+    pair = [CORPUS / "nvidia" / f"a100_{name}.json.gz" for name in CORPUS_PAIR]
     inputs = [[str(RUN)]] + ([[str(p) for p in pair]] if all(p.is_file() for p in pair) else [])
     off = dict(os.environ, TRACEVIZ_NO_CACHE="1")
     cached = {k: v for k, v in os.environ.items() if k != "TRACEVIZ_NO_CACHE"}
@@ -395,16 +436,18 @@ def test_ctrl_c_while_waiting_for_the_load_stops_at_once(
 
 
 def test_overlap_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes = {"small": 1000, "large": command.OVERLAP_MIN_BYTES}
+    monkeypatch.setattr(command, "json_bytes", lambda paths: sum(sizes[p] for p in paths))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.delenv(command.OVERLAP_ENV, raising=False)
-    assert command.overlap_on()
+    assert command.overlap_for(["large"]) and not command.overlap_for(["small"])
     for off in ("0", " 0 "):
         monkeypatch.setenv(command.OVERLAP_ENV, off)
-        assert not command.overlap_on()
+        assert not command.overlap_for(["large"])
     monkeypatch.setenv(command.OVERLAP_ENV, "1")
-    assert command.overlap_on()
+    assert command.overlap_for(["small"])
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert not command.overlap_on()  # one CPU: the two threads would only take turns
+    assert not command.overlap_for(["large"])  # one CPU: the two threads would only take turns
 
 
 def test_load_beside_panel_errors_in_the_sequential_order(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -416,15 +459,14 @@ def test_load_beside_panel_errors_in_the_sequential_order(monkeypatch: pytest.Mo
     def bad_load() -> None:
         raise UsageError("bad trace")
 
-    for overlap in ("1", "0"):
-        monkeypatch.setenv(command.OVERLAP_ENV, overlap)
+    for overlap in (True, False):
         monkeypatch.setattr(command, "prepare_panel", no_panel)
         with pytest.raises(UsageError, match="no panel"):
-            command.load_beside_panel(bad_load)
+            command.load_beside_panel(bad_load, overlap=overlap)
         monkeypatch.setattr(command, "prepare_panel", lambda: None)
         with pytest.raises(UsageError, match="bad trace"):
-            command.load_beside_panel(bad_load)
-        assert command.load_beside_panel(lambda: 7) == 7
+            command.load_beside_panel(bad_load, overlap=overlap)
+        assert command.load_beside_panel(lambda: 7, overlap=overlap) == 7
 
 
 def test_serve_warms_up_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
