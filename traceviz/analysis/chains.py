@@ -31,9 +31,11 @@ kernels' measured time: each kernel is in at most one chain.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -43,7 +45,7 @@ from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.shapes import tensor_shapes
 from traceviz.analysis.timeline import Lane, timeline
 from traceviz.analysis.traffic import _group_rows, estimate_op
-from traceviz.dense import sorted_unique
+from traceviz.dense import first_of_codes, sorted_unique
 from traceviz.schema import OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -115,29 +117,62 @@ def chain_members(
     :func:`~traceviz.analysis.timeline.timeline` of the same three, when the caller has it
     (its shape keys are not used), else it is built here. Columns: :class:`ChainMember`.
     """
-    seq = _lane_order(trace, kernels, kernel_step, lanes)
+    # The lanes as they are (no renamed copy): every column read here but ts and dur has
+    # this table's name; the kept rows' columns are renamed when the members are built.
+    if lanes is None:
+        lanes = timeline(trace, kernels, np.asarray(kernel_step), keys=False)
+    seq = lanes
     if len(seq) < MIN_CHAIN_KERNELS or trace.ops.empty:
         return _empty()  # (no ops: no kernel has a launching op to link by)
     # Only a fusible kernel's op is asked about: a link needs both kernels fusible, and a
     # chain's members are linked ones (their top ops, and the reducing ops, are fusible).
     fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
     op = seq[ChainMember.op].to_numpy(dtype=float)
-    asked = op[fusible & np.isfinite(op) & (op >= 0) & (op < len(trace.ops))].astype(np.int64)
-    context, top, optimizer = _context_at(trace.ops, asked)
-    link = _link_codes(seq, trace.ops, context, top, optimizer, fusible)
+    asked = np.flatnonzero(fusible & np.isfinite(op) & (op >= 0) & (op < len(trace.ops)))
+    context, top, optimizer = _context_of_rows(trace.ops, op[asked].astype(np.int64))
+    # per kernel: ok (fusible, known op, outside optimizers), its op's context and top op
+    ok = np.zeros(len(seq), dtype=bool)
+    ok[asked] = ~optimizer
+    ctx = np.full(len(seq), -2, dtype=np.int64)
+    ctx[asked] = context
+    op_top = np.full(len(seq), -1, dtype=np.int64)
+    op_top[asked] = top
+    link = _link_codes_of(seq, trace.ops, ok, ctx, op_top)
     chain = np.cumsum(link == _BREAK)
     sizes = np.bincount(chain)[chain]
-    op_top = _at(top, op)
     long = sizes >= MIN_CHAIN_KERNELS
-    keep = np.flatnonzero(long & (_distinct_per_chain(chain, op_top, long) >= MIN_CHAIN_OPS))
+    keep = np.flatnonzero(_several_ops(chain, op_top, long))
     if not keep.size:
         return _empty()
-    columns = {name: _take(seq[name], keep) for name in seq.columns}
+    renamed = {Lane.ts: ChainMember.ts_us, Lane.dur: ChainMember.dur_us}
+    columns = {
+        renamed.get(name, name): _take(seq[name], keep)
+        for name in seq.columns
+        if name not in (Lane.end, Lane.key)
+    }
     columns[ChainMember.chain] = chain[keep]
     # (a chain's first member, its link a break, is spelled "first"; texts on kept rows only)
-    columns[ChainMember.link] = _MEMBER_LINKS[link[keep]]
+    columns[ChainMember.link] = _texts_of_codes(_MEMBER_LINKS, link[keep])
     members = pd.DataFrame(columns)
     return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
+
+
+def _texts_of_codes(texts: npt.NDArray[np.object_], codes: npt.NDArray[np.int8]) -> object:
+    """``texts[codes]`` as the column pandas would infer from it: taken by Arrow when that
+    column is Arrow-backed strings (pandas 3's ``str``; no inference over every value)."""
+    dtype = _inferred_text_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        taken = pa.array(texts.tolist(), type=pa.large_string()).take(pa.array(codes))
+        return pd.array(taken, dtype=dtype)
+    return texts[codes]
+
+
+@lru_cache(maxsize=1)
+def _inferred_text_dtype() -> object:
+    """The dtype pandas gives a column made from an object array of strings."""
+    return pd.DataFrame({"x": np.array(["first"], dtype=object)})["x"].dtype
 
 
 def _take(column: pd.Series, rows: npt.NDArray[np.intp]) -> object:
@@ -166,11 +201,31 @@ def _distinct_per_chain(
     return out
 
 
+def _several_ops(
+    chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Per row, whether it is one of ``rows`` and its chain has at least
+    :data:`MIN_CHAIN_OPS` distinct top ops (``_distinct_per_chain(...) >= MIN_CHAIN_OPS``).
+    For two: the chain's least and greatest top op differ, over its run of rows (a chain's
+    rows are consecutive), no sort."""
+    if MIN_CHAIN_OPS != 2:
+        return rows & (_distinct_per_chain(chain, op_top, rows) >= MIN_CHAIN_OPS)
+    out = np.zeros(chain.size, dtype=bool)
+    at = np.flatnonzero(rows)
+    if not at.size:
+        return out
+    ids, tops = chain[at], op_top[at]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    several = np.minimum.reduceat(tops, starts) != np.maximum.reduceat(tops, starts)
+    out[at] = np.repeat(several, np.diff(np.r_[starts, at.size]))
+    return out
+
+
 def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
     """:func:`chain_members` grouped by op sequence, largest total time first."""
     if members.empty:
         return []
-    return _group(_per_chain(members), trace.ops)
+    return _group_table(_chain_table(members), trace.ops)
 
 
 def _empty() -> pd.DataFrame:
@@ -294,35 +349,42 @@ def _walk_up(
 def _context_at(
     ops: pd.DataFrame, rows: npt.NDArray[np.int64]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """``_op_context(ops, rows)`` at ``rows`` (the other entries as :func:`_walk_up` leaves
-    them), with less walking: each distinct row walked up only to its context (its run of
-    aten ops, the top op, never goes past it: a context is not an aten op), the optimizer
-    test above the contexts once per distinct context, the names' and categories' tests
-    only for the ops on the way. The same ops are walked up as in :func:`_walk_up`, so the
-    same fallback to the whole table (a parent not shallower than its child)."""
-    lookup = _NodeFlags.of(ops)
-    if lookup is None:
-        return _op_context(ops, rows)
+    """``_op_context(ops, rows)`` at ``rows`` (:func:`_context_of_rows` spread over the
+    table; the other entries: −1, the op itself, False)."""
     n = len(ops)
     distinct = sorted_unique(rows) if rows.size else rows
-    walked = _walk_to_context(lookup, distinct)
-    if walked is None:
-        return _op_context(ops)
+    context, top, optimizer = _context_of_rows(ops, distinct)
+    out_context = np.full(n, -1, dtype=np.int64)
+    out_top = np.arange(n, dtype=np.int64)
+    out_optimizer = np.zeros(n, dtype=bool)
+    out_context[distinct], out_top[distinct], out_optimizer[distinct] = context, top, optimizer
+    return out_context, out_top, out_optimizer
+
+
+def _context_of_rows(
+    ops: pd.DataFrame, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Per row of ``rows`` (valid op rows), what ``_op_context(ops, rows)`` gives at it:
+    context, top op, optimizer; with less walking: each row walked up only to its context
+    (its run of aten ops, the top op, never goes past it: a context is not an aten op), the
+    optimizer test above the contexts once per distinct context, the names' and categories'
+    tests only for the ops on the way. The same ops are walked up as in :func:`_walk_up`,
+    so the same fallback to the whole table (a parent not shallower than its child)."""
+    lookup = _NodeFlags.of(ops)
+    walked = None if lookup is None else _walk_to_context(lookup, rows)
+    if lookup is None or walked is None:
+        return tuple(a[rows] for a in _op_context(ops, None if lookup else rows))  # type: ignore[return-value]
     context, top, optimizer = walked
     has = np.flatnonzero(context >= 0)
     if has.size:
         contexts = sorted_unique(context[has])
         above = _optimizer_above(lookup, contexts)
         if above is None:
-            return _op_context(ops)
-        position = np.empty(n, dtype=np.intp)
+            return tuple(a[rows] for a in _op_context(ops))  # type: ignore[return-value]
+        position = np.empty(len(ops), dtype=np.intp)
         position[contexts] = np.arange(contexts.size)
         optimizer[has] |= above[position[context[has]]]
-    out_context = np.full(n, -1, dtype=np.int64)
-    out_top = np.arange(n, dtype=np.int64)
-    out_optimizer = np.zeros(n, dtype=bool)
-    out_context[distinct], out_top[distinct], out_optimizer[distinct] = context, top, optimizer
-    return out_context, out_top, out_optimizer
+    return context, top, optimizer
 
 
 _ATEN, _OPTIMIZER, _FRAME = 1, 2, 4  # bits of _NodeFlags.bits
@@ -401,7 +463,7 @@ class _NodeFlags:
         parent = _integers(ops[Ops.parent_row], -1)
         if parent.size and int(parent.max()) >= n:
             parent = np.where(parent < n, parent, -1)
-        distinct = [str(c) for c in names.categories]
+        distinct = [str(c) for c in names.categories.tolist()]
         bits = [
             (_ATEN if c.startswith("aten::") else 0) | (_OPTIMIZER if OPTIMIZER.search(c) else 0)
             for c in distinct
@@ -510,6 +572,20 @@ def _link_codes(
         fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
     ok = fusible & known & ~np.where(known, optimizer[row], True)
     ctx, top_op = np.where(known, context[row], -2), np.where(known, top[row], -1)
+    return _link_codes_of(seq, ops, ok, ctx, top_op)
+
+
+def _link_codes_of(
+    seq: pd.DataFrame,
+    ops: pd.DataFrame,
+    ok: npt.NDArray[np.bool_],
+    ctx: npt.NDArray[np.int64],
+    top_op: npt.NDArray[np.int64],
+) -> npt.NDArray[np.int8]:
+    """:func:`_link_codes` from its per-kernel figures: ``ok`` (fusible, a known op, outside
+    optimizers), the op's context (−2: no op) and top op (−1: no op). ``ctx`` is read where
+    ``ok`` only, ``top_op`` there and at every reduction kernel with a known op (whether a
+    link's first op reduces); elsewhere they may be −2 and −1."""
     lane, step = seq[ChainMember.lane].to_numpy(), seq[ChainMember.step].to_numpy()
     region = seq[ChainMember.in_region].to_numpy()
     candidate = np.zeros(len(seq), dtype=bool)
@@ -568,11 +644,10 @@ def _links_by_code(
     name, a reduces, b's shapes), told apart by the categorical columns' codes (no text per
     link): the texts are those :func:`_texts` and ``str`` give (a missing shapes text is
     None, a missing name ``"nan"``). With ``codes``, the links as :func:`_link_codes`'s."""
-    dim_codes = dims.cat.codes.to_numpy().astype(np.int64)
-    name_codes = names.cat.codes.to_numpy().astype(np.int64)
+    dim_codes, name_codes = dims.cat.codes.to_numpy(), names.cat.codes.to_numpy()
     n_dims, n_names = len(dims.cat.categories) + 1, len(names.cat.categories) + 1
     # one int64 per (a's shapes, a's name, a reduces, b's shapes): below n_dims² · n_names · 2
-    key = ((dim_codes[a] + 1) * n_names + name_codes[a] + 1) * 2 + reduces
+    key = ((dim_codes[a].astype(np.int64) + 1) * n_names + name_codes[a] + 1) * 2 + reduces
     key = key * n_dims + dim_codes[b] + 1
     inverse, unique_keys = pd.factorize(key)
     rest, dims_b = np.divmod(np.asarray(unique_keys, dtype=np.int64), n_dims)
@@ -671,7 +746,12 @@ def _output_shape(shapes: tuple[tuple[int, ...], ...], name: str) -> tuple[int, 
 
 
 def _numel(shape: tuple[int, ...]) -> int:
-    return int(np.prod(shape)) if shape else 1
+    """The product of the dims (1 for none), as ``np.prod`` gives it (an int64 product: the
+    exact one when it fits, else NumPy's wrapped one)."""
+    if not shape:
+        return 1
+    exact = math.prod(shape)
+    return exact if -(2**63) <= exact < 2**63 else int(np.prod(shape))
 
 
 def _shapes(dims: object) -> tuple[tuple[int, ...], ...] | None:
@@ -742,7 +822,16 @@ def _text(value: object) -> str | None:
 
 
 def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
-    """One row per chain occurrence: signature, kernels, time, longest kernel, intermediates.
+    """One row per chain occurrence: signature, kernels, time, longest kernel, intermediates
+    (:func:`_chain_table` as a frame indexed by chain id)."""
+    table = _chain_table(members)
+    chain = table.pop(ChainMember.chain)
+    return pd.DataFrame(table, index=pd.Index(chain, name=ChainMember.chain))
+
+
+def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
+    """Per chain occurrence, in order: chain id, signature, kernels, time, longest kernel,
+    intermediates, as arrays (the signatures a list).
 
     A member's output counts as an intermediate when it is the first kernel of its op in the
     chain and that op is not the chain's last (an op's several kernels share one output).
@@ -762,12 +851,7 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
     # each chain's last known op (groupby "last" skips NaN)
     last_at = np.maximum.reduceat(np.where(np.isnan(op), -1, positions), starts) if n else run
     last_op = np.where(last_at >= starts, op[np.maximum(last_at, 0)], np.nan)[run]
-    # the first row of each (chain, op) pair (duplicated: NaN equals NaN)
-    op_codes = pd.factorize(op, use_na_sentinel=False)[0].astype(np.int64)
-    first_of_op = np.zeros(n, dtype=bool)
-    first_of_op[np.unique(run * (op_codes.max(initial=0) + 1) + op_codes, return_index=True)[1]] = (
-        True
-    )
+    first_of_op = _first_of_op(run, op)
     counted = first_of_op & (op != last_op)
     moved = np.where(counted, 2.0 * np.nan_to_num(written), 0.0)
     unknown = (counted & np.isnan(written)) | np.isnan(op)
@@ -781,22 +865,32 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
         np.minimum.reduceat(np.where(filled == peak[run], positions, n), starts) if n else run
     )
     labels = members[ChainMember.label].astype(str)
-    table = pd.DataFrame(
-        {
-            "signature": _signatures(members[ChainMember.chain], labels),
-            "kernels": np.diff(np.r_[starts, n]).astype(np.int64),
-            "time_us": sums["time_us"].to_numpy(),
-            "longest_us": np.fmax.reduceat(dur, starts) if n else dur,
-            "moved": sums["moved"].to_numpy(),
-            "unknown": np.logical_or.reduceat(unknown, starts) if n else unknown,
-            "largest": np.fmax.reduceat(out, starts) if n else out,
-            "eager": np.logical_or.reduceat(eager, starts) if n else eager,
-            "shapes_known": np.logical_and.reduceat(confirmed, starts) if n else confirmed,
-            "largest_op": op[largest_row],
-        },
-        index=pd.Index(chain[starts], name=ChainMember.chain),
-    )
-    return table
+    return {
+        ChainMember.chain: chain[starts],
+        "signature": _signatures(members[ChainMember.chain], labels),
+        "kernels": np.diff(np.r_[starts, n]).astype(np.int64),
+        "time_us": sums["time_us"].to_numpy(),
+        "longest_us": np.fmax.reduceat(dur, starts) if n else dur,
+        "moved": sums["moved"].to_numpy(),
+        "unknown": np.logical_or.reduceat(unknown, starts) if n else unknown,
+        "largest": np.fmax.reduceat(out, starts) if n else out,
+        "eager": np.logical_or.reduceat(eager, starts) if n else eager,
+        "shapes_known": np.logical_and.reduceat(confirmed, starts) if n else confirmed,
+        "largest_op": op[largest_row],
+    }
+
+
+def _first_of_op(run: npt.NDArray[np.intp], op: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Per row, whether it is the first row of its (run, op) pair (NaN equals NaN): numbered
+    by one hash in order of first appearance, the first of each number where it first
+    appears (was a sort of the pairs)."""
+    first = np.zeros(op.size, dtype=bool)
+    if not op.size:
+        return first
+    op_codes = pd.factorize(op, use_na_sentinel=False)[0].astype(np.int64)
+    pairs = pd.factorize(run.astype(np.int64) * (int(op_codes.max()) + 1) + op_codes)[0]
+    first[first_of_codes(pairs)] = True
+    return first
 
 
 def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
@@ -810,43 +904,73 @@ def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
 
 
 def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:
-    """Sum chains with the same op sequence; largest total time first.
+    """Sum chains with the same op sequence; largest total time first (:func:`_group_table`
+    of :func:`_per_chain`'s frame)."""
+    table: dict[str, Any] = {c: per_chain[c].to_numpy() for c in per_chain.columns}
+    table["signature"] = per_chain["signature"].tolist()
+    return _group_table(table, ops)
+
+
+def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
+    """Sum the chains of :func:`_chain_table` with the same op sequence; largest total time
+    first.
 
     Signatures numbered in order of first appearance (as groupby without sorting); the sums
     by one groupby over the numbers (pandas' compensated float sums, as before), the other
     figures with NumPy: counts, any/all, the largest skipping NaN, and the op of the chain
-    with the largest intermediate (the first such chain on a tie)."""
-    per_chain = per_chain.assign(
-        saving_us=per_chain["time_us"] - per_chain["longest_us"],
-        largest_key=per_chain["largest"].fillna(-1.0),
-    ).reset_index(drop=True)
-    codes, signatures = pd.factorize(per_chain["signature"])
+    with the largest intermediate (the first such chain on a tie); the order by a stable
+    sort of the negated times (``sort_values(ascending=False, kind="stable")``: ties in
+    order of first appearance)."""
+    codes, signatures = pd.factorize(np.asarray(table["signature"], dtype=object))
     n = len(signatures)
-    summed = ["kernels", "time_us", "saving_us", "moved"]
-    sums = per_chain[summed].groupby(codes, sort=False).sum()
-    unknown = per_chain["unknown"].to_numpy(dtype=bool)
-    eager = per_chain["eager"].to_numpy(dtype=bool)
-    known = per_chain["shapes_known"].to_numpy(dtype=bool)
+    time_us = np.asarray(table["time_us"], dtype=float)
+    largest_per_chain = np.asarray(table["largest"], dtype=float)
+    summed = {
+        "kernels": table["kernels"],
+        "time_us": time_us,
+        "saving_us": time_us - np.asarray(table["longest_us"], dtype=float),
+        "moved": table["moved"],
+    }
+    sums = pd.DataFrame(summed).groupby(codes, sort=False).sum()
+    kernels, time_sum, saving, moved = (sums[c].to_numpy() for c in summed)
+    occurrences = np.bincount(codes, minlength=n)
+    unknown = np.bincount(codes[np.asarray(table["unknown"], dtype=bool)], minlength=n) > 0
+    eager = np.bincount(codes[np.asarray(table["eager"], dtype=bool)], minlength=n) > 0
+    known = np.bincount(codes[~np.asarray(table["shapes_known"], dtype=bool)], minlength=n) == 0
     largest = np.full(n, np.nan)
-    np.fmax.at(largest, codes, per_chain["largest"].to_numpy(dtype=float))
-    key = per_chain["largest_key"].to_numpy(dtype=float)
+    np.fmax.at(largest, codes, largest_per_chain)
+    key = np.where(np.isnan(largest_per_chain), -1.0, largest_per_chain)
     by_key = np.lexsort((np.arange(len(codes)), -key, codes))  # per signature: largest first
     first = by_key[np.r_[True, codes[by_key][1:] != codes[by_key][:-1]]]
-    table = pd.DataFrame(
-        {
-            "occurrences": np.bincount(codes, minlength=n).astype(np.int64),
-            **{c: sums[c].to_numpy() for c in summed},
-            "unknown": np.bincount(codes[unknown], minlength=n) > 0,
-            "largest": largest,
-            "eager": np.bincount(codes[eager], minlength=n) > 0,
-            "shapes_known": np.bincount(codes[~known], minlength=n) == 0,
-            "largest_op": per_chain["largest_op"].to_numpy()[first],
-        },
-        index=pd.Index(signatures, name="signature"),
-    )
-    table = table.sort_values("time_us", ascending=False, kind="stable")
+    largest_op = np.asarray(table["largest_op"], dtype=float)[first]
     names = ops[Ops.name]
-    return [_chain_group(str(signature), row, names) for signature, row in table.iterrows()]
+    valid = np.isfinite(largest_op) & (largest_op >= 0) & (largest_op < len(names))
+    op_names = [""] * n
+    for i, name in zip(
+        np.flatnonzero(valid).tolist(),
+        names.iloc[largest_op[valid].astype(np.int64)].tolist(),
+        strict=True,
+    ):
+        op_names[i] = str(name)
+    groups = []
+    for i in np.argsort(-time_sum, kind="stable").tolist():
+        lost = bool(unknown[i])
+        top = float(largest[i])
+        groups.append(
+            ChainGroup(
+                ops=tuple(str(signatures[i]).split(SEPARATOR)),
+                occurrences=int(occurrences[i]),
+                kernels=int(kernels[i]),
+                time_us=float(time_sum[i]),
+                saving_us=float(saving[i]),
+                bytes_saved=None if lost else int(moved[i]),
+                largest_bytes=None if lost or not np.isfinite(top) else int(top),
+                largest_op=op_names[i],
+                eager_kernels=bool(eager[i]),
+                shapes_known=bool(known[i]),
+            )
+        )
+    return groups
 
 
 def _chain_group(signature: str, row: pd.Series, names: pd.Series) -> ChainGroup:
