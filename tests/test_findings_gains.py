@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
+from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose.facts import (
     TraceFacts,
     facts_of_side,
@@ -198,3 +200,40 @@ def test_a_separate_add_kernel_is_promised_whole() -> None:
     whole = float(values["the add kernels' time per step"])
     scale = min(timed / side.step_us, 1.0)  # a CPU trace: its ops are CPU time
     assert found[0].est_gain_us == pytest.approx(whole * scale, rel=1e-9)
+
+
+def graph_steps(replayed: int, direct: int) -> list[dict[str, object]]:
+    """Three 400 µs steps: 250 µs of CPU work, one graph launch replaying ``replayed``
+    kernels (sharing its correlation id), then ``direct`` kernels launched one by one."""
+    events: list[dict[str, object]] = []
+    for s in range(3):
+        t0 = s * 1000
+        events.append(op(f"ProfilerStep#{s}", t0, 400, cat="user_annotation"))
+        events.append(op("aten::work", t0 + 1, 250))
+        corr = s * 100 + 1
+        events.append(launch("cudaGraphLaunch", t0 + 260, 10, corr))
+        events += [kernel(f"triton_poi_fused_add_{k}", t0 + 275 + 3 * k, 2, corr)
+                   for k in range(replayed)]  # fmt: skip
+        for k in range(direct):
+            events.append(launch("cudaLaunchKernel", t0 + 300 + 10 * k, 8, corr + 1 + k))
+            events.append(kernel(f"k{k}", t0 + 310 + 10 * k, 1, corr + 1 + k))
+    return events
+
+
+@pytest.mark.parametrize(("replayed", "direct", "replay_advice"), [(10, 1, True), (1, 9, False)])
+def test_launch_bound_advice_follows_how_many_kernels_graphs_replay(
+    tmp_trace, replayed: int, direct: int, replay_advice: bool
+) -> None:
+    """Made traces: most kernels replayed → the wait is CPU time around the replays; most
+    launched one by one despite a graph → those launches are the advice. Without run.json
+    the gain stays per profiled step, and within the step."""
+    trace = traceviz.load(tmp_trace(graph_steps(replayed, direct)), cache=False)
+    found = [f for f in diagnose_trace(trace) if f.id == "launch-bound"]
+    assert len(found) == 1
+    finding = found[0]
+    assert ("around its CUDA graph replays" in finding.title) is replay_advice
+    assert ("CUDA graphs remove" in finding.gain_basis) is not replay_advice
+    assert ("still launched one by one" in finding.next_step) is not replay_advice
+    assert finding.gain_basis.endswith("per profiled step (the profiler's own overhead "
+                                       "lengthens CPU-side time)")  # fmt: skip
+    assert finding.est_gain_us is not None and 0 < finding.est_gain_us <= 400
