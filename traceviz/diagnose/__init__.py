@@ -8,6 +8,12 @@ before its comparison exists (the pipeline, on each side's own thread); ``diagno
 Rules are pure functions registered in :data:`traceviz.diagnose.rules.TRACE_RULES` and
 :data:`~traceviz.diagnose.rules.COMPARISON_RULES`.
 
+A finding's ``est_gain_us`` is per step and never more than its trace's step (run.json's timed
+median, else the profiled mean; :func:`~traceviz.diagnose.facts.within_step`). Gains made of
+CPU-side time, which the profiler lengthens, are scaled to the timed step when run.json has
+one (:func:`~traceviz.diagnose.facts.cpu_side_gain`); otherwise their basis says "per
+profiled step".
+
 Rule ids (thresholds are named constants in each rule module):
 
 ==========================  ========================================================  ========

@@ -296,7 +296,7 @@ def cpu_side_gain(facts: TraceFacts, profiled_us: float, basis: str) -> CpuSideG
             f"the profiled mean step {us(profiled)} ({PROFILER_NOTE})"
         )
     if scale >= 1.0:
-        how = f"as profiled: run.json's median step {us(timed)} is no shorter"
+        how = f"as profiled: run.json's median step {us(timed)} has room for all of it"
     return CpuSideGain(profiled_us * scale, scale, _joined(basis, how))
 
 
