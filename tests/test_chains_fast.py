@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -36,15 +37,25 @@ def _check_equal(trace: Trace) -> pd.DataFrame:
     the diagnosis hands them, and built here); the members returned."""
     facts = facts_of_trace(trace)
     steps = kernel_steps(facts)
-    for lanes in (timeline_of(facts), None):
-        got = chains_mod.chain_members(trace, facts.kernels, steps, lanes=lanes)
-        want = reference.chain_members(trace, facts.kernels, steps, lanes=lanes)
+    # the kernels' kind as texts, not categorical: the kinds tested on the lanes' texts
+    kind = chains_mod.ChainMember.kind  # (the classified kernels' column)
+    plain = facts.kernels.assign(**{kind: facts.kernels[kind].astype(object)})
+    for kernels, lanes in (
+        (facts.kernels, timeline_of(facts)),
+        (facts.kernels, None),
+        (plain, timeline_of(facts)),
+    ):
+        got = chains_mod.chain_members(trace, kernels, steps, lanes=lanes)
+        want = reference.chain_members(trace, kernels, steps, lanes=lanes)
         same(got, want)
         groups = chains_mod.chain_groups(trace, got)
         want_groups = reference.chain_groups(trace, want)
-        assert [dataclasses.astuple(g) for g in groups] == [
-            dataclasses.astuple(g) for g in want_groups
-        ]
+        assert _tuples(groups) == _tuples(want_groups)
+    # op names as plain texts: the largest intermediate's op named by iloc
+    named = SimpleNamespace(ops=trace.ops.assign(**{Ops.name: trace.ops[Ops.name].astype(object)}))
+    assert _tuples(chains_mod.chain_groups(named, got)) == _tuples(  # type: ignore[arg-type]
+        reference.chain_groups(named, want)  # type: ignore[arg-type]
+    )
     # honest: each kernel in at most one chain, chain time at most the kernels' measured time
     assert not got[chains_mod.ChainMember.row].duplicated().any()
     measured = float(np.nansum(facts.kernels[Kernels.dur_us].to_numpy(dtype=float)))
@@ -52,6 +63,10 @@ def _check_equal(trace: Trace) -> pd.DataFrame:
     assert all(g.saving_us <= g.time_us for g in groups)
     assert sum(g.kernels for g in groups) == len(got)
     return got
+
+
+def _tuples(groups: list[Any]) -> list[tuple[Any, ...]]:
+    return [dataclasses.astuple(g) for g in groups]
 
 
 def _context_equal(ops: pd.DataFrame, rows: np.ndarray) -> None:
@@ -220,3 +235,50 @@ def test_member_links_spelled_as_before(tmp_trace: Any) -> None:
     texts = reference._links(seq, trace.ops, context, top, optimizer)
     same(chains_mod._LINK_TEXTS[codes], texts)
     assert set(texts.tolist()) >= {"", "shapes"}
+
+
+# --- the small replaced pieces ----------------------------------------------------------------
+
+
+def test_several_ops_and_first_of_op_equal_their_sorting_forms() -> None:
+    """A chain's several top ops by least and greatest (was np.unique of the pairs); the
+    first row of each (chain, op) pair by one hash (was np.unique(return_index)), NaN ops
+    equal to each other."""
+    rng = np.random.default_rng(14)
+    for _ in range(20):
+        n = int(rng.integers(1, 400))
+        chain = np.cumsum(rng.random(n) < 0.3).astype(np.int64)
+        top = rng.integers(-1, 6, n).astype(np.int64)
+        long = (np.bincount(chain)[chain] >= chains_mod.MIN_CHAIN_KERNELS) & (rng.random(n) < 2)
+        want = long & (chains_mod._distinct_per_chain(chain, top, long) >= chains_mod.MIN_CHAIN_OPS)
+        same(chains_mod._several_ops(chain, top, long), want)
+        op = np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 5, n).astype(float))
+        run = np.repeat(np.arange(n), rng.integers(1, 4, n))[:n]
+        codes = pd.factorize(op, use_na_sentinel=False)[0].astype(np.int64)
+        first = np.zeros(n, dtype=bool)
+        first[np.unique(run * (codes.max() + 1) + codes, return_index=True)[1]] = True
+        same(chains_mod._first_of_op(run, op), first)
+    assert not chains_mod._first_of_op(np.zeros(0, dtype=np.intp), np.zeros(0)).size
+
+
+def test_numel_is_numpys_product_even_when_it_wraps() -> None:
+    for shape in [(), (3,), (2, 3, 4), (0, 5), (2**31, 2**31), (2**40, 2**40), (-1, 7)]:
+        want = int(np.prod(shape)) if shape else 1
+        assert chains_mod._numel(shape) == want, shape
+
+
+def test_link_texts_column_as_pandas_infers_it() -> None:
+    codes = np.array([0, 2, 1, 3, 3, 0], dtype=np.int8)
+    got = pd.DataFrame({"x": chains_mod._texts_of_codes(chains_mod._MEMBER_LINKS, codes)})
+    want = pd.DataFrame({"x": chains_mod._MEMBER_LINKS[codes]})
+    same(got, want)
+
+
+def test_names_at_as_iloc_gives_them() -> None:
+    names = pd.Series(pd.Categorical(["aten::add", None, "aten::mul", "aten::add"]))
+    rows = np.array([3, 1, 0, 2], dtype=np.int64)
+    want = [str(names.iloc[r]) for r in rows]
+    assert (
+        chains_mod._names_at(names, rows) == want == ["aten::add", "nan", "aten::add", "aten::mul"]
+    )
+    assert chains_mod._names_at(names.astype(object), rows) == want

@@ -126,7 +126,7 @@ def chain_members(
         return _empty()  # (no ops: no kernel has a launching op to link by)
     # Only a fusible kernel's op is asked about: a link needs both kernels fusible, and a
     # chain's members are linked ones (their top ops, and the reducing ops, are fusible).
-    fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
+    fusible, reduction = _kind_flags(seq, kernels)
     op = seq[ChainMember.op].to_numpy(dtype=float)
     asked = np.flatnonzero(fusible & np.isfinite(op) & (op >= 0) & (op < len(trace.ops)))
     context, top, optimizer = _context_of_rows(trace.ops, op[asked].astype(np.int64))
@@ -137,7 +137,7 @@ def chain_members(
     ctx[asked] = context
     op_top = np.full(len(seq), -1, dtype=np.int64)
     op_top[asked] = top
-    link = _link_codes_of(seq, trace.ops, ok, ctx, op_top)
+    link = _link_codes_of(seq, trace.ops, ok, ctx, op_top, reduction)
     chain = np.cumsum(link == _BREAK)
     sizes = np.bincount(chain)[chain]
     long = sizes >= MIN_CHAIN_KERNELS
@@ -153,8 +153,30 @@ def chain_members(
     columns[ChainMember.chain] = chain[keep]
     # (a chain's first member, its link a break, is spelled "first"; texts on kept rows only)
     columns[ChainMember.link] = _texts_of_codes(_MEMBER_LINKS, link[keep])
-    members = pd.DataFrame(columns)
-    return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
+    columns[ChainMember.written_bytes] = _written_bytes(trace.ops, op[keep])
+    return pd.DataFrame(columns)
+
+
+def _kind_flags(
+    seq: pd.DataFrame, kernels: pd.DataFrame
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per lane row: its kind is one of :data:`FUSIBLE_KINDS`; it is a reduction. Read by
+    code from the kernels table's categorical kind at the lanes' kernel rows (the lanes'
+    kind is that column at those rows), else tested on the lanes' texts."""
+    kind = kernels[ChainMember.kind] if ChainMember.kind in kernels.columns else None
+    if kind is None or not isinstance(kind.dtype, pd.CategoricalDtype):
+        texts = seq[ChainMember.kind]
+        return (
+            texts.isin(FUSIBLE_KINDS).to_numpy(dtype=bool),
+            (texts == KernelKind.REDUCTION.value).to_numpy(dtype=bool),
+        )
+    categories = kind.cat.categories.tolist()
+    fusible = np.array([c in FUSIBLE_KINDS for c in categories] + [False], dtype=bool)
+    reduction = np.array(
+        [c == KernelKind.REDUCTION.value for c in categories] + [False], dtype=bool
+    )
+    codes = kind.cat.codes.to_numpy()[seq[Lane.row].to_numpy()]
+    return fusible[codes], reduction[codes]
 
 
 def _texts_of_codes(texts: npt.NDArray[np.object_], codes: npt.NDArray[np.int8]) -> object:
@@ -352,7 +374,7 @@ def _context_at(
     """``_op_context(ops, rows)`` at ``rows`` (:func:`_context_of_rows` spread over the
     table; the other entries: −1, the op itself, False)."""
     n = len(ops)
-    distinct = sorted_unique(rows) if rows.size else rows
+    distinct = sorted_unique(rows).astype(np.int64, copy=False) if rows.size else rows
     context, top, optimizer = _context_of_rows(ops, distinct)
     out_context = np.full(n, -1, dtype=np.int64)
     out_top = np.arange(n, dtype=np.int64)
@@ -377,7 +399,7 @@ def _context_of_rows(
     context, top, optimizer = walked
     has = np.flatnonzero(context >= 0)
     if has.size:
-        contexts = sorted_unique(context[has])
+        contexts = sorted_unique(context[has]).astype(np.int64, copy=False)
         above = _optimizer_above(lookup, contexts)
         if above is None:
             return tuple(a[rows] for a in _op_context(ops))  # type: ignore[return-value]
@@ -581,8 +603,10 @@ def _link_codes_of(
     ok: npt.NDArray[np.bool_],
     ctx: npt.NDArray[np.int64],
     top_op: npt.NDArray[np.int64],
+    reduction: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.int8]:
-    """:func:`_link_codes` from its per-kernel figures: ``ok`` (fusible, a known op, outside
+    """:func:`_link_codes` from its per-kernel figures (``reduction``: per kernel, a
+    reduction, when the caller has it): ``ok`` (fusible, a known op, outside
     optimizers), the op's context (−2: no op) and top op (−1: no op). ``ctx`` is read where
     ``ok`` only, ``top_op`` there and at every reduction kernel with a known op (whether a
     link's first op reduces); elsewhere they may be −2 and −1."""
@@ -604,7 +628,7 @@ def _link_codes_of(
     # Decided once per distinct (a's shapes text, a's name, a reduces, b's shapes text): the
     # links of a long trace repeat a few hundred op pairs thousands of times.
     dims, names = ops[Ops.input_dims], ops[Ops.name]
-    reduces = _reducing_table(seq, top_op, len(ops))[a]  # (a is −1 where the op is unknown)
+    reduces = _reducing_table(seq, top_op, len(ops), reduction)[a]  # (a: −1, the op unknown)
     categorical = all(isinstance(c.dtype, pd.CategoricalDtype) for c in (dims, names))
     if (
         categorical
@@ -689,11 +713,16 @@ def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> npt.NDArr
 
 
 def _reducing_table(
-    seq: pd.DataFrame, top_op: npt.NDArray[np.int64], n_ops: int
+    seq: pd.DataFrame,
+    top_op: npt.NDArray[np.int64],
+    n_ops: int,
+    reduction: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
     """Per op row, whether it is one of :func:`_reducing_ops`, plus a last False that the
-    unknown top op (−1) reads: ``np.isin(rows, _reducing_ops(...))`` as a lookup, no sort."""
-    reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
+    unknown top op (−1) reads: ``np.isin(rows, _reducing_ops(...))`` as a lookup, no sort
+    (``reduction``: per row of ``seq``, a reduction kernel, when the caller has it)."""
+    if reduction is None:
+        reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
     table = np.zeros(n_ops + 1, dtype=bool)
     table[top_op[reduction & (top_op >= 0)]] = True
     return table
@@ -763,9 +792,11 @@ def _shapes(dims: object) -> tuple[tuple[int, ...], ...] | None:
 # --- bytes and grouping -------------------------------------------------------------------
 
 
-def _written_bytes(ops: pd.DataFrame, op_rows: pd.Series) -> npt.NDArray[np.float64]:
+def _written_bytes(
+    ops: pd.DataFrame, op_rows: pd.Series | npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
     """Estimated bytes each member's launching op writes (NaN: unknown)."""
-    rows = op_rows.to_numpy(dtype=float)
+    rows = np.asarray(op_rows, dtype=float)
     out = np.full(len(rows), np.nan)
     known = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
     if not known.any():
@@ -943,15 +974,14 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
     by_key = np.lexsort((np.arange(len(codes)), -key, codes))  # per signature: largest first
     first = by_key[np.r_[True, codes[by_key][1:] != codes[by_key][:-1]]]
     largest_op = np.asarray(table["largest_op"], dtype=float)[first]
-    names = ops[Ops.name]
-    valid = np.isfinite(largest_op) & (largest_op >= 0) & (largest_op < len(names))
+    valid = np.isfinite(largest_op) & (largest_op >= 0) & (largest_op < len(ops))
     op_names = [""] * n
     for i, name in zip(
         np.flatnonzero(valid).tolist(),
-        names.iloc[largest_op[valid].astype(np.int64)].tolist(),
+        _names_at(ops[Ops.name], largest_op[valid].astype(np.int64)),
         strict=True,
     ):
-        op_names[i] = str(name)
+        op_names[i] = name
     groups = []
     for i in np.argsort(-time_sum, kind="stable").tolist():
         lost = bool(unknown[i])
@@ -971,6 +1001,16 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
             )
         )
     return groups
+
+
+def _names_at(names: pd.Series, rows: npt.NDArray[np.int64]) -> list[str]:
+    """``str(names.iloc[row])`` per row (a missing name: "nan"); by code when categorical
+    (no take of the column)."""
+    values = names.array
+    if isinstance(values, pd.Categorical):
+        categories = [str(c) for c in values.categories.tolist()]
+        return [categories[c] if c >= 0 else str(np.nan) for c in values.codes[rows].tolist()]
+    return [str(v) for v in names.iloc[rows].tolist()]
 
 
 def _chain_group(signature: str, row: pd.Series, names: pd.Series) -> ChainGroup:
