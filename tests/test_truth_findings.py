@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import SAMPLES
 from traceviz.diagnose.facts import facts_of_side
-from traceviz.diagnose.rules.slower import IDLE_CAUSES, comparison_speed
+from traceviz.diagnose.rules.slower import IDLE_CAUSE_MIN_SHARE, IDLE_CAUSES, comparison_speed
 from traceviz.pipeline import compare_run
 from traceviz.rundir import is_run_dir
 from traceviz.schema import Kernels
@@ -129,3 +129,14 @@ def test_slower_calls_only_launch_and_cpu_waits_launch_overhead() -> None:
         )
         assert lines.get(f"more device idle time ({cause})", 0.0) <= max(extra, 0.0) + 1e-6
     assert sum(lines.values()) <= b.per_step(b.launch.idle_us) + 1e-6
+    # with the causes b has less of, the lines net to b's extra idle per step (but for the
+    # causes under the 1%-of-b's-step threshold, left out of both)
+    less = {
+        e.label: e.value
+        for e in found[0].evidence
+        if not isinstance(e, str) and e.label.startswith("less device idle time")
+    }
+    assert less  # on this pair b waits less for the CPU
+    extra = b.per_step(b.launch.idle_us) - a.per_step(a.launch.idle_us)
+    slack = IDLE_CAUSE_MIN_SHARE * b.step_us * len(IDLE_CAUSES)
+    assert sum(lines.values()) - sum(less.values()) <= extra + slack, (lines, less, extra)
