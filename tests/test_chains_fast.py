@@ -282,3 +282,18 @@ def test_names_at_as_iloc_gives_them() -> None:
         chains_mod._names_at(names, rows) == want == ["aten::add", "nan", "aten::add", "aten::mul"]
     )
     assert chains_mod._names_at(names.astype(object), rows) == want
+
+
+def test_signature_numbers_as_the_texts_factorized() -> None:
+    """Chains numbered by their labels' codes as pd.factorize numbers their joined texts;
+    a label holding the separator, or missing: None (the texts decide)."""
+    chain = pd.Series([0, 0, 1, 1, 2, 2, 2, 3, 3, 3])
+    labels = pd.Series(["a", "b", "a", "b", "c", "a", "b", "a", "b", "c"], dtype="str")
+    starts = np.array([0, 2, 4, 7])
+    codes, texts = chains_mod._signature_numbers(labels, starts)  # type: ignore[misc]
+    want_codes, want_texts = pd.factorize(np.asarray(chains_mod._signatures(chain, labels)))
+    same(np.asarray(codes, dtype=np.int64), np.asarray(want_codes, dtype=np.int64))
+    assert texts == list(want_texts)
+    joined = labels.where(labels != "c", "x" + chains_mod.SEPARATOR + "y")
+    assert chains_mod._signature_numbers(joined, starts) is None
+    assert chains_mod._signature_numbers(labels.where(labels != "c", None), starts) is None

@@ -35,6 +35,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -247,7 +248,7 @@ def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
     """:func:`chain_members` grouped by op sequence, largest total time first."""
     if members.empty:
         return []
-    return _group_table(_chain_table(members), trace.ops)
+    return _group_table(_chain_table(members, texts=False), trace.ops)
 
 
 def _empty() -> pd.DataFrame:
@@ -860,7 +861,7 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(table, index=pd.Index(chain, name=ChainMember.chain))
 
 
-def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
+def _chain_table(members: pd.DataFrame, *, texts: bool = True) -> dict[str, Any]:
     """Per chain occurrence, in order: chain id, signature, kernels, time, longest kernel,
     intermediates, as arrays (the signatures a list).
 
@@ -870,6 +871,10 @@ def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
     A chain's members are consecutive rows (chain ids only grow down the lane order), so each
     figure is taken over its run of rows with NumPy; the two float sums by pandas' groupby
     (its compensated sum, as before), the maxima skipping NaN, the first row of a tie.
+
+    Without ``texts`` the signatures may come as numbers instead (``signature_codes``: per
+    chain, its signature's number in order of first appearance; ``signature_texts``: per
+    number, the signature), told apart by the labels' codes (:func:`_signature_numbers`).
     """
     chain = members[ChainMember.chain].to_numpy()
     n = chain.size
@@ -895,10 +900,15 @@ def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
     largest_row = (
         np.minimum.reduceat(np.where(filled == peak[run], positions, n), starts) if n else run
     )
-    labels = members[ChainMember.label].astype(str)
+    numbered = None if texts else _signature_numbers(members[ChainMember.label], starts)
+    if numbered is None:
+        labels = members[ChainMember.label].astype(str)
+        signature: dict[str, Any] = {"signature": _signatures(members[ChainMember.chain], labels)}
+    else:
+        signature = {"signature_codes": numbered[0], "signature_texts": numbered[1]}
     return {
         ChainMember.chain: chain[starts],
-        "signature": _signatures(members[ChainMember.chain], labels),
+        **signature,
         "kernels": np.diff(np.r_[starts, n]).astype(np.int64),
         "time_us": sums["time_us"].to_numpy(),
         "longest_us": np.fmax.reduceat(dur, starts) if n else dur,
@@ -934,6 +944,26 @@ def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
     return [SEPARATOR.join(texts[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
+def _signature_numbers(
+    labels: pd.Series, starts: npt.NDArray[np.intp]
+) -> tuple[npt.NDArray[np.intp], list[str]] | None:
+    """Per chain (runs of rows from ``starts``), its signature's number in order of first
+    appearance, and each number's signature (what ``pd.factorize`` of :func:`_signatures`
+    gives): the chains told apart by their labels' codes, each signature joined once. None
+    when a label is missing or holds :data:`SEPARATOR` (the texts could then tell chains
+    apart differently)."""
+    codes, uniques = pd.factorize(labels)
+    names = [str(u) for u in np.asarray(uniques, dtype=object).tolist()]
+    if (codes < 0).any() or any(SEPARATOR in name for name in names):
+        return None
+    runs = codes.tolist()
+    bounds = [*starts.tolist(), len(runs)]
+    number: dict[tuple[int, ...], int] = {}
+    per_chain = [number.setdefault(tuple(runs[a:b]), len(number)) for a, b in pairwise(bounds)]
+    texts = [SEPARATOR.join(names[c] for c in key) for key in number]
+    return np.asarray(per_chain, dtype=np.intp), texts
+
+
 def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:
     """Sum chains with the same op sequence; largest total time first (:func:`_group_table`
     of :func:`_per_chain`'s frame)."""
@@ -952,7 +982,10 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
     with the largest intermediate (the first such chain on a tie); the order by a stable
     sort of the negated times (``sort_values(ascending=False, kind="stable")``: ties in
     order of first appearance)."""
-    codes, signatures = pd.factorize(np.asarray(table["signature"], dtype=object))
+    if "signature_codes" in table:
+        codes, signatures = table["signature_codes"], table["signature_texts"]
+    else:
+        codes, signatures = pd.factorize(np.asarray(table["signature"], dtype=object))
     n = len(signatures)
     time_us = np.asarray(table["time_us"], dtype=float)
     largest_per_chain = np.asarray(table["largest"], dtype=float)
