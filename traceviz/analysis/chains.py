@@ -154,7 +154,7 @@ def chain_members(
     columns[ChainMember.chain] = chain[keep]
     # (a chain's first member, its link a break, is spelled "first"; texts on kept rows only)
     columns[ChainMember.link] = _texts_of_codes(_MEMBER_LINKS, link[keep])
-    columns[ChainMember.written_bytes] = _written_bytes(trace.ops, op[keep])
+    columns[ChainMember.written_bytes] = _written_bytes(trace.ops, pd.Series(op[keep]))
     return pd.DataFrame(columns)
 
 
