@@ -10,13 +10,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests import top_kernels_reference
+from tests import timeline_events_reference, top_kernels_reference
 from tests._reference import real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import top_kernels as top_kernels_mod
+from traceviz.analysis.compare import Side, analyze
 from traceviz.analysis.kernels import classify
+from traceviz.analysis.timeline_events import WindowEvent, window_events
 from traceviz.analysis.top_kernels import NO_OP_LABEL, top_kernels
-from traceviz.schema import Kernels
+from traceviz.report.figures.timeline import TIMELINE_LAUNCH_CLASSES
+from traceviz.schema import Kernels, Launches, Steps
 
 
 def _check_top_kernels(sides: list[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
@@ -97,3 +100,56 @@ def test_pair_counts_is_unique_with_counts() -> None:
         got = top_kernels_mod._pair_counts(values.astype(np.int64))
         same(got[0], want[0].astype(np.int64))
         same(got[1], want[1])
+
+
+# --- the timeline's window events ------------------------------------------------------------
+
+
+def _windows(side: Side) -> list[tuple[float, float]]:
+    """The whole trace, the first step, a window cutting through the middle, an empty one."""
+    ts = side.kernels[Kernels.ts_us].to_numpy(dtype=float)
+    lts = side.trace.launches[Launches.ts_us].to_numpy(dtype=float)
+    every = np.concatenate([ts, lts])
+    every = every[np.isfinite(every)]
+    if every.size == 0:
+        return [(0.0, 1.0)]
+    lo, hi = float(every.min()), float(every.max())
+    windows = [(lo, hi + 1.0), (lo, lo + (hi - lo) / 3), (hi + 10.0, hi + 20.0)]
+    steps = side.trace.steps
+    if len(steps):
+        s0 = float(steps[Steps.ts_us].iloc[0])
+        windows.append((s0, s0 + float(steps[Steps.dur_us].iloc[0])))
+    return windows
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_window_events_match_the_reference_on_real_traces(path: Path) -> None:
+    side = analyze(load_trace(path), name="t")
+    for start, end in _windows(side):
+        for classes in (TIMELINE_LAUNCH_CLASSES, ("kernel",), ()):
+            got = window_events(side, start, end, classes)
+            same(got, timeline_events_reference.window_events(side, start, end, classes))
+            device = got[got[WindowEvent.lane].str.startswith(("device ", "CPU ops "))]
+            ts = side.kernels[Kernels.ts_us].to_numpy(dtype=float)
+            inside = (ts >= start) & (ts < end)
+            assert len(device) == int(inside.sum())  # each activity of the window once
+            dur = side.kernels[Kernels.dur_us].to_numpy(dtype=float)[inside]
+            assert float(device[WindowEvent.dur].sum()) <= float(np.nansum(dur)) * (1 + 1e-12)
+
+
+def test_texts_and_isin_match_pandas() -> None:
+    from traceviz.analysis.timeline_events import _isin, _texts
+
+    cats = pd.CategoricalDtype(["b", "a", "unused"])
+    for values in (
+        pd.Series(pd.Categorical(["a", None, "b", "a"], dtype=cats), index=[5, 3, 9, 1]),
+        pd.Series(["a", None, "b", "a"], dtype=object),
+        pd.Series(pd.Categorical([], dtype=cats)),
+    ):
+        for got, want in (
+            (_texts(values), values.astype(str).to_numpy()),
+            (_texts(values, missing="–"), values.astype(object).fillna("–").astype(str).to_numpy()),
+        ):  # object arrays with NaN: compared by repr (NaN != NaN)
+            assert got.dtype == want.dtype and [repr(v) for v in got] == [repr(v) for v in want]
+        for wanted in (["a"], ["a", "zz"], []):
+            same(_isin(values, wanted), values.isin(wanted).to_numpy())

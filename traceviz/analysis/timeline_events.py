@@ -42,22 +42,28 @@ def window_events(
     :class:`WindowEvent`, device activities first, then launch calls, then regions."""
     k = side.kernels
     ts = k[Kernels.ts_us].to_numpy(dtype=float)
-    pick = (ts >= start) & (ts < end)
-    k = k[pick]
+    rows = np.flatnonzero((ts >= start) & (ts < end))  # only the columns drawn are picked
+
+    def kcol(name: str) -> pd.Series:
+        return k[name].take(rows)
+
     if side.trace.device_kind is DeviceKind.CPU:
-        lanes = "CPU ops " + k[Kernels.thread].astype(str)
+        lanes = "CPU ops " + kcol(Kernels.thread).astype(str)
     else:
         lanes = (
-            "device " + k[Kernels.device].astype(str) + " stream " + k[Kernels.stream].astype(str)
+            "device "
+            + kcol(Kernels.device).astype(str)
+            + " stream "
+            + kcol(Kernels.stream).astype(str)
         )
     kernels = pd.DataFrame(
         {
             WindowEvent.lane: lanes.to_numpy(),
-            WindowEvent.ts: k[Kernels.ts_us].to_numpy(dtype=float),
-            WindowEvent.dur: k[Kernels.dur_us].to_numpy(dtype=float, na_value=0.0),
-            WindowEvent.kind: k[Classified.kind].astype(str).to_numpy(),
-            WindowEvent.name: k[Kernels.name].astype(str).to_numpy(),
-            WindowEvent.op: k[Kernels.op_name].astype(object).fillna("–").astype(str).to_numpy(),
+            WindowEvent.ts: ts[rows],
+            WindowEvent.dur: kcol(Kernels.dur_us).to_numpy(dtype=float, na_value=0.0),
+            WindowEvent.kind: _texts(kcol(Classified.kind)),
+            WindowEvent.name: _texts(kcol(Kernels.name)),
+            WindowEvent.op: _texts(kcol(Kernels.op_name), missing="–"),
         }
     )
     launches = side.trace.launches
@@ -65,19 +71,42 @@ def window_events(
     blocking = np.zeros(len(launches), dtype=bool)
     blocking[side.launch.blocking.calls[BlockingColumns.launch_row].to_numpy(dtype=np.int64)] = True
     pick = (lts >= start) & (lts < end)
-    pick &= launches[Launches.launch_class].isin(list(launch_classes)).to_numpy() | blocking
-    lau = launches[pick]
+    pick &= _isin(launches[Launches.launch_class], launch_classes) | blocking
+    picked = np.flatnonzero(pick)
+
+    def lcol(name: str) -> pd.Series:
+        return launches[name].take(picked)
+
     calls = pd.DataFrame(
         {
-            WindowEvent.lane: ("CPU launches " + lau[Launches.thread].astype(str)).to_numpy(),
-            WindowEvent.ts: lau[Launches.ts_us].to_numpy(dtype=float),
-            WindowEvent.dur: lau[Launches.dur_us].to_numpy(dtype=float, na_value=0.0),
+            WindowEvent.lane: ("CPU launches " + lcol(Launches.thread).astype(str)).to_numpy(),
+            WindowEvent.ts: lts[picked],
+            WindowEvent.dur: lcol(Launches.dur_us).to_numpy(dtype=float, na_value=0.0),
             WindowEvent.kind: np.where(blocking[pick], "blocking call", "launch call"),
-            WindowEvent.name: lau[Launches.name].astype(str).to_numpy(),
+            WindowEvent.name: _texts(lcol(Launches.name)),
             WindowEvent.op: "–",
         }
     )
     return pd.concat([kernels, calls, _regions(side, start, end)], ignore_index=True)
+
+
+def _texts(values: pd.Series, missing: object = np.nan) -> np.ndarray:
+    """``values.astype(str).to_numpy()`` (a missing value: ``missing``, NaN as pandas leaves
+    it); a categorical's labels spelled once each, not once per row."""
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        if missing is np.nan:
+            return values.astype(str).to_numpy()
+        return values.astype(object).fillna(missing).astype(str).to_numpy()
+    spelled = np.array([*(str(c) for c in values.cat.categories), missing], dtype=object)
+    return spelled[values.cat.codes.to_numpy()]  # code -1 (missing): the last
+
+
+def _isin(values: pd.Series, wanted: Collection[str]) -> np.ndarray:
+    """``values.isin(list(wanted)).to_numpy()``; a categorical's test made per category."""
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        return values.isin(list(wanted)).to_numpy()
+    per_category = np.append(values.cat.categories.isin(list(wanted)), False)
+    return per_category[values.cat.codes.to_numpy()]
 
 
 def _regions(side: Side, start: float, end: float) -> pd.DataFrame:
