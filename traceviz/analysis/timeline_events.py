@@ -90,7 +90,7 @@ def window_events(
     return pd.concat([kernels, calls, _regions(side, start, end)], ignore_index=True)
 
 
-def _texts(values: pd.Series, missing: object = np.nan) -> np.ndarray:
+def _texts(values: pd.Series, missing: str | float = np.nan) -> np.ndarray:
     """``values.astype(str).to_numpy()`` (a missing value: ``missing``, NaN as pandas leaves
     it); a categorical's labels spelled once each, not once per row."""
     if not isinstance(values.dtype, pd.CategoricalDtype):
