@@ -87,7 +87,7 @@ class SortedTimes:
         return np.sort(rows[(t >= lo) & (t < hi)])
 
 
-#: A last step shorter than this share of the median of the others, ending where the trace's
+#: A last step shorter than this share of the shortest of the others, ending where the trace's
 #: CPU events end, was cut off by the profiler's stop (:func:`full_steps`).
 PARTIAL_STEP_SHARE = 0.25
 
@@ -99,8 +99,11 @@ def full_steps(trace: Trace) -> pd.DataFrame:
     step when it stops, at the end of the trace: a trace stopped soon after a ``step()`` ends
     with a fragment of a step (the corpus MI250 trace: 49 µs after a 9.3 ms step, no kernel).
     The last of two or more steps is partial when it ends where the trace's CPU events end
-    and lasts less than :data:`PARTIAL_STEP_SHARE` of the median of the others; per-step
-    figures leave it out (:func:`partial_steps` says how many were)."""
+    and lasts less than :data:`PARTIAL_STEP_SHARE` of the *shortest* of the others (not their
+    median: with few steps one slow step would pull the median up and an ordinary last step
+    would read as cut off); per-step figures leave it out (:func:`partial_steps` says how many
+    were). An ONNX Runtime profile keeps every step: its steps are whole ``model_run`` calls,
+    written when each run ends, never cut off by a profiler schedule."""
     steps = trace.steps
     return steps.iloc[:-1] if _last_is_partial(trace) else steps
 
@@ -112,14 +115,14 @@ def partial_steps(trace: Trace) -> int:
 
 def _last_is_partial(trace: Trace) -> bool:
     steps = trace.steps
-    if len(steps) < 2:
+    if len(steps) < 2 or trace.meta.is_onnxruntime:
         return False
     durs = steps[Steps.dur_us].to_numpy(dtype=float, na_value=np.nan)
     starts = steps[Steps.ts_us].to_numpy(dtype=float, na_value=np.nan)
     last = int(np.nanargmax(starts)) if np.isfinite(starts).any() else len(steps) - 1
     others = np.delete(durs, last)
-    typical = float(np.nanmedian(others)) if np.isfinite(others).any() else float("nan")
-    if not (durs[last] < PARTIAL_STEP_SHARE * typical) or last != len(steps) - 1:
+    shortest = float(np.nanmin(others)) if np.isfinite(others).any() else float("nan")
+    if not (durs[last] < PARTIAL_STEP_SHARE * shortest) or last != len(steps) - 1:
         return False  # the common case: decided without reading the ops
     ops = trace.ops
     ends = ops[Ops.ts_us].to_numpy(dtype=float) + np.nan_to_num(
