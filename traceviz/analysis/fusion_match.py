@@ -361,6 +361,8 @@ def _positions(
     that step as a fraction (0–1; the whole trace is one step when it has none)."""
     n = len(issue)
     step = np.full(n, -1, dtype=np.int64)
+    # every span, a partial last step included: the steps only place instances for matching
+    # (which step, how far into it), no figure is divided by their count
     steps = trace.steps.sort_values(Steps.ts_us)
     if len(steps):
         starts = steps[Steps.ts_us].to_numpy(dtype=float)

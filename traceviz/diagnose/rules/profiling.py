@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, points_in_windows, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
@@ -153,14 +154,18 @@ def no_record_shapes(facts: TraceFacts) -> list[Finding]:
 
 
 def few_steps(facts: TraceFacts) -> list[Finding]:
-    """Too few ProfilerStep spans, or steps (and run.json timings) that vary too much."""
-    count = facts.summary.step_count
+    """Too few full ProfilerStep spans (a partial last step the profiler's stop cut short is
+    not counted, and said), or steps (and run.json timings) that vary too much."""
+    count, partial = facts.summary.step_count, facts.summary.partial_steps
     if count < MIN_STEPS:
         span = "model_run" if facts.is_onnxruntime else "ProfilerStep"
         what = (
             f"no {span} spans: per-step figures cover the whole trace"
             if count == 0
-            else (f"only {count} {span} span(s)")
+            else f"only {count} full {span} span(s); {partial} partial step left out "
+            "(cut short by the profiler's stop)"
+            if partial
+            else f"only {count} {span} span(s)"
         )
         return [
             Finding(
@@ -181,7 +186,8 @@ def few_steps(facts: TraceFacts) -> list[Finding]:
 
 
 def _noisy(facts: TraceFacts) -> list[Finding]:
-    all_durs = facts.trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    # full steps: a fragment the profiler's stop cut off is not a slow or fast step
+    all_durs = full_steps(facts.trace)[Steps.dur_us].to_numpy(dtype=float)
     # ORT: a slow first model_run is the session's warm-up, not noise: judge the others
     warmup = ort.warmup_factor(all_durs) if facts.is_onnxruntime else None
     durs = all_durs[1:] if warmup is not None else all_durs

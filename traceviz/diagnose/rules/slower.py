@@ -39,6 +39,7 @@ from traceviz.analysis.speed import (
     SpeedVerdict,
     speed_verdict,
 )
+from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, facts_of_side, kernel_times
 from traceviz.diagnose.facts import us as _us
@@ -258,7 +259,7 @@ def _median_steps(facts: TraceFacts) -> pd.Series | None:
     step) by a groupby of the kind's categorical codes (the sums of a pivot table of the
     kinds' texts, without an object copy of every kernel's kind), steps without a kind's
     kernel as 0, then the median over the steps; indexed by kind text, in text order."""
-    steps = facts.trace.steps
+    steps = full_steps(facts.trace)  # a cut-off last step's few kernels are no step's median
     if len(steps) < MEDIAN_STEPS:
         return None
     starts = steps[Steps.ts_us].to_numpy(dtype=float)
