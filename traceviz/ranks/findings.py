@@ -42,6 +42,9 @@ KERNEL_WARNING_SHARE = 0.05
 UNEVEN_SHARE = 0.10
 #: Ranks named in one evidence line before "… N more".
 SHOWN = 8
+#: Every gain here is per profiled step: rank traces come without timed steps (a run's
+#: run.json), so nothing scales them to a step outside the profiler.
+PROFILED = "per profiled step (no timed steps in a rank dataset; the profiler lengthens steps)"
 
 
 def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Finding]:
@@ -77,7 +80,7 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
                 evidence=tuple(evidence),
                 est_gain_us=gain,
                 gain_basis="upper bound: its median lateness × its collectives per step, "
-                "measured; the other ranks' wait shrinks by at most that"
+                f"measured; the other ranks' wait shrinks by at most that; {PROFILED}"
                 if gain is not None
                 else "",
                 next_step=f"Open rank {rank}'s trace (traceviz.load(DATASET, rank={rank})) and "
@@ -129,7 +132,7 @@ def collective_wait(stragglers: Stragglers, summary: pd.DataFrame) -> list[Findi
             evidence=tuple(evidence),
             est_gain_us=per_step,
             gain_basis="upper bound: the mean rank's waiting inside collectives per step, "
-            "measured; balanced ranks would not wait"
+            f"measured; balanced ranks would not wait; {PROFILED}"
             if per_step is not None
             else "",
             next_step="Balance the work between collectives across ranks (uneven batches or "
@@ -161,7 +164,8 @@ def step_time_spread(spread: StepSpread) -> list[Finding]:
                 "slow ranks: " + ", ".join(lines) + _more(slow),
             ),
             est_gain_us=spread.max_us - spread.median_us,
-            gain_basis="upper bound: the slowest rank's median step above the median rank's",
+            gain_basis="upper bound: the slowest rank's median step above the median rank's; "
+            + PROFILED,
             next_step="Compare a slow rank's trace with a median one (traceviz compare on the "
             "two ranks' traces); ranks that do not wait for each other drift apart",
             docs_url=DISTRIBUTED,
@@ -205,7 +209,7 @@ def kernel_spread_findings(slow: pd.DataFrame, summary: pd.DataFrame) -> list[Fi
                 ),
                 est_gain_us=per_step,
                 gain_basis="upper bound: the worst rank's excess over the median duration, "
-                "per step, measured"
+                f"per step, measured; {PROFILED}"
                 if per_step is not None
                 else "",
                 next_step="Check the slow ranks' GPUs (clocks, thermals, ECC, another process "
