@@ -13,6 +13,7 @@ import pytest
 from tests import timeline_events_reference, top_kernels_reference
 from tests._reference import real_traces, same
 from tests.conftest import load_trace
+from traceviz.analysis import kernel_diff as kernel_diff_mod
 from traceviz.analysis import top_kernels as top_kernels_mod
 from traceviz.analysis.compare import Side, analyze
 from traceviz.analysis.kernels import classify
@@ -153,3 +154,45 @@ def test_texts_and_isin_match_pandas() -> None:
             assert got.dtype == want.dtype and [repr(v) for v in got] == [repr(v) for v in want]
         for wanted in (["a"], ["a", "zz"], []):
             same(_isin(values, wanted), values.isin(wanted).to_numpy())
+
+
+# --- the Kernels tab's side-by-side table ----------------------------------------------------
+
+
+def _side_by_text(kernels: pd.DataFrame, column: str) -> pd.DataFrame:
+    """kernel_diff._side as it was first: every row's key spelled out, grouped by text."""
+    values = kernels[column]
+    keys = values.astype(object).where(values.notna(), kernel_diff_mod.NO_OP).astype(str)
+    time = kernels[Kernels.excl_dur_us].astype(float).fillna(0.0)
+    frame = pd.DataFrame({"key": keys.to_numpy(), "time_us": time.to_numpy()})
+    grouped = frame.groupby("key", sort=False)
+    return pd.DataFrame({"calls": grouped.size(), "time_us": grouped["time_us"].sum()})
+
+
+@pytest.mark.parametrize("path", real_traces())
+def test_kernel_diff_matches_the_text_form_on_real_traces(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = classify(load_trace(path))
+    b = a.iloc[::3]
+    for by in kernel_diff_mod.GROUPS:
+        got = kernel_diff_mod.kernel_diff(a, b, by=by)
+        with monkeypatch.context() as m:
+            m.setattr(kernel_diff_mod, "_side", _side_by_text)
+            same(got, kernel_diff_mod.kernel_diff(a, b, by=by))
+        for side, k in (("a", a), ("b", b)):  # every activity in one row, once
+            assert int(got[f"{side}_calls"].sum()) == len(k)
+            measured = float(k[Kernels.excl_dur_us].fillna(0.0).sum())
+            assert float(got[f"{side}_time_us"].sum()) == pytest.approx(measured, abs=1e-6)
+
+
+def test_kernel_diff_by_codes_missing_and_alike_labels() -> None:
+    """A missing op is its own key; unused categories give no row; integer categories are
+    spelled as text."""
+    ops = pd.Categorical([None, "x", "1", None, "x"], categories=["x", "1", "unused"])
+    frame = pd.DataFrame({Kernels.op_name: ops, Kernels.excl_dur_us: [1.0, 2.0, np.nan, 4, 8]})
+    got = kernel_diff_mod._side(frame, Kernels.op_name)
+    same(got, _side_by_text(frame, Kernels.op_name))
+    assert got.loc[kernel_diff_mod.NO_OP, "calls"] == 2
+    ints = frame.assign(**{Kernels.op_name: pd.Categorical([1, 1, None, 2, 1])})
+    same(kernel_diff_mod._side(ints, Kernels.op_name), _side_by_text(ints, Kernels.op_name))
