@@ -12,13 +12,14 @@ import pytest
 
 from tests import timeline_events_reference, top_kernels_reference
 from tests._reference import real_traces, same
-from tests.conftest import load_trace
+from tests.conftest import SAMPLES, load_trace
 from traceviz.analysis import kernel_diff as kernel_diff_mod
 from traceviz.analysis import top_kernels as top_kernels_mod
 from traceviz.analysis.compare import Side, analyze
 from traceviz.analysis.kernels import classify
 from traceviz.analysis.timeline_events import WindowEvent, window_events
 from traceviz.analysis.top_kernels import NO_OP_LABEL, top_kernels
+from traceviz.pipeline import compare
 from traceviz.report.figures.timeline import TIMELINE_LAUNCH_CLASSES
 from traceviz.schema import Kernels, Launches, Steps
 
@@ -196,3 +197,46 @@ def test_kernel_diff_by_codes_missing_and_alike_labels() -> None:
     assert got.loc[kernel_diff_mod.NO_OP, "calls"] == 2
     ints = frame.assign(**{Kernels.op_name: pd.Categorical([1, 1, None, 2, 1])})
     same(kernel_diff_mod._side(ints, Kernels.op_name), _side_by_text(ints, Kernels.op_name))
+
+
+# --- the tables kept per report ----------------------------------------------------------------
+
+
+def test_a_second_session_reuses_the_kernel_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two sessions' Kernels tabs of one report: the tables are worked out once, each session
+    gets equal values in a frame of its own, and the entry goes with the report."""
+    import gc
+
+    from traceviz.dashboard.tabs import kernel_diff as diff_tab
+    from traceviz.dashboard.tabs import kernels as kernels_tab
+    from traceviz.dashboard.tabs import memo
+
+    run = SAMPLES / "graph-break"
+    report = compare(
+        load_trace(run / "eager.pt.trace.json.gz"), load_trace(run / "compiled.pt.trace.json.gz")
+    )
+    calls: list[str] = []
+    real_table, real_diff = kernels_tab.kernel_table, diff_tab.kernel_diff
+    monkeypatch.setattr(
+        kernels_tab, "kernel_table", lambda c: calls.append("table") or real_table(c)
+    )
+    monkeypatch.setattr(
+        diff_tab, "kernel_diff", lambda a, b, by: calls.append(by) or real_diff(a, b, by=by)
+    )
+    first, second = (kernels_tab.KernelsView(comparison=report) for _ in range(2))
+    diffs = [diff_tab.KernelDiffView(comparison=report) for _ in range(2)]
+    assert calls == ["table", "kernel"]
+    same(first._data, second._data)
+    same(first._data, real_table(report))
+    assert first._data is not second._data
+    second._data["calls"] = 0  # one session's change stays its own
+    assert int(first._data["calls"].min()) > 0
+    diffs[0].group = "op"
+    diffs[1].group = "op"
+    assert calls == ["table", "kernel", "op"]
+    same(diffs[1]._table.value, real_diff(report.a.kernels, report.b.kernels, by="op"))
+    rid = id(report)
+    assert rid in memo._MEMO
+    del first, second, diffs, report
+    gc.collect()
+    assert rid not in memo._MEMO

@@ -15,6 +15,7 @@ from bokeh.models.widgets.tables import NumberFormatter
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.kernel_diff import KernelDiff, kernel_diff
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table, table_csv
+from traceviz.dashboard.tabs.memo import per_report
 from traceviz.units import fmt_us
 
 #: Button label → :data:`~traceviz.analysis.kernel_diff.GROUPS` key.
@@ -49,7 +50,10 @@ class KernelDiffView(pn.viewable.Viewer):
         self.param.watch(self._regroup, "group")
 
     def _data(self) -> pd.DataFrame:
-        return kernel_diff(self._c.a.kernels, self._c.b.kernels, by=self.group)
+        c, group = self._c, self.group
+        return per_report(
+            c, ("kernel_diff", group), lambda: kernel_diff(c.a.kernels, c.b.kernels, by=group)
+        )
 
     def _titles(self) -> dict[str, str]:
         """Short headers (A, B: the names are long on real traces; see :meth:`_tooltips`)."""

@@ -16,6 +16,7 @@ from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.top_kernels import top_kernels
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table, table_csv
 from traceviz.dashboard.tabs.kernel_diff import KernelDiffView
+from traceviz.dashboard.tabs.memo import per_report
 from traceviz.report.views import (
     eager_ops_texts,
 )
@@ -46,7 +47,7 @@ class KernelsView(pn.viewable.Viewer):
     def __init__(self, comparison: Comparison, **params: Any) -> None:
         super().__init__(comparison=comparison, **params)
         self._c = c = comparison
-        self._data = kernel_table(c)
+        self._data = per_report(c, "kernel_table", lambda: kernel_table(c))
         sides = list(c.names)
         self._table = selectable_table(
             self._data,
