@@ -26,7 +26,7 @@ import pandas as pd
 
 from traceviz.analysis.launch import StepOverhead, launch_overhead
 from traceviz.analysis.regions import region_stats
-from traceviz.analysis.windows import step_windows
+from traceviz.analysis.windows import full_steps, step_windows
 from traceviz.errors import TraceVizError
 from traceviz.ranks.comm_args import DTYPE_BYTES, CommArgs, collective_args
 from traceviz.schema import ActivityKind, Kernels, Ops, Steps, conform
@@ -234,7 +234,7 @@ def _summary(trace: Trace, rank: int, source: str, comms: pd.DataFrame) -> pd.Da
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
     kernel_time = float(np.nansum(kernels[Kernels.excl_dur_us].to_numpy(dtype=float)[is_kernel]))
     comm_time = float(np.nansum(comms[Collectives.dur_us].to_numpy(dtype=float)))
-    steps = trace.steps[Steps.dur_us].to_numpy(dtype=float)
+    steps = full_steps(trace)[Steps.dur_us].to_numpy(dtype=float)  # a cut-off last step left out
     launch = launch_overhead(trace)
     per_step = launch.per_step
     regions = region_stats(trace)
