@@ -59,7 +59,11 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
         others = total_wait - float(row[Lateness.wait_us])
         instances = int(row[Lateness.instances])
         late = float(row[Lateness.lateness_p50_us])
-        gain = late * instances / steps if steps else None
+        # no other rank's step shrinks by more than it waited inside collectives
+        waits = stragglers.per_rank[Lateness.wait_us]
+        most_waited = float(waits[stragglers.per_rank[Lateness.rank] != rank].max())
+        capped = late * instances > most_waited
+        gain = min(late * instances, most_waited) / steps if steps else None
         evidence: list[Evidence | str] = [
             Evidence("median lateness at collectives", late, Unit.US),
             Evidence("threshold (robust rule)", stragglers.threshold_us, Unit.US),
@@ -79,10 +83,7 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
                 "median rank, and the others wait for it",
                 evidence=tuple(evidence),
                 est_gain_us=gain,
-                gain_basis="upper bound: its median lateness × its collectives per step, "
-                f"measured; the other ranks' wait shrinks by at most that; {PROFILED}"
-                if gain is not None
-                else "",
+                gain_basis=_straggler_basis(capped) if gain is not None else "",
                 next_step=f"Open rank {rank}'s trace (traceviz.load(DATASET, rank={rank})) and "
                 "compare the work before its collectives with another rank's: more data, a "
                 "slower input pipeline, CPU contention or a throttled GPU on its host",
@@ -91,6 +92,21 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
             )
         )
     return out
+
+
+def _straggler_basis(capped: bool) -> str:
+    """The straggler gain's basis: its lateness per step, or, where that is more than any
+    other rank waited, the most another rank waited (no step shrinks by more than its wait)."""
+    if capped:
+        return (
+            "upper bound: the most any other rank waited inside collectives per step, "
+            "measured (its median lateness × its collectives per step is more: no rank's step "
+            f"shrinks by more than it waited); {PROFILED}"
+        )
+    return (
+        "upper bound: its median lateness × its collectives per step, "
+        f"measured; the other ranks' wait shrinks by at most that; {PROFILED}"
+    )
 
 
 def collective_wait(stragglers: Stragglers, summary: pd.DataFrame) -> list[Finding]:
