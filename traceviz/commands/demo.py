@@ -38,11 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from traceviz.commands.speed_line import speed_line
+
     console = output.console()
     console.rule(f"traceviz demo: {args.model}, eager vs torch.compile")
     result = profile_from_args(args)
     show_result(result, console)
-    print_run(result, console)
+    print_run(result, console, speed=speed_line(result.info))
     console.print(next_steps(result))
     return 0 if result.ok else 1
 

@@ -21,13 +21,17 @@ from traceviz.runner.runinfo import Correctness, RunInfo, TimingStats
 from traceviz.units import fmt_bytes, fmt_us
 
 
-def print_run(run: Run, console: Console) -> None:
-    """Print the whole result of ``run``."""
+def print_run(run: Run, console: Console, *, speed: str | None = None) -> None:
+    """Print the whole result of ``run``; ``speed`` is the timed steps' statistical verdict,
+    printed under the timing table (``traceviz.commands.speed_line``: this layer cannot
+    reach the analysis that makes it)."""
     problems = run.problems()
     if problems:
         console.print(Panel("\n".join(problems), title="[bold]PROBLEM[/]", border_style="bold red"))
     console.print(headline(run.info))
     console.print(timing_table(run.info))
+    if speed:
+        console.print(Text(speed))
     console.print(facts_text(run.info))
     console.print(files_text(run))
 

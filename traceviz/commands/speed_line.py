@@ -1,0 +1,31 @@
+"""The statistical verdict under ``traceviz run``/``demo``'s timing table.
+
+The table's ``speedup`` is eager's median step over compiled's; on a noisy machine that ratio
+alone can read 0.47× while the timed samples cannot tell the two apart. This line gives the
+verdict of :func:`traceviz.analysis.speed.compare_samples` on the same samples (run.json's
+``timing.*.samples_us``), the one ``traceviz compare`` prints.
+"""
+
+from __future__ import annotations
+
+from traceviz.analysis.speed import SAME, compare_samples
+from traceviz.runner.runinfo import RunInfo
+
+
+def speed_line(info: RunInfo) -> str | None:
+    """``"speedup verdict: …"`` for a run with timed eager and compiled steps, else None."""
+    timing = info.timing
+    if timing.compiled is None:
+        return None
+    verdict = compare_samples(timing.eager.samples_us, timing.compiled.samples_us)
+    if not verdict.tested:
+        return None
+    said = (
+        "no significant difference"
+        if verdict.verdict == SAME
+        else (f"compiled is {verdict.verdict}")
+    )
+    return (
+        f"speedup verdict: {said} (compiled/eager {verdict.ratio:.2f}×, "
+        f"{verdict.interval_text()}; bootstrap of the medians of the timed steps)"
+    )
