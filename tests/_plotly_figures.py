@@ -552,16 +552,19 @@ def regions_figure(c: Comparison) -> go.Figure:
         if rows.empty:
             continue
         label = c.names[0 if which == "a" else 1]
-        x = [
-            f"{label} {int(f)}/{int(r)}"
-            for f, r in zip(rows["frame_id"], rows["recompile_id"], strict=True)
-        ]
+        # a row of compiled graphs run outside every frame is named by its kind (backward, ...)
+        names = [
+            str(r["kind"]) if r.get("kind") not in (None, "frame") else
+            f"{int(r['frame_id'])}/{int(r['recompile_id'])}"
+            for r in _records(rows)
+        ]  # fmt: skip
+        x = [f"{label} {name}" for name in names]
         hover = [
-            f"{label} frame {int(r['frame_id'])}/{int(r['recompile_id'])}: "
+            f"{label} {'frame ' if name[0].isdigit() else ''}{name}: "
             f"{fmt_count(r['calls'])} calls, "
             f"{fmt_count(r['kernel_count'])} kernels, {fmt_us(r['kernel_time_us'])} device, "
             f"{fmt_us(r['wall_us'])} wall"
-            for r in _records(rows)
+            for r, name in zip(_records(rows), names, strict=True)
         ]
         fig.add_bar(
             x=x,
