@@ -43,6 +43,10 @@ def test_top_kernels_matches_the_reference_on_real_traces(path: Path) -> None:
     classified = classify(load_trace(path))
     assert isinstance(classified[Kernels.name].dtype, pd.CategoricalDtype)  # the fast path
     _check_top_kernels([("eager", classified), ("half", classified.iloc[::2])])
+    # kinds and sources as plain texts: pandas' groupby, the launching op still by codes
+    texts = classified.astype({"kind": object, "source": object})
+    assert isinstance(texts[Kernels.op_name].dtype, pd.CategoricalDtype)
+    _check_top_kernels([("texts", texts)])
 
 
 def _made(cats: bool) -> pd.DataFrame:

@@ -179,38 +179,16 @@ def _most_common_pairs(
 
 
 def _launched_by(k: pd.DataFrame, grouped: DataFrameGroupBy) -> pd.Series:
-    """Per kernel name (``grouped``'s order), the op that launched most of its calls: counted
-    on the category codes of both columns at once; a name whose most frequent op is tied with
-    another, or which has none, asks :func:`_most_common` (its tie order is pandas')."""
+    """Per kernel name (``grouped``'s order), the op that launched most of its calls: on the
+    category codes of both columns at once when both are categoricals
+    (:func:`_launched_by_codes`), else :func:`_most_common` per name."""
     names, ops = k[Kernels.name], k[Kernels.op_name]
     categorical = (isinstance(c.dtype, pd.CategoricalDtype) for c in (names, ops))
     if not all(categorical):
         return grouped[Kernels.op_name].agg(_most_common)
     order = grouped.size().index
-    name_codes = names.cat.codes.to_numpy().astype(np.int64)
-    op_codes = ops.cat.codes.to_numpy().astype(np.int64)
-    n_ops = max(len(ops.cat.categories), 1)
-    both = (name_codes >= 0) & (op_codes >= 0)
-    pairs, counts = _pair_counts(name_codes[both] * n_ops + op_codes[both])
-    pair_name, pair_op = pairs // n_ops, pairs % n_ops
-    by_count = np.lexsort((-counts, pair_name))  # per name, the most frequent op first
-    pair_name, pair_op, counts = pair_name[by_count], pair_op[by_count], counts[by_count]
-    first = np.flatnonzero(np.r_[True, pair_name[1:] != pair_name[:-1]]) if pairs.size else pairs
-    tied = np.zeros(first.size, dtype=bool)
-    runner_up = first + 1
-    has_next = runner_up < pair_name.size
-    tied[has_next] = (pair_name[runner_up[has_next]] == pair_name[first[has_next]]) & (
-        counts[runner_up[has_next]] == counts[first[has_next]]
-    )
-    op_labels = np.asarray(ops.cat.categories, dtype=object)  # one conversion, not one per name
-    best = {
-        int(n): str(op_labels[o])
-        for n, o, t in zip(pair_name[first], pair_op[first], tied, strict=True)
-        if not t
-    }
-    wanted = pd.Categorical(order, categories=names.cat.categories).codes
-    values = [best[c] if c in best else _most_common(ops[name_codes == c]) for c in wanted.tolist()]
-    return pd.Series(values, index=order, dtype=object)
+    wanted = pd.Categorical(order, categories=names.cat.categories).codes.astype(np.int64)
+    return pd.Series(_launched_by_codes(names, ops, wanted), index=order, dtype=object)
 
 
 def _pair_counts(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
