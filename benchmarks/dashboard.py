@@ -57,15 +57,14 @@ command on: ``traceviz dashboard PATHS --no-show`` in a fresh process (default: 
 pair, then ``sample_traces/graph-break``), the parse cache off (``TRACEVIZ_NO_CACHE=1``; with
 ``--cache``, a cache directory of its own filled by one unmeasured run first, so every round
 is a warm hit), each round twice: with ``TRACEVIZ_DASHBOARD_OVERLAP=0`` (Panel imported and
-warmed up, then the traces loaded: the order before the overlap) and by default (the traces
-loaded and analysed on a worker thread while Panel is imported, when they hold 16 MiB of
-JSON or more: the 1M pair, not graph-break), round-robin, the first of
+warmed up, then the traces loaded: the command's default) and ``=1`` (the traces loaded and
+analysed on a worker thread while Panel is imported), round-robin, the first of
 each round alternating. Seconds from just before the process is started to its "parsing"
 line, to its "serving on" line (ready to serve), to the page's HTML and to the first drawn
 chart in a fresh headless Chromium launched before the command starts (idle on a blank
 page; without Chromium or playwright, an HTTP GET of the page only), and the process's CPU
 seconds until it is stopped (SIGINT, as Ctrl-C). Prints every round, then the best and the
-median of each, and default / before of the medians.
+median of each, and at once / one after the other of the medians.
 """
 
 from __future__ import annotations
@@ -248,8 +247,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
     "--no-first-run",
 ]
-#: ``traceviz dashboard``'s switch: "0" imports Panel first and loads the traces after
-#: (the order before the overlap); unset, both at once when the traces are large, "1" always
+#: ``traceviz dashboard``'s switch: "0" (or unset, the default) imports Panel first and loads
+#: the traces after; "1" loads them on a worker thread while Panel is imported
 #: (:data:`traceviz.commands.dashboard.OVERLAP_ENV`; spelled here so that the benchmark
 #: imports no traceviz module in the parent).
 OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
@@ -402,9 +401,7 @@ def command_round(
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = dict(os.environ, **{OVERLAP_ENV: "0"})
-    if overlap:  # the command's default: at once when the traces are large
-        env.pop(OVERLAP_ENV)
+    env = dict(os.environ, **{OVERLAP_ENV: "1" if overlap else "0"})
     if cache_dir is None:
         env["TRACEVIZ_NO_CACHE"] = "1"
     else:
@@ -550,7 +547,7 @@ def command_target(paths: list[str], repeat: int, chart: bool, cache_dir: str | 
     keys = [(k, title) for k, title in COMMAND_KEYS if all(k in r for r in rounds[True])]
     print("| order | round | " + " | ".join(f"{title} (s)" for _, title in keys) + " |")
     print("|---|---|" + "---:|" * len(keys))
-    for overlap, label in ((False, "Panel, then load"), (True, "default")):
+    for overlap, label in ((False, "Panel, then load"), (True, "at once")):
         for i, r in enumerate(rounds[overlap], 1):
             print(f"| {label} | {i} | " + " | ".join(f"{r[k]:.2f}" for k, _ in keys) + " |")
     for k, title in keys:
@@ -558,8 +555,8 @@ def command_target(paths: list[str], repeat: int, chart: bool, cache_dir: str | 
         on = [r[k] for r in rounds[True]]
         print(
             f"{title}: Panel then load best {min(off):.2f} median {_median(off):.2f}; "
-            f"default best {min(on):.2f} median {_median(on):.2f}; "
-            f"default / before (medians) {_median(on) / _median(off):.2f}"
+            f"at once best {min(on):.2f} median {_median(on):.2f}; "
+            f"at once / Panel then load (medians) {_median(on) / _median(off):.2f}"
         )
 
 

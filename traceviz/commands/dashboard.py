@@ -6,8 +6,8 @@ opened; every table downloads as CSV.
 
 RUN_DIR is a run directory made by `traceviz run`; A and B are two trace files (.json /
 .json.gz). With neither, the page starts empty and both traces are uploaded in it. The traces
-are read and analysed while Panel starts when they are large (16 MiB of JSON or more;
-TRACEVIZ_DASHBOARD_OVERLAP=0: never, 1: always).
+are read and analysed after Panel has started (TRACEVIZ_DASHBOARD_OVERLAP=1: while it
+starts, on a worker thread).
 
 DATASET is a ranks dataset made by `traceviz ingest` (one trace per rank of a job): the Ranks
 tab comes first (per-rank bars of compute, collective transfer and waiting per step, the
@@ -35,7 +35,7 @@ import importlib
 import importlib.util
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -49,18 +49,13 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: ``TRACEVIZ_DASHBOARD_OVERLAP=0``: import Panel and warm it up, then read and analyse the
-#: traces, one after the other on this thread (the order before the overlap: debugging, the
-#: benchmark's "before"); ``1``: both at once whatever the traces' size (on two CPUs or
-#: more); unset: at once when the traces hold :data:`OVERLAP_MIN_BYTES` of JSON or more.
+#: ``TRACEVIZ_DASHBOARD_OVERLAP=1``: read and analyse the traces on a worker thread while this
+#: thread imports Panel and warms it up (on two CPUs or more). Off by default: on a quiet
+#: 2-CPU machine the 1M-event pair was ready later at once than one after the other (median
+#: of 5 rounds 4.34 s against 4.01 s, 11% more CPU: benchmarks/dashboard.py --command): Panel's
+#: import and the load's table building both hold the GIL, and the threads' hand-offs cost
+#: more than the scan's GIL-free stretches save. Kept for machines where it pays.
 OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
-#: The JSON (gzip inflated; every trace file of a run directory) from which the load runs
-#: beside Panel's start by default: what overlaps is what releases the GIL (reading,
-#: inflating, the native scan), and small traces are mostly Python, which only takes turns
-#: with Panel's import (sample_traces/graph-break, 20 KB: no sooner, 0.1-0.25 s more CPU at
-#: once; the A100 corpus pair, 58 MiB: sooner). The size from which the pipeline loads a
-#: pair's two sides at once (traceviz.pipeline.OVERLAP_MIN_BYTES).
-OVERLAP_MIN_BYTES = 16 * 2**20
 #: Modules that the load imports when first needed and that Panel's import imports too:
 #: imported before the load's worker starts, so that no module is imported by the two threads
 #: at once (two threads importing modules of one import cycle can deadlock; Python then raises
@@ -68,7 +63,6 @@ OVERLAP_MIN_BYTES = 16 * 2**20
 SHARED_IMPORTS = ("pyarrow.pandas_compat", "pyarrow.vendored.version")
 #: What ``pip install 'traceviz[dashboard]'`` brings: looked for before any work starts.
 EXTRA = ("panel", "plotly")
-TRACE_SUFFIXES = (".json", ".json.gz")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,8 +91,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Check the arguments; read and analyse the traces (a run directory or A B) on a worker
-    thread while this thread imports Panel and warms it up (:func:`load_beside_panel`);
+    """Check the arguments; import Panel and warm it up, then read and analyse the traces (a
+    run directory or A B; both at once with :data:`OVERLAP_ENV`: :func:`load_beside_panel`);
     then serve. A ranks dataset is read after Panel is imported (its app needs Panel)."""
     if len(args.paths) > 2:
         raise traceviz.UsageError(
@@ -119,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         return _serve_ranks(args, names)
     if args.paths:
         comparison = load_beside_panel(
-            lambda: comparison_from_args(args.paths, names=names), overlap=overlap_for(args.paths)
+            lambda: comparison_from_args(args.paths, names=names), overlap=overlap_on()
         )
     else:
         comparison = None
@@ -175,51 +169,21 @@ def prepare_panel() -> None:
         prepare()
 
 
-def overlap_for(paths: Sequence[str]) -> bool:
-    """Whether the load of ``paths`` runs beside Panel's start (:data:`OVERLAP_ENV`): never
-    where the process may run on one CPU only (two threads there only take turns); else when
-    the switch says ``1``, or is unset and the traces hold :data:`OVERLAP_MIN_BYTES` of JSON
-    or more (:func:`json_bytes`)."""
-    switch = os.environ.get(OVERLAP_ENV, "").strip()
-    if switch == "0":
+def overlap_on() -> bool:
+    """Whether the load runs beside Panel's start: only when :data:`OVERLAP_ENV` says ``1``,
+    and not where the process may run on one CPU only (two threads there only take turns)."""
+    if os.environ.get(OVERLAP_ENV, "").strip() != "1":
         return False
     try:
         cpus = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # not Linux
         cpus = os.cpu_count() or 1
-    if cpus < 2:
-        return False
-    return switch == "1" or json_bytes(paths) >= OVERLAP_MIN_BYTES
-
-
-def json_bytes(paths: Sequence[str]) -> int:
-    """About how many bytes of JSON loading ``paths`` reads: each file's size, a gzip file's
-    inflated size (:func:`traceviz.gzip_size.inflated_size`); for a directory, its trace
-    files' (``*.json``, ``*.json.gz``); what cannot be read counts 0 (its error comes from
-    the load)."""
-    from traceviz.gzip_size import inflated_size
-
-    total = 0
-    for given in paths:
-        path = Path(given).expanduser()
-        files = (
-            [f for f in path.iterdir() if f.name.endswith(TRACE_SUFFIXES)]
-            if path.is_dir()
-            else [path]
-        )
-        for file in files:
-            try:
-                with file.open("rb") as handle:
-                    inflated = inflated_size(handle)
-                    total += os.fstat(handle.fileno()).st_size if inflated is None else inflated
-            except (OSError, ValueError):
-                continue
-    return total
+    return cpus >= 2
 
 
 def load_beside_panel(load: Callable[[], T], *, overlap: bool) -> T:
     """``load()``'s value, ``load`` run on a worker thread while this thread runs
-    :func:`prepare_panel` (with ``overlap``: :func:`overlap_for`; else one after the other,
+    :func:`prepare_panel` (with ``overlap``: :func:`overlap_on`; else one after the other,
     Panel first).
 
     What overlaps is what releases the GIL: reading the files, the native scanner, NumPy and
