@@ -26,8 +26,8 @@ from traceviz import pipeline
 from traceviz.concurrent_sides import side_by_side
 from traceviz.dashboard.loading import TraceCache, load_path
 from traceviz.errors import TraceFormatError
-from traceviz.parse import cache as parse_cache
 from traceviz.gc_pause import collector_paused
+from traceviz.parse import cache as parse_cache
 from traceviz.pipeline import CONCURRENT_ENV, compare, compare_run
 from traceviz.report.formats import renderer
 from traceviz.trace import Trace
