@@ -362,6 +362,18 @@ def _walk_up(
         chain[live] = extend
         node[live] = up
         live = live[parent[up] >= 0]
+    return _spread(n, rows, context, top, optimizer)
+
+
+def _spread(
+    n: int,
+    rows: npt.NDArray[np.int64],
+    context: npt.NDArray[np.int64],
+    top: npt.NDArray[np.int64],
+    optimizer: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The figures at ``rows`` spread over a table of ``n`` ops; the other entries: −1, the op
+    itself, False."""
     out_context = np.full(n, -1, dtype=np.int64)
     out_top = np.arange(n, dtype=np.int64)
     out_optimizer = np.zeros(n, dtype=bool)
@@ -376,12 +388,7 @@ def _context_at(
     table; the other entries: −1, the op itself, False)."""
     n = len(ops)
     distinct = sorted_unique(rows).astype(np.int64, copy=False) if rows.size else rows
-    context, top, optimizer = _context_of_rows(ops, distinct)
-    out_context = np.full(n, -1, dtype=np.int64)
-    out_top = np.arange(n, dtype=np.int64)
-    out_optimizer = np.zeros(n, dtype=bool)
-    out_context[distinct], out_top[distinct], out_optimizer[distinct] = context, top, optimizer
-    return out_context, out_top, out_optimizer
+    return _spread(n, distinct, *_context_of_rows(ops, distinct))
 
 
 def _context_of_rows(
