@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests import chains_reference
 from tests._reference import every_trace_file, real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import blocking as blocking_mod
@@ -383,10 +384,10 @@ def _check_distinct(chain: np.ndarray, op_top: np.ndarray) -> None:
 def test_distinct_per_chain_matches_nunique_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
     facts = facts_of_trace(trace)
-    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    seq = chains_reference._lane_order(trace, facts.kernels, kernel_steps(facts))
     if len(seq) < chains_mod.MIN_CHAIN_KERNELS:
         pytest.skip("too few kernels for a chain")
-    rows = chains_mod._known_rows(seq, len(trace.ops))
+    rows = chains_reference._known_rows(seq, len(trace.ops))
     context, top, optimizer = chains_mod._op_context(trace.ops, rows)
     link = chains_mod._links(seq, trace.ops, context, top, optimizer)
     chain = np.cumsum(link == "")
@@ -498,7 +499,7 @@ def test_reducing_table_is_isin_of_the_reducing_ops(path: Path) -> None:
     np.isin of the rows in _reducing_ops, for every op row and the unknown −1."""
     trace = load_trace(path)
     facts = facts_of_trace(trace)
-    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    seq = chains_reference._lane_order(trace, facts.kernels, kernel_steps(facts))
     _, top, _ = chains_mod._op_context(trace.ops)
     top_op = chains_mod._at(top, seq["op"].to_numpy(dtype=float))
     table = chains_mod._reducing_table(seq, top_op, len(trace.ops))

@@ -70,10 +70,17 @@ def _tuples(groups: list[Any]) -> list[tuple[Any, ...]]:
 
 
 def _context_equal(ops: pd.DataFrame, rows: np.ndarray) -> None:
-    """_context_at equals the levels' pass over every op at ``rows``."""
+    """_context_of_rows equals the levels' pass over every op at ``rows``."""
     full = reference._op_context(ops)
-    got = chains_mod._context_at(ops, rows)
+    got = _context_at(ops, rows)
     same(tuple(a[rows] for a in got), tuple(a[rows] for a in full))
+
+
+def _context_at(ops: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, ...]:
+    """``_context_of_rows`` at ``rows``' distinct rows, spread over the ops table (−1, the op
+    itself, False elsewhere), to compare with the reference's whole-table pass."""
+    distinct = np.unique(rows).astype(np.int64)
+    return chains_mod._spread(len(ops), distinct, *chains_mod._context_of_rows(ops, distinct))
 
 
 @pytest.mark.parametrize("path", real_traces())
@@ -143,7 +150,7 @@ def test_context_walk_stops_at_the_context_and_sees_optimizers_above_it() -> Non
         ],
     )
     rows = np.array([4, 6, 6, 8, 9, 0], dtype=np.int64)
-    context, top, optimizer = chains_mod._context_at(ops, rows)
+    context, top, optimizer = _context_at(ops, rows)
     assert context[4] == 2 and context[6] == 2 and context[8] == 7 and context[9] == -1
     assert top[6] == 5 and top[4] == 4 and top[8] == 8
     assert optimizer[4] and optimizer[6] and not optimizer[8] and not optimizer[0]
@@ -160,7 +167,7 @@ def test_context_walk_falls_back_when_depths_disagree() -> None:
     for ops in (below, above, loop):
         rows = np.arange(len(ops), dtype=np.int64)
         assert chains_mod._walk_up(chains_mod._op_flags(ops), rows) is None
-        same(chains_mod._context_at(ops, rows), reference._op_context(ops))
+        same(_context_at(ops, rows), reference._op_context(ops))
 
 
 def test_context_walk_without_categorical_columns() -> None:
@@ -174,7 +181,7 @@ def test_context_walk_without_categorical_columns() -> None:
     rows = np.array([2, 3], dtype=np.int64)
     _context_equal(plain, rows)
     _context_equal(ops.assign(**{Ops.category: ops[Ops.category].astype(object)}), rows)
-    assert chains_mod._context_at(plain, rows)[2][3]  # under the optimizer step
+    assert _context_at(plain, rows)[2][3]  # under the optimizer step
 
 
 def _chain_events(tid: int = 1) -> list[dict[str, Any]]:
@@ -229,7 +236,7 @@ def test_member_links_spelled_as_before(tmp_trace: Any) -> None:
     """The link codes read back as the texts: first, same op, shapes, order."""
     trace = traceviz.load(tmp_trace(_chain_events()))
     facts = facts_of_trace(trace)
-    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    seq = reference._lane_order(trace, facts.kernels, kernel_steps(facts))
     context, top, optimizer = reference._op_context(trace.ops)
     codes = chains_mod._link_codes(seq, trace.ops, context, top, optimizer)
     texts = reference._links(seq, trace.ops, context, top, optimizer)

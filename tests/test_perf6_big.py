@@ -12,6 +12,7 @@ import numpy.typing as npt
 import pandas as pd
 import pytest
 
+from tests import chains_reference
 from tests._reference import kernel_intervals, real_traces, same
 from tests.conftest import load_trace
 from traceviz.analysis import chains as chains_mod
@@ -391,7 +392,8 @@ def _group_reference(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[object]
 def _reference_names(
     signature: str, row: pd.Series, names: npt.NDArray[np.object_]
 ) -> chains_mod.ChainGroup:
-    return chains_mod._chain_group(signature, row, pd.Series(names, dtype=object))
+    old = chains_reference._chain_group(signature, row, pd.Series(names, dtype=object))
+    return chains_mod.ChainGroup(**vars(old))  # the old module's class, as the product's
 
 
 @pytest.mark.parametrize("path", real_traces())

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests import chains_reference
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis import chains as chains_mod
 from traceviz.analysis.blocking import BlockReason, blocking_reasons, is_step_span, issuers
@@ -71,7 +72,7 @@ def _issuers_loop(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
 def _links_loop(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """(vectorised, per-link loop) link labels of ``trace``'s lane order."""
     facts = facts_of_trace(trace)
-    seq = chains_mod._lane_order(trace, facts.kernels, kernel_steps(facts))
+    seq = chains_reference._lane_order(trace, facts.kernels, kernel_steps(facts))
     context, top, optimizer = chains_mod._op_context(trace.ops)
     fast = chains_mod._links(seq, trace.ops, context, top, optimizer)
     ops = trace.ops

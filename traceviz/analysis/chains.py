@@ -259,20 +259,6 @@ def _empty() -> pd.DataFrame:
 # --- lanes --------------------------------------------------------------------------------
 
 
-def _lane_order(
-    trace: Trace,
-    kernels: pd.DataFrame,
-    kernel_step: npt.NDArray,
-    lanes: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """Kernels sorted by start within each lane, nested helpers dropped (the timeline's lanes,
-    ``lanes`` when given, under this table's column names)."""
-    if lanes is None:
-        lanes = timeline(trace, kernels, np.asarray(kernel_step), keys=False)
-    renamed = {Lane.ts: ChainMember.ts_us, Lane.dur: ChainMember.dur_us}
-    return lanes.drop(columns=[Lane.end, Lane.key]).rename(columns=renamed)
-
-
 # --- op context ---------------------------------------------------------------------------
 
 
@@ -379,16 +365,6 @@ def _spread(
     out_optimizer = np.zeros(n, dtype=bool)
     out_context[rows], out_top[rows], out_optimizer[rows] = context, top, optimizer
     return out_context, out_top, out_optimizer
-
-
-def _context_at(
-    ops: pd.DataFrame, rows: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """``_op_context(ops, rows)`` at ``rows`` (:func:`_context_of_rows` spread over the
-    table; the other entries: −1, the op itself, False)."""
-    n = len(ops)
-    distinct = sorted_unique(rows).astype(np.int64, copy=False) if rows.size else rows
-    return _spread(n, distinct, *_context_of_rows(ops, distinct))
 
 
 def _context_of_rows(
@@ -512,13 +488,6 @@ class _NodeFlags:
         """Per row, its _ATEN, _OPTIMIZER and _FRAME (Python frame) bits."""
         frame = (self.category_codes[rows] == self.python).view(np.uint8) << 2
         return self.name_bits[self.name_codes[rows]] | frame
-
-
-def _known_rows(seq: pd.DataFrame, n_ops: int) -> npt.NDArray[np.int64]:
-    """The op rows of ``seq``'s kernels that are rows of the ops table (as :func:`_links`
-    reads them)."""
-    op = seq[ChainMember.op].to_numpy(dtype=float)
-    return op[np.isfinite(op) & (op >= 0) & (op < n_ops)].astype(np.int64)
 
 
 def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
@@ -1051,21 +1020,3 @@ def _names_at(names: pd.Series, rows: npt.NDArray[np.int64]) -> list[str]:
         categories = [str(c) for c in values.categories.tolist()]
         return [categories[c] if c >= 0 else str(np.nan) for c in values.codes[rows].tolist()]
     return [str(v) for v in names.iloc[rows].tolist()]
-
-
-def _chain_group(signature: str, row: pd.Series, names: pd.Series) -> ChainGroup:
-    unknown = bool(row["unknown"])
-    largest = float(row["largest"])
-    op = float(row["largest_op"])
-    return ChainGroup(
-        ops=tuple(signature.split(SEPARATOR)),
-        occurrences=int(row["occurrences"]),
-        kernels=int(row["kernels"]),
-        time_us=float(row["time_us"]),
-        saving_us=float(row["saving_us"]),
-        bytes_saved=None if unknown else int(row["moved"]),
-        largest_bytes=None if unknown or not np.isfinite(largest) else int(largest),
-        largest_op=str(names.iloc[int(op)]) if np.isfinite(op) and 0 <= op < len(names) else "",
-        eager_kernels=bool(row["eager"]),
-        shapes_known=bool(row["shapes_known"]),
-    )
