@@ -93,7 +93,11 @@ def _read_plain(path: Path, handle: Any, cap: int) -> bytes:
     size = os.fstat(handle.fileno()).st_size
     if size > cap:
         raise TraceFormatError(path, _too_big(f"is {size:,} bytes, more", cap))
-    data: bytes = handle.read(cap + 1)
+    # Ask for the size fstat gave (plus one byte, to notice growth): asking for the cap would
+    # have Python allocate cap + 1 bytes and shrink the buffer after, 3-4x slower for 20 MB.
+    data: bytes = handle.read(size + 1)
+    if len(data) > size:  # grew since fstat: the rest too, still bounded by the cap
+        data += handle.read(cap + 1 - len(data))
     if len(data) > cap:  # grew while we read it
         raise TraceFormatError(path, _too_big("grew while read to more", cap))
     return data
