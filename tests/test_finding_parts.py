@@ -11,7 +11,6 @@ import pytest
 
 from tests.conftest import SAMPLES
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
-from traceviz.report.html import finding_html
 
 
 @dataclass
@@ -69,6 +68,7 @@ def test_report_and_dashboard_show_the_same_pieces_of_real_findings() -> None:
     pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
     from traceviz.dashboard import loading
     from traceviz.dashboard.tabs.findings import finding_body, finding_details
+    from traceviz.report.html import finding_html
 
     report = loading.comparison_from_args([str(SAMPLES / "graph-break")])
     assert report is not None and report.findings

@@ -15,8 +15,11 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
-import pyarrow.parquet as pq
 import pytest
+
+pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
+
+import pyarrow.parquet as pq
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace

@@ -20,7 +20,6 @@ from traceviz.analysis.kernels import classify
 from traceviz.analysis.timeline_events import WindowEvent, window_events
 from traceviz.analysis.top_kernels import NO_OP_LABEL, top_kernels
 from traceviz.pipeline import compare
-from traceviz.report.figures.timeline import TIMELINE_LAUNCH_CLASSES
 from traceviz.schema import Kernels, Launches, Steps
 
 
@@ -130,6 +129,9 @@ def _windows(side: Side) -> list[tuple[float, float]]:
 
 @pytest.mark.parametrize("path", real_traces())
 def test_window_events_match_the_reference_on_real_traces(path: Path) -> None:
+    pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
+    from traceviz.report.figures.timeline import TIMELINE_LAUNCH_CLASSES
+
     side = analyze(load_trace(path), name="t")
     for start, end in _windows(side):
         for classes in (TIMELINE_LAUNCH_CLASSES, ("kernel",), ()):
@@ -211,6 +213,7 @@ def test_a_second_session_reuses_the_kernel_tables(monkeypatch: pytest.MonkeyPat
     gets equal values in a frame of its own, and the entry goes with the report."""
     import gc
 
+    pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
     from traceviz.dashboard.tabs import kernel_diff as diff_tab
     from traceviz.dashboard.tabs import kernels as kernels_tab
     from traceviz.dashboard.tabs import memo

@@ -11,7 +11,8 @@ come last, most severe first. The JSON form is documented in docs/compare-json.m
 With --ranks, A and B are ranks datasets made by `traceviz ingest` (e.g. the eager and the
 compiled run of one job): per-rank kernel counts and speedups, ranks whose compiled regions,
 graph breaks or recompiles differ from the others, each side's stragglers (text, json or
-markdown; the JSON form is documented in docs/ranks.md).
+markdown; the JSON form is documented in docs/ranks.md). Datasets need pyarrow, the ranks
+extra: pip install 'traceviz[ranks]'. --format html needs plotly, the dashboard extra.
 
 Exit status: 0; 1 with --fail-on when a finding of that severity or worse exists (the report is
 printed first); 2 for bad input (an unwritable -o included); 141, quietly, when the reader of
@@ -108,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         from traceviz.commands import ranks_compare
 
         return ranks_compare.run(args)
+    if args.format == "html":
+        check_html_extra()
     # An unchanged input with the same options: the stored output, without pandas.
     entry = output_cache.compare_entry(args) if args.top >= 0 else None
     if entry is not None and (hit := entry.read()) is not None:
@@ -119,6 +122,15 @@ def run(args: argparse.Namespace) -> int:
     sources = report_cache.source_files(report)  # user files whose lines' text it shows
     output_cache.emit_cached(rendered, args.output, entry, reached, sources)
     return output_cache.exit_code(reached, args.fail_on)
+
+
+def check_html_extra() -> None:
+    """A :class:`~traceviz.UsageError` naming the dashboard extra, before any work, when plotly
+    (which draws the HTML report's figures) is not installed (found without importing it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("plotly") is None:
+        raise traceviz.UsageError("--format html needs plotly: pip install 'traceviz[dashboard]'")
 
 
 def severities_reached(report: Report) -> tuple[str, ...]:

@@ -14,7 +14,8 @@ tab comes first (per-rank bars of compute, collective transfer and waiting per s
 stragglers outlined, findings, the per-rank table), and the Rank trace tab shows the summary
 views of the rank selected there (read from the dataset when shown). Two datasets (e.g. the
 eager and the compiled run of one job) open on Compare ranks: per-rank kernels, median steps
-and speedup, ranks compiled differently, then each side's Ranks tab. Serves on
+and speedup, ranks compiled differently, then each side's Ranks tab (a dataset needs the
+ranks extra too: pip install 'traceviz[ranks]'). Serves on
 the loopback interface by default; Ctrl-C stops it. Needs the dashboard extra:
 pip install 'traceviz[dashboard]'. The same app runs under Panel's own server:
 panel serve traceviz/dashboard/panel_app.py --args RUN_DIR
@@ -59,7 +60,8 @@ OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
 #: Modules that the load imports when first needed and that Panel's import imports too:
 #: imported before the load's worker starts, so that no module is imported by the two threads
 #: at once (two threads importing modules of one import cycle can deadlock; Python then raises
-#: an error). tests/test_dashboard_startup.py checks that no other module is shared.
+#: an error). tests/test_dashboard_startup.py checks that no other module is shared. pyarrow
+#: is an extra (ranks): when it is not installed, neither thread imports these.
 SHARED_IMPORTS = ("pyarrow.pandas_compat", "pyarrow.vendored.version")
 #: What ``pip install 'traceviz[dashboard]'`` brings: looked for before any work starts.
 EXTRA = ("panel", "plotly")
@@ -138,7 +140,10 @@ def prepare_load() -> Callable[..., Report | None]:
         from traceviz.dashboard.loading import comparison_from_args
 
         for name in SHARED_IMPORTS:
-            importlib.import_module(name)
+            try:
+                importlib.import_module(name)
+            except ImportError:  # not installed (the ranks extra): no thread imports it
+                continue
     return comparison_from_args
 
 
@@ -200,7 +205,11 @@ def load_beside_panel(load: Callable[[], T], *, overlap: bool) -> T:
 
 
 def _serve_ranks(args: argparse.Namespace, names: tuple[str, ...] | None) -> int:
-    """One or two ranks datasets: read and analysed after Panel is imported (as before)."""
+    """One or two ranks datasets: read and analysed after Panel is imported (as before);
+    without pyarrow, the ranks extra's :class:`~traceviz.UsageError` before Panel's import."""
+    from traceviz.ranks.dataset import require_pyarrow
+
+    require_pyarrow()
     prepare_panel()
     from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
     from traceviz.dashboard.serve import serve

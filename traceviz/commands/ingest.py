@@ -6,7 +6,8 @@ summaries are written to DIR (--cache; default: traceviz-dataset beside the trac
 `traceviz summary DIR --ranks` and traceviz.load(DIR, rank=7) read them back fast. Ingest
 is incremental (unchanged files are skipped: size, mtime and a hash of the first 64 KiB)
 and atomic per rank; a corrupt, unranked or missing rank is reported, not fatal. The
-dataset layout is documented in docs/ranks.md.
+dataset layout is documented in docs/ranks.md. Its Parquet files need pyarrow, the ranks
+extra: pip install 'traceviz[ranks]'.
 
 A file's rank is its header's distributedInfo.rank, else --rank-regex on its path.
 

@@ -7,7 +7,8 @@ documented in docs/summary-json.md.
 
 With --ranks, TRACE is a ranks dataset made by `traceviz ingest`: one job's ranks —
 stragglers, waiting inside collectives, step and kernel spread, failed ranks, findings
-(text, json or markdown; the JSON form is documented in docs/ranks.md).
+(text, json or markdown; the JSON form is documented in docs/ranks.md). Reading a dataset
+needs pyarrow, the ranks extra: pip install 'traceviz[ranks]'.
 
 examples:
   traceviz summary eager.pt.trace.json.gz

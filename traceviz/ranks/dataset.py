@@ -21,6 +21,10 @@ whole. Readers read only the ranks the manifest lists as ``ok``. Writers take tu
 holds :func:`writer_lock` from reading the manifest to appending its run, so two ingests into
 one dataset (every rank of a job ingesting its own file) both land instead of one manifest
 replacing the other.
+
+The Parquet files need pyarrow, the ``ranks`` extra (``pip install 'traceviz[ranks]'``), imported
+only when a file is read or written: without it, those functions raise :class:`UsageError`
+naming the extra (:func:`require_pyarrow`); the paths and the marker need none.
 """
 
 from __future__ import annotations
@@ -32,16 +36,15 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 
 from traceviz import schema
 from traceviz._version import __version__
-from traceviz.errors import TraceFormatError
+from traceviz.errors import TraceFormatError, UsageError
 
 FORMAT_VERSION = 1
 MARKER = "_dataset.json"
@@ -60,6 +63,8 @@ RANK_KEY = "rank"
 COMPRESSION: Literal["snappy", "zstd"] | None = None
 # String columns of the per-rank tables read dictionary-encoded when stored as plain strings.
 DICTIONARY_COLUMNS = ("name", "node", "stream", "dtype", "source", "kind")
+#: The extra that brings pyarrow, which reads and writes the dataset's Parquet files.
+EXTRA_HINT = "pip install 'traceviz[ranks]'"
 
 
 class Status:
@@ -146,6 +151,17 @@ RUN_DTYPES: dict[str, str] = {
     RunColumns.where: "string",
     RunColumns.traceviz_version: "string",
 }
+
+
+def require_pyarrow() -> ModuleType:
+    """``pyarrow.parquet``, imported; a :class:`UsageError` naming the ``ranks`` extra when
+    pyarrow is not installed (every read and write of the dataset's Parquet files checks here,
+    before its own error handling could take the missing package for a damaged file)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UsageError(f"a ranks dataset (Parquet files) needs pyarrow: {EXTRA_HINT}") from None
+    return pq
 
 
 # --- paths -----------------------------------------------------------------------------------
@@ -300,6 +316,7 @@ def has_rank(root: Path, rank: int) -> bool:
 def read_rank_table(root: Path, table: str, rank: int) -> pd.DataFrame:
     """One rank's ``table`` as stored (no rank column); Trace tables conformed to their schema."""
     path = rank_dir(root, table, rank) / PART
+    require_pyarrow()
     try:
         frame = _read_parquet(path)
     except Exception as err:  # pyarrow raises many types for a damaged or missing file
@@ -322,6 +339,9 @@ def _write_parquet(frame: pd.DataFrame, path: Path) -> None:
         if isinstance(frame[c].dtype, pd.CategoricalDtype)
         and (frame.empty or len(frame[c].cat.categories) == 0)
     }
+    pq = require_pyarrow()
+    import pyarrow as pa
+
     table = pa.Table.from_pandas(frame, preserve_index=False)
     if bare:
         metadata = dict(table.schema.metadata or {})
@@ -334,6 +354,9 @@ _BARE_KEY = b"traceviz.bare_categories"
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
+    pq = require_pyarrow()
+    import pyarrow as pa
+
     stored = pq.read_schema(path)
     dictionary = [
         c
@@ -434,7 +457,10 @@ def _typed_column(values: list[Any], dtype: str) -> pd.Series:
 
 
 def read_manifest(root: Path) -> pd.DataFrame:
-    """The manifest, or an empty one when the dataset has none yet."""
+    """The manifest, or an empty one when the dataset has none yet. Every reader and writer of
+    a dataset reads it first: without pyarrow, a :class:`UsageError` (:func:`require_pyarrow`)
+    even when there is none yet."""
+    require_pyarrow()
     path = root / MANIFEST
     if not path.is_file():
         return empty_manifest()
@@ -464,6 +490,7 @@ def read_runs(root: Path) -> pd.DataFrame:
     path = root / RUNS
     if not path.is_file():
         return schema.empty_table(RUN_DTYPES)
+    require_pyarrow()
     try:
         return schema.conform(pd.read_parquet(path), RUN_DTYPES)
     except Exception as err:  # a damaged file
@@ -486,6 +513,7 @@ def dataset_bytes(root: Path) -> int:
 
 
 def _write_atomic_parquet(path: Path, frame: pd.DataFrame) -> None:
+    require_pyarrow()
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     try:
         frame.to_parquet(tmp, index=False)

@@ -371,7 +371,9 @@ def ingest(
     resolve_where`); ``rank_regex`` reads a rank from a path whose trace header has none
     (default ``rank[-_=]?(\\d+)``); ``max_bytes`` caps each trace's JSON size
     (``traceviz.load``'s). ``progress(done, failed, total)`` is called after each rank.
+    Without pyarrow, a :class:`UsageError` naming the ``ranks`` extra before any work.
     """
+    ds.require_pyarrow()  # not a failed row per rank after each parse
     sources = expand_inputs(inputs)
     root = Path(cache).expanduser().absolute() if cache else default_dataset(sources)
     try:
