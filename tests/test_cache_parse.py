@@ -215,7 +215,7 @@ def test_a_damaged_entry_is_ignored_and_rewritten(
     entry = cache.Entry.of(small, root)
     assert entry is not None
     if damage == "table":
-        (entry.directory / "ops.parquet").write_bytes(b"PAR1 not really")
+        (entry.directory / "ops.npz").write_bytes(b"PK\x03\x04 not really")
     elif damage == "header":
         (entry.directory / "traceviz-trace.json").write_text("{")
     elif damage == "entry":

@@ -1,4 +1,4 @@
-"""``Trace``: one profiler trace as typed tables plus metadata, and its Parquet cache.
+"""``Trace``: one profiler trace as typed tables plus metadata, and its cache (NumPy ``.npz``).
 
 ``traceviz.load(path)`` is the way in: it reads a Chrome/Kineto JSON trace (``.json``,
 ``.json.gz``, or the oldest bare-array form) or a cache directory written by
@@ -8,20 +8,19 @@
 from __future__ import annotations
 
 import json
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from traceviz import schema
+from traceviz import schema, table_store
 from traceviz.errors import TraceFormatError
 from traceviz.schema import DeviceKind
 
 CACHE_MARKER = "traceviz-trace.json"
-CACHE_FORMAT_VERSION = 3  # 2: kernels.excl_dur_us; 3: categories Parquet cannot keep
+# 2: kernels.excl_dur_us; 3: categories Parquet cannot keep; 4: NumPy .npz tables, no Parquet
+CACHE_FORMAT_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -130,18 +129,23 @@ class Trace:
         return {name: getattr(self, name) for name in schema.TABLE_DTYPES}
 
     def save(self, directory: str | Path) -> Path:
-        """Write the tables as Parquet plus a JSON header; ``traceviz.load(directory)`` reads it."""
+        """Write the tables, one uncompressed NumPy ``.npz`` each (:mod:`traceviz.table_store`),
+        plus a JSON header (meta, parse stats, each table's column list);
+        ``traceviz.load(directory)`` reads it back exactly. NumPy and pandas only (no pyarrow).
+
+        Raises ``ValueError`` naming the table and column for a dtype the store cannot keep
+        (the schema's dtypes all can)."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
-        for name, table in self.tables().items():
-            # Uncompressed: reloads ~4x faster than the default snappy and still ~11x smaller
-            # than the JSON it came from (benchmarks/RESULTS.md).
-            table.to_parquet(out / f"{name}.parquet", index=False, compression=None)
+        tables = {
+            name: table_store.write_table(out / _table_file(name), table, name=name)
+            for name, table in self.tables().items()
+        }
         header = {
             "format_version": CACHE_FORMAT_VERSION,
             "meta": self.meta.to_json(),
             "stats": self.stats.to_json(),
-            "categories": {name: _bare_categories(t) for name, t in self.tables().items()},
+            "tables": tables,
         }
         (out / CACHE_MARKER).write_text(json.dumps(header, indent=1, default=str))
         return out
@@ -159,56 +163,51 @@ def is_cache_dir(path: Path) -> bool:
 
 
 def load_cache(directory: Path) -> Trace:
-    """Read a directory written by :meth:`Trace.save`."""
+    """Read a directory written by :meth:`Trace.save`.
+
+    Raises :class:`~traceviz.errors.TraceFormatError` naming ``directory`` when the header is
+    unreadable or of another format version, or a table file is missing, damaged, truncated
+    or lacks a column the header names."""
     try:
         header = json.loads((directory / CACHE_MARKER).read_text())
     except (OSError, ValueError) as err:
         raise TraceFormatError(directory, f"unreadable trace cache header: {err}") from err
-    if header.get("format_version") != CACHE_FORMAT_VERSION:
+    version = header.get("format_version") if isinstance(header, dict) else None
+    if version != CACHE_FORMAT_VERSION:
         raise TraceFormatError(
             directory,
-            f"trace cache format {header.get('format_version')!r} is not "
+            f"trace cache format {version!r} is not "
             f"{CACHE_FORMAT_VERSION}; delete the directory and load the JSON trace again",
         )
-    # pyarrow releases the GIL while it decodes, so the tables are read side by side.
-    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        futures = {
-            name: pool.submit(_read_table, directory, name, dtypes)
+    try:
+        specs = header["tables"]
+        tables = {
+            name: _read_table(directory, name, specs[name], dtypes)
             for name, dtypes in schema.TABLE_DTYPES.items()
         }
-        tables = {name: future.result() for name, future in futures.items()}
-    for name, columns in header.get("categories", {}).items():
-        _restore_categories(tables[name], columns)
-    meta = TraceMeta.from_json(header["meta"])
-    stats = ParseStats(**header["stats"])
+        meta = TraceMeta.from_json(header["meta"])
+        stats = ParseStats(**header["stats"])
+    except TraceFormatError:
+        raise
+    except (KeyError, TypeError, ValueError) as err:
+        reason = f"{err.args[0]!r} is missing" if isinstance(err, KeyError) else str(err)
+        raise TraceFormatError(directory, f"trace cache header: {reason}") from err
     return Trace(meta=meta, stats=stats, **tables)
 
 
-def _read_table(directory: Path, name: str, dtypes: dict[str, str]) -> pd.DataFrame:
+def _table_file(name: str) -> str:
+    return f"{name}.npz"
+
+
+def _read_table(
+    directory: Path, name: str, spec: dict[str, Any], dtypes: dict[str, str]
+) -> pd.DataFrame:
+    """Table ``name`` as saved, held to the schema's columns and dtypes."""
     try:
-        table = pd.read_parquet(directory / f"{name}.parquet")
-    except Exception as err:  # pyarrow raises many types for a damaged file
-        raise TraceFormatError(directory, f"unreadable cache table {name}: {err}") from err
-    return schema.conform(table, dtypes)
-
-
-def _bare_categories(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """The categories Parquet does not keep: those of a categorical column with no values
-    (an empty table, or a column with no categories), with their dtype."""
-    out: dict[str, dict[str, Any]] = {}
-    for column in table.columns:
-        dtype = table[column].dtype
-        if isinstance(dtype, pd.CategoricalDtype) and (table.empty or len(dtype.categories) == 0):
-            categories = dtype.categories
-            out[column] = {"values": [str(v) for v in categories], "dtype": str(categories.dtype)}
-    return out
-
-
-def _restore_categories(table: pd.DataFrame, columns: dict[str, dict[str, Any]]) -> None:
-    """Put back what :func:`_bare_categories` kept (the columns hold no values to recode)."""
-    for column, kept in columns.items():
-        if column not in table.columns:
-            continue
-        codes: Any = table[column].cat.codes.to_numpy() if len(table) else []
-        categories = pd.Index(kept["values"], dtype=kept["dtype"])
-        table[column] = pd.Categorical.from_codes(codes, categories=categories)
+        table = table_store.read_table(directory / _table_file(name), spec)
+    except TraceFormatError as err:
+        raise TraceFormatError(directory, f"cache table {name}: {err.reason}") from err
+    try:
+        return schema.conform(table, dtypes)
+    except KeyError as err:  # a table saved without a column the schema declares
+        raise TraceFormatError(directory, f"cache table {name}: {err.args[0]}") from err

@@ -1,16 +1,17 @@
-"""The automatic parse cache: a trace file parsed once is read back from Parquet afterwards.
+"""The automatic parse cache: a trace file parsed once is read back from its tables afterwards.
 
 ``traceviz.load(path)`` of a JSON trace looks for an entry keyed by the file's absolute path,
 size and ``st_mtime_ns``, the traceviz version, the cache format and a fingerprint of the
 parser's own source files (so a changed parser never reads a stale entry). An entry is a
-directory written by :meth:`~traceviz.trace.Trace.save` plus ``entry.json`` (the key and the
+directory written by :meth:`~traceviz.trace.Trace.save` (one uncompressed NumPy ``.npz`` per
+table, :mod:`traceviz.table_store`; no pyarrow) plus ``entry.json`` (the key and the
 JSON byte count, so ``max_bytes`` is still enforced on a hit).
 
 Where: ``cache=<dir>``, else ``$TRACEVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceviz``, else
 ``~/.cache/traceviz``. Off: ``cache=False`` or ``TRACEVIZ_NO_CACHE=1`` (an explicit directory
 still turns it on). Size: at most ``TRACEVIZ_CACHE_MAX_BYTES`` (default
 :data:`DEFAULT_MAX_CACHE_BYTES`); the least recently used entries go first. Files smaller than
-:data:`MIN_FILE_BYTES` are not cached: they parse faster than seven Parquet files load.
+:data:`MIN_FILE_BYTES` are not cached: for them a parse costs little more than a hit.
 
 Safe under concurrent runs: an entry is written into a temporary directory and renamed into
 place in one step; an entry that cannot be read (half-deleted, corrupt, another version) is
@@ -46,7 +47,8 @@ from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
 
 MAX_CACHE_BYTES_ENV = "TRACEVIZ_CACHE_MAX_BYTES"
 DEFAULT_MAX_CACHE_BYTES = 2 * 2**30
-# Below this file size a parse (~10 ms per 100 kB of gzip) beats reading seven Parquet files.
+# Below this file size a parse (~10 ms per 100 kB of gzip, ~25 ms at least) costs little more
+# than a hit (~12 ms to read the seven .npz tables of a small trace, plus the lookup).
 MIN_FILE_BYTES = 256 * 2**10
 ENTRY_FORMAT = 1
 STALE_TEMP_S = 3600.0  # a temporary directory older than this belongs to a crashed writer
