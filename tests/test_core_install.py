@@ -70,7 +70,7 @@ def _cli(argv: list[str], *, without: tuple[str, ...] = ()) -> subprocess.Comple
         except SystemExit as exit:
             rc = exit.code
         sys.stdout.flush()
-        seen = [m for m in {("pyarrow", *without)!r} if sys.modules.get(m) is not None]
+        seen = [m for m in {without!r} if sys.modules.get(m) is not None]
         print("\\nIMPORTED=" + json.dumps(seen))
         sys.exit(rc)
         """
@@ -227,3 +227,9 @@ def test_the_ranks_and_command_modules_import_without_pyarrow() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     done = _cli(["ingest", "--help"], without=("pyarrow",))
     assert done.returncode == 0 and RANKS_HINT in done.stdout, done.stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", ["run", "demo"])
+def test_profiling_without_torch_names_the_runner_extra(command: str) -> None:
+    argv = [command, "pointwise", "--device", "cpu"] if command == "run" else [command]
+    _fail_names_the_extra(argv, command, "pip install 'traceviz[runner]'", without=("torch",))

@@ -264,6 +264,7 @@ def test_same_backend_figures(tmp_trace: Callable[..., Path]) -> None:
 def test_same_ranks_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """GIVEN a made job with a straggler (and its table without the straggler column, with a
     part all missing, empty, cut to a few ranks) THEN the ranks figure is the plotly-built one."""
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
     import traceviz
     from tests.ranks_fixtures import synthetic_job, write_ranks
     from traceviz.ranks.analyse import analyse_ranks

@@ -89,6 +89,7 @@ DASK_EXTRAS = ("dask", "distributed")
 
 
 def test_ranks_serially_import_no_dask(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
     for rank in (0, 1):  # ranks from the file names (the sample has no distributedInfo)
         shutil.copy(SAMPLES / "mlp" / "eager.pt.trace.json.gz", tmp_path / f"rank{rank}.json.gz")
     code = (

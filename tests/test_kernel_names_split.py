@@ -61,6 +61,7 @@ def test_line_lookups_keep_library_kernel_names_whole(run: str) -> None:
 def test_dashboard_line_explanation_lists_whole_names() -> None:
     import html
 
+    pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
     from traceviz.dashboard.tabs.fusion import explain_line
 
     path = SAMPLES / "h200" / "gpt2"

@@ -112,6 +112,7 @@ def _evidence(finding: Finding, label: str) -> float | None:
 
 def _where_bars_ms(trace_name: str, eager: Trace, compiled: Trace) -> dict[str, float]:
     """The regions figure's "device time by where it was issued" bars of one side, ms."""
+    pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
     from traceviz.report.figures import regions_figure
 
     figure = regions_figure(compare(eager, compiled, names=("eager", trace_name)))
@@ -251,6 +252,7 @@ def test_huge_region_and_step_numbers_do_not_crash(tmp_trace) -> None:  # type: 
     summarize(trace)
     launch_overhead(trace)
     graph_breaks(facts_of_trace(trace, name="huge"))
+    pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
     from traceviz.report.figures import regions_figure
 
     comparison = compare(trace, trace)

@@ -367,6 +367,7 @@ def test_render_json_text_markdown(straggler_job: tuple[Job, SimpleNamespace]) -
 def datasets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Job]:
     """Two ingested jobs: a (a straggler, rank 3, and one corrupt rank file) and b (faster
     compute, a graph break on rank 5 only)."""
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
     from traceviz.ranks.ingest import ingest
 
     root = tmp_path_factory.mktemp("datasets")

@@ -163,6 +163,7 @@ FACTORY = """
 
 
 def test_file_factory_is_called_with_the_batch_size(tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     path = write_factory(tmp_path, FACTORY)
     loaded = load_model(f"{path}:make", batch_size=5)
     assert loaded.name == "my_model" and loaded.spec == f"{path}:make"  # the file's name
@@ -171,6 +172,7 @@ def test_file_factory_is_called_with_the_batch_size(tmp_path: Path) -> None:
 
 
 def test_module_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     write_factory(tmp_path, FACTORY)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert load_model("my_model:no_batch").name == "my_model"  # the module's name
@@ -189,6 +191,7 @@ def test_module_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
 def test_bad_factories_give_one_line(
     tmp_path: Path, attr: str, kwargs: dict, fragment: str
 ) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     path = write_factory(tmp_path, FACTORY)
     with pytest.raises(UsageError, match=fragment) as info:
         load_model(f"{path}:{attr}", **kwargs)
@@ -236,18 +239,21 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 def test_cli_unknown_model_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     code, _, err = run_cli(capsys, "run", "nope", "--device", "cpu")
     assert code == 2
     assert err.count("\n") == 1 and err.startswith("traceviz run: error: unknown model 'nope'")
 
 
 def test_cli_unknown_factory_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     path = write_factory(tmp_path, FACTORY)
     code, _, err = run_cli(capsys, "run", f"{path}:missing", "--device", "cpu")
     assert code == 2 and "has no callable 'missing'" in err and err.count("\n") == 1
 
 
 def test_cli_unknown_backend_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     code, _, err = run_cli(capsys, "run", "pointwise", "--device", "cpu", "--backend", "nope")
     assert code == 2 and "unknown torch.compile backend 'nope'" in err
 
@@ -262,6 +268,7 @@ def test_cli_cuda_without_cuda_is_a_clear_error(capsys: pytest.CaptureFixture[st
 
 
 def test_cli_zero_steps_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch", reason="torch not installed (runner extra)")
     code, _, err = run_cli(capsys, "run", "pointwise", "--steps", "0")
     assert code == 2 and "--steps must be an integer >= 1" in err
 

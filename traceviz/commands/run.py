@@ -27,6 +27,7 @@ import sys
 from rich.console import Console
 
 from traceviz.commands import output
+from traceviz.errors import UsageError
 from traceviz.runner import Run
 from traceviz.runner.display import next_steps, print_run
 from traceviz.runner.options import (
@@ -144,7 +145,13 @@ def _ort_outputs_differ(result: Run) -> bool:
 
 
 def profile_from_args(args: argparse.Namespace) -> Run:
-    """Run ``args.model`` with the options of :func:`add_run_options`, showing progress."""
+    """Run ``args.model`` with the options of :func:`add_run_options`, showing progress. Without
+    torch, a :class:`~traceviz.UsageError` naming the runner extra (found without importing
+    it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        raise UsageError("profiling a model needs torch: pip install 'traceviz[runner]'")
     from traceviz.runner import profile_model
     from traceviz.runner.progress import RichProgress
 
