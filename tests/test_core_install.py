@@ -233,3 +233,22 @@ def test_the_ranks_and_command_modules_import_without_pyarrow() -> None:
 def test_profiling_without_torch_names_the_runner_extra(command: str) -> None:
     argv = [command, "pointwise", "--device", "cpu"] if command == "run" else [command]
     _fail_names_the_extra(argv, command, "pip install 'traceviz[runner]'", without=("torch",))
+
+
+def test_make_installs_every_extra_and_test_runs_the_core_suite() -> None:
+    """``make demo``/``make test`` install every extra of pyproject.toml (ranks included) into
+    .venv; ``make test`` also runs ``unit-core``, whose venv gets traceviz with none."""
+    import re
+
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    makefile = (REPO / "Makefile").read_text()
+    installed = re.findall(r"pip install .*-e '\.\[([a-z0-9_,]+)\]'", makefile)
+    assert len(installed) == 1 and set(installed[0].split(",")) == set(
+        project["optional-dependencies"]
+    )
+    assert re.search(r"^test:.* unit-core$", makefile, re.M)
+    core = re.findall(r"\$\(CORE_VENV\)/bin/python -m pip install \S* ?-e (\S+)", makefile)
+    assert core == ["."]  # no extra
+    assert not [d for d in project["dependencies"] if d.startswith("pyarrow")]

@@ -25,6 +25,7 @@ from tests.conftest import REPO, SAMPLES
 from tests.ranks_fixtures import synthetic_job, write_ranks
 
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
 
 import traceviz
 from traceviz.cli import main

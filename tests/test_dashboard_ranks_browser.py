@@ -33,6 +33,7 @@ from tests.browser_support import (
 from tests.ranks_fixtures import synthetic_job, write_ranks
 
 sync_api = require_browser()
+pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
 
 from traceviz.dashboard.ranks_app import tab_class  # noqa: E402
 from traceviz.report.figures.ranks import STRAGGLER_COLOR  # noqa: E402

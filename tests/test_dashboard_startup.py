@@ -467,6 +467,7 @@ def test_a_ranks_dataset_is_served_by_its_app_warmed_once(
 ) -> None:
     """A ranks dataset takes its own path (read after Panel, with its app), unchanged; a
     trace beside it is refused as before."""
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
     import traceviz
     from tests.ranks_fixtures import synthetic_job, write_ranks
     from traceviz.dashboard import loading
