@@ -5,8 +5,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 TORCH := torch==2.13.0
 STAMP := $(VENV)/.installed
+# A core install (no extras: numpy, pandas, msgspec, rich; no pyarrow, torch, panel) with the
+# test tools only (versions as in the dev extra): the suite runs there too, every test of an
+# extra skipped (TRACEVIZ_CORE_INSTALL=1: tests/test_core_install.py checks none is installed).
+CORE_VENV := .venv-core
+CORE_STAMP := $(CORE_VENV)/.installed
+CORE_TEST_TOOLS := 'pytest>=8' 'hypothesis>=6.100'
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit unit-core bench clean
 
 # The install steps say what they do; pip shows its progress for the long downloads (torch,
 # the extras) so that a first `make demo` is not minutes of silence, except under CI (CI set),
@@ -20,10 +26,17 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@echo "==> [3/4] $(TORCH), CPU build (a large download the first time)"
 	@$(BIN)/python -m pip install $(PIP_QUIET) $(TORCH)
-	@echo "==> [4/4] traceviz and its extras (runner, dashboard, distributed, dev, onnx, gpt2)"
-	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[runner,dashboard,distributed,dev,onnx,gpt2]'
+	@echo "==> [4/4] traceviz and its extras (runner, dashboard, ranks, distributed, dev, onnx, gpt2)"
+	@$(BIN)/python -m pip install $(PIP_QUIET) -e '.[runner,dashboard,ranks,distributed,dev,onnx,gpt2]'
 	@touch $(STAMP)
 	@echo "==> set-up done"
+
+$(CORE_STAMP): pyproject.toml
+	@echo "==> core install $(CORE_VENV): traceviz without extras, plus pytest and hypothesis"
+	@test -x $(CORE_VENV)/bin/python || $(PYTHON) -m venv $(CORE_VENV)
+	@$(CORE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@$(CORE_VENV)/bin/python -m pip install $(PIP_QUIET) -e . $(CORE_TEST_TOOLS)
+	@touch $(CORE_STAMP)
 
 demo: $(STAMP)
 	@echo "==> traceviz demo: profile a built-in model eager vs torch.compile, then compare"
@@ -40,11 +53,15 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q --durations=10
 
-test: lint typecheck unit
+# The suite on the core install: what needs an extra skips; the rest passes without it.
+unit-core: $(CORE_STAMP)
+	TRACEVIZ_CORE_INSTALL=1 $(CORE_VENV)/bin/python -m pytest -q -p no:cacheprovider --durations=5
+
+test: lint typecheck unit unit-core
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/parse.py
 	$(BIN)/python benchmarks/cli_startup.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(CORE_VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
