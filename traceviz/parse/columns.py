@@ -104,7 +104,8 @@ def _to_int(value: Any) -> int:
                 return _to_int(int(text, base))
             except ValueError:
                 continue
-        digits = "".join(ch for ch in text if ch.isdigit())  # e.g. "stream 7"
+        # e.g. "stream 7"; isdecimal, not isdigit: int() refuses "²", which isdigit accepts
+        digits = "".join(ch for ch in text if ch.isdecimal())
         return _to_int(int(digits)) if digits else MISSING_INT
     return MISSING_INT
 
