@@ -4,6 +4,7 @@ the figures of traceviz.report.figures and the tables of traceviz.report.views."
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -103,3 +104,14 @@ def test_cli_writes_html(tmp_path: Path) -> None:
     assert main(["compare", str(sample_run()), "--format", "html", "-o", str(out)]) == 0
     text = out.read_text()
     assert text.startswith("<!DOCTYPE html>") and "Plotly.newPlot(" in text
+
+
+def test_without_plotly_the_python_api_names_the_extra(
+    sample: Comparison, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceviz.errors import UsageError
+    from traceviz.report.formats import renderer
+
+    monkeypatch.setitem(sys.modules, "plotly", None)  # as if not installed
+    with pytest.raises(UsageError, match=r"traceviz\[dashboard\]"):
+        renderer("html").comparison(sample, top=5)

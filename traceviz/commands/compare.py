@@ -125,12 +125,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check_html_extra() -> None:
-    """A :class:`~traceviz.UsageError` naming the dashboard extra, before any work, when plotly
-    (which draws the HTML report's figures) is not installed (found without importing it)."""
-    import importlib.util
+    """Before any work: ``--format html`` without plotly is a UsageError naming the extra."""
+    from traceviz.report.formats import check_html_extra as check
 
-    if importlib.util.find_spec("plotly") is None:
-        raise traceviz.UsageError("--format html needs plotly: pip install 'traceviz[dashboard]'")
+    check("--format html")
 
 
 def severities_reached(report: Report) -> tuple[str, ...]:

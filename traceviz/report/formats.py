@@ -106,9 +106,19 @@ class HtmlRenderer(Renderer):
     renders = frozenset({COMPARISON})
 
     def comparison(self, report: Report, *, top: int) -> Rendered:
+        check_html_extra()
         from traceviz.report.html import comparison_html
 
         return comparison_html(report, top=top)
+
+
+def check_html_extra(what: str = "an HTML report") -> None:
+    """A :class:`UsageError` naming the dashboard extra when plotly (which draws the HTML
+    report's figures) is not installed; found without importing it."""
+    import importlib.util
+
+    if importlib.util.find_spec("plotly") is None:
+        raise UsageError(f"{what} needs plotly: pip install 'traceviz[dashboard]'")
 
 
 #: Every format by name, in ``--help`` order (the first is the default).
