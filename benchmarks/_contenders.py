@@ -119,10 +119,15 @@ def _traceviz_load(path: str) -> tuple[Callable[[], Result], str]:
         detail = ", ".join(f"{name} {len(table):,}" for name, table in tables.items() if len(table))
         return int(trace.stats.events_in), detail
 
+    import pandas as pd
+
     from traceviz.parse import native
 
     way = "native scanner" if native.scanner_module() is not None else "Python path"
-    return run, f"traceviz {traceviz.__version__} ({way})"
+    # pandas imports pyarrow at its own import whenever it is installed: say which it was.
+    arrow = sys.modules.get("pyarrow")
+    with_arrow = f"pyarrow {arrow.__version__}" if arrow is not None else "no pyarrow"
+    return run, f"traceviz {traceviz.__version__} ({way}), pandas {pd.__version__}, {with_arrow}"
 
 
 def _traceviz_python(path: str) -> tuple[Callable[[], Result], str]:
@@ -186,7 +191,14 @@ def _hta(path: str, backend: str | None) -> tuple[Callable[[], Result], str]:
         return len(df), f"one DataFrame, {len(df):,} rows x {df.shape[1]} cols"
 
     used = backend or "default (json)"
-    return run, f"HTA {version('holistictraceanalysis')}, backend {used}, pandas {pd.__version__}"
+    arrow = (
+        "pyarrow " + sys.modules["pyarrow"].__version__
+        if "pyarrow" in sys.modules
+        else "no pyarrow"
+    )
+    return run, (
+        f"HTA {version('holistictraceanalysis')}, backend {used}, pandas {pd.__version__}, {arrow}"
+    )
 
 
 CONTENDERS: dict[str, Callable[[str], tuple[Callable[[], Result], str]]] = {
@@ -196,6 +208,7 @@ CONTENDERS: dict[str, Callable[[str], tuple[Callable[[], Result], str]]] = {
     "msgspec-typed-nogc": _msgspec_typed_nogc,
     "traceviz": _traceviz_load,
     "traceviz-python": _traceviz_python,
+    "traceviz-core": _traceviz_load,  # run by the core install's interpreter (no pyarrow)
     "traceviz-cache": _traceviz_load,  # the path is the cache directory
     "traceviz-decode": _traceviz_decode,
     "hta": lambda path: _hta(path, None),

@@ -41,8 +41,8 @@ after: the machine is shared. Exits 0 whatever the numbers (a measurement, not a
     .venv/bin/python benchmarks/dashboard.py --browser --skip-large   # the browser part only
     .venv/bin/python benchmarks/dashboard.py --command [RUN_DIR | A B] [--repeat 5] [--cache]
 
-``--cache`` loads the Parquet caches instead of the JSON (written on first use next to each
-file), to see the view-building cost against a fast load.
+``--cache`` loads the saved traces (Trace.save) instead of the JSON (written on first use next
+to each file), to see the view-building cost against a fast load.
 
 ``--browser`` adds what a person waits for: ``traceviz dashboard`` on a sample run (default
 ``sample_traces/graph-break``) or two traces, and headless Chromium (Debian's, driven by
@@ -94,7 +94,8 @@ MARK_CAP = 20_000
 
 
 def inputs(use_cache: bool) -> dict[str, Path]:
-    """The two large traces (made when missing), or their Parquet caches with ``use_cache``."""
+    """The two large traces (made when missing), or with ``use_cache`` their saved traces
+    (Trace.save; written again when missing or of an older format)."""
     paths = {}
     for side, source in SOURCES.items():
         made = make_large_trace(source, FACTOR)
@@ -105,13 +106,29 @@ def inputs(use_cache: bool) -> dict[str, Path]:
         path = Path(made.path)
         if use_cache:
             cache = path.with_suffix(".traceviz-cache")
-            if not cache.is_dir():
+            if not _current_save(cache):
+                import shutil
+
                 import traceviz
 
+                shutil.rmtree(cache, ignore_errors=True)
                 traceviz.load(path).save(cache)
             path = cache
         paths[side] = path
     return paths
+
+
+def _current_save(directory: Path) -> bool:
+    """Whether ``directory`` holds a trace saved in the cache format this traceviz reads."""
+    import json
+
+    from traceviz.trace import CACHE_FORMAT_VERSION, CACHE_MARKER
+
+    try:
+        header = json.loads((directory / CACHE_MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(header, dict) and header.get("format_version") == CACHE_FORMAT_VERSION
 
 
 def open_views(comparison: Any) -> tuple[dict[str, float], dict[str, float]]:
@@ -576,7 +593,9 @@ def large_pair() -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the best is kept (1)")
-    parser.add_argument("--cache", action="store_true", help="load the Parquet caches instead")
+    parser.add_argument(
+        "--cache", action="store_true", help="load the saved traces (Trace.save) instead"
+    )
     parser.add_argument(
         "--browser",
         nargs="*",
@@ -708,7 +727,7 @@ def large_main(use_cache: bool, repeat: int) -> None:
     print()
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.platform()}; "
-        f"python {platform.python_version()}; inputs: {'Parquet cache' if use_cache else 'JSON'}"
+        f"python {platform.python_version()}; inputs: {'saved traces' if use_cache else 'JSON'}"
     )
 
 

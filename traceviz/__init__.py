@@ -61,8 +61,9 @@ def load(
 
     ``max_bytes`` caps the trace's JSON size after gzip (default: the ``TRACEVIZ_MAX_BYTES``
     environment variable, else 4 GiB); a larger trace raises :class:`TraceFormatError`.
-    ``cache``: a parsed trace is kept (Parquet) and read back on the next load of the same
-    unchanged file: ``True`` (default; in ``$TRACEVIZ_CACHE_DIR``, else
+    ``cache``: a parsed trace is kept (NumPy columns, :mod:`traceviz.table_store`) and read
+    back on the next load of the same unchanged file: ``True`` (default; in
+    ``$TRACEVIZ_CACHE_DIR``, else
     ``~/.cache/traceviz``; ``TRACEVIZ_NO_CACHE=1`` turns it off), ``False``, or a directory.
     ``rank``: ``path`` is a ranks dataset (``traceviz ingest``) and this rank's Trace is read
     from it (:func:`traceviz.ranks.load_rank_trace`).

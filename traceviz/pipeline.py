@@ -207,7 +207,7 @@ def _cpus() -> int:
 def _json_bytes(value: SideInput | None) -> int:
     """About how many bytes of JSON loading ``value`` reads: a file's size, a gzip file's
     inflated size (:func:`traceviz.gzip_size.inflated_size`: its trailer checked against its
-    head, right past 4 GiB and for several members); a directory (a Parquet cache: no JSON,
+    head, right past 4 GiB and for several members); a directory (a saved trace: no JSON,
     yet worth a thread) :data:`OVERLAP_MIN_BYTES`; a loaded trace or a file that cannot be
     read 0."""
     from traceviz.gzip_size import inflated_size
