@@ -86,12 +86,7 @@ TARGETS = [
 ]
 SMALL_TRACE_EVENTS = 500_000  # below: the 1x trace, whose whole-process bound is 4
 INFO_RATIOS = [
-    (
-        "HTA time / traceviz time (whole process; traceviz with pyarrow)",
-        "hta",
-        "traceviz",
-        "process",
-    ),
+    ("HTA time / traceviz time (whole process, pyarrow)", "hta", "traceviz", "process"),
     ("traceviz time / traceviz-core time (whole process)", "traceviz", "traceviz-core", "process"),
     ("HTA time / traceviz-core time (in-process)", "hta", "traceviz-core", "time"),
     ("traceviz time / msgspec-typed time", "traceviz", "msgspec-typed", "time"),
