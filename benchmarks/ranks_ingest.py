@@ -68,7 +68,7 @@ def child(job: Path, dataset: Path, workers: int | None, result: Path) -> None:
     import resource
 
     from traceviz.ranks import dataset as ds
-    from traceviz.ranks.ingest import ingest
+    from traceviz.ranks.ingestion import ingest
 
     imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     started = time.perf_counter()

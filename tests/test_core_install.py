@@ -163,7 +163,7 @@ def test_the_ranks_python_api_without_pyarrow_raises_usage_error(tmp_path: Path)
         import sys
         sys.modules["pyarrow"] = None
         import traceviz
-        from traceviz.ranks.ingest import ingest
+        from traceviz.ranks.ingestion import ingest
         calls = [
             lambda: traceviz.load_ranks({str(dataset)!r}),
             lambda: ingest([{str(RUN / "eager.pt.trace.json.gz")!r}],
@@ -219,7 +219,7 @@ def test_the_ranks_and_command_modules_import_without_pyarrow() -> None:
     works without it)."""
     code = (
         "import sys; sys.modules['pyarrow'] = None;"
-        "import traceviz.ranks.dataset, traceviz.ranks.ingest, traceviz.ranks.load;"
+        "import traceviz.ranks.dataset, traceviz.ranks.ingestion, traceviz.ranks.load;"
         "import traceviz.commands.ingest, traceviz.commands.ranks_summary;"
         "import traceviz.commands.dashboard, traceviz.commands.compare"
     )

@@ -368,7 +368,7 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Job]
     """Two ingested jobs: a (a straggler, rank 3, and one corrupt rank file) and b (faster
     compute, a graph break on rank 5 only)."""
     pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
-    from traceviz.ranks.ingest import ingest
+    from traceviz.ranks.ingestion import ingest
 
     root = tmp_path_factory.mktemp("datasets")
     job_a = synthetic_job(8, straggler=3, seed=3)

@@ -34,7 +34,7 @@ from traceviz.ranks.cluster import (
     run_tasks,
     worker_memory_limit,
 )
-from traceviz.ranks.ingest import IngestResult, ingest
+from traceviz.ranks.ingestion import IngestResult, ingest
 from traceviz.ranks.load import open_dataset
 from traceviz.ranks.synth import make_ranks
 

@@ -28,7 +28,7 @@ from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse.read import MAX_BYTES_ENV
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.detect import RankBasis, detect_rank, read_prefix
-from traceviz.ranks.ingest import ingest
+from traceviz.ranks.ingestion import ingest
 from traceviz.ranks.load import load_ranks, open_dataset
 from traceviz.ranks.reduce import reduce_rank
 from traceviz.ranks.synth import make_ranks
@@ -380,3 +380,16 @@ def test_two_ingests_at_once_into_one_new_dataset_both_land(
         assert job.exitcode == 0
     assert ds.ok_ranks(ds.read_manifest(dataset)) == [2, 3]
     assert not list(dataset.glob(f".{ds.MARKER}.*"))
+
+
+def test_ranks_ingest_stays_the_function_after_its_module_is_imported() -> None:
+    """``traceviz.ranks.ingest`` is the documented function; importing the module that holds
+    it (as load_ranks does) must not replace it with a module of the same name."""
+    import importlib
+
+    import traceviz.ranks
+    import traceviz.ranks.load  # imports the module that holds ingest
+
+    importlib.import_module("traceviz.ranks.ingestion")
+    assert callable(traceviz.ranks.ingest)
+    assert traceviz.ranks.ingest is ingest

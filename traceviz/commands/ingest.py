@@ -38,7 +38,7 @@ import pandas as pd
 
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.detect import DEFAULT_RANK_REGEX
-from traceviz.ranks.ingest import IngestResult, ingest
+from traceviz.ranks.ingestion import IngestResult, ingest
 
 FAILED_SHOWN = 20  # failed ranks listed one per line; the rest counted
 

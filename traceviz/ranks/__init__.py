@@ -11,7 +11,7 @@ The stages, one module each:
   the ``_ranks.parquet`` manifest, the ``runs.parquet`` catalogue), written atomically.
 - :mod:`~traceviz.ranks.cluster`: where the per-rank tasks run (a Dask cluster, a
   LocalCluster, or serially); the only module that imports Dask.
-- :mod:`~traceviz.ranks.ingest`: one task per rank, incremental, a failed rank a manifest row.
+- :mod:`~traceviz.ranks.ingestion`: one task per rank, incremental, a failed rank a manifest row.
 - :mod:`~traceviz.ranks.load`: :func:`load_ranks` → :class:`Ranks`.
 - :mod:`~traceviz.ranks.synth`: many ranks made from one real trace (tests, benchmarks).
 
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from traceviz.ranks.detect import detect_rank
-    from traceviz.ranks.ingest import IngestResult, ingest
+    from traceviz.ranks.ingestion import IngestResult, ingest
     from traceviz.ranks.load import Ranks, load_rank_trace, load_ranks
 
 __all__ = [
@@ -39,8 +39,8 @@ __all__ = [
 
 _LAZY = {
     "detect_rank": "traceviz.ranks.detect",
-    "IngestResult": "traceviz.ranks.ingest",
-    "ingest": "traceviz.ranks.ingest",
+    "IngestResult": "traceviz.ranks.ingestion",
+    "ingest": "traceviz.ranks.ingestion",
     "Ranks": "traceviz.ranks.load",
     "load_rank_trace": "traceviz.ranks.load",
     "load_ranks": "traceviz.ranks.load",

@@ -16,7 +16,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks import dataset as ds
-from traceviz.ranks.ingest import Progress, ingest
+from traceviz.ranks.ingestion import Progress, ingest
 from traceviz.ranks.reduce import COLLECTIVES_DTYPES, KERNEL_SUMMARY_DTYPES, SUMMARY_DTYPES
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
@@ -132,7 +132,7 @@ def load_ranks(
 ) -> Ranks:
     """The ranks of a job. ``paths_or_glob`` is a ranks dataset directory (read as is), or
     trace files, directories or globs: ingested first into ``cache`` (incrementally: unchanged
-    ranks are not parsed again; :func:`~traceviz.ranks.ingest.ingest`, whose ``cluster``,
+    ranks are not parsed again; :func:`~traceviz.ranks.ingestion.ingest`, whose ``cluster``,
     ``workers``, ``rank_regex``, ``max_bytes`` and ``progress`` these are)."""
     single = paths_or_glob if isinstance(paths_or_glob, str | Path) else None
     if single is not None and ds.is_dataset(Path(single).expanduser()):
