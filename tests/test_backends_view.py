@@ -378,3 +378,13 @@ def test_report_carries_the_backend_findings(culprit_report: tuple[Any, str]) ->
     assert report.findings[0].severity.value == "error"  # sorted in with the others
     plain = compare_run(SAMPLES / "linear-add")
     assert not [f for f in plain.findings if f.id.startswith(("backend-", "faster-backend"))]
+
+
+@pytest.mark.parametrize(("threads", "said"), [(1, ", 1 thread)"), (4, ", 4 threads)"), (None, "")])
+def test_the_caption_counts_threads_in_words(report: Any, threads: int | None, said: str) -> None:
+    from traceviz.report.backends_views import backends_table
+
+    note = backends_table(dataclasses.replace(report.backends, threads=threads)).note
+    timing = note[note.index("Step time:") :].split(";")[0]
+    assert timing.endswith(said or ")")
+    assert ("thread" in timing) == (threads is not None)

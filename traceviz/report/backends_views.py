@@ -58,7 +58,7 @@ def backends_table(view: BackendsView) -> View:
         ])  # fmt: skip
     method = view.latency_method or "run.json timing"
     verdict = _fastest_text(view)
-    threads = f", {view.threads} threads" if view.threads else ""
+    threads = f", {view.threads} thread{'s' if view.threads != 1 else ''}" if view.threads else ""
     note = verdict + (
         f"Step time: median and IQR measured outside the profiler ({method}{threads}); "
         "kernels and kernel time measured in the traces (ORT: its profile's node runs); "
