@@ -93,10 +93,23 @@ def test_timing_stats_are_median_and_quartiles() -> None:
     assert stats.samples_us == [5.0, 1.0, 3.0, 2.0, 4.0]
 
 
-def memory_event(total: int, nbytes: int, device_type: int = 0) -> dict:
+def memory_event(total: int, nbytes: int, device_type: int = 0, device_id: int = -1) -> dict:
     return {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1,
             "ts": 1.0, "args": {"Total Allocated": total, "Bytes": nbytes,
-                                "Device Type": device_type}}  # fmt: skip
+                                "Device Type": device_type, "Device Id": device_id}}  # fmt: skip
+
+
+def test_profiled_peak_on_cuda_is_the_run_s_gpu_only(tmp_path: Path) -> None:
+    events = [
+        memory_event(2000, 1000, device_type=1, device_id=1),  # the run's GPU: baseline 1000
+        memory_event(9000, 9000, device_type=1, device_id=0),  # another GPU's allocations
+        memory_event(2500, 500, device_type=1, device_id=1),
+        memory_event(1500, -1000, device_type=1, device_id=1),
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert measure.profiled_peak_bytes(path, torch.device("cuda", 1)) == 1500
+    assert measure.profiled_peak_bytes(path, torch.device("cuda", 0)) == 9000
 
 
 def test_profiled_peak_is_above_the_level_before_the_window(tmp_path: Path) -> None:

@@ -249,6 +249,7 @@ class _MemoryArgs(msgspec.Struct):
     total_allocated: int | None = msgspec.field(default=None, name="Total Allocated")
     nbytes: int | None = msgspec.field(default=None, name="Bytes")
     device_type: int | None = msgspec.field(default=None, name="Device Type")
+    device_id: int | None = msgspec.field(default=None, name="Device Id")
 
 
 class _Event(msgspec.Struct):
@@ -263,9 +264,11 @@ class _TraceDoc(msgspec.Struct):
 def profiled_peak_bytes(path: Path, device: torch.device) -> int | None:
     """Peak bytes a profiled step allocates above the level before the profiled window.
 
-    Read from the trace's ``[memory]`` events on ``device``'s type; None when there are none.
+    Read from the trace's ``[memory]`` events on ``device`` (its type, and for CUDA its index:
+    another GPU's allocations are not this run's peak); None when there are none.
     """
     code = _DEVICE_TYPE_CODE.get(device.type)
+    index = _cuda_index(device)
     with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
         doc = msgspec.json.decode(fh.read(), type=_TraceDoc)
     totals: list[int] = []
@@ -273,6 +276,8 @@ def profiled_peak_bytes(path: Path, device: torch.device) -> int | None:
     for event in doc.traceEvents:
         a = event.args
         if event.name != "[memory]" or a is None or a.device_type != code:
+            continue
+        if index is not None and a.device_id is not None and a.device_id != index:
             continue
         if a.total_allocated is None:
             continue
@@ -282,6 +287,13 @@ def profiled_peak_bytes(path: Path, device: torch.device) -> int | None:
     if baseline is None:
         return None
     return max(0, max(totals) - baseline)
+
+
+def _cuda_index(device: torch.device) -> int | None:
+    """The CUDA device's index (the current device for a bare ``cuda``); None off CUDA."""
+    if device.type != "cuda":
+        return None
+    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 def reset_device_peak(device: torch.device) -> None:
