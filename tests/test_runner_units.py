@@ -49,6 +49,19 @@ def test_bfloat16_outputs_get_the_looser_tolerance() -> None:
     assert result.passed and result.rtol == 5e-2
 
 
+def test_each_output_is_checked_with_its_own_dtype_s_tolerance() -> None:
+    logits = torch.linspace(-2, 2, 64)
+    aux = torch.ones(8, dtype=torch.bfloat16)
+    # a 1% error in the float32 output: within bfloat16's bounds, far outside float32's
+    result = compare_outputs((logits, aux), (logits * 1.01, aux.clone()))
+    assert result.passed is False and result.mismatched == ["out[0]"]
+    assert result.tolerances == {"float32": [1e-3, 1e-4], "bfloat16": [5e-2, 5e-2]}
+    assert (result.rtol, result.atol) == (5e-2, 5e-2)  # the loosest, for the summary line
+    assert "float32: rtol 0.001" in result.tolerance_text()
+    rounding = compare_outputs((logits, aux), (logits + 1e-6, aux * 1.0078125))
+    assert rounding.passed and rounding.over_rtol == 0
+
+
 def test_matching_nans_and_infinities_agree_but_a_lone_nan_does_not() -> None:
     x = torch.tensor([float("nan"), float("-inf"), 1.0])
     assert compare_outputs(x, x.clone()).passed
@@ -177,6 +190,26 @@ def test_mismatch_is_shown_loudly(tmp_path: Path) -> None:
     info = msgspec.structs.replace(sample_info(), correctness=bad)
     text = render(Run(tmp_path, info))
     assert "compiled outputs differ from eager" in text and "MISMATCH" in text
+
+
+def test_outputs_of_another_structure_are_a_problem_in_words(tmp_path: Path) -> None:
+    import msgspec
+
+    x = torch.ones(3)
+    differs = compare_outputs((x,), [x])  # no figures: the structures differ
+    info = msgspec.structs.replace(sample_info(), correctness=differs)
+    problems = Run(tmp_path, info).problems()
+    assert "compiled outputs differ from eager: output structures differ" in problems
+    assert "MISMATCH" in render(Run(tmp_path, info))
+
+
+def test_a_mixed_dtype_pass_states_the_bounds_of_each_dtype(tmp_path: Path) -> None:
+    import msgspec
+
+    x, h = torch.linspace(-2, 2, 64), torch.ones(8, dtype=torch.bfloat16)
+    info = msgspec.structs.replace(sample_info(), correctness=compare_outputs((x, h), (x, h)))
+    text = " ".join(render(Run(tmp_path, info)).split())
+    assert "of each output's dtype (float32: rtol 0.001, atol 0.0001; bfloat16:" in text
 
 
 def test_timing_table_says_how_the_steps_were_timed(tmp_path: Path) -> None:

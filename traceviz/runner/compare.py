@@ -66,8 +66,9 @@ def tf32_in_effect(model: Any, device: torch.device) -> bool:
 
 
 def compare_outputs(eager: Any, compiled: Any, *, tf32: bool = False) -> Correctness:
-    """Check compiled outputs against eager ones elementwise (see :class:`Correctness`);
-    ``tf32``: float32 outputs get TF32's tolerances (:func:`tf32_in_effect`)."""
+    """Check compiled outputs against eager ones elementwise (see :class:`Correctness`), each
+    output with the tolerances of its own dtype (a float32 output beside a bfloat16 one keeps
+    float32's bounds); ``tf32``: float32 outputs get TF32's (:func:`tf32_in_effect`)."""
     e_leaves, e_spec = pytree.tree_flatten_with_path(eager)
     c_leaves, c_spec = pytree.tree_flatten_with_path(compiled)
     if pytree.treespec_dumps(e_spec) != pytree.treespec_dumps(c_spec):
@@ -77,16 +78,20 @@ def compare_outputs(eager: Any, compiled: Any, *, tf32: bool = False) -> Correct
         for (path, e), (_, c) in zip(e_leaves, c_leaves, strict=True)
         if isinstance(e, torch.Tensor)
     ]
-    dtypes = [dtype_name(e.dtype) for _, e, _ in pairs if e.is_floating_point()]
-    tf32 = tf32 and "float32" in dtypes
-    rtol, atol = tolerance_for(["tf32" if d == "float32" and tf32 else d for d in dtypes])
+    tf32 = tf32 and any(e.dtype == torch.float32 for _, e, _ in pairs)
+    used: dict[str, tuple[float, float]] = {}  # floating dtype -> its (rtol, atol)
     total = Elements()
     mismatched = []
     for path, e, c in pairs:
-        found = _compare_tensor(e, c, rtol=rtol, atol=atol, path=path)
+        kind = "tf32" if tf32 and e.dtype == torch.float32 else dtype_name(e.dtype)
+        bounds = tolerance_for([kind])  # float32's for a dtype without its own (ints: exact)
+        if e.is_floating_point():
+            used[kind] = bounds
+        found = _compare_tensor(e, c, rtol=bounds[0], atol=bounds[1], path=path)
         total = total.plus(found)
         if found.failed:
             mismatched.append(path)
+    rtol, atol = tolerance_for(list(used))  # the loosest used, for a one-line summary
     return Correctness(
         checked=True,
         passed=not mismatched,
@@ -95,6 +100,7 @@ def compare_outputs(eager: Any, compiled: Any, *, tf32: bool = False) -> Correct
         max_rel_error=total.max_rel,
         rtol=rtol,
         atol=atol,
+        tolerances={kind: list(bounds) for kind, bounds in used.items()},
         mismatched=mismatched,
         tf32=tf32,
         elements_compared=total.count,

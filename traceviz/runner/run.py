@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceviz.errors import TraceFormatError
-from traceviz.runner.runinfo import RUN_JSON, RunInfo, decode
+from traceviz.runner.runinfo import RUN_JSON, Correctness, RunInfo, decode
 from traceviz.runner.runinfo_backends import LevelCheck
 
 if TYPE_CHECKING:
@@ -88,12 +88,7 @@ class Run:
             what = f"{error.type}: {error.message}" if error.message else error.type
             found.append(f"compiled model failed during {error.phase}: {what}")
         if self.outputs_match is False:
-            c = self.info.correctness
-            found.append(
-                f"compiled outputs differ from eager: max abs error {c.max_abs_error:.3g}, "
-                f"max rel error {c.max_rel_error:.3g} (rtol {c.rtol:g}, atol {c.atol:g}) "
-                f"in {', '.join(c.mismatched)}"
-            )
+            found.append(f"compiled outputs differ from eager: {_mismatch(self.info.correctness)}")
         return found + ort_problems(self.info)
 
     def load_eager(self) -> Trace:
@@ -146,6 +141,16 @@ def ort_problems(info: RunInfo) -> list[str]:
                 else f"{where}: the reference evaluator (onnx.reference) disagrees with eager"
             )
     return found
+
+
+def _mismatch(c: Correctness) -> str:
+    """The figures of a failed output check, or why there are none (structures differ)."""
+    if c.max_abs_error is None or c.max_rel_error is None:
+        return c.note or "no figures were kept"
+    return (
+        f"max abs error {c.max_abs_error:.3g}, max rel error {c.max_rel_error:.3g} "
+        f"({c.tolerance_text()}) in {', '.join(c.mismatched)}"
+    )
 
 
 def _check_text(check: LevelCheck) -> str:

@@ -135,8 +135,9 @@ class Timing(msgspec.Struct, frozen=True, kw_only=True):
 class Correctness(msgspec.Struct, frozen=True, kw_only=True):
     """Compiled outputs against eager outputs on the same inputs and weights.
 
-    An element passes when ``|compiled - eager| <= atol + rtol * |eager|`` (NaNs must match);
-    ``rtol``/``atol`` are those of the lowest-precision floating output dtype.
+    An element passes when ``|compiled - eager| <= atol + rtol * |eager|`` (NaNs must match)
+    with the ``rtol``/``atol`` of its output's own dtype (``tolerances``); ``rtol``/``atol``
+    are the loosest of those, the lowest-precision floating output dtype's.
     ``max_rel_error`` is the largest ``|compiled - eager| / max(|eager|, atol)``.
     """
 
@@ -147,6 +148,9 @@ class Correctness(msgspec.Struct, frozen=True, kw_only=True):
     max_rel_error: float | None = None
     rtol: float | None = None
     atol: float | None = None
+    # [rtol, atol] by floating output dtype compared ("tf32" for float32 in TF32); {} in
+    # run.json written before outputs were checked each by its own dtype
+    tolerances: dict[str, list[float]] = {}
     mismatched: list[str] = []  # output paths that failed, e.g. "out[0]"
     tf32: bool = False  # float32 GEMMs/convs ran in TF32 on CUDA: rtol/atol are TF32's
     elements_compared: int = 0  # elements of all outputs (0 in run.json before it was kept)
@@ -154,6 +158,17 @@ class Correctness(msgspec.Struct, frozen=True, kw_only=True):
     failed_elements: int = 0  # elements outside atol + rtol·|eager|
     worst: str | None = None  # the element of max_rel_error: "out[3, 7]: eager …, compiled …"
     note: str = ""
+
+    def tolerance_text(self) -> str:
+        """``"rtol 0.001, atol 0.0001"``; by dtype when outputs of several floating dtypes were
+        compared (``"float32: rtol 0.001, atol 0.0001; bfloat16: rtol 0.05, atol 0.05"``)."""
+        if len(self.tolerances) > 1:
+            return "; ".join(
+                f"{d}: rtol {r:g}, atol {a:g}" for d, (r, a) in self.tolerances.items()
+            )
+        if self.rtol is None or self.atol is None:
+            return "no tolerances (nothing compared)"
+        return f"rtol {self.rtol:g}, atol {self.atol:g}"
 
 
 class GraphBreak(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,7 +1,7 @@
 """Output checks of an ONNX Runtime level against eager, and the reference evaluator's check.
 
-The comparison is the runner's own (:func:`traceviz.runner.compare.compare_outputs`: allclose
-with the tolerances of the least precise floating output dtype, max abs / rel difference), on
+The comparison is the runner's own (:func:`traceviz.runner.compare.compare_outputs`: allclose,
+each output with its own dtype's tolerances, max abs / rel difference), on
 the eager outputs' tensors in order against the graph's outputs in order.
 """
 
