@@ -84,6 +84,9 @@ sys.path.insert(0, str(HERE))
 
 from make_large_trace import CORPUS, make_large_trace  # noqa: E402
 
+sys.path.insert(1, str(ROOT))
+from tests.chromium import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  (the browser tests' launch)
+
 SOURCES = {
     "a": CORPUS / "nvidia" / "a100_eager_train_control.json.gz",
     "b": CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz",
@@ -254,16 +257,6 @@ def load_average() -> str:
 
 FIRST_CHART_TARGET_S = 3.0
 DEFAULT_RUN = ROOT / "sample_traces" / "graph-break"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 #: ``traceviz dashboard``'s switch: "0" (or unset, the default) imports Panel first and loads
 #: the traces after; "1" loads them on a worker thread while Panel is imported
 #: (:data:`traceviz.commands.dashboard.OVERLAP_ENV`; spelled here so that the benchmark

@@ -20,18 +20,10 @@ from typing import Any
 
 import pytest
 
+from tests.chromium import CHROMIUM
+from tests.chromium import CHROMIUM_ARGS as CHROMIUM_ARGS  # for the browser tests
 from tests.conftest import REPO
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ARTIFACTS = REPO / "test-artifacts"
 #: Per wait in the page (ms): a loaded machine may take a long time to parse or lay out.
 TIMEOUT_MS = 120_000
