@@ -1,6 +1,7 @@
 """traceviz.analysis.chains as it was before its vectorised form (commit faae093): the
 reference that tests/test_chains_fast.py holds the module's chain_members and chain_groups
-equal to, on every sample and corpus trace and the 1M pair. Not imported by traceviz.
+equal to, on every sample and corpus trace and the 1M pair. Not imported by traceviz. What the
+vectorised module kept unchanged is imported from it (see the imports); the rest is as it was.
 
 The original module docstring follows (what a chain is).
 
@@ -37,33 +38,37 @@ kernels' measured time: each kernel is in at most one chain.
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-from functools import lru_cache
-
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
-from traceviz.analysis.shapes import tensor_shapes
+# From the vectorised module: what it kept unchanged that calls nothing it replaced. This file
+# keeps only the replaced functions and those that call them, as they were.
+from traceviz.analysis.chains import (
+    FUSIBLE_KINDS,
+    INDUCTOR_SOURCES,
+    MIN_CHAIN_KERNELS,
+    MIN_CHAIN_OPS,
+    OPTIMIZER,
+    SEPARATOR,
+    ChainGroup,
+    _at,
+    _by_depth,
+    _distinct_per_chain,
+    _equals,
+    _integers,
+    _OpFlags,
+    _shapes,
+    _signatures,
+    _text,
+    _texts,
+    _written,
+)
+from traceviz.analysis.kernel_kinds import KernelKind
 from traceviz.analysis.timeline import Lane, timeline
-from traceviz.analysis.traffic import _group_rows, estimate_op
+from traceviz.analysis.traffic import _group_rows
 from traceviz.schema import OpCategory, Ops
 from traceviz.trace import Trace
-
-FUSIBLE_KINDS = frozenset(
-    {KernelKind.POINTWISE.value, KernelKind.REDUCTION.value, KernelKind.NORMALIZATION.value}
-)
-INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
-#: Two adjacent fusible kernels are common and often deliberate (a reduction, then a pointwise
-#: op on its result); three or more on the same data are a clear missed fusion.
-MIN_CHAIN_KERNELS = 3
-#: One op's several kernels are not a chain of ops.
-MIN_CHAIN_OPS = 2
-#: Spans whose ops update unrelated tensors one after another (optimizers, foreach ops).
-OPTIMIZER = re.compile(r"optimizer|^aten::_foreach_", re.IGNORECASE)
-SEPARATOR = "\x1f"  # joins op labels into one chain signature
 
 
 class ChainMember:
@@ -82,28 +87,6 @@ class ChainMember:
     op = "op"  # row in Trace.ops of the launching op (float)
     link = "link"  # how it links to the member before it: "first", "same op", "shapes", "order"
     written_bytes = "written_bytes"  # estimated bytes its op writes (NaN: unknown)
-
-
-@dataclass(frozen=True)
-class ChainGroup:
-    """Chains with the same sequence of ops, summed over the trace.
-
-    ``time_us`` is the chains' summed kernel device time (measured); ``saving_us`` their
-    summed time minus each chain's longest kernel, ``bytes_saved`` the intermediates written
-    and read back, ``largest_bytes`` the largest intermediate of one chain (all estimated,
-    None when shapes do not allow it).
-    """
-
-    ops: tuple[str, ...]
-    occurrences: int
-    kernels: int
-    time_us: float
-    saving_us: float
-    bytes_saved: int | None
-    largest_bytes: int | None
-    largest_op: str  # the op that writes the largest intermediate ("" when unknown)
-    eager_kernels: bool  # some kernels are not Inductor's (eager leftovers in a compiled trace)
-    shapes_known: bool  # every link was confirmed by the same op or by shapes
 
 
 def chain_members(
@@ -136,23 +119,6 @@ def chain_members(
     members = seq[keep].assign(chain=chain[keep], link=np.where(kept == "", "first", kept))
     members = members.reset_index(drop=True)
     return members.assign(written_bytes=_written_bytes(trace.ops, members[ChainMember.op]))
-
-
-def _distinct_per_chain(
-    chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.int64]:
-    """Per row of ``rows``, how many distinct top ops its chain has (``groupby(chain)``'s
-    ``nunique``; chain ids are non-negative); 0 on the other rows. Counted over the
-    ``rows`` only (the long chains: every row of a chain, or none), so that the many chains
-    of one kernel are not grouped at all."""
-    out = np.zeros(chain.size, dtype=np.int64)
-    if not rows.any():
-        return out
-    ids, tops = chain[rows], op_top[rows] + 1  # (−1, no op, is a value of its own)
-    pairs = np.unique(ids * (int(tops.max()) + 1) + tops)
-    per_chain = np.bincount(pairs // (int(tops.max()) + 1), minlength=int(ids.max()) + 1)
-    out[rows] = per_chain[ids]
-    return out
 
 
 def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
@@ -218,16 +184,6 @@ def _op_context(
     return context, top, optimizer
 
 
-#: Per op row: parent (−1: none), depth, aten op, optimizer span, transparent (no context).
-_OpFlags = tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.bool_],
-]
-
-
 def _op_flags(ops: pd.DataFrame) -> _OpFlags:
     """What :func:`_op_context` reads of each op (its own name's tests, its parent, depth)."""
     n = len(ops)
@@ -285,47 +241,6 @@ def _known_rows(seq: pd.DataFrame, n_ops: int) -> npt.NDArray[np.int64]:
     reads them)."""
     op = seq[ChainMember.op].to_numpy(dtype=float)
     return op[np.isfinite(op) & (op >= 0) & (op < n_ops)].astype(np.int64)
-
-
-def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
-    """An integer column as int64, ``missing`` for <NA> (a nullable integer column without a
-    float round trip; any other dtype through float, truncated, as before)."""
-    if pd.api.types.is_integer_dtype(column.dtype):
-        return column.to_numpy(dtype=np.int64, na_value=missing)
-    return column.to_numpy(dtype=float, na_value=float(missing)).astype(np.int64)
-
-
-def _equals(column: pd.Series, value: str) -> npt.NDArray[np.bool_]:
-    """Per row, ``column == value`` (False where missing); by code when categorical."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        at = column.cat.categories.get_indexer(pd.Index([value]))[0]
-        if at < 0:
-            return np.zeros(len(column), dtype=bool)
-        return np.asarray(column.cat.codes.to_numpy() == at, dtype=bool)
-    return column.isin([value]).to_numpy(dtype=bool)
-
-
-def _by_depth(
-    rows: npt.NDArray[np.int64], depth: npt.NDArray[np.int64]
-) -> list[npt.NDArray[np.int64]]:
-    """``rows`` grouped by their ``depth``, shallowest first, each group in ascending row
-    order: one stable sort and a split (was a pass over every op per depth level)."""
-    if not rows.size:
-        return []
-    levels = depth[rows]
-    if levels.min() >= np.iinfo(np.int16).min and levels.max() <= np.iinfo(np.int16).max:
-        levels = levels.astype(np.int16)  # a stable sort of int16 is a radix sort
-    by_level = np.argsort(levels, kind="stable")
-    bounds = np.flatnonzero(np.diff(levels[by_level])) + 1
-    return np.split(rows[by_level], bounds)
-
-
-def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """``values[rows]`` for float op rows, −1 where the row is unknown."""
-    known = np.isfinite(rows) & (rows >= 0) & (rows < len(values))
-    out = np.full(len(rows), -1, dtype=np.int64)
-    out[known] = values[rows[known].astype(np.int64)]
-    return out
 
 
 # --- links --------------------------------------------------------------------------------
@@ -433,11 +348,6 @@ def _links_by_code(
     return np.asarray(links, dtype=object)[inverse]
 
 
-def _texts(values: pd.Series) -> list[str | None]:
-    """Each value if it is a string, else None (hashable keys for the per-pair decisions)."""
-    return [v if isinstance(v, str) else None for v in values.to_numpy(dtype=object).tolist()]
-
-
 def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Top ops that launched a reduction kernel: their output is not their inputs' shape."""
     reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
@@ -505,12 +415,6 @@ def _numel(shape: tuple[int, ...]) -> int:
     return int(np.prod(shape)) if shape else 1
 
 
-def _shapes(dims: object) -> tuple[tuple[int, ...], ...] | None:
-    """The tensor shapes (at least one dimension) of an ``Input Dims`` JSON text; None when
-    shapes were not recorded."""
-    return tensor_shapes(dims) if isinstance(dims, str) else None
-
-
 # --- bytes and grouping -------------------------------------------------------------------
 
 
@@ -529,16 +433,6 @@ def _written_bytes(ops: pd.DataFrame, op_rows: pd.Series) -> npt.NDArray[np.floa
     per_group = np.array([_written(*(_text(v) for v in values)) for values in groups], dtype=float)
     out[known] = per_group[key]
     return out
-
-
-@lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
-def _written(name: str | None, dims: str | None, types: str | None, concrete: str | None) -> float:
-    estimate = estimate_op(name or "", dims, types, concrete)
-    return float(estimate.bytes_written) if estimate is not None else np.nan
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
@@ -597,16 +491,6 @@ def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
         index=pd.Index(chain[starts], name=ChainMember.chain),
     )
     return table
-
-
-def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
-    """Per chain, in order, its members' labels joined by :data:`SEPARATOR` (a chain's
-    members are consecutive rows: chain ids only grow down the lane order)."""
-    ids = chain.to_numpy()
-    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]])) if len(ids) else ids
-    ends = np.append(starts[1:], len(ids))
-    texts = labels.tolist()
-    return [SEPARATOR.join(texts[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:

@@ -21,22 +21,10 @@ import pandas as pd
 from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Side
 from traceviz.analysis.kernels import Classified
-from traceviz.schema import DeviceKind, Kernels, Launches, RegionKind, Regions
 
-__all__ = ["WindowEvent", "window_events"]
-
-
-class WindowEvent:
-    """Columns of :func:`window_events`: one row per event of the window."""
-
-    lane = "lane"  # lane label: "device D stream S", "CPU ops T", "CPU launches T", "region F/R",
-    #                "compiled graph calls" (str)
-    ts = "ts"  # start, µs (float64)
-    dur = "dur"  # duration, µs, 0 when missing (float64)
-    kind = "kind"  # KernelKind value, "launch call", "blocking call", "compiled region" or
-    #                "compiled graph" (str)
-    name = "name"  # event name (str)
-    op = "op"  # launching op of a device activity, else "–" (str)
+# Unchanged by the column-picking form: taken from it. Only window_events is the old one.
+from traceviz.analysis.timeline_events import WindowEvent, _regions
+from traceviz.schema import DeviceKind, Kernels, Launches
 
 
 def window_events(
@@ -82,26 +70,3 @@ def window_events(
         }
     )
     return pd.concat([kernels, calls, _regions(side, start, end)], ignore_index=True)
-
-
-def _regions(side: Side, start: float, end: float) -> pd.DataFrame:
-    """Compiled regions and compiled-graph calls starting in the window."""
-    regions = side.trace.regions
-    rts = regions[Regions.ts_us].to_numpy(dtype=float)
-    kind = regions[Regions.kind].astype(str).to_numpy()
-    shown = (kind == RegionKind.COMPILED_REGION.value) | (kind == RegionKind.FX_GRAPH_CALL.value)
-    reg = regions[(rts >= start) & (rts < end) & shown]
-    is_graph = (reg[Regions.kind].astype(str) == RegionKind.FX_GRAPH_CALL.value).to_numpy()
-    frame = (
-        "region " + reg[Regions.frame_id].astype(str) + "/" + reg[Regions.recompile_id].astype(str)
-    ).to_numpy()
-    return pd.DataFrame(
-        {
-            WindowEvent.lane: np.where(is_graph, "compiled graph calls", frame),
-            WindowEvent.ts: reg[Regions.ts_us].to_numpy(dtype=float),
-            WindowEvent.dur: reg[Regions.dur_us].to_numpy(dtype=float, na_value=0.0),
-            WindowEvent.kind: np.where(is_graph, "compiled graph", "compiled region"),
-            WindowEvent.name: reg[Regions.name].astype(str).to_numpy(),
-            WindowEvent.op: "–",
-        }
-    )
