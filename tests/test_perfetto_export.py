@@ -204,6 +204,52 @@ def test_graph_break_gaps_are_marked(tmp_path: Path) -> None:
     _assert_flows_pair(data)
 
 
+def _process_names(data: dict) -> dict[int, str]:
+    """New pid → its ``process_name`` in the export."""
+    return {e["pid"]: e["args"]["name"] for e in data["traceEvents"]
+            if e.get("ph") == "M" and e.get("name") == "process_name"}  # fmt: skip
+
+
+def _input_devices(path: Path) -> list[str]:
+    """What each named process of an input trace is, read straight from the JSON: its
+    ``process_labels`` ("CPU", "GPU 3"), else its ``process_name``; one per pid."""
+    labels, names = {}, {}
+    for e in _input_events(path):
+        if e.get("ph") == "M" and e.get("name") == "process_labels":
+            labels[e["pid"]] = e["args"]["labels"]
+        elif e.get("ph") == "M" and e.get("name") == "process_name":
+            names[e["pid"]] = e["args"]["name"]
+    return [labels.get(pid, name) for pid, name in names.items()]
+
+
+def test_h200_process_names_say_side_rank_and_device(tmp_path: Path) -> None:
+    """17 processes per side (CPU, GPU 0–15, Spans), all named "python3" in the input: each
+    export name is distinct and says side, rank and device."""
+    run = SAMPLES / "h200" / "pointwise"
+    data = _export(tmp_path, run)
+    names = _process_names(data)
+    for side, (label, file) in enumerate((("eager", "eager"), ("compiled", "compiled"))):
+        mine = [names[pid] for pid in sorted(_side_pids(data, side))]
+        assert len(mine) == len(set(mine)) == len(_side_pids(data, side)) > 2
+        devices = _input_devices(run / f"{file}.pt.trace.json.gz")
+        assert {f"{label} · rank 0 · {d}" for d in devices} < set(mine)
+        assert "GPU 0" in devices and f"{label} · rank 0 · CPU" in mine
+        assert all(n.startswith(f"{label} · rank 0 · ") for n in mine)
+
+
+def test_process_names_carry_the_distributed_rank(tmp_path: Path) -> None:
+    a = tmp_path / "a.json"
+    doc = {"distributedInfo": {"rank": 3, "world_size": 4}, "traceEvents": _gpu_steps([1000], 100)}
+    a.write_text(json.dumps(doc))
+    data = _export(tmp_path, a, a, name="rank.json", extra=["--force", "--names", "x", "y"])
+    names = sorted(_process_names(data).values())
+    # pid 1 is named "py" in the input; pid 0 (the kernels' device) is named by traceviz
+    assert names == [
+        "traceviz", "x · rank 3 · pid 0", "x · rank 3 · py", "y · rank 3 · pid 0",
+        "y · rank 3 · py",
+    ]  # fmt: skip
+
+
 # --- a real GPU trace against itself -----------------------------------------------------------
 
 

@@ -9,9 +9,10 @@ describes the file; in short:
 
 - **Every input event appears once.** Each side's processes get new integer pids (side a first,
   then side b, in order of first appearance), so the two traces are separate processes.
-  Metadata events (``ph`` ``"M"``) are copied like the others; a ``process_name`` gets the
-  side's label in front (``"eager · python"``), a ``process_sort_index`` is offset so side a
-  sorts above side b. Per pid with no ``process_name`` one is added. Flow and async ids of the
+  Metadata events (``ph`` ``"M"``) are copied like the others; a ``process_name`` says the
+  side, the rank and the device (``"eager · rank 0 · GPU 3"``, :func:`process_title`), a
+  ``process_sort_index`` is offset so side a sorts above side b. Per pid with no
+  ``process_name`` one is added. Flow and async ids of the
   inputs (``id``) become ``2·id + side`` (a: 0, b: 1) so the two sides' ids never meet.
 - **Alignment per step.** Both sides are warped by a monotone, piecewise constant shift so that
   step k of both sides starts at the same time: ``T_0`` is side a's first step start and
@@ -212,11 +213,44 @@ def _new_id(value: Any, side: int) -> Any:
     return f"{'ab'[side]}:{value}"
 
 
+def rank_of(trace: Trace) -> int:
+    """The trace's rank: ``distributedInfo.rank``, else 0 (a profile written without a
+    process group is the job's only process)."""
+    rank = trace.meta.distributed.get("rank")
+    if isinstance(rank, bool) or not isinstance(rank, int | str):
+        return 0
+    try:
+        return int(rank)
+    except ValueError:
+        return 0
+
+
+def process_title(label: str, rank: int, device: str) -> str:
+    """A process's name in the export: ``"<side> · rank <r> · <device>"``."""
+    return f"{label} · rank {rank} · {device}"
+
+
+def _devices(events: list[dict[str, Any]]) -> dict[Any, str]:
+    """Input pid → what the process is: its ``process_labels`` (Kineto: ``"CPU"``,
+    ``"GPU 3"``), else its ``process_name`` (``"python3"``)."""
+    labels: dict[Any, str] = {}
+    names: dict[Any, str] = {}
+    for event in events:
+        if event.get("ph") != "M" or not isinstance(event.get("args"), dict):
+            continue
+        if event.get("name") == "process_labels" and event["args"].get("labels"):
+            labels[event.get("pid")] = str(event["args"]["labels"])
+        elif event.get("name") == "process_name":
+            names[event.get("pid")] = str(event["args"].get("name", ""))
+    return {**names, **labels}
+
+
 def _copy_side(
     events: list[dict[str, Any]], trace: Trace, side: int, label: str, warp: Warp, first_pid: int
 ) -> _Copied:
     """Every event of one side, pids renumbered, times warped, ids made distinct."""
     keys = _kernel_keys(trace)
+    devices, rank = _devices(events), rank_of(trace)
     pids: dict[Any, int] = {}
     out: list[dict[str, Any]] = []
     kernel_event: dict[int, int] = {}
@@ -234,7 +268,7 @@ def _copy_side(
             event["id"] = _new_id(event["id"], side)
         _warp_event(event, warp)
         if event.get("ph") == "M":
-            _label_metadata(event, side, label)
+            _label_metadata(event, side, process_title(label, rank, devices.get(pid, "")))
         out.append(event)
     return _Copied(out, kernel_event, pids)
 
@@ -263,20 +297,23 @@ def _overlay(event: dict[str, Any]) -> dict[str, Any]:
     return extra if isinstance(extra, dict) else {}
 
 
-def _label_metadata(event: dict[str, Any], side: int, label: str) -> None:
+def _label_metadata(event: dict[str, Any], side: int, title: str) -> None:
+    """A ``process_name`` becomes ``title``; a ``process_sort_index`` moves by the side's
+    offset."""
     args = event.get("args")
     if not isinstance(args, dict):
         return
     args = dict(args)
     if event.get("name") == "process_name":
-        args["name"] = f"{label} · {args.get('name', '')}"
+        args["name"] = title
     elif event.get("name") == "process_sort_index" and isinstance(args.get("sort_index"), int):
         args["sort_index"] = args["sort_index"] + SIDE_SORT_OFFSET[side]
     event["args"] = args
 
 
-def _named_processes(copied: _Copied, side: int, label: str) -> list[dict[str, Any]]:
-    """A ``process_name`` (and sort index) for each new pid whose input named none."""
+def _named_processes(copied: _Copied, side: int, label: str, rank: int) -> list[dict[str, Any]]:
+    """A ``process_name`` (``"<side> · rank <r> · pid <old pid>"``) and sort index for each
+    new pid whose input named none."""
     named = {
         e["pid"] for e in copied.events if e.get("ph") == "M" and e.get("name") == "process_name"
     }
@@ -284,7 +321,9 @@ def _named_processes(copied: _Copied, side: int, label: str) -> list[dict[str, A
     for orig, pid in copied.pids.items():
         if pid in named:
             continue
-        added.append(_meta(pid, "process_name", {"name": f"{label} · pid {orig}"}))
+        added.append(
+            _meta(pid, "process_name", {"name": process_title(label, rank, f"pid {orig}")})
+        )
         added.append(_meta(pid, "process_sort_index", {"sort_index": SIDE_SORT_OFFSET[side] + pid}))
     return added
 
@@ -526,8 +565,12 @@ def perfetto_trace(
     anchor = float(aligned.get("step_starts_us", [warp_a.scalar(origin)])[0])
     extra += _finding_instants(comparison, pid, anchor)
     names = comparison.names
+    rank_a, rank_b = rank_of(comparison.a.trace), rank_of(comparison.b.trace)
     events = (
-        a.events + _named_processes(a, 0, names[0]) + b.events + _named_processes(b, 1, names[1])
+        a.events
+        + _named_processes(a, 0, names[0], rank_a)
+        + b.events
+        + _named_processes(b, 1, names[1], rank_b)
     )
     top = {**top_b, **top_a}  # side a's keys win; side b's fill the keys a lacks
     inputs_other = [t.pop("otherData", None) for t in (top_a, top_b)]
