@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from traceviz import source_files
 from traceviz.errors import TraceFormatError
 from traceviz.runner.run import load_run
 from traceviz.runner.runinfo import RUN_JSON, RunInfo
@@ -36,6 +37,7 @@ def read_run_dir(path: Path) -> RunDir:
     """Read ``path``; raises :class:`TraceFormatError` when it has no pair of traces to compare
     (a run whose compilation failed has only the eager trace: the error says why)."""
     run = load_run(path)
+    source_files.remember(path)  # the sources it names are relative to it
     eager, compiled = run.eager_trace, run.compiled_trace
     if eager is None or compiled is None or not eager.is_file() or not compiled.is_file():
         why = "; ".join(run.problems()) or "a trace file is missing"

@@ -56,6 +56,7 @@ from traceviz.analysis.provenance import (
 )
 from traceviz.parse.compile_log import CompileLog, read_compile_log
 from traceviz.schema import ActivityKind, Kernels
+from traceviz.source_files import locate
 from traceviz.trace import Trace
 
 __all__ = [
@@ -435,14 +436,27 @@ def fusion_evidence(
     if eager_located.empty and compiled_lines.empty:
         return None, None
     record = LineRecord(
-        eager=eager_located,
-        compiled=compiled_lines,
+        eager=_found_files(eager_located),
+        compiled=_found_files(compiled_lines),
         compiled_ops=compiled_ops,
         recorded=frozenset(compiled_ops) | frozenset(compiled_lines["kernel"].astype(str)),
         transfer=transfer,
     )
     compiler = compiler_credits(eager, compiled, record) if compile_log is not None else None
     return compiler, record
+
+
+def _found_files(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with each ``file`` where it is on this machine (a run directory stores them
+    relative to itself; a moved run or a clone finds them elsewhere:
+    :func:`traceviz.source_files.locate`), as recorded when it is not here. Both sides go
+    through it, so their spellings still meet."""
+    if table.empty or "file" not in table:
+        return table
+    files = {f: str(locate(f) or f) for f in table["file"].dropna().astype(str).unique()}
+    if all(k == v for k, v in files.items()):
+        return table
+    return table.assign(file=table["file"].map(lambda f: files.get(str(f), f), na_action="ignore"))
 
 
 def read_log(compile_log: CompileLog | str | os.PathLike[str] | None) -> CompileLog | None:

@@ -1,0 +1,60 @@
+"""A run directory that can be moved: the source paths it stores are relative to it.
+
+Dynamo, Inductor and the profiler record the model's source files by absolute path
+(``/home/ann/proj/model.py``) in run.json, the compile log and the traces. Once the run
+directory is copied to another machine, or the project is cloned elsewhere, those name
+nothing. :func:`make_portable` rewrites every path under the project folder (the folder
+``traceviz run`` was started in) as a path relative to the run directory
+(``../../model.py``), in each file of the run directory that holds text: run.json, the
+compile log and the traces. Readers resolve them again with
+:func:`traceviz.source_files.locate`.
+
+Paths outside the project folder (the Python installation's packages, Inductor's cache in
+the temporary folder) belong to the machine that ran the model, not to the project; they are
+kept as recorded, for information, and nothing reads a file through them.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import re
+from pathlib import Path
+
+#: The run directory's files that hold source paths (gzip when they end in ``.gz``).
+TEXT_PATTERNS = ("run.json", "*.jsonl.gz", "*.pt.trace.json", "*.pt.trace.json.gz")
+
+
+def make_portable(directory: Path, project: Path) -> int:
+    """Rewrite ``project``'s absolute paths in ``directory``'s files as relative to
+    ``directory``; the number of files changed. A run directory outside ``project`` is left
+    as it is only where no relative path can be written (another drive)."""
+    directory, project = Path(directory).absolute(), Path(project).absolute()
+    try:
+        relative = os.path.relpath(project, directory)
+    except ValueError:  # another drive (Windows): no relative path exists
+        return 0
+    pattern = project_paths(project)
+    changed = 0
+    for name in TEXT_PATTERNS:
+        for path in sorted(directory.glob(name)):
+            changed += _rewrite(path, pattern, relative.replace(os.sep, "/") + "/")
+    return changed
+
+
+def project_paths(project: Path) -> re.Pattern[bytes]:
+    """The bytes that start an absolute path into ``project`` (``/home/ann/proj/``), not
+    where they continue a longer path (``/x/home/ann/proj/``)."""
+    prefix = str(project).rstrip("/\\") + os.sep
+    return re.compile(rb"(?<![\w./\\-])" + re.escape(prefix.encode()))
+
+
+def _rewrite(path: Path, pattern: re.Pattern[bytes], replacement: str) -> int:
+    raw = path.read_bytes()
+    packed = path.suffix == ".gz"
+    text = gzip.decompress(raw) if packed else raw
+    new = pattern.sub(replacement.encode().replace(b"\\", b"\\\\"), text)
+    if new == text:
+        return 0
+    path.write_bytes(gzip.compress(new, compresslevel=6, mtime=0) if packed else new)
+    return 1
