@@ -19,7 +19,6 @@ import linecache
 import re
 import weakref
 from collections.abc import Callable
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -33,6 +32,7 @@ from traceviz.schema import OpCategory, RegionKind
 from traceviz.schema import Ops as O
 from traceviz.schema import ProvenanceKernels as P
 from traceviz.schema import Regions as R
+from traceviz.source_files import locate
 from traceviz.trace import Trace
 
 _GRAPH_PREFIX = re.compile(r"^graph_(\d+)_")
@@ -472,9 +472,12 @@ def _text_where(
 
 
 def source_line(file: str, line: int) -> str | None:
-    """The text of ``file``'s line ``line``, stripped; None when it cannot be read."""
-    if not Path(file).is_file():
+    """The text of ``file``'s line ``line``, stripped; None when it cannot be read. ``file``
+    is found as :func:`traceviz.source_files.locate` says (a moved run or clone too)."""
+    found = locate(file)
+    if found is None:
         return None
-    linecache.checkcache(file)  # a file edited since this process last read it
-    text = linecache.getline(file, line).strip()
+    name = str(found)
+    linecache.checkcache(name)  # a file edited since this process last read it
+    text = linecache.getline(name, line).strip()
     return text or None

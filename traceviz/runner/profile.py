@@ -42,6 +42,7 @@ from traceviz.runner.options import (
     Options,
     parse_backends,
 )
+from traceviz.runner.portable import make_portable
 from traceviz.runner.progress import Reporter, RichProgress, Silent
 from traceviz.runner.run import Run
 from traceviz.runner.runinfo import (
@@ -215,6 +216,7 @@ def _profile(
             work.fn.train(was_training)
     info = _assemble(work, options, device, eager, compiled, command, extra)
     (directory / RUN_JSON).write_bytes(encode(info))
+    make_portable(directory, Path.cwd())  # source paths relative to the run directory
     return Run(directory=directory, info=info)
 
 
