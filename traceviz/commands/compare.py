@@ -21,7 +21,7 @@ the output closes the pipe early (`| head`).
 examples:
   traceviz compare runs/pointwise
   traceviz compare eager.json.gz compiled.json.gz --names eager compiled
-  traceviz compare before.json.gz after.json.gz --format html -o report.html
+  traceviz compare before.json.gz after.json.gz -o report.html   # format by suffix
   traceviz compare runs/mlp --format json --top 50 > mlp.json
   traceviz compare runs/mlp --fail-on error     # exit 1 when a finding is an error
   traceviz compare eager.json.gz compiled.json.gz --compile-log /tmp/torch_trace  # TORCH_TRACE
@@ -40,7 +40,7 @@ import traceviz
 from traceviz import report_cache
 from traceviz.commands import output_cache
 from traceviz.commands.collector import collector_off
-from traceviz.commands.output import check_output
+from traceviz.commands.output import check_output, output_format
 from traceviz.report.formats import COMPARISON, names, renderer
 
 if TYPE_CHECKING:
@@ -55,7 +55,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         force_help="compute the fusion figures even when A and B do not look like one workload "
         "eager vs compiled (the finding traces-not-comparable still says so)",
     )
-    parser.add_argument("--format", choices=FORMATS, default="text", help="output format (text)")
+    parser.add_argument(
+        "--format",
+        choices=FORMATS,
+        help="output format (default: by -o FILE's suffix, .html/.md/.json; else text)",
+    )
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     parser.add_argument("--top", type=int, default=10, metavar="N", help="rows in long tables (10)")
     parser.add_argument(
@@ -105,6 +109,7 @@ def build(args: argparse.Namespace) -> Report:
 
 def run(args: argparse.Namespace) -> int:
     check_output(args.output)
+    args.format = output_format(args.format, args.output, FORMATS)
     if getattr(args, "ranks", False):
         from traceviz.commands import ranks_compare
 

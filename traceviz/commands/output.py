@@ -51,6 +51,21 @@ def console(**kwargs: Any) -> Console:
     return _pipe_console()(**kwargs)
 
 
+#: The format ``-o FILE`` implies by its suffix when ``--format`` is not given.
+SUFFIX_FORMATS = {".html": "html", ".htm": "html", ".md": "markdown", ".markdown": "markdown",
+                  ".json": "json", ".txt": "text"}  # fmt: skip
+
+
+def output_format(given: str | None, path: str | None, choices: Iterable[str]) -> str:
+    """The format to render: ``--format`` when given, else the one ``-o FILE``'s suffix names
+    (``r.html`` → html, ``r.md`` → markdown, ``r.json`` → json), else text. A suffix naming a
+    format this command does not render falls back to text too."""
+    if given is not None:
+        return given
+    implied = SUFFIX_FORMATS.get(Path(path).suffix.lower()) if path else None
+    return implied if implied in set(choices) else "text"
+
+
 def check_output(path: str | None) -> None:
     """Fail before any work when ``-o path`` cannot be written: its folder is missing or not a
     folder, or ``path`` is a directory. ``None`` is stdout: fine unless it is closed."""

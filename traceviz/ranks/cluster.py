@@ -20,6 +20,8 @@ Without the ``distributed`` extra, asking for a cluster is a :class:`UsageError`
 from __future__ import annotations
 
 import os
+import signal
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -172,15 +174,16 @@ def dask_client(where: Where) -> Iterator[Any]:
         import logging
 
         try:
-            local = distributed.LocalCluster(
-                n_workers=where.workers,
-                threads_per_worker=1,
-                processes=True,
-                memory_limit=where.memory_limit,
-                host="127.0.0.1",
-                dashboard_address=None,
-                silence_logs=logging.ERROR,
-            )
+            with _workers_ignore_interrupts():
+                local = distributed.LocalCluster(
+                    n_workers=where.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    memory_limit=where.memory_limit,
+                    host="127.0.0.1",
+                    dashboard_address=None,
+                    silence_logs=logging.ERROR,
+                )
         except (RuntimeError, OSError, TimeoutError) as err:
             raise UsageError(
                 f"could not start a LocalCluster of {where.workers} workers ({err}); a script "
@@ -205,6 +208,23 @@ def dask_client(where: Where) -> Iterator[Any]:
         yield client
     finally:
         client.close()
+
+
+@contextmanager
+def _workers_ignore_interrupts() -> Iterator[None]:
+    """SIGINT ignored while the LocalCluster spawns its worker processes, which inherit that:
+    a Ctrl-C in the terminal reaches every process of the foreground group, and each worker
+    would print its own KeyboardInterrupt traceback, and a cluster interrupted half-started
+    fails again at exit. Only this process then stops, and closes the cluster; a Ctrl-C in
+    these seconds of start-up is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signal dispositions are set from the main thread only
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_tasks(

@@ -16,7 +16,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks import dataset as ds
-from traceviz.ranks.ingestion import Progress, ingest
+from traceviz.ranks.ingestion import DEFAULT_DATASET_NAME, Progress, ingest
 from traceviz.ranks.reduce import COLLECTIVES_DTYPES, KERNEL_SUMMARY_DTYPES, SUMMARY_DTYPES
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
@@ -89,10 +89,9 @@ class Ranks:
 
 
 def open_dataset(path: str | Path) -> Ranks:
-    """Read the dataset at ``path`` (no ingest)."""
-    root = Path(path).expanduser().absolute()
-    if not ds.is_dataset(root):
-        raise TraceFormatError(root, "is not a traceviz ranks dataset (make one: traceviz ingest)")
+    """Read the dataset at ``path`` (no ingest). ``path`` may also be the traces' folder that a
+    default ``traceviz ingest DIR`` wrote its dataset into (``DIR/traceviz-dataset``)."""
+    root = dataset_root(path)
     ds.check_format(root)
     manifest = ds.read_manifest(root)
     ranks = ds.ok_ranks(manifest)
@@ -102,6 +101,22 @@ def open_dataset(path: str | Path) -> Ranks:
         summary=read_rank_tables(root, "summary", ranks),
         kernel_summary=read_rank_tables(root, "kernel_summary", ranks),
         collectives=read_rank_tables(root, "collectives", ranks),
+    )
+
+
+def dataset_root(path: str | Path) -> Path:
+    """The dataset ``path`` names: itself, or the ``traceviz-dataset`` folder inside it that a
+    default ``traceviz ingest path`` made. :class:`TraceFormatError` when it is neither."""
+    root = Path(path).expanduser().absolute()
+    if ds.is_dataset(root):
+        return root
+    inside = root / DEFAULT_DATASET_NAME
+    if ds.is_dataset(inside):
+        return inside
+    raise TraceFormatError(
+        root,
+        "is not a traceviz ranks dataset, nor a folder holding one "
+        f"({DEFAULT_DATASET_NAME}/); make one: traceviz ingest",
     )
 
 
