@@ -273,13 +273,27 @@ def test_cli_zero_steps_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "--steps must be an integer >= 1" in err
 
 
-def test_models_lists_one_line_per_model(capsys: pytest.CaptureFixture[str]) -> None:
+def test_models_lists_one_line_per_model(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("COLUMNS", raising=False)  # a pipe without a width: one line each
     code, out, _ = run_cli(capsys, "models")
     lines = out.splitlines()
     assert code == 0 and len(lines) == len(BUILTIN_MODELS)
     for line, name in zip(lines, BUILTIN_MODELS, strict=True):
         assert line.split()[0] == name
     assert "[default" in next(line for line in lines if line.startswith(DEFAULT_MODEL + " "))
+
+
+def test_models_fit_the_columns_asked_for(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = run_cli(capsys, "models")
+    lines = out.splitlines()
+    assert code == 0 and max(len(line) for line in lines) <= 80
+    names = [line.split()[0] for line in lines if not line.startswith(" ")]
+    assert names == list(BUILTIN_MODELS)  # each story wrapped under its own name
 
 
 def test_runner_registry_and_run_reader_import_no_torch() -> None:

@@ -8,13 +8,15 @@ where factory() returns (model, example_inputs).
 
 examples:
   traceviz models
-  traceviz models | cut -d' ' -f1    # the names alone, for scripts
+  traceviz models | cut -d' ' -f1    # the names alone, for scripts (a pipe: one line each)
+  COLUMNS=80 traceviz models          # wrapped at 80 columns
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import sys
 import textwrap
@@ -29,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     del args
     width = max(len(name) for name in BUILTIN_MODELS)
-    columns = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    columns = _columns()
     for model in BUILTIN_MODELS.values():
         notes = []
         if model.name == DEFAULT_MODEL:
@@ -38,10 +40,19 @@ def run(args: argparse.Namespace) -> int:
             notes.append(f"needs pip install 'traceviz[{model.extra}]'")
         suffix = f" [{'; '.join(notes)}]" if notes else ""
         line = f"{model.name:<{width}}  {model.line}{suffix}"
-        if columns:  # a terminal: wrap under the story; a pipe keeps one line per model
+        if columns:  # wrap under the story; a pipe keeps one line per model
             line = textwrap.fill(line, columns - 1, subsequent_indent=" " * (width + 2))
         print(line)
     return 0
+
+
+def _columns() -> int | None:
+    """The width to wrap at: the terminal's, or $COLUMNS when set; None in a pipe without
+    it (one line per model, for scripts)."""
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    value = os.environ.get("COLUMNS", "")
+    return int(value) if value.isdecimal() and int(value) > 20 else None
 
 
 def _extra_installed(extra: str) -> bool:
