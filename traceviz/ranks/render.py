@@ -9,6 +9,7 @@ figures, the stragglers, the ranks of interest (stragglers and the slowest steps
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -35,12 +36,16 @@ LATENESS_COLUMNS = (
 #: the rank's totals divided by its steps (the whole trace when it has none).
 TABLE = (
     ("rank", S.rank, Unit.COUNT), ("node", S.node, Unit.TEXT),
-    ("step p50", S.step_p50_us, Unit.US), ("compute/step", "compute_per_step_us", Unit.US),
-    ("comm/step", "comm_per_step_us", Unit.US), ("waiting/step", "wait_per_step_us", Unit.US),
+    ("step p50", S.step_p50_us, Unit.US), ("compute", "compute_per_step_us", Unit.US),
+    ("comm", "comm_per_step_us", Unit.US), ("waiting", "wait_per_step_us", Unit.US),
     ("late p50", Lateness.lateness_p50_us, Unit.US),
     ("last", Lateness.arrived_last_share, Unit.RATIO),
     ("breaks", S.graph_breaks, Unit.COUNT), ("", "flag", Unit.TEXT),
 )  # fmt: skip
+
+
+#: The width the text form keeps within (a terminal's 80 columns).
+TEXT_WIDTH = 80
 
 
 def render_ranks(analysis: RanksAnalysis, fmt: str, *, top: int = 10) -> str:
@@ -165,7 +170,8 @@ def collective_totals(analysis: RanksAnalysis) -> dict[str, Any]:
 
 def ranks_text(analysis: RanksAnalysis, top: int = 10) -> str:
     lines = _headline(analysis)
-    lines += ["", *_table_lines(_interesting(analysis, top), markdown=False)]
+    lines += ["", "per rank (compute, comm and waiting: per step)"]
+    lines += _table_lines(_interesting(analysis, top), markdown=False)
     lines += _failed_lines(analysis)
     lines += _findings_text(analysis.findings)
     return "\n".join(lines) + "\n"
@@ -297,8 +303,11 @@ def _grid(cells: list[list[str]], markdown: bool) -> list[str]:
             "|" + "---|" * len(head),
             *["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in body],
         ]
+    keep = [i for i in range(len(cells[0])) if any(r[i] for r in cells[1:]) or len(cells) == 1]
+    cells = [[r[i] for i in keep] for r in cells]  # a column no row fills (no node names)
     widths = [max(len(r[i]) for r in cells) for i in range(len(cells[0]))]
-    return ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    gap = "  " if sum(widths) + 2 * (len(widths) - 1) <= TEXT_WIDTH else " "
+    return [gap.join(c.rjust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
 
 
 def _failed_lines(analysis: RanksAnalysis) -> list[str]:
@@ -311,7 +320,19 @@ def _failed_lines(analysis: RanksAnalysis) -> list[str]:
 def _findings_text(findings: list[Finding]) -> list[str]:
     if not findings:
         return ["", "findings: none"]
-    return ["", "findings:", *[f"{f}\n" for f in findings]]
+    return ["", "findings:", *[_wrapped(str(f)) + "\n" for f in findings]]
+
+
+def _wrapped(text: str) -> str:
+    """Each line of ``text`` within :data:`TEXT_WIDTH`, continued under its own indent."""
+    out = []
+    for line in text.splitlines():
+        indent = " " * (len(line) - len(line.lstrip(" -")))
+        out.extend(
+            textwrap.wrap(line, TEXT_WIDTH, subsequent_indent=indent + "  ", break_on_hyphens=False)
+            or [""]
+        )
+    return "\n".join(out)
 
 
 def _cell(value: Any, unit: str) -> str:
