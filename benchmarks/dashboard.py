@@ -52,19 +52,16 @@ at most 3 s), and to every figure of the first tab, and the bytes of JavaScript/
 loaded; then the server-side cost of one session (the first tab built and its Bokeh models)
 measured in this process, for the same comparison.
 
-``--command`` (instead of the in-process rounds) times what a user waits for from the
-command on: ``traceviz dashboard PATHS --no-show`` in a fresh process (default: the 1M-event
-pair, then ``sample_traces/graph-break``), the parse cache off (``TRACEVIZ_NO_CACHE=1``; with
-``--cache``, a cache directory of its own filled by one unmeasured run first, so every round
-is a warm hit), each round twice: with ``TRACEVIZ_DASHBOARD_OVERLAP=0`` (Panel imported and
-warmed up, then the traces loaded: the command's default) and ``=1`` (the traces loaded and
-analysed on a worker thread while Panel is imported), round-robin, the first of
-each round alternating. Seconds from just before the process is started to its "parsing"
-line, to its "serving on" line (ready to serve), to the page's HTML and to the first drawn
-chart in a fresh headless Chromium launched before the command starts (idle on a blank
-page; without Chromium or playwright, an HTTP GET of the page only), and the process's CPU
-seconds until it is stopped (SIGINT, as Ctrl-C). Prints every round, then the best and the
-median of each, and at once / one after the other of the medians.
+``--command`` (instead of the in-process rounds) times what a user waits for from the command
+on: ``traceviz dashboard PATHS --no-show`` in a fresh process (default: the 1M-event pair, then
+``sample_traces/graph-break``), the parse cache off (``TRACEVIZ_NO_CACHE=1``; with ``--cache``,
+a cache directory of its own filled by one unmeasured run first, so every round is a warm hit):
+Panel imported and warmed up, then the traces loaded. Seconds from just before the process is
+started to its "parsing" line, to its "serving on" line (ready to serve), to the page's HTML
+and to the first drawn chart in a fresh headless Chromium launched before the command starts
+(idle on a blank page; without Chromium or playwright, an HTTP GET of the page only), and the
+process's CPU seconds until it is stopped (SIGINT, as Ctrl-C). Prints every round, then the
+best and the median of each.
 """
 
 from __future__ import annotations
@@ -257,11 +254,6 @@ def load_average() -> str:
 
 FIRST_CHART_TARGET_S = 3.0
 DEFAULT_RUN = ROOT / "sample_traces" / "graph-break"
-#: ``traceviz dashboard``'s switch: "0" (or unset, the default) imports Panel first and loads
-#: the traces after; "1" loads them on a worker thread while Panel is imported
-#: (:data:`traceviz.commands.dashboard.OVERLAP_ENV`; spelled here so that the benchmark
-#: imports no traceviz module in the parent).
-OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
 
 
 def browser_round(url: str) -> dict[str, float]:
@@ -393,10 +385,10 @@ def browser_main(paths: list[str], repeat: int) -> int:
 
 
 def command_round(
-    paths: list[str], *, overlap: bool, chart: bool, cache_dir: str | None = None
+    paths: list[str], *, chart: bool, cache_dir: str | None = None
 ) -> dict[str, float]:
     """One fresh ``traceviz dashboard PATHS --no-show`` process (parse cache off:
-    ``TRACEVIZ_NO_CACHE=1``, or in ``cache_dir``; :data:`OVERLAP_ENV` unset or ``0``), timed
+    ``TRACEVIZ_NO_CACHE=1``, or in ``cache_dir``), timed
     from just before it is started: to its "parsing" line, to its "serving on" line (ready to
     serve), to the page's HTML (Chromium's ``goto`` until the response begins, else an HTTP
     GET) and, with ``chart``, to the first drawn chart in a fresh headless Chromium launched
@@ -411,7 +403,7 @@ def command_round(
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = dict(os.environ, **{OVERLAP_ENV: "1" if overlap else "0"})
+    env = dict(os.environ)
     if cache_dir is None:
         env["TRACEVIZ_NO_CACHE"] = "1"
     else:
@@ -519,8 +511,7 @@ COMMAND_KEYS = (
 
 
 def command_main(targets: list[list[str]], repeat: int, use_cache: bool) -> None:
-    """``--command``: each target's ``traceviz dashboard`` timed from its start, the overlap
-    off and on in turn (round-robin, the first of each round alternating); best and median.
+    """``--command``: each target's ``traceviz dashboard`` timed from its start; best and median.
     With ``use_cache``, in a parse cache of its own, filled by one unmeasured run first."""
     import tempfile
 
@@ -531,7 +522,7 @@ def command_main(targets: list[list[str]], repeat: int, use_cache: bool) -> None
         cache_dir = tmp if use_cache else None
         for paths in targets:
             if cache_dir is not None:  # the parse cache filled: every round a warm hit
-                command_round(paths, overlap=True, chart=False, cache_dir=cache_dir)
+                command_round(paths, chart=False, cache_dir=cache_dir)
             command_target(paths, repeat, chart, cache_dir)
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} CPUs, load average "
@@ -541,33 +532,21 @@ def command_main(targets: list[list[str]], repeat: int, use_cache: bool) -> None
 
 def command_target(paths: list[str], repeat: int, chart: bool, cache_dir: str | None) -> None:
     """One target of ``--command``: its rounds and their summary."""
-    rounds: dict[bool, list[dict[str, float]]] = {False: [], True: []}
-    for i in range(max(repeat, 1)):
-        for overlap in (False, True) if i % 2 == 0 else (True, False):
-            rounds[overlap].append(
-                command_round(paths, overlap=overlap, chart=chart, cache_dir=cache_dir)
-            )
+    rounds = [command_round(paths, chart=chart, cache_dir=cache_dir) for _ in range(max(repeat, 1))]
     print()
     print(
         f"`traceviz dashboard {' '.join(paths)}`, fresh process, parse cache "
-        f"{'warm' if cache_dir else 'off'}, {len(rounds[True])} rounds each "
-        f"(load average {load_average()})"
+        f"{'warm' if cache_dir else 'off'}, {len(rounds)} rounds (load average {load_average()})"
     )
     print()
-    keys = [(k, title) for k, title in COMMAND_KEYS if all(k in r for r in rounds[True])]
-    print("| order | round | " + " | ".join(f"{title} (s)" for _, title in keys) + " |")
-    print("|---|---|" + "---:|" * len(keys))
-    for overlap, label in ((False, "Panel, then load"), (True, "at once")):
-        for i, r in enumerate(rounds[overlap], 1):
-            print(f"| {label} | {i} | " + " | ".join(f"{r[k]:.2f}" for k, _ in keys) + " |")
+    keys = [(k, title) for k, title in COMMAND_KEYS if all(k in r for r in rounds)]
+    print("| round | " + " | ".join(f"{title} (s)" for _, title in keys) + " |")
+    print("|---|" + "---:|" * len(keys))
+    for i, r in enumerate(rounds, 1):
+        print(f"| {i} | " + " | ".join(f"{r[k]:.2f}" for k, _ in keys) + " |")
     for k, title in keys:
-        off = [r[k] for r in rounds[False]]
-        on = [r[k] for r in rounds[True]]
-        print(
-            f"{title}: Panel then load best {min(off):.2f} median {_median(off):.2f}; "
-            f"at once best {min(on):.2f} median {_median(on):.2f}; "
-            f"at once / Panel then load (medians) {_median(on) / _median(off):.2f}"
-        )
+        values = [r[k] for r in rounds]
+        print(f"{title}: best {min(values):.2f} median {_median(values):.2f}")
 
 
 def _median(values: list[float]) -> float:

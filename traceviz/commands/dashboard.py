@@ -6,8 +6,7 @@ opened; every table downloads as CSV.
 
 RUN_DIR is a run directory made by `traceviz run`; A and B are two trace files (.json /
 .json.gz). With neither, the page starts empty and both traces are uploaded in it. The traces
-are read and analysed after Panel has started (TRACEVIZ_DASHBOARD_OVERLAP=1: while it
-starts, on a worker thread).
+are read and analysed once Panel has started.
 
 DATASET is a ranks dataset made by `traceviz ingest` (one trace per rank of a job): the Ranks
 tab comes first (per-rank bars of compute, collective transfer and waiting per step, the
@@ -34,35 +33,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import traceviz
 from traceviz.commands.collector import collector_off
-from traceviz.concurrent_sides import side_by_side
 from traceviz.gc_pause import collector_paused
 
 if TYPE_CHECKING:
     from traceviz.pipeline import Report
 
-T = TypeVar("T")
-
-#: ``TRACEVIZ_DASHBOARD_OVERLAP=1``: read and analyse the traces on a worker thread while this
-#: thread imports Panel and warms it up (on two CPUs or more). Off by default: on a quiet
-#: 2-CPU machine the 1M-event pair was ready later at once than one after the other (median
-#: of 5 rounds 4.34 s against 4.01 s, 11% more CPU: benchmarks/dashboard.py --command): Panel's
-#: import and the load's table building both hold the GIL, and the threads' hand-offs cost
-#: more than the scan's GIL-free stretches save. Kept for machines where it pays.
-OVERLAP_ENV = "TRACEVIZ_DASHBOARD_OVERLAP"
-#: Modules that the load imports when first needed and that Panel's import imports too:
-#: imported before the load's worker starts, so that no module is imported by the two threads
-#: at once (two threads importing modules of one import cycle can deadlock; Python then raises
-#: an error). tests/test_dashboard_startup.py checks that no other module is shared. pyarrow
-#: is an extra (ranks): when it is not installed, neither thread imports these.
-SHARED_IMPORTS = ("pyarrow.pandas_compat", "pyarrow.vendored.version")
 #: What ``pip install 'traceviz[dashboard]'`` brings: looked for before any work starts.
 EXTRA = ("panel", "plotly")
 
@@ -94,8 +76,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the arguments; import Panel and warm it up, then read and analyse the traces (a
-    run directory or A B; both at once with :data:`OVERLAP_ENV`: :func:`load_beside_panel`);
-    then serve. A ranks dataset is read after Panel is imported (its app needs Panel)."""
+    run directory or A B); then serve. A ranks dataset is read after Panel is imported too
+    (its app needs Panel). Panel first: a missing or broken Panel is said before any trace is
+    read. (Loading on a worker thread while Panel imports was measured slower on 2 CPUs: both
+    hold the GIL; benchmarks/RESULTS.md PERF8.)"""
     if len(args.paths) > 2:
         raise traceviz.UsageError(
             "give a run directory, two trace files (A B), or one or two ranks datasets"
@@ -113,13 +97,8 @@ def run(args: argparse.Namespace) -> int:
     names = tuple(args.names) if args.names else None
     if any(is_dataset(Path(path).expanduser()) for path in args.paths):
         return _serve_ranks(args, names)
-    if args.paths:
-        comparison = load_beside_panel(
-            lambda: comparison_from_args(args.paths, names=names), overlap=overlap_on()
-        )
-    else:
-        comparison = None
-        prepare_panel()
+    prepare_panel()
+    comparison = comparison_from_args(args.paths, names=names) if args.paths else None
     from traceviz.dashboard.serve import serve
 
     return serve(
@@ -134,16 +113,9 @@ def run(args: argparse.Namespace) -> int:
 
 def prepare_load() -> Callable[..., Report | None]:
     """:func:`~traceviz.dashboard.loading.comparison_from_args`, imported (pandas, the
-    pipeline; no Panel) with the collector off (:mod:`traceviz.commands.collector`), and
-    :data:`SHARED_IMPORTS` imported too: before the load's worker starts."""
+    pipeline; no Panel) with the collector off (:mod:`traceviz.commands.collector`)."""
     with collector_off():  # made before the collector's freeze
         from traceviz.dashboard.loading import comparison_from_args
-
-        for name in SHARED_IMPORTS:
-            try:
-                importlib.import_module(name)
-            except ImportError:  # not installed (the ranks extra): no thread imports it
-                continue
     return comparison_from_args
 
 
@@ -172,36 +144,6 @@ def prepare_panel() -> None:
         except ImportError as err:
             raise _extra_missing(err.name) from err
         prepare()
-
-
-def overlap_on() -> bool:
-    """Whether the load runs beside Panel's start: only when :data:`OVERLAP_ENV` says ``1``,
-    and not where the process may run on one CPU only (two threads there only take turns)."""
-    if os.environ.get(OVERLAP_ENV, "").strip() != "1":
-        return False
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        cpus = os.cpu_count() or 1
-    return cpus >= 2
-
-
-def load_beside_panel(load: Callable[[], T], *, overlap: bool) -> T:
-    """``load()``'s value, ``load`` run on a worker thread while this thread runs
-    :func:`prepare_panel` (with ``overlap``: :func:`overlap_on`; else one after the other,
-    Panel first).
-
-    What overlaps is what releases the GIL: reading the files, the native scanner, NumPy and
-    pandas kernels; Python work on both threads takes turns. Errors come as they would one
-    after the other: a missing Panel (:func:`prepare_panel`'s error) first, then the load's,
-    raised here (the file named, the server never started). Ctrl-C stops this thread at
-    once; the worker, a daemon, is dropped (:mod:`traceviz.concurrent_sides`). Each runs
-    once."""
-    if not overlap:
-        prepare_panel()
-        return load()
-    _, value = side_by_side(prepare_panel, load, name="traceviz-dashboard-load")
-    return value
 
 
 def _serve_ranks(args: argparse.Namespace, names: tuple[str, ...] | None) -> int:
