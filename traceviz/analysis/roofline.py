@@ -167,7 +167,10 @@ class Roofline:
         return {
             **self.peaks.to_json(),
             "latency_us": LATENCY_US,
-            "time_by_bound_us": dict(self.time_by_bound),
+            "time_by_bound": [
+                {"bound": bound, "time_us": time_us}
+                for bound, time_us in self.time_by_bound.items()
+            ],
             "kernels": records(self.by_name, limit=top),
         }
 

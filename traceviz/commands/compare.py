@@ -29,11 +29,13 @@ examples:
   traceviz compare eager-ranks/ compiled-ranks/ --ranks --names eager compiled
   traceviz compare runs/mlp --no-cache          # parse and analyse again, keep nothing
   traceviz compare runs/mlp --cache-dir /tmp/traceviz-cache
+  traceviz compare runs/mlp --peaks my-gpu.json  # roofline against your own peaks
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING
 
 import traceviz
@@ -44,6 +46,7 @@ from traceviz.commands.output import check_output, output_format
 from traceviz.report.formats import COMPARISON, names, renderer
 
 if TYPE_CHECKING:
+    from traceviz.analysis.peaks import DevicePeaks
     from traceviz.pipeline import Report
 
 FORMATS = names(COMPARISON)
@@ -72,6 +75,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ranks",
         action="store_true",
         help="A and B are ranks datasets (traceviz ingest): compare the two runs rank by rank",
+    )
+    parser.add_argument(
+        "--peaks",
+        metavar="FILE",
+        help="device peaks for the roofline, JSON or TOML (hbm_tbps, fp32_tflops ... fp8_tflops; "
+        "docs/roofline.md), instead of the table's row for the trace's device",
     )
 
 
@@ -117,11 +126,15 @@ def run(args: argparse.Namespace) -> int:
     if args.format == "html":
         check_html_extra()
     # An unchanged input with the same options: the stored output, without pandas.
-    entry = output_cache.compare_entry(args) if args.top >= 0 else None
+    peaks = read_peaks(args)  # a bad --peaks file fails before any work
+    # (with --peaks: no stored output, its key does not hold the file)
+    entry = output_cache.compare_entry(args) if args.top >= 0 and peaks is None else None
     if entry is not None and (hit := entry.read()) is not None:
         output_cache.write(hit, args.output)
         return output_cache.exit_code(hit.reached, args.fail_on)
     report = build(args)
+    if peaks is not None:
+        report = dataclasses.replace(report, peaks=peaks)
     reached = severities_reached(report)
     rendered = renderer(args.format).comparison(report, top=args.top)
     sources = report_cache.source_files(report)  # user files whose lines' text it shows
@@ -146,3 +159,13 @@ def severities_reached(report: Report) -> tuple[str, ...]:
 def fail_status(report: Report, fail_on: str | None) -> int:
     """1 when ``--fail-on`` is given and a finding of that severity or worse exists, else 0."""
     return output_cache.exit_code(severities_reached(report), fail_on)
+
+
+def read_peaks(args: argparse.Namespace) -> DevicePeaks | None:
+    """The ``--peaks`` file's figures (UsageError naming the file when it is bad), or None."""
+    path = getattr(args, "peaks", None)
+    if path is None:
+        return None
+    from traceviz.analysis.peaks import read_peaks_file
+
+    return read_peaks_file(path)

@@ -16,6 +16,7 @@ from traceviz.records import plain, records
 from traceviz.report.backends_json import backends_json, onnxruntime_json
 from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
+from traceviz.report.roofline_report import bridge_json, roofline_json
 
 #: Rows of the longest tables kept per side (the calls/ops with most time come first).
 BLOCKING_CALLS_SHOWN = 50
@@ -51,17 +52,11 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "backends": backends_json(comparison.backends),
         "onnxruntime": onnxruntime_json(comparison.backends),
         "speed": comparison_speed(comparison).to_json(),
-        "profiled_vs_timed": _profiled_vs_timed(comparison),
+        "roofline": roofline_json(comparison, top=top),
+        "bridge": bridge_json(comparison),
         "findings": [_finding(f) for f in comparison.findings],
     }
     return whole_counts(data)  # counts as integers, whatever the column dtype
-
-
-def _profiled_vs_timed(comparison: Comparison) -> dict[str, Any] | None:
-    """Each side's profiled step median against run.json's timed one (docs/compare-json.md,
-    "Profiled vs timed steps"); null without run.json timing."""
-    check = comparison.profiled_timing
-    return check.to_json() if check is not None else None
 
 
 def _lines_from(comparison: Comparison) -> dict[str, Any] | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
+from traceviz.report.roofline_report import roofline_views
 from traceviz.report.views import View, comparison_views, headline
 
 
@@ -17,6 +18,10 @@ def comparison_markdown(comparison: Report, *, top: int = 10) -> str:
         if view.note:
             parts += ["", f"_{view.note}_"]
     parts += _findings_markdown(comparison)
+    for view in roofline_views(comparison, top=top):  # the step bridge and the roofline, last
+        parts += ["", f"## {view.title}", "", _table(view)]
+        if view.note:
+            parts += ["", f"_{view.note}_"]
     return "\n".join(parts) + "\n"
 
 

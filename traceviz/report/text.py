@@ -21,6 +21,7 @@ from traceviz.diagnose.finding import Finding
 from traceviz.records import records
 from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
+from traceviz.report.roofline_report import roofline_views
 from traceviz.report.views import View, comparison_views, headline
 from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
@@ -168,12 +169,15 @@ def _regions(s: TraceSummary) -> Table:
 
 
 def render_comparison(comparison: Report, console: Console, *, top: int = 10) -> None:
-    """Print a report: headline, every table of :func:`comparison_views`, then the findings."""
+    """Print a report: headline, every table of :func:`comparison_views`, the findings, then the
+    step bridge and the roofline (:func:`~traceviz.report.roofline_report.roofline_views`)."""
     for line in headline(comparison):
         console.print(Text(line))
     for view in [*comparison_views(comparison, top=top), *backends_views(comparison, top=top)]:
         render_view(view, console)
     render_findings(comparison.findings, console)
+    for view in roofline_views(comparison, top=top):  # the step bridge and the roofline, last
+        render_view(view, console)
 
 
 def render_view(view: View, console: Console) -> None:

@@ -1,0 +1,52 @@
+"""``traceviz compare --peaks FILE``: the roofline of every side against the file's figures
+(JSON and text), and a bad file is a one-line error with exit status 2 before any work."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLES
+from traceviz import cli
+
+RUN = SAMPLES / "h200" / "pointwise"
+
+
+def test_compare_json_has_the_roofline_and_the_bridge(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["compare", str(RUN), "--format", "json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for side in ("a", "b"):
+        roofline = doc["roofline"][side]
+        assert roofline["basis"] == "table"
+        assert roofline["peaks"]["name"] == "NVIDIA H200 SXM"
+        assert roofline["kernels"] and all(k["achieved_tbps"] <= 4.8 for k in roofline["kernels"])
+    bridge = doc["bridge"]
+    assert bridge["basis"] == "timed medians"
+    total = sum(p["delta_us"] for p in bridge["parts"]) + bridge["remainder_us"]
+    assert total == pytest.approx(bridge["difference_us"])
+
+
+def test_a_peaks_file_replaces_the_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text(json.dumps({"name": "my GPU", "hbm_tbps": 0.5, "fp32_tflops": 5}))
+    args = ["compare", str(RUN), "--format", "json", "--peaks", str(peaks)]
+    assert cli.main(args) == 0
+    roofline = json.loads(capsys.readouterr().out)["roofline"]["b"]
+    assert roofline["basis"] == "file" and roofline["peaks"]["name"] == "my GPU"
+    assert roofline["peaks"]["source"] == str(peaks)
+    assert cli.main(["compare", str(RUN), "--peaks", str(peaks), "--no-cache"]) == 0
+    assert "my GPU (file" in capsys.readouterr().out.replace("\n", " ")
+
+
+def test_a_bad_peaks_file_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    peaks = tmp_path / "peaks.json"
+    peaks.write_text('{"hbm_tbps": 0}')
+    assert cli.main(["compare", str(RUN), "--peaks", str(peaks)]) == 2
+    err = capsys.readouterr().err
+    assert str(peaks) in err and "positive" in err

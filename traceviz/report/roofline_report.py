@@ -1,0 +1,165 @@
+"""The roofline and the step bridge of a report, for every renderer: JSON sections
+(``roofline``, ``bridge``; docs/compare-json.md) and two tables shown at the end of the text
+and Markdown reports (docs/roofline.md).
+
+The analyses are :func:`traceviz.analysis.roofline.side_roofline` (with the report's ``--peaks``
+override, :attr:`traceviz.report.bundle.Report.peaks`) and
+:func:`traceviz.analysis.bridge.step_bridge`; this module only shapes them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from traceviz.analysis.bridge import BridgeParts, StepBridge, step_bridge
+from traceviz.analysis.compare import Comparison, Side
+from traceviz.analysis.roofline import Roofline, RooflineByName, side_roofline
+from traceviz.report.views import View
+from traceviz.units import fmt_pct, fmt_us
+
+__all__ = ["bridge_json", "bridge_of", "roofline_json", "roofline_of", "roofline_views"]
+
+
+def roofline_of(comparison: Comparison, which: str) -> Roofline | None:
+    """Side ``which``'s roofline (None where traceviz does not model its device)."""
+    side: Side = comparison.side(which)
+    if not side.summary.analysed:
+        return None
+    return side_roofline(side, override=getattr(comparison, "peaks", None))
+
+
+def bridge_of(comparison: Comparison) -> StepBridge | None:
+    """The pair's step bridge (None when a side has no step or its device is not modelled)."""
+    if not (comparison.a.summary.analysed and comparison.b.summary.analysed):
+        return None
+    return step_bridge(comparison.a, comparison.b, run_info=comparison.run_info)
+
+
+def roofline_json(comparison: Comparison, *, top: int) -> dict[str, Any]:
+    """``roofline``: per side, the peaks used and the ``top`` kernel names (or null)."""
+    out: dict[str, Any] = {}
+    for which in ("a", "b"):
+        roofline = roofline_of(comparison, which)
+        out[which] = roofline.to_json(top=top) if roofline is not None else None
+    return out
+
+
+def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
+    """``bridge``: the step bridge, or null."""
+    bridge = bridge_of(comparison)
+    return bridge.to_json() if bridge is not None else None
+
+
+def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
+    """The step bridge and the roofline tables (empty ones left out)."""
+    views = [_bridge_view(comparison), _roofline_view(comparison, top=top)]
+    return [v for v in views if v is not None and (v.rows or v.note)]
+
+
+def _bridge_view(comparison: Comparison) -> View | None:
+    bridge = bridge_of(comparison)
+    if bridge is None:
+        return None
+    a, b = bridge.names
+    rows = [
+        [
+            str(row[BridgeParts.label]),
+            _us(row[BridgeParts.a_us]),
+            _us(row[BridgeParts.b_us]),
+            _signed_us(row[BridgeParts.delta_us]),
+        ]
+        for _, row in bridge.parts.iterrows()
+    ]
+    share = bridge.remainder_share
+    remainder = _signed_us(bridge.remainder_us)
+    rows.append(["remainder (kernels overlapping on streams)", "", "", remainder])
+    rows.append([f"= step difference ({bridge.basis})", fmt_us(bridge.step_a_us),
+                 fmt_us(bridge.step_b_us), _signed_us(bridge.difference_us)])  # fmt: skip
+    note = (
+        f"µs per step; Δ = {a} − {b} (positive: {b} spends less). Remainder "
+        f"{'–' if share is None else fmt_pct(100 * share)} of the difference."
+    )
+    return View(
+        title=f"Step bridge: why {b} differs from {a}",
+        columns=["part", a, b, "Δ"],
+        rows=rows,
+        note=note,
+    )
+
+
+def _roofline_view(comparison: Comparison, *, top: int) -> View | None:
+    rows: list[list[str]] = []
+    notes = []
+    for which in ("a", "b"):
+        roofline = roofline_of(comparison, which)
+        if roofline is None:
+            continue
+        name = comparison.side(which).name
+        peaks = roofline.peaks
+        if peaks.peaks is None:
+            notes.append(f"{name}: no peaks for {peaks.device_name or 'this device'} (no-peak)")
+        else:
+            notes.append(f"{name}: {peaks.peaks.name} ({peaks.basis.value}: {peaks.peaks.source})")
+        for _, row in roofline.by_name.head(top).iterrows():
+            rows.append(_roofline_row(name, row))
+    if not rows:
+        return None
+    return View(
+        title="Roofline: kernels by device time",
+        columns=[
+            "side",
+            "kernel",
+            "kind",
+            "count",
+            "time",
+            "TB/s",
+            "TFLOP/s",
+            "FLOP/B",
+            "% of roof",
+            "bound",
+        ],
+        rows=rows,
+        note="; ".join(notes),
+        names=(1,),
+    )
+
+
+def _roofline_row(side: str, row: Any) -> list[str]:
+    b = RooflineByName
+    return [
+        side,
+        str(row[b.name]),
+        str(row[b.kind]),
+        str(int(row[b.count])),
+        fmt_us(row[b.time_us]),
+        _number(row[b.achieved_tbps], 3),
+        _number(row[b.achieved_tflops], 2),
+        _number(row[b.intensity], 1),
+        "–" if _missing(row[b.pct_of_roof]) else fmt_pct(row[b.pct_of_roof]),
+        str(row[b.bound]),
+    ]
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _number(value: Any, digits: int) -> str:
+    return "–" if _missing(value) else f"{float(value):.{digits}f}"
+
+
+#: Below this (µs) a figure is rounding noise of the sums (the remainder of an exact split).
+_NOISE_US = 1e-6
+
+
+def _us(value: float) -> str:
+    """µs with a real minus sign (the profiler part is negative: profiled steps are longer)."""
+    return ("−" if value < -_NOISE_US else "") + fmt_us(
+        abs(value) if abs(value) >= _NOISE_US else 0.0
+    )
+
+
+def _signed_us(value: float) -> str:
+    sign = "+" if value > _NOISE_US else "−" if value < -_NOISE_US else ""
+    return sign + fmt_us(abs(value) if abs(value) >= _NOISE_US else 0.0)
