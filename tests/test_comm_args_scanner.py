@@ -3,8 +3,8 @@ built, else (or when the scanner refuses the file) with its msgspec pass: the ta
 same either way, on the corpus NCCL rank, on the ranks fixtures' jobs and on hand-made
 documents of every odd kind of value; bad input is one TraceFormatError either way.
 
-Each test runs with the real extension (when built), with the pure-Python stand-in
-(tests/scan_reference.py) and with no scanner at all (the msgspec pass alone)."""
+Each test runs with the real extension (when built) and with no scanner at all (the msgspec
+pass alone)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from tests import scan_reference
 from tests.conftest import CORPUS, read_json
 from tests.ranks_fixtures import ranks_from_trace, synthetic_job, write_ranks
 from traceviz.errors import TraceFormatError
@@ -37,7 +36,6 @@ def _extension() -> Any:
 
 
 SCANNERS = [
-    pytest.param(scan_reference, id="reference"),
     pytest.param(
         _extension(),
         id="extension",
@@ -197,11 +195,8 @@ def test_what_the_scanner_refuses_is_read_by_msgspec(
 ) -> None:
     path = tmp_path / "odd.json"
     path.write_text(text)
-    scanned = comm_args._scanned_rows(read_bytes(path), scanner) is not None
-    if scanner is scan_reference and scanned:  # the stand-in decodes these as msgspec does
-        assert_same_table(path, scanner)
-    else:
-        assert_same_table(path, scanner, scanned=False)
+    assert comm_args._scanned_rows(read_bytes(path), scanner) is None
+    assert_same_table(path, scanner, scanned=False)
 
 
 @pytest.mark.parametrize(

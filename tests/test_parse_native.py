@@ -2,8 +2,7 @@
 meta and stats of the Python path (msgspec structs), on every real trace and on hand-made
 traces of every odd kind of value; whatever the scanner refuses is parsed the Python way.
 
-Each test runs with the pure-Python stand-in (tests/scan_reference.py, always) and with the
-real extension when it is built.
+Each test runs with the real extension, and is skipped where it is not built.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests import scan_reference
 from tests.conftest import SAMPLES, corpus_params
 from traceviz.errors import TraceFormatError
 from traceviz.parse import load_trace, native, read
@@ -42,13 +40,13 @@ def _real_module() -> Any:
         return None
 
 
-SCANNERS = [pytest.param(scan_reference, id="reference")]
-if _real_module() is not None:
-    SCANNERS.append(pytest.param(_real_module(), id="extension"))
-else:
-    SCANNERS.append(
-        pytest.param(None, id="extension", marks=pytest.mark.skip(reason="_scan not built"))
+SCANNERS = [
+    pytest.param(
+        _real_module(),
+        id="extension",
+        marks=pytest.mark.skipif(_real_module() is None, reason="_scan not built"),
     )
+]
 
 
 @pytest.fixture(params=SCANNERS)
@@ -371,7 +369,9 @@ class _Spy:
 def test_native_env_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": BASE}))
-    spy = _Spy(scan_reference)
+    if _real_module() is None:
+        pytest.skip("_scan not built")
+    spy = _Spy(_real_module())
     monkeypatch.setattr(native, "_module", spy)
     monkeypatch.setenv(native.NATIVE_ENV, "0")
     off = load_trace(path, cache=False)
