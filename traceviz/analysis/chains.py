@@ -248,7 +248,7 @@ def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
     """:func:`chain_members` grouped by op sequence, largest total time first."""
     if members.empty:
         return []
-    return _group_table(_chain_table(members, texts=False), trace.ops)
+    return _group_table(_chain_table(members), trace.ops)
 
 
 def _empty() -> pd.DataFrame:
@@ -829,17 +829,9 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _per_chain(members: pd.DataFrame) -> pd.DataFrame:
-    """One row per chain occurrence: signature, kernels, time, longest kernel, intermediates
-    (:func:`_chain_table` as a frame indexed by chain id)."""
-    table = _chain_table(members)
-    chain = table.pop(ChainMember.chain)
-    return pd.DataFrame(table, index=pd.Index(chain, name=ChainMember.chain))
-
-
-def _chain_table(members: pd.DataFrame, *, texts: bool = True) -> dict[str, Any]:
+def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
     """Per chain occurrence, in order: chain id, signature, kernels, time, longest kernel,
-    intermediates, as arrays (the signatures a list).
+    intermediates, as arrays.
 
     A member's output counts as an intermediate when it is the first kernel of its op in the
     chain and that op is not the chain's last (an op's several kernels share one output).
@@ -848,9 +840,10 @@ def _chain_table(members: pd.DataFrame, *, texts: bool = True) -> dict[str, Any]
     figure is taken over its run of rows with NumPy; the two float sums by pandas' groupby
     (its compensated sum, as before), the maxima skipping NaN, the first row of a tie.
 
-    Without ``texts`` the signatures may come as numbers instead (``signature_codes``: per
-    chain, its signature's number in order of first appearance; ``signature_texts``: per
-    number, the signature), told apart by the labels' codes (:func:`_signature_numbers`).
+    The signatures come as numbers (``signature_codes``: per chain, its signature's number
+    in order of first appearance; ``signature_texts``: per number, the signature), told apart
+    by the labels' codes (:func:`_signature_numbers`); where the codes cannot tell them apart,
+    as texts (``signature``: a list).
     """
     chain = members[ChainMember.chain].to_numpy()
     n = chain.size
@@ -876,7 +869,7 @@ def _chain_table(members: pd.DataFrame, *, texts: bool = True) -> dict[str, Any]
     largest_row = (
         np.minimum.reduceat(np.where(filled == peak[run], positions, n), starts) if n else run
     )
-    numbered = None if texts else _signature_numbers(members[ChainMember.label], starts)
+    numbered = _signature_numbers(members[ChainMember.label], starts)
     if numbered is None:
         labels = members[ChainMember.label].astype(str)
         signature: dict[str, Any] = {"signature": _signatures(members[ChainMember.chain], labels)}
@@ -938,14 +931,6 @@ def _signature_numbers(
     per_chain = [number.setdefault(tuple(runs[a:b]), len(number)) for a, b in pairwise(bounds)]
     texts = [SEPARATOR.join(names[c] for c in key) for key in number]
     return np.asarray(per_chain, dtype=np.intp), texts
-
-
-def _group(per_chain: pd.DataFrame, ops: pd.DataFrame) -> list[ChainGroup]:
-    """Sum chains with the same op sequence; largest total time first (:func:`_group_table`
-    of :func:`_per_chain`'s frame)."""
-    table: dict[str, Any] = {c: per_chain[c].to_numpy() for c in per_chain.columns}
-    table["signature"] = per_chain["signature"].tolist()
-    return _group_table(table, ops)
 
 
 def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:

@@ -27,6 +27,7 @@ from traceviz.analysis.fusion_lines import fusion_evidence, read_log
 from traceviz.analysis.launch import LaunchOverhead, launch_overhead
 from traceviz.analysis.line_transfer import LineTransfer
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic
+from traceviz.analysis.profiled_timing import ProfiledVsTimed, profiled_vs_timed
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.analysis.traffic_compare import traffic_gap_note
@@ -86,6 +87,8 @@ class Comparison:
     run_info: RunInfo | None = None  # the run directory's run.json, typed
     # a's source lines read from a separate lines trace: how many a kernels had a twin there
     line_transfer: LineTransfer | None = None
+    # each side's profiled step median against run.json's timed median (None without timing)
+    profiled_timing: ProfiledVsTimed | None = None
 
     def side(self, which: str) -> Side:
         if which not in SIDES:
@@ -136,6 +139,9 @@ def compare_sides(
         fusion=fusion,
         run_info=run_info,
         line_transfer=lines.transfer if lines is not None else None,
+        profiled_timing=profiled_vs_timed(
+            a.trace, b.trace, names=(a.name, b.name), run_info=run_info
+        ),
     )
 
 

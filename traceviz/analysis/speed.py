@@ -152,6 +152,24 @@ def compare_samples(
     return SpeedVerdict(ma, mb, ratio, low, high, level, verdict, basis, len(xa), len(xb))
 
 
+def median_interval(
+    samples: Sequence[float] | npt.NDArray[np.float64],
+    *,
+    resamples: int = RESAMPLES,
+    level: float = LEVEL,
+    seed: int = SEED,
+) -> tuple[float, float, float] | None:
+    """One sample's median (µs) and its percentile bootstrap interval at ``level``:
+    ``(median, low, high)``; None with fewer than :data:`MIN_SAMPLES` finite positive values."""
+    values = _clean(samples)
+    if len(values) < MIN_SAMPLES:
+        return None
+    medians = _bootstrap_median(values, resamples, np.random.default_rng(seed))
+    tail = 100 * (1 - level) / 2
+    low, high = (float(v) for v in np.percentile(medians, [tail, 100 - tail]))
+    return float(np.median(values)), low, high
+
+
 def _bootstrap_median(
     values: npt.NDArray[np.float64], resamples: int, rng: np.random.Generator
 ) -> npt.NDArray[np.float64]:

@@ -125,12 +125,12 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from traceviz.commands.speed_line import speed_line
+    from traceviz.commands.speed_line import profiled_line, speed_line
     from traceviz.runner.onnx.display import print_backends
 
     result = profile_from_args(args)
     console = output.console()
-    print_run(result, console, speed=speed_line(result.info))
+    print_run(result, console, speed=speed_line(result.info), notice=profiled_line(result))
     print_backends(result.info, console)
     console.print(next_steps(result))
     return 0 if result.ok and not _ort_outputs_differ(result) else 1

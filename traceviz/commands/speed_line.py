@@ -1,4 +1,5 @@
-"""The statistical verdict under ``traceviz run``/``demo``'s timing table.
+"""The statistical verdict under ``traceviz run``/``demo``'s timing table, and the note that
+leads their output when the profiled steps do not look like the timed ones.
 
 The table's ``speedup`` is eager's median step over compiled's; on a noisy machine that ratio
 alone can read 0.47× while the timed samples cannot tell the two apart. This line gives the
@@ -8,7 +9,10 @@ verdict of :func:`traceviz.analysis.speed.compare_samples` on the same samples (
 
 from __future__ import annotations
 
+from traceviz.analysis.profiled_timing import profiled_vs_timed
 from traceviz.analysis.speed import SAME, compare_samples
+from traceviz.report.profiled_note import profiled_note
+from traceviz.runner.run import Run
 from traceviz.runner.runinfo import RunInfo
 
 
@@ -29,3 +33,16 @@ def speed_line(info: RunInfo) -> str | None:
         f"speedup verdict: {said} (compiled/eager {verdict.ratio:.2f}×, "
         f"{verdict.interval_text()}; bootstrap of the medians of the timed steps)"
     )
+
+
+def profiled_line(run: Run) -> str | None:
+    """The "profiled times are not representative: …" note
+    (:func:`traceviz.report.profiled_note.profiled_note`) when the run's profiled step medians
+    disagree with its timed ones; None when they agree, or without both traces and timing.
+    Reads both traces (the parse cache keeps them for the ``compare`` that follows)."""
+    if run.eager_trace is None or run.compiled_trace is None or run.info.timing.compiled is None:
+        return None
+    check = profiled_vs_timed(
+        run.load_eager(), run.load_compiled(), names=("eager", "compiled"), run_info=run.info
+    )
+    return profiled_note(check)

@@ -54,9 +54,17 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "speed": comparison_speed(comparison).to_json(),
         "roofline": roofline_json(comparison, top=top),
         "bridge": bridge_json(comparison),
+        "profiled_vs_timed": _profiled_vs_timed(comparison),
         "findings": [_finding(f) for f in comparison.findings],
     }
     return whole_counts(data)  # counts as integers, whatever the column dtype
+
+
+def _profiled_vs_timed(comparison: Comparison) -> dict[str, Any] | None:
+    """Each side's profiled step median against run.json's timed one (docs/compare-json.md,
+    "Profiled vs timed steps"); null without run.json timing."""
+    check = comparison.profiled_timing
+    return check.to_json() if check is not None else None
 
 
 def _lines_from(comparison: Comparison) -> dict[str, Any] | None:

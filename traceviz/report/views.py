@@ -20,6 +20,7 @@ from traceviz.analysis.windows import full_steps
 from traceviz.diagnose.rules.slower import basis_text, comparison_speed
 from traceviz.records import records
 from traceviz.report.metric_names import is_share, metric_label
+from traceviz.report.profiled_note import DEVICE_TIME_WITHHELD, profiled_note
 from traceviz.schema import Steps
 from traceviz.units import fmt_bytes, fmt_count, fmt_pct, fmt_us
 
@@ -69,24 +70,34 @@ def fmt_ratio(value: float) -> str:
 
 
 def headline(comparison: Comparison) -> list[str]:
-    """A few sentences that answer "what did it do?"."""
+    """A few sentences that answer "what did it do?": first, when a run's profiled steps do
+    not look like its timed ones, the note that says so (:mod:`traceviz.report.profiled_note`);
+    then the speed verdict (the timed one when the run has timing), then what was compared."""
     a, b = comparison.names
-    lines = [
+    note = profiled_note(comparison.profiled_timing)
+    lines = [note] if note else []
+    lines += speed_lines(comparison)
+    lines += [
         f"{a}: {comparison.a.trace.meta.source} ({comparison.a.trace.device_kind.value})",
         f"{b}: {comparison.b.trace.meta.source} ({comparison.b.trace.device_kind.value})",
     ]
     kernels, time = comparison.metric("kernel_count"), comparison.metric("kernel_time_us")
+    device_time = (
+        DEVICE_TIME_WITHHELD
+        if note
+        else f"device time {_metric_value(time, Metric.a)} → {_metric_value(time, Metric.b)} "
+        f"({time[Metric.basis]})"
+    )
     lines.append(
         f"kernels {_metric_value(kernels, Metric.a)} → {_metric_value(kernels, Metric.b)}"
-        f" ({fmt_ratio(kernels[Metric.ratio])}), device time "
-        f"{_metric_value(time, Metric.a)} → {_metric_value(time, Metric.b)} ({time[Metric.basis]})"
+        f" ({fmt_ratio(kernels[Metric.ratio])}), {device_time}"
     )
     per = comparison.metric("eager_kernels_per_compiled_kernel")[Metric.b]
     if per is not None and not math.isnan(per):
         lines.append(f"{per:.2f} {a} kernels per {b} kernel")
     if comparison.fusion.comparability.withheld:
         lines.append(f"no fusion figures: {a} and {b} are not one workload (see findings)")
-    return lines + speed_lines(comparison)
+    return lines
 
 
 def speed_lines(comparison: Comparison) -> list[str]:

@@ -21,10 +21,15 @@ from traceviz.runner.runinfo import Correctness, RunInfo, TimingStats
 from traceviz.units import fmt_bytes, fmt_us
 
 
-def print_run(run: Run, console: Console, *, speed: str | None = None) -> None:
+def print_run(
+    run: Run, console: Console, *, speed: str | None = None, notice: str | None = None
+) -> None:
     """Print the whole result of ``run``; ``speed`` is the timed steps' statistical verdict,
-    printed under the timing table (``traceviz.commands.speed_line``: this layer cannot
-    reach the analysis that makes it)."""
+    printed under the timing table, and ``notice`` the note that the profiled steps are not
+    representative, printed first (both from ``traceviz.commands.speed_line``: this layer
+    cannot reach the analysis that makes them)."""
+    if notice:
+        console.print(Text(notice, style="bold yellow"))
     problems = run.problems()
     if problems:
         console.print(Panel("\n".join(problems), title="[bold]PROBLEM[/]", border_style="bold red"))
