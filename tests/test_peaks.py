@@ -158,3 +158,17 @@ def test_bad_peaks_files_name_the_file_and_the_problem(
 def test_a_missing_peaks_file_is_a_usage_error(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="cannot read"):
         read_peaks_file(tmp_path / "absent.json")
+
+
+def test_docs_roofline_lists_the_table_as_it_is() -> None:
+    """docs/roofline.md's peak table: one row per PEAK_TABLE row, same figures and sources."""
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "roofline.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "datasheet" in line]
+    assert len(rows) == len(PEAK_TABLE)
+    for line, row in zip(rows, PEAK_TABLE, strict=True):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        figures = [row.hbm_tbps, *(row.tflops(p) for p in PRECISIONS)]
+        assert cells[0] == row.name and cells[-1] == row.source
+        assert cells[1:7] == ["–" if v is None else f"{v:g}" for v in figures]

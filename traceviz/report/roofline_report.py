@@ -149,8 +149,9 @@ def _number(value: Any, digits: int) -> str:
     return "–" if _missing(value) else f"{float(value):.{digits}f}"
 
 
-#: Below this (µs) a figure is rounding noise of the sums (the remainder of an exact split).
-_NOISE_US = 1e-6
+#: Below this (µs, 10 ns: finer than trace clocks resolve) a figure is shown as 0: the rounding
+#: of sums of large clock values (the remainder of an exact split).
+_NOISE_US = 0.01
 
 
 def _us(value: float) -> str:
