@@ -112,7 +112,7 @@ def test_blocked_time_per_step_is_a_union_clipped_to_the_step(tmp_trace) -> None
 
 
 @pytest.mark.parametrize("blocked_us", [6.0, 14_000.0])
-def test_sync_severity_follows_the_blocked_share(tmp_trace, blocked_us: float) -> None:
+def test_sync_severity_follows_the_idle_while_blocked(tmp_trace, blocked_us: float) -> None:
     events = [*_kernels(3, 10), op("aten::item", 495, blocked_us + 10)]
     events += [launch("cudaStreamSynchronize", 500, blocked_us, 99)]
     findings = diagnose_trace(traceviz.load(tmp_trace(_step(events, dur=100_000))))
@@ -160,7 +160,10 @@ def test_flux_blocking_device_to_host_copy() -> None:
     assert top[B.op] == "aten::copy_" and "method cpu of Tensor" in top[B.frame]
     findings = diagnose_trace(trace)
     sync = next(f for f in findings if f.id == SYNC_ID)
-    assert sync.severity is Severity.WARNING
+    # the device works through the 114 ms block: the gain (device idle while blocked) is
+    # under 0.1% of the step, so the severity (issue 24 §3: it follows the gain) is info
+    assert sync.est_gain_us is not None and sync.est_gain_us < 1000
+    assert sync.severity is Severity.INFO
     assert "hipMemcpyWithStream" in sync.title or any(
         "hipMemcpyWithStream" in str(e) for e in sync.evidence
     )

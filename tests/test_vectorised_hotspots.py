@@ -25,6 +25,7 @@ from traceviz.analysis.blocking import blocked_intervals, blocking_calls
 from traceviz.analysis.chains import chain_members
 from traceviz.analysis.kernels import classify
 from traceviz.analysis.memory import memory_traffic
+from traceviz.analysis.stream_waits import gated_activities
 from traceviz.analysis.timeline import data_keys, largest_shape, timeline
 from traceviz.analysis.windows import StepWindows, overlap, step_windows, union
 from traceviz.diagnose.facts import facts_of_trace, kernel_steps
@@ -79,6 +80,7 @@ def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
     blocking = blocking_calls(trace)
     kernels = trace.kernels
     starts, ends, issued = kernel_intervals(kernels)
+    gated = gated_activities(trace)
     whole = _WholeBlocked(*blocked_intervals(blocking.calls))
     thread = idle_mod._main_thread(trace)
     ops = _outer_ops_lexsort(trace, thread)
@@ -86,7 +88,7 @@ def _idle_split_loop(trace: Trace, windows: StepWindows) -> idle_mod.IdleSplit:
     rows, work, spans = [], [], []
     for i, (step, lo, hi) in enumerate(windows):
         inside = (starts >= lo) & (starts < hi) & np.isfinite(starts)
-        gaps = idle_mod._gaps(starts[inside], ends[inside], issued[inside], lo, hi)
+        gaps = idle_mod._gaps(starts[inside], ends[inside], issued[inside], lo, hi, gated[inside])
         row, wait, blocked = idle_mod._split(gaps, whole, lo, hi)
         spans.append(blocked)
         row[idle_mod.IdleParts.busy_us] = max((hi - lo) - row[idle_mod.IdleParts.idle_us], 0.0)

@@ -9,6 +9,10 @@ Each gap is split, in this order of precedence, into:
   (:mod:`traceviz.analysis.blocking`) while the device had nothing to run;
 - ``cpu_wait_us`` — **waiting for the CPU**: the next activity's launch call had not yet
   returned (leading and trailing gaps: the CPU had not issued anything yet / anything more);
+- ``event_wait_us`` — **waiting on another stream / event**: the next activity had been
+  issued (its launch call had returned) after a stream-wait-event call on its thread
+  (``cudaStreamWaitEvent``/``hipStreamWaitEvent``, :mod:`traceviz.analysis.stream_waits`):
+  its stream waited for another stream's work, not for the launch;
 - ``launch_latency_us`` — **launch latency**: the next activity's launch call had returned,
   but the activity had not started yet;
 - ``between_us`` — **between kernels**: the next activity was issued before the gap began
@@ -16,13 +20,16 @@ Each gap is split, in this order of precedence, into:
   gaps before an activity with no known launch, except where the CPU was blocked meanwhile
   (that part is ``blocked_us``).
 
-The four parts add up to ``idle_us`` per step. :attr:`IdleSplit.cpu_work` names the CPU ops and
+The five parts add up to ``idle_us`` per step. :attr:`IdleSplit.cpu_work` names the CPU ops and
 annotations (the outermost ones on the launching thread, not ``ProfilerStep#``) that ran while
-the device waited for the CPU, and how long each overlapped the wait.
+the device waited for the CPU, and how long each overlapped the wait;
+:attr:`IdleSplit.recorded_us` how much of the wait any recorded CPU work covers (ops,
+annotations and Python frames together).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +38,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz.analysis.blocking import BlockingCalls, blocked_intervals, is_step_span
+from traceviz.analysis.stream_waits import gated_activities
 from traceviz.analysis.windows import (
     FloatArray,
     StepWindows,
@@ -43,6 +51,12 @@ from traceviz.schema import Kernels, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
 #: A gap this long (µs) is CPU work, not launch overhead: launching one kernel costs µs.
+#: Python frames during which the CPU waits rather than works (built-in sleeps, lock acquires,
+#: waits, selects, joins; ``threading.py(…): wait``): not recorded CPU work.
+IDLE_FRAMES = re.compile(
+    r"<built-in (?:function|method) (?:sleep|acquire|wait|select|poll|join|recv)\b"
+    r"|\): (?:wait|join|sleep|acquire|select)$"
+)
 LONG_GAP_US = 1000.0
 #: Where in the step a wait happened (:attr:`CpuWork.where`).
 LEADING, BETWEEN, TRAILING = "before the first kernel", "between kernels", "after the last kernel"
@@ -54,9 +68,12 @@ class IdleParts:
     step = "step"  # ProfilerStep number (Int64; <NA> for the whole-trace window)
     wall_us = "wall_us"  # step wall time
     busy_us = "busy_us"  # union of device activity starting in the step, clipped to it
-    idle_us = "idle_us"  # wall_us − busy_us = blocked + cpu_wait + launch_latency + between
+    # wall_us − busy_us = blocked + cpu_wait + event_wait + launch_latency + between
+    idle_us = "idle_us"
     blocked_us = "blocked_us"  # idle while the CPU was inside a blocking call
     cpu_wait_us = "cpu_wait_us"  # idle waiting for the CPU to issue work
+    # idle with the next work issued behind a stream-wait-event call (another stream's work)
+    event_wait_us = "event_wait_us"
     launch_latency_us = "launch_latency_us"  # idle between a launch's return and its start
     between_us = "between_us"  # idle with the next work already issued
     lead_us = "lead_us"  # the leading gap (step start → first activity; whole step if none)
@@ -69,6 +86,7 @@ class IdleParts:
 PARTS = (
     IdleParts.blocked_us,
     IdleParts.cpu_wait_us,
+    IdleParts.event_wait_us,
     IdleParts.launch_latency_us,
     IdleParts.between_us,
 )
@@ -94,6 +112,11 @@ class IdleSplit:
     main_thread: str | None  # the thread whose ops are named (most launch calls)
     #: the idle time counted in ``blocked_us``, as a sorted disjoint interval set (µs)
     blocked_spans: tuple[FloatArray, FloatArray]
+    #: the part of ``cpu_wait_us`` (summed over the steps) during which the main thread ran
+    #: recorded CPU work: a CPU op, an annotation or a Python frame (``python_function``,
+    #: ``with_stack=True``), not ``ProfilerStep#`` and not a frame that waits
+    #: (:data:`IDLE_FRAMES`: ``sleep``, lock ``acquire``, ``wait``, …), µs
+    recorded_us: float = 0.0
 
     def total(self, column: str) -> float:
         """A column of :attr:`per_step` summed over the steps, µs."""
@@ -110,12 +133,14 @@ class IdleSplit:
 
 @dataclass(frozen=True)
 class _Gaps:
-    """Idle gaps of one step: [lo, hi), the next activity's launch end, and the position."""
+    """Idle gaps of one step: [lo, hi), the next activity's launch end, the position, and
+    whether the next activity waited on a stream-wait-event call (:mod:`.stream_waits`)."""
 
     lo: FloatArray
     hi: FloatArray
     issued: FloatArray
     where: npt.NDArray[np.object_]
+    gated: npt.NDArray[np.bool_]
 
 
 def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> IdleSplit:
@@ -128,14 +153,16 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
     ].to_numpy(dtype=float)
     # by start (stable: ties in row order, as each step's own stable sort had them), so that
     # a step's activities are one slice, found by two binary searches
+    gated = gated_activities(trace)
     order = np.argsort(starts, kind="stable")
-    starts, ends, issued = starts[order], ends[order], issued[order]
+    starts, ends, issued, gated = starts[order], ends[order], issued[order], gated[order]
     blocked_set = _Blocked(*blocked_intervals(blocking.calls))
     thread = _main_thread(trace)
     ops = _outer_ops(trace, thread)
     outer = _OuterOps(ops)
     split = _split_steps if windows.in_order() else _split_each
-    rows, work, blocked_spans = split(windows, (starts, ends, issued), blocked_set, outer)
+    activities = (starts, ends, issued, gated)
+    rows, work, blocked_spans, waits = split(windows, activities, blocked_set, outer)
     per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
     return IdleSplit(
@@ -143,38 +170,52 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
         cpu_work=_work_table(ops, work),
         main_thread=thread,
         blocked_spans=blocked_spans,
+        recorded_us=float(overlap(*_recorded_work(trace, thread), *waits).sum()),
     )
 
 
-#: Activities sorted by start: starts, ends and launch ends (µs).
-_Activities = tuple[FloatArray, FloatArray, FloatArray]
-#: One step's parts: the rows of :attr:`IdleSplit.per_step`, the CPU work, the blocked spans.
-_Parts = tuple[list[dict[str, object]], list["_Work"], tuple[FloatArray, FloatArray]]
+#: Activities sorted by start: starts, ends and launch ends (µs), and whether each is gated by
+#: a stream-wait-event call (:func:`~traceviz.analysis.stream_waits.gated_activities`).
+_Activities = tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.bool_]]
+#: One step's parts: the rows of :attr:`IdleSplit.per_step`, the CPU work, the blocked spans
+#: and the spans the device waited for the CPU (disjoint within a step; blocked time removed).
+_Parts = tuple[
+    list[dict[str, object]],
+    list["_Work"],
+    tuple[FloatArray, FloatArray],
+    tuple[FloatArray, FloatArray],
+]
 
 
 def _split_each(
     windows: StepWindows, activities: _Activities, blocked_set: _Blocked, outer: _OuterOps
 ) -> _Parts:
     """The split one step window at a time (any windows: unordered, overlapping, infinite)."""
-    starts, ends, issued = activities
+    starts, ends, issued, gated = activities
     rows: list[dict[str, object]] = []
     work: list[_Work] = []
     spans = []
+    waits: list[tuple[FloatArray, FloatArray]] = []
     for i, (step, lo, hi) in enumerate(windows):
         first, last = np.searchsorted(starts, [lo, hi], side="left")
         s, e, iss = starts[first:last], ends[first:last], issued[first:last]
         inside = (s >= lo) & (s < hi) & np.isfinite(s)
-        gaps = _gaps(s[inside], e[inside], iss[inside], lo, hi)
+        gaps = _gaps(s[inside], e[inside], iss[inside], lo, hi, gated[first:last][inside])
         row, wait, blocked = _split(gaps, blocked_set, lo, hi)
         spans.append(blocked)
         row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
         rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
         work += _cpu_work(outer, wait, i)
+        waits.append((wait[0], wait[1]))
     blocked_spans = (
         np.concatenate([b[0] for b in spans]),
         np.concatenate([b[1] for b in spans]),
     )
-    return rows, work, union(*blocked_spans)
+    wait_spans = (
+        np.concatenate([np.empty(0), *(w[0] for w in waits)]),
+        np.concatenate([np.empty(0), *(w[1] for w in waits)]),
+    )
+    return rows, work, union(*blocked_spans), wait_spans
 
 
 _LEAD, _BETWEEN, _TRAIL = 0, 1, 2  # gap positions by code (:func:`_split_steps`)
@@ -189,7 +230,7 @@ def _split_steps(
     step's sums over its own slice (so they add the same values in the same order); the set
     operations once over all steps, each result kept to its step (:func:`_union_by`,
     :func:`_subtract_by`); only the CPU work is measured step by step, as before."""
-    lo, hi, issued, where, step = _step_gaps(windows, activities)
+    lo, hi, issued, where, step, gated = _step_gaps(windows, activities)
     n_steps = windows.start_us.size
     bounds = np.searchsorted(step, np.arange(n_steps + 1), side="left")
     known = np.isfinite(issued)
@@ -197,6 +238,7 @@ def _split_steps(
     wait_end = np.where(known, np.clip(issued, lo, hi), np.where(edge, hi, lo))
     latency = np.where(known & (issued > lo), hi - wait_end, 0.0)
     between = (hi - lo) - (wait_end - lo) - latency
+    event, latency, between = _event_wait(gated & known, latency, between)
     blocked = blocked_set.overlap(lo, wait_end)
     cpu = (wait_end - lo) - blocked
     unknown = np.where(~known & ~edge, blocked_set.overlap(lo, hi), 0.0)
@@ -220,6 +262,7 @@ def _split_steps(
             IdleParts.idle_us: float(gap.sum()),
             IdleParts.blocked_us: float(blocked[at].sum()),
             IdleParts.cpu_wait_us: float(cpu_i.sum()),
+            IdleParts.event_wait_us: float(event[at].sum()),
             IdleParts.launch_latency_us: float(latency[at].sum()),
             IdleParts.between_us: float(between[at].sum()),
             IdleParts.lead_us: float(gap[lead].sum()),
@@ -236,15 +279,22 @@ def _split_steps(
     open_lo = np.concatenate([lo, lo[~known & ~edge]])
     open_hi = np.concatenate([wait_end, hi[~known & ~edge]])
     spans = _intersect(*union(open_lo, open_hi), blocked_set.lo, blocked_set.hi)
-    return rows, work, union(*spans)
+    return rows, work, union(*spans), (w_lo, w_hi)
 
 
 def _step_gaps(
     windows: StepWindows, activities: _Activities
-) -> tuple[FloatArray, FloatArray, FloatArray, npt.NDArray[np.int8], npt.NDArray[np.int64]]:
+) -> tuple[
+    FloatArray,
+    FloatArray,
+    FloatArray,
+    npt.NDArray[np.int8],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.bool_],
+]:
     """:func:`_gaps` of every window in order (:meth:`StepWindows.in_order`), one after
-    the other: each gap's [lo, hi), the next activity's launch end, its position code and
-    its window index.
+    the other: each gap's [lo, hi), the next activity's launch end, its position code, its
+    window index and whether the next activity is gated by a stream-wait-event call.
 
     An activity belongs to the last window starting at or before it, if it starts before that
     window's end. The activities are in start order, so each window's are one run; its gaps
@@ -252,7 +302,7 @@ def _step_gaps(
     one only, the whole window, when it has none), empty ones dropped. The running reach of
     the ends (clipped to the window) is taken over all of them at once: an earlier window's
     ends lie at or before this window's start, so they never raise it."""
-    starts, ends, issued = activities
+    starts, ends, issued, gated = activities
     w_lo, w_hi = windows.start_us, windows.end_us
     n_steps = w_lo.size
     step_of = np.searchsorted(w_lo, starts, side="right") - 1
@@ -271,12 +321,14 @@ def _step_gaps(
     ends_at = np.cumsum(counts)  # per window, its activities' end in ``act``
     total = act.size + n_steps
     lo, hi, launched = np.empty(total), np.empty(total), np.empty(total)
+    gate = np.zeros(total, dtype=bool)
     where = np.empty(total, dtype=np.int8)
     step = np.empty(total, dtype=np.int64)
     at = np.arange(act.size) + a_step  # one trailing gap per earlier window before it
     lo[at] = np.where(first, a_lo, previous)
     hi[at] = s
     launched[at] = issued[act]
+    gate[at] = gated[act]
     where[at] = np.where(first, _LEAD, _BETWEEN)
     step[at] = a_step
     trail = ends_at + np.arange(n_steps)
@@ -287,7 +339,7 @@ def _step_gaps(
     where[trail] = np.where(some, _TRAIL, _LEAD)
     step[trail] = np.arange(n_steps)
     keep = hi > lo
-    return lo[keep], hi[keep], launched[keep], where[keep], step[keep]
+    return lo[keep], hi[keep], launched[keep], where[keep], step[keep], gate[keep]
 
 
 def _union_by(
@@ -370,21 +422,34 @@ class _Blocked:
         return self.lo[first:last], self.hi[first:last]
 
 
-def _gaps(s: FloatArray, e: FloatArray, issued: FloatArray, lo: float, hi: float) -> _Gaps:
-    """The idle gaps of [lo, hi) around the activities [s, e) (clipped to the window)."""
+def _gaps(
+    s: FloatArray,
+    e: FloatArray,
+    issued: FloatArray,
+    lo: float,
+    hi: float,
+    gated: npt.NDArray[np.bool_] | None = None,
+) -> _Gaps:
+    """The idle gaps of [lo, hi) around the activities [s, e) (clipped to the window);
+    ``gated``: per activity, whether a stream-wait-event call held it back (none when None)."""
     if s.size == 0:
         where = np.array([LEADING], dtype=object)
-        return _Gaps(np.array([lo]), np.array([hi]), np.array([np.nan]), where)
+        none = np.zeros(1, dtype=bool)
+        return _Gaps(np.array([lo]), np.array([hi]), np.array([np.nan]), where, none)
+    if gated is None:
+        gated = np.zeros(s.size, dtype=bool)
     order = np.argsort(s, kind="stable")
     s, e, issued = np.clip(s[order], lo, hi), np.clip(e[order], lo, hi), issued[order]
+    gated = gated[order]
     reach = np.maximum.accumulate(e)
     gap_lo = np.concatenate([[lo], reach[:-1], [reach[-1]]])
     gap_hi = np.concatenate([s, [hi]])
     where = np.full(s.size + 1, BETWEEN, dtype=object)
     where[0], where[-1] = LEADING, TRAILING
     next_issue = np.concatenate([issued, [np.nan]])
+    next_gated = np.concatenate([gated, [False]])
     keep = gap_hi > gap_lo
-    return _Gaps(gap_lo[keep], gap_hi[keep], next_issue[keep], where[keep])
+    return _Gaps(gap_lo[keep], gap_hi[keep], next_issue[keep], where[keep], next_gated[keep])
 
 
 def _split(
@@ -404,6 +469,7 @@ def _split(
     wait_end = np.where(known, np.clip(issued, lo, hi), np.where(edge, hi, lo))
     latency = np.where(known & (issued > lo), hi - wait_end, 0.0)
     between = (hi - lo) - (wait_end - lo) - latency
+    event, latency, between = _event_wait(gaps.gated & known, latency, between)
     wait_lo, wait_hi = lo, wait_end
     blocked = blocked_set.overlap(wait_lo, wait_hi)
     cpu = (wait_hi - wait_lo) - blocked
@@ -415,6 +481,7 @@ def _split(
         IdleParts.idle_us: float((hi - lo).sum()),
         IdleParts.blocked_us: float(blocked.sum()),
         IdleParts.cpu_wait_us: float(cpu.sum()),
+        IdleParts.event_wait_us: float(event.sum()),
         IdleParts.launch_latency_us: float(latency.sum()),
         IdleParts.between_us: float(between.sum()),
         IdleParts.lead_us: float((hi - lo)[lead].sum()),
@@ -430,6 +497,16 @@ def _split(
     open_hi = np.concatenate([wait_hi, hi[~known & ~edge]])
     spans = _intersect(*union(open_lo, open_hi), b_lo, b_hi)
     return row, (w_lo, w_hi, where[np.clip(pos, 0, None)] if w_lo.size else where[:0]), spans
+
+
+def _event_wait(
+    gated: npt.NDArray[np.bool_], latency: FloatArray, between: FloatArray
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Per gap: the idle time with the next work issued (launch latency and between kernels)
+    becomes waiting on another stream / event where the next activity is gated; returns
+    (event wait, launch latency, between), the three adding to what the two did."""
+    event = np.where(gated, latency + between, 0.0)
+    return event, np.where(gated, 0.0, latency), np.where(gated, 0.0, between)
 
 
 def _intersect(
@@ -472,6 +549,29 @@ def _outer_ops(trace: Trace, thread: str | None) -> pd.DataFrame:
     rows, ts, end = rows[order], ts[order], end[order]
     reach = np.concatenate([[-np.inf], np.maximum.accumulate(end)[:-1]])
     return ops[list(_OUTER_COLUMNS)].iloc[rows[ts >= reach]]  # the columns read of them
+
+
+def _recorded_work(trace: Trace, thread: str | None) -> tuple[FloatArray, FloatArray]:
+    """The spans (sorted, disjoint, µs) during which ``thread`` ran recorded CPU work: its
+    CPU ops, annotations and Python frames, less the frames that wait (:data:`IDLE_FRAMES`);
+    ``ProfilerStep#`` spans left out (they cover the whole step, work or not)."""
+    ops = trace.ops
+    if thread is None or ops.empty:
+        return np.empty(0), np.empty(0)
+    mine = (ops[Ops.thread] == thread).to_numpy(dtype=bool) & ~is_step_span(ops[Ops.name])
+    python = (ops[Ops.category] == OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
+    waiting = mine & python & _matches(ops[Ops.name], IDLE_FRAMES)
+    ts = ops[Ops.ts_us].to_numpy(dtype=float)
+    end = ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
+    work = mine & ~waiting
+    return subtract(*union(ts[work], end[work]), *union(ts[waiting], end[waiting]))
+
+
+def _matches(names: pd.Series, pattern: re.Pattern[str]) -> npt.NDArray[np.bool_]:
+    """Per name, whether ``pattern`` is found in it (each distinct name searched once)."""
+    codes, uniques = pd.factorize(names)
+    hit = np.array([bool(pattern.search(str(u))) for u in uniques], dtype=bool)
+    return (codes >= 0) & (hit[np.clip(codes, 0, None)] if hit.size else False)
 
 
 #: The ops columns the outer ops are read by (:class:`_OuterOps`, :func:`_work_table`).

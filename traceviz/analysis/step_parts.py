@@ -2,9 +2,9 @@
 
 :func:`step_parts` turns a trace's launch-overhead analysis into (part, mean µs per step)
 rows, measured: on GPU traces the :class:`~traceviz.analysis.idle.IdleParts` of each step
-(device busy, and the idle time split into blocked by a sync, waiting for the CPU, launch
-latency and between kernels); on CPU-only traces the kernels computing
-(:attr:`StepOverhead.busy_us`) and the framework overhead between them
+(device busy, and the idle time split into blocked by a sync, waiting for the CPU, waiting on
+another stream / event, launch latency and between kernels); on CPU-only traces the kernels
+computing (:attr:`StepOverhead.busy_us`) and the framework overhead between them
 (:attr:`StepOverhead.idle_us`). The parts of a step add up to at most its wall time.
 """
 
@@ -22,6 +22,7 @@ GPU_PARTS = (
     IdleParts.busy_us,
     IdleParts.blocked_us,
     IdleParts.cpu_wait_us,
+    IdleParts.event_wait_us,
     IdleParts.launch_latency_us,
     IdleParts.between_us,
 )

@@ -48,8 +48,9 @@ HOST_DEVICE = ("HtoD", "DtoH")
 COPY_WARNING_SHARE = 0.05
 #: Below 1% of the step, and with no device-to-host copy, copies are routine (the input batch).
 COPY_MIN_SHARE = 0.01
-#: The CPU blocked in syncs, blocking copies or stalled launches for 5% of the step: a warning
-#: (a few µs of a routine sync stay information).
+#: Blocking calls whose estimated gain (the device's idle time while the CPU was blocked) is 5%
+#: of the step: a warning. The severity follows the gain, not the CPU time blocked: a sync
+#: during which the device is busy costs little however long it blocks the CPU.
 SYNC_WARNING_SHARE = 0.05
 #: The longest blocking calls named in the evidence.
 SYNC_CALLS_SHOWN = 3
@@ -196,6 +197,7 @@ def syncs(facts: TraceFacts) -> list[Finding]:
     per_step = facts.per_step(len(calls))
     idle_blocked = facts.per_step(facts.launch.idle.total(IdleParts.blocked_us))
     gain = cpu_side_gain(facts, idle_blocked, SYNC_GAIN_BASIS)
+    gain_share = (facts.share(gain.us) or 0.0) if idle_blocked > 0 else 0.0
     names = calls[B.name].value_counts()
     evidence: list[Evidence | str] = [
         Evidence("CPU time blocked per step", blocked, Unit.US, facts.share(blocked)),
@@ -215,7 +217,7 @@ def syncs(facts: TraceFacts) -> list[Finding]:
     return [
         Finding(
             id=SYNC_ID,
-            severity=Severity.WARNING if share >= SYNC_WARNING_SHARE else Severity.INFO,
+            severity=Severity.WARNING if gain_share >= SYNC_WARNING_SHARE else Severity.INFO,
             est_gain_us=gain.us if idle_blocked > 0 else None,
             gain_basis=gain.basis if idle_blocked > 0 else "",
             title=f"{facts.name}: the CPU blocks on the device {per_step:.3g} time(s) per step, "

@@ -1,7 +1,8 @@
 """CPU-bound steps: the device idles because the CPU has not issued its next work.
 
 GPU traces (measured, :mod:`traceviz.analysis.idle`): each step's device idle time is split
-into waiting for the CPU, blocked by a sync, launch latency and between kernels. When waiting
+into waiting for the CPU, blocked by a sync, waiting on another stream / event, launch latency
+and between kernels. When waiting
 for the CPU takes a large share of the step *and* most of that wait is in long gaps
 (≥ :data:`~traceviz.analysis.idle.LONG_GAP_US`: CPU work such as preprocessing, data loading or
 Python between the model's kernels, not launch overhead), the finding is ``cpu-bound`` and
@@ -25,8 +26,9 @@ CPU_WORK_LONG_SHARE = 0.5
 CPU_WORK_SHOWN = 3
 #: The title names the top CPU work when it covers at least this share of the wait.
 CPU_WORK_NAMED_SHARE = 0.1
-#: Below this share of the wait covered by recorded CPU ops/annotations, the trace cannot say
-#: the CPU was busy (a sleep, an unprofiled thread, a step span outlasting the work): info only.
+#: Below this share of the wait covered by recorded CPU ops/annotations/Python frames, the
+#: trace cannot say the CPU was busy (a sleep, an unprofiled thread, a step span outlasting
+#: the work): info only.
 CPU_WORK_RECORDED_SHARE = 0.2
 GAIN_BASIS = (
     "upper bound: the device time spent waiting for the CPU (measured); only CPU work moved "
@@ -35,6 +37,7 @@ GAIN_BASIS = (
 PART_LABELS = {
     IdleParts.cpu_wait_us: "device idle waiting for the CPU",
     IdleParts.blocked_us: "device idle while the CPU was blocked in a sync",
+    IdleParts.event_wait_us: "device idle waiting on another stream / event",
     IdleParts.launch_latency_us: "device idle in launch latency",
     IdleParts.between_us: "device idle between kernels (work already issued)",
 }
@@ -64,17 +67,26 @@ def idle_evidence(facts: TraceFacts) -> list[Evidence | str]:
     out += [f"CPU work meanwhile: {item}" for item in work]
     if idle.total(IdleParts.cpu_wait_us) > 0:
         out.append(
-            Evidence("wait covered by recorded CPU ops/annotations", covered(facts), Unit.RATIO)
+            Evidence(
+                "wait covered by recorded CPU ops/annotations/Python frames",
+                covered(facts),
+                Unit.RATIO,
+            )
         )
     return out
 
 
 def covered(facts: TraceFacts) -> float:
-    """The share of the wait for the CPU during which a recorded CPU op or annotation ran
-    (0 when there is no wait)."""
+    """The share of the wait for the CPU during which recorded CPU work ran on the launching
+    thread: a CPU op, an annotation or a Python frame (``python_function``, recorded with
+    ``with_stack=True``; frames that sleep or wait do not count) (0 when there is no wait;
+    :attr:`~traceviz.analysis.idle.IdleSplit.recorded_us`)."""
     idle = facts.launch.idle
     wait = idle.total(IdleParts.cpu_wait_us)
-    return float(idle.cpu_work[CpuWork.overlap_us].sum()) / wait if wait > 0 else 0.0
+    if wait <= 0:
+        return 0.0
+    ops = float(idle.cpu_work[CpuWork.overlap_us].sum())
+    return min(max(idle.recorded_us, ops) / wait, 1.0)
 
 
 def top_cpu_work(facts: TraceFacts) -> list[str]:
@@ -104,8 +116,8 @@ def _title_work(facts: TraceFacts) -> str:
     by_name = work.groupby([CpuWork.name, CpuWork.where], sort=False)[CpuWork.overlap_us].sum()
     if len(by_name) and float(by_name.max()) >= CPU_WORK_NAMED_SHARE * wait:
         return f" ({top_cpu_work(facts)[0]})"
-    unexplained = 1 - float(work[CpuWork.overlap_us].sum()) / wait
-    return f" (no CPU op recorded for {100 * unexplained:.0f}% of the wait)"
+    unexplained = 1 - covered(facts)
+    return f" (no CPU op or Python frame recorded for {100 * unexplained:.0f}% of the wait)"
 
 
 def cpu_bound(facts: TraceFacts) -> Finding:

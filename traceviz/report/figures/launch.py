@@ -91,6 +91,7 @@ _STEP_PARTS: dict[str, tuple[str, str]] = {
     IdleParts.busy_us: ("device busy", "#54A24B"),
     IdleParts.blocked_us: ("device idle, CPU blocked in a sync", "#B279A2"),
     IdleParts.cpu_wait_us: ("device idle, waiting for the CPU", "#E45756"),
+    IdleParts.event_wait_us: ("device idle, waiting on another stream / event", "#4C78A8"),
     IdleParts.launch_latency_us: ("device idle, launch latency", "#F58518"),
     IdleParts.between_us: ("device idle, between issued kernels", "#BAB0AC"),
 }
@@ -116,7 +117,8 @@ def _idle_parts(side: Side) -> list[tuple[str, float]]:
 
 def idle_figure(c: Comparison) -> go.Figure:
     """Where a step's wall time goes (mean per step, measured, ms): device busy, and the idle
-    time split into blocked by a sync, waiting for the CPU, launch latency and between kernels
+    time split into blocked by a sync, waiting for the CPU, waiting on another stream / event,
+    launch latency and between kernels
     (:mod:`traceviz.analysis.idle`); on CPU traces, kernels computing and framework overhead."""
     title = "Step time breakdown (measured, mean per step, ms)"
     colors = {label: color for label, color in _STEP_PARTS.values()} | _CPU_PARTS
