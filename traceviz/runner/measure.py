@@ -7,9 +7,10 @@ A *step* is one call of the model on the example inputs (plus loss and backward 
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,11 @@ from traceviz.errors import UsageError
 from traceviz.parse.compile_log import STEP_SYNC_MARK
 from traceviz.runner.progress import Reporter
 from traceviz.runner.runinfo import MemoryStats, ProfilerSettings, TimingStats
+from traceviz.runner.split_trace import split_trace
 from traceviz.runner.stderr import without_profiler_chatter
 
 Step = Callable[[], Any]
+Planned = tuple[str, bool]  # (side, kept) of one step of an interleaved profiling session
 
 # Profiler schedule around the active steps: one step skipped, one traced and discarded.
 PROFILER_WAIT = 1
@@ -230,6 +233,78 @@ def profile_steps(
         raise RuntimeError(f"the profiler wrote no trace to {path}")
 
 
+#: Profiled steps of one side before the other's turn when both are profiled in one session.
+PROFILE_BLOCK = 1
+
+
+def profile_plan(sides: Sequence[str], steps: int, *, block: int = PROFILE_BLOCK) -> list[Planned]:
+    """Which side runs each step of an interleaved profiling session, and whether the step is
+    kept: ``plan[N]`` is ``(side, kept)`` for ``ProfilerStep#N``. The schedule's wait and
+    warm-up steps come first (not kept, the sides in turn); then the sides take turns, each
+    turn one step that is not kept (the switch from the other side: as in the timing, a side
+    is not measured on caches the other one just left cold) and ``block`` kept steps, until
+    each side has ``steps``. One side alone has no switch steps (a session of its own)."""
+    plan = [(sides[i % len(sides)], False) for i in range(PROFILER_WAIT + PROFILER_WARMUP)]
+    kept = dict.fromkeys(sides, 0)
+    while any(kept[side] < steps for side in sides):
+        for side in sides:
+            n = min(block, steps - kept[side])
+            if n <= 0:
+                continue
+            if len(sides) > 1:
+                plan.append((side, False))
+            plan += [(side, True)] * n
+            kept[side] += n
+    return plan
+
+
+def profile_interleaved(
+    calls: dict[str, Step],
+    sync: Callable[[], None],
+    *,
+    device: torch.device,
+    steps: int,
+    paths: dict[str, Path],
+    reporter: Reporter,
+) -> None:
+    """Profile the ``calls`` (eager and compiled) in one session, taking turns as
+    :func:`profile_plan` says, and write each one's kept steps to ``paths[name]``
+    (:func:`traceviz.runner.split_trace.split_trace`). Load that comes and goes on a busy
+    machine then weighs on both sides' profiled steps alike, as on their timed steps
+    (:func:`interleaved_samples`): profiled one after the other, minutes apart, a loaded
+    2-core VM's eager steps were profiled at 64-145 ms against 1.09 ms timed."""
+    plan = profile_plan(list(calls), steps)
+    raw = next(iter(paths.values())).with_name("interleaved.pt.trace.json")
+    for path in (raw, *paths.values()):
+        path.unlink(missing_ok=True)
+    closing_sync = _marked_sync(sync, device)
+    schedule = torch.profiler.schedule(
+        wait=PROFILER_WAIT, warmup=PROFILER_WARMUP,
+        active=len(plan) - PROFILER_WAIT - PROFILER_WARMUP, repeat=1,
+    )  # fmt: skip
+    try:
+        with (
+            without_profiler_chatter(),
+            torch.profiler.profile(
+                activities=_activities(device),
+                schedule=schedule,
+                on_trace_ready=lambda prof: prof.export_chrome_trace(str(raw)),
+                record_shapes=True,
+                profile_memory=True,
+            ) as prof,
+        ):
+            for side, _ in plan:
+                calls[side]()
+                closing_sync()
+                prof.step()
+                reporter.advance()
+        if not raw.is_file():
+            raise RuntimeError(f"the profiler wrote no trace to {raw}")
+        split_trace(raw, plan, paths)
+    finally:
+        raw.unlink(missing_ok=True)
+
+
 def _marked_sync(sync: Callable[[], None], device: torch.device) -> Callable[[], None]:
     """The profiled step's closing wait for the device, inside a ``traceviz step sync``
     annotation: it is the harness's, not the model's, and the analysis leaves it out of the
@@ -301,10 +376,22 @@ def reset_device_peak(device: torch.device) -> None:
         torch.cuda.reset_peak_memory_stats(device)
 
 
-def memory_stats(trace: Path, device: torch.device) -> MemoryStats:
-    """Peak memory of the variant just measured (CUDA peak since :func:`reset_device_peak`)."""
-    device_peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
-    return MemoryStats(
-        profiled_peak_bytes=profiled_peak_bytes(trace, device),
-        device_peak_allocated_bytes=device_peak,
-    )
+def device_peak(device: torch.device) -> MemoryStats:
+    """The device's peak allocated bytes since :func:`reset_device_peak` (None on CPU); the
+    profiled peak is read from the trace later (:func:`profiled_peak_bytes`)."""
+    peak = torch.cuda.max_memory_allocated(device) if device.type == "cuda" else None
+    return MemoryStats(device_peak_allocated_bytes=peak)
+
+
+@contextlib.contextmanager
+def pinned_threads(threads: int) -> Iterator[int]:
+    """Intra-op threads set to ``threads`` (``torch.set_num_threads``) for the timing and the
+    profiling of both variants, restored on exit: eager, compiled and their profiled and timed
+    steps run on one stated thread count (Inductor's C++ kernels, compiled inside, are
+    generated for the count in effect when they are compiled)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield threads
+    finally:
+        torch.set_num_threads(before)

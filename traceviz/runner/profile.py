@@ -1,10 +1,13 @@
 """``profile_model``: run a model eagerly and under torch.compile; trace, time and check both.
 
-The order, for each variant: warm-up (so compilation, caches and allocator growth stay out of
-the numbers), timing outside the profiler, then profiling under a schedule. The compiled variant
-first gets ``torch._dynamo.explain`` (graph breaks) and a timed first call (compilation); the
-eager variant gets a second profiling pass under the source-line marks, written to a trace of
-its own so that the measured eager trace, like the compiled one, has nothing of traceviz's.
+The order: for each variant, warm-up (so compilation, caches and allocator growth stay out of
+the numbers) and timing outside the profiler; the compiled variant first gets
+``torch._dynamo.explain`` (graph breaks) and a timed first call (compilation), the eager
+variant a profiling pass under the source-line marks, written to a trace of its own so that
+the measured eager trace, like the compiled one, has nothing of traceviz's. Then both are timed
+again alternating in blocks (the verdict's step times), and profiled alternating in one
+session split into the two traces: profiled under the same conditions as they are timed.
+Intra-op threads stay at one count throughout (:func:`~traceviz.runner.measure.pinned_threads`).
 A compiled-side failure is recorded in run.json, not raised: the eager trace is still written.
 """
 
@@ -20,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import torch
 
 from traceviz._version import __version__
@@ -205,10 +209,13 @@ def _profile(
     shutil.rmtree(directory / ONNX_DIR, ignore_errors=True)
     dynamo.reset()
     try:
-        with measure.grad_mode(options.train):
+        with measure.grad_mode(options.train), measure.pinned_threads(torch.get_num_threads()):
             eager = _run_eager(work, options, directory, reporter)
             compiled = _run_compiled(work, options, backend, directory, reporter)
             eager, compiled = _time_interleaved(work, options, eager, compiled, reporter)
+            eager, compiled = _profile_interleaved(
+                work, options, eager, compiled, directory, reporter
+            )
             extra = _run_backends(work, options, eager, compiled, directory, reporter)
     finally:
         dynamo.reset()
@@ -260,15 +267,15 @@ def _place(loaded: LoadedModel, device: torch.device, options: Options) -> Workl
 
 
 def _run_eager(work: Workload, options: Options, directory: Path, reporter: Reporter) -> Measured:
-    """Warm up, time and profile the eager model (``EAGER_TRACE``, no marks, like the compiled
-    side); keep its outputs as the reference; then profile it again under the line marks
-    (``EAGER_LINES_TRACE``, :func:`_profile_lines`)."""
+    """Warm up and time the eager model; keep its outputs as the reference; then profile it
+    under the line marks (``EAGER_LINES_TRACE``, :func:`_profile_lines`). Its measured trace
+    (``EAGER_TRACE``) comes later, interleaved with compiled's (:func:`_profile_interleaved`)."""
     passes = _Passes(work.step(work.fn), measure.synchronizer(work.device), work, options, reporter)
     try:
         reporter.phase("eager: warm-up", options.warmup + 1)
         outputs = snapshot(passes.step())
         reporter.advance()
-        measured = _measure(passes, directory / EAGER_TRACE, "eager", outputs)
+        measured = _measure(passes, "eager", outputs)
     except UsageError:
         raise
     except Exception as err:
@@ -323,13 +330,10 @@ def _profile_lines(passes: _Passes, trace: Path) -> str | None:
 
 
 def _measure(
-    passes: _Passes, trace: Path, label: str, outputs: Any, tracker: _PhaseTracker | None = None
+    passes: _Passes, label: str, outputs: Any, tracker: _PhaseTracker | None = None
 ) -> Measured:
-    """Warm-up, timing, profiling of one variant; ``tracker`` learns the phase, for errors.
-    Nothing traceviz adds runs in the profiled steps but their closing device sync (annotated
-    ``traceviz step sync``, left out of the blocking calls): Python frames (``with_stack``) were
-    3,800 events per step on an H200 GPT-2 and made the profiled eager steps 6x slower than
-    the timed ones; the source-line marks have their own pass (:func:`_profile_lines`)."""
+    """Warm-up and timing of one variant, and its device's peak memory over them; ``tracker``
+    learns the phase, for errors. Profiling comes later, both variants interleaved."""
     step, sync, reporter = passes.step, passes.sync, passes.reporter
     tracker = tracker or _PhaseTracker()
     tracker.phase = "warmup"
@@ -338,20 +342,18 @@ def _measure(
     tracker.phase = "timing"
     reporter.phase(f"{label}: timing", passes.options.iters)
     timing = measure.time_steps(step, sync, passes.options.iters, reporter)
-    tracker.phase = "profiling"
-    passes.profile(trace, f"{label}: profiling")
-    return Measured(timing, measure.memory_stats(trace, passes.work.device), outputs)
+    return Measured(timing, measure.device_peak(passes.work.device), outputs)
 
 
 def _run_compiled(
     work: Workload, options: Options, backend: Backend, directory: Path, reporter: Reporter
 ) -> CompiledResult:
-    """Explain, compile (timed first call), then warm up, time and profile the compiled model.
+    """Explain, compile (timed first call), then warm up and time the compiled model (its
+    trace comes later, interleaved with eager's: :func:`_profile_interleaved`).
 
     With Inductor, the compile log (provenance, compile metrics) of everything after explain
     is captured into ``COMPILE_LOG`` (see :mod:`traceviz.runner.compile_log`)."""
     inductor = options.backend == "inductor"
-    trace = directory / COMPILED_TRACE
     with dynamo.inductor_settings(work.device) as cpp_kernel_profile:
         config, mode_options = (
             dynamo.inductor_config_in_effect(options.mode) if inductor else ({}, {})
@@ -363,9 +365,9 @@ def _run_compiled(
         attempt = _CompiledAttempt()
         if inductor:
             with compile_log.capture(directory / COMPILE_LOG):
-                attempt.run(work.step(compiled_fn), work, options, trace, reporter)
+                attempt.run(work.step(compiled_fn), work, options, reporter)
         else:
-            attempt.run(work.step(compiled_fn), work, options, trace, reporter)
+            attempt.run(work.step(compiled_fn), work, options, reporter)
         breaks = dynamo.graph_breaks(explained) if explained is not None else []
         facts = dynamo.facts(explained, breaks, explain_error)
         caches = dynamo.cache_counts()
@@ -387,7 +389,7 @@ def _run_compiled(
         timing=measured.timing if measured else None,
         memory=measured.memory if measured else None,
         outputs=attempt.outputs,
-        traced=measured is not None,
+        traced=False,  # until profiled
         compile_log=COMPILE_LOG if inductor else None,
         fn=compiled_fn if attempt.error is None else None,
     )
@@ -403,15 +405,13 @@ class _CompiledAttempt:
         self.measured: Measured | None = None
         self.error: RunError | None = None
 
-    def run(
-        self, step: measure.Step, work: Workload, options: Options, trace: Path, reporter: Reporter
-    ) -> None:
+    def run(self, step: measure.Step, work: Workload, options: Options, reporter: Reporter) -> None:
         passes = _Passes(step, measure.synchronizer(work.device), work, options, reporter)
         try:
             reporter.phase("compile (first call)")
             self.compile_time_s, self.outputs = _first_call(step, passes.sync, self.tracker)
             reporter.phase("compiled: warm-up", options.warmup)
-            self.measured = _measure(passes, trace, "compiled", self.outputs, self.tracker)
+            self.measured = _measure(passes, "compiled", self.outputs, self.tracker)
         except Exception as err:
             self.error = _run_error(self.tracker.phase, err)
 
@@ -472,6 +472,78 @@ def _time_interleaved(
         dataclasses.replace(eager, timing=measure.timing_stats(samples["eager"])),
         dataclasses.replace(compiled, timing=measure.timing_stats(samples["compiled"])),
     )
+
+
+def _profile_interleaved(
+    work: Workload,
+    options: Options,
+    eager: Measured,
+    compiled: CompiledResult,
+    directory: Path,
+    reporter: Reporter,
+) -> tuple[Measured, CompiledResult]:
+    """The measured traces: eager and compiled profiled in one session, taking turns
+    (:func:`~traceviz.runner.measure.profile_interleaved`), so that load on the machine weighs
+    on both alike, as in :func:`_time_interleaved`; eager alone when compiled failed before.
+    A compiled step failing here is recorded (phase "profiling") and eager is profiled alone.
+    Each side's profiled peak memory is read from its trace.
+
+    Nothing traceviz adds runs in the profiled steps but their closing device sync (annotated
+    ``traceviz step sync``, left out of the blocking calls): Python frames (``with_stack``) were
+    3,800 events per step on an H200 GPT-2 and made the profiled eager steps 6x slower than
+    the timed ones; the source-line marks have their own pass (:func:`_profile_lines`)."""
+    calls = {"eager": work.step(work.fn)}
+    paths = {"eager": directory / EAGER_TRACE}
+    if compiled.fn is not None and compiled.timing is not None:
+        calls["compiled"] = work.step(compiled.fn)
+        paths["compiled"] = directory / COMPILED_TRACE
+    try:
+        _profile_calls(work, options, calls, paths, reporter)
+    except Exception as err:
+        if len(calls) == 1:
+            raise UsageError(f"the model fails in eager mode: {_one_line(err)}") from err
+        compiled = _failed_while_profiling(compiled, err)
+        calls, paths = {"eager": calls["eager"]}, {"eager": paths["eager"]}
+        _profile_calls(work, options, calls, paths, reporter)
+    eager = dataclasses.replace(
+        eager, memory=_with_profiled_peak(eager.memory, paths["eager"], work)
+    )
+    if "compiled" not in paths or compiled.memory is None:
+        return eager, compiled
+    memory = _with_profiled_peak(compiled.memory, paths["compiled"], work)
+    return eager, dataclasses.replace(compiled, memory=memory, traced=True)
+
+
+def _profile_calls(
+    work: Workload,
+    options: Options,
+    calls: dict[str, measure.Step],
+    paths: dict[str, Path],
+    reporter: Reporter,
+) -> None:
+    what = " and ".join(calls) + (": profiling, interleaved" if len(calls) > 1 else ": profiling")
+    reporter.phase(what, len(measure.profile_plan(list(calls), options.steps)))
+    measure.profile_interleaved(
+        calls,
+        measure.synchronizer(work.device),
+        device=work.device,
+        steps=options.steps,
+        paths=paths,
+        reporter=reporter,
+    )
+
+
+def _failed_while_profiling(compiled: CompiledResult, err: BaseException) -> CompiledResult:
+    """The compiled result of a model that failed in its profiled steps: no timing, memory
+    or trace (as for a failure in any earlier phase), the error in run.json."""
+    info = msgspec.structs.replace(compiled.info, ok=False, error=_run_error("profiling", err))
+    return dataclasses.replace(compiled, info=info, timing=None, memory=None, traced=False, fn=None)
+
+
+def _with_profiled_peak(memory: MemoryStats, trace: Path, work: Workload) -> MemoryStats:
+    """``memory`` with the peak a profiled step allocates, read from the side's trace."""
+    peak = measure.profiled_peak_bytes(trace, work.device)
+    return msgspec.structs.replace(memory, profiled_peak_bytes=peak)
 
 
 def _run_backends(
