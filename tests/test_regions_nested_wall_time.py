@@ -1,4 +1,4 @@
-"""Audit of issue 10 §5 (nested compiled regions): the summary's region wall time counts once.
+"""Nested compiled regions: the summary's region wall time counts once.
 
 After a graph break, ``Torch-Compiled Region: 1/0`` runs inside ``0/0``'s span. The summary's
 "compiled_region: 6 calls, wall time 1.43 ms" on the graph-break sample summed both spans, in a

@@ -1,4 +1,4 @@
-"""Audit of issue 9 §2: ``fusion.by_line.fused_with`` names only lines fused into one kernel.
+"""``fusion.by_line.fused_with`` names only lines fused into one kernel.
 
 On the attention sample the fc1/fc2 line (``return self.fc2(self.act(self.fc1(x)))``) was
 "fused with" the q/k/v projection and the output projection lines only because all three call
