@@ -43,10 +43,16 @@ from traceviz.analysis.fusion_match import (
     Outcome,
     credit_eager_kernels,
     is_layout_kernel,
+    mark_unrecorded,
 )
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
 from traceviz.analysis.fusion_rows import eager_only_rows, kernel_table_rows
+from traceviz.analysis.inductor_record import (
+    NAME_MATCH_UNRECORDED_BASIS,
+    UnrecordedKernels,
+    unrecorded_inductor_kernels,
+)
 from traceviz.analysis.kernels import Classified, classify
 from traceviz.analysis.memory import (
     Basis,
@@ -92,7 +98,9 @@ class FusionKernels:
     eager_time_us = "eager_time_us"  # their device time, µs, exclusive (float64)
     is_layout = "is_layout"  # prepares a GEMM/conv run as an extern call: no compute credit
     confidence = "confidence"  # credited-time-weighted confidence, 0–1 (float64; NaN: none)
-    basis = "basis"  # "compiler" (the compile log) or "name-match" (category)
+    # "compiler" (the compile log), "name-match", or "name-match (no Inductor kernels
+    # recorded)" (a compiled CPU trace without cpp.enable_kernel_profile) (category)
+    basis = "basis"
 
 
 class EagerOnly:
@@ -160,6 +168,10 @@ class FusionMap:
 
     ``comparability`` is the guard's verdict; when it withholds the figures (not comparable,
     not forced) every table above is empty and both headline figures are None.
+    ``unrecorded`` is set when the compiled trace is a CPU trace whose Inductor kernels were
+    not recorded (:mod:`~traceviz.analysis.inductor_record`) while eager work is left without
+    a counterpart: its name-matched rows then have basis ``name-match (no Inductor kernels
+    recorded)`` and lower confidence (:func:`~traceviz.analysis.fusion_match.mark_unrecorded`).
     ``eager_kernel_count``/``compiled_kernel_count`` count kernels (not memcpy/memset) of each
     trace; ``eager_kernels_per_compiled_kernel`` is their ratio (None without compiled
     kernels). ``est_bytes_saved`` is the eager trace's estimated kernel traffic minus the
@@ -187,6 +199,7 @@ class FusionMap:
     by_line: pd.DataFrame = field(default_factory=lambda: _empty(BY_LINE_DTYPES))
     comparability: Comparability = field(default_factory=lambda: Comparability(True))
     ops: pd.DataFrame = field(default_factory=lambda: _empty(KERNEL_OPS_DTYPES))
+    unrecorded: UnrecordedKernels | None = None
 
 
 def fusion_map(
@@ -239,11 +252,15 @@ def fusion_map(
     credits = credit_eager_kernels(
         eager, compiled, compiled_classified=compiled_classified, compiler=compiler
     )
+    unrecorded = _unrecorded(compiled, credits)
+    if unrecorded is not None:
+        credits = mark_unrecorded(credits)
     recorded = set(lines.recorded) if lines is not None else set()
     if compiler is not None and len(compiler):
         recorded |= set(compiler["kernel"].astype(str))
     ops = kernel_ops(credits)
-    kernels = _kernel_table(compiled_classified, credits, ops, recorded)
+    name_basis = NAME_MATCH_BASIS if unrecorded is None else NAME_MATCH_UNRECORDED_BASIS
+    kernels = _kernel_table(compiled_classified, credits, ops, recorded, name_basis)
     not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
     # the empty tables are built only where they are the answer (~2 ms each on a first call)
     by_line = (
@@ -268,7 +285,19 @@ def fusion_map(
         by_line=by_line,
         comparability=verdict,
         ops=ops,
+        unrecorded=unrecorded,
     )
+
+
+def _unrecorded(compiled: Trace, credits: pd.DataFrame) -> UnrecordedKernels | None:
+    """What the compiled trace measured around Inductor kernels it did not record, when it
+    ran Inductor graphs, recorded none of their kernels and eager work is left with no
+    counterpart (a graph of library calls only, which generated no kernel, leaves none)."""
+    missing = unrecorded_inductor_kernels(compiled)
+    if missing is None:
+        return None
+    left = credits[Credits.outcome] == Outcome.NO_COUNTERPART.value
+    return missing if bool(left.any()) else None
 
 
 def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
@@ -304,17 +333,28 @@ def _time(rows: pd.DataFrame) -> pd.Series:
 
 
 def _kernel_table(
-    classified: pd.DataFrame, credits: pd.DataFrame, ops: pd.DataFrame, recorded: set[str]
+    classified: pd.DataFrame,
+    credits: pd.DataFrame,
+    ops: pd.DataFrame,
+    recorded: set[str],
+    name_basis: str = NAME_MATCH_BASIS,
 ) -> pd.DataFrame:
     """One row per distinct compiled kernel name with what the credits gave it; ``recorded``
-    names the kernels the compile log explains (basis ``compiler``)."""
+    names the kernels the compile log explains (basis ``compiler``), the others have
+    ``name_basis``."""
     if len(classified) <= SMALL_ROWS and len(credits) <= SMALL_ROWS:  # without groupbys
-        return kernel_table_rows(classified, credits, ops, recorded, FUSION_KERNELS_DTYPES)
-    return _kernel_table_grouped(classified, credits, ops, recorded)
+        return kernel_table_rows(
+            classified, credits, ops, recorded, FUSION_KERNELS_DTYPES, name_basis=name_basis
+        )
+    return _kernel_table_grouped(classified, credits, ops, recorded, name_basis)
 
 
 def _kernel_table_grouped(
-    classified: pd.DataFrame, credits: pd.DataFrame, ops: pd.DataFrame, recorded: set[str]
+    classified: pd.DataFrame,
+    credits: pd.DataFrame,
+    ops: pd.DataFrame,
+    recorded: set[str],
+    name_basis: str = NAME_MATCH_BASIS,
 ) -> pd.DataFrame:
     """:func:`_kernel_table` by pandas' groupbys and joins (large inputs)."""
     columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Kernels.excl_dur_us,
@@ -339,7 +379,7 @@ def _kernel_table_grouped(
     table[FusionKernels.op_names] = [", ".join(own_ops.get(name, [])) for name in names]
     table[FusionKernels.is_layout] = [is_layout_kernel(name, extern_keys) for name in names]
     table[FusionKernels.basis] = [
-        COMPILER_BASIS if name in recorded else NAME_MATCH_BASIS for name in names
+        COMPILER_BASIS if name in recorded else name_basis for name in names
     ]
     out = table.join(_credited(credits, ops), on=FusionKernels.kernel)
     out[FusionKernels.eager_ops] = out[FusionKernels.eager_ops].fillna("")

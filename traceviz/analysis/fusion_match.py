@@ -44,9 +44,11 @@ keys only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
+from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +56,7 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.fusion_names import TritonSubkind, eager_op_base, fused_kernel_ops
+from traceviz.analysis.inductor_record import NAME_MATCH_UNRECORDED_BASIS
 from traceviz.analysis.kernels import issue_us
 from traceviz.analysis.op_keys import name_keys, op_key
 from traceviz.dense import sorted_unique
@@ -75,6 +78,7 @@ __all__ = [
     "is_layout_kernel",
     "kernel_side",
     "layout_kernels",
+    "mark_unrecorded",
     "nearest_kernel",
     "own_key",
 ]
@@ -138,7 +142,9 @@ class Credits:
     outcome = "outcome"  # Outcome value (category)
     how = "how"  # How value (category)
     confidence = "confidence"  # 0–1: 1 when one compiled kernel could hold it (float64; NaN)
-    basis = "basis"  # "compiler" | "name-match" for matched rows, "" otherwise (category)
+    # "compiler" | "name-match" (| "name-match (no Inductor kernels recorded)") for matched
+    # rows, "" otherwise (category)
+    basis = "basis"
 
 
 CREDITS_DTYPES: dict[str, str] = {
@@ -259,7 +265,7 @@ def credit_eager_kernels(
             stages.insert(3, ([e.name], [c.name], replayed, How.IDENTICAL))
         for e_cols, c_cols, c_mask, rule in stages:
             _one_to_one(e, c, e_cols, c_cols, c_mask, state, rule)
-        _claim_fused(eager, e, c, fusion, state.kernel, state.how, state.confidence)
+        _claim_fused(eager, e, c, fusion, state)
     kernel, how, confidence = state.kernel, state.how, state.confidence
     return _table(e, c, kernel, how, confidence)
 
@@ -511,12 +517,15 @@ def _claim_fused(
     e: KernelSide,
     c: KernelSide,
     fusion: npt.NDArray[np.bool_],
-    kernel: npt.NDArray[np.object_],
-    how: npt.NDArray[np.object_],
-    confidence: npt.NDArray[np.float64],
+    state: _State,
 ) -> None:
     """Stage 4: free instances go to the Inductor kernels (or extern calls, by their
-    :data:`COMPOSITES` parts) whose ops name the instance's op or one around it."""
+    :data:`COMPOSITES` parts) whose ops name the instance's op or one around it; among
+    several, the one nearest on the anchor scale (:func:`anchor_coordinates`: the calls paired
+    one-to-one before mark where each side is)."""
+    kernel, how, confidence = state.kernel, state.how, state.confidence
+    anchored = np.isin(how, [How.IDENTICAL.value, How.ALIAS.value])
+    used = state.used
     offers = _offers(c, fusion)
     if offers.empty:
         return
@@ -533,21 +542,96 @@ def _claim_fused(
     own = own_key(e.label)
     heavy = np.array([k in HEAVY_KEYS for k in own.uniques] + [False], dtype=bool)
     joined = joined[~(heavy[own.codes[joined["i"].to_numpy(dtype=np.int64)]] & ~joined["runs"])]
+    joined = joined[_data_flows(joined, e, c, fusion)]
     if joined.empty:
         return
     joined["score"] = joined["level"] * 2 + joined["part"]
     best = joined.groupby("i", sort=False)["score"].transform("min")
     joined = joined[joined["score"] == best]
-    by_name = instances_by_name(c)
+    e_place, c_place = anchor_coordinates(e, anchored), anchor_coordinates(c, used)
+    by_name = instances_by_name(c, c_place)
     for (_, score), group in joined.groupby(["key", "score"], sort=False):
         assert isinstance(score, (int, np.integer))
         names = sorted(set(group["name"]))
         instances = group.drop_duplicates("i")["i"].to_numpy()
-        chosen = nearest_kernel(names, by_name, e.pos[instances])
+        chosen = nearest_kernel(names, by_name, e_place[instances])
         kernel[instances] = chosen
         rule = How.PART if score % 2 else How.FUSED
         how[instances] = rule.value
         confidence[instances] = 1.0 / len(names)
+
+
+def _data_flows(
+    joined: pd.DataFrame, e: KernelSide, c: KernelSide, fusion: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Per offer row of ``joined``: kept unless it credits an eager op's own work
+    (``level`` 0) to an extern call as one of its :data:`COMPOSITES` parts while no data
+    flows between them: the op's ``Input Dims`` share no tensor shape with the call's inputs
+    or its GEMM output (:func:`call_shapes`). A bias add ``[M, N] + [N]`` may be in a compiled
+    ``addmm([N], [M, K], [K, N])``; an ``aten::mul`` on ``[8, 128, 256]`` or a scalar
+    ``copy_`` beside an ``mm`` of ``[1024, 256]`` is not. Checked once per distinct (shape
+    text, compiled name)."""
+    keep = np.ones(len(joined), dtype=bool)
+    extern = np.asarray(~joined["name"].isin(distinct(c.name, fusion)).to_numpy(dtype=bool))
+    check = (joined["part"].to_numpy() == 1) & (joined["level"].to_numpy() == 0) & extern
+    if not check.any():
+        return keep
+    at = np.flatnonzero(check)
+    shape_codes = e.shape.codes[joined["i"].to_numpy(dtype=np.int64)[at]]
+    name_codes, names = pd.factorize(joined["name"].to_numpy(dtype=object)[at])
+    pair = (shape_codes + 1) * (len(names) + 1) + name_codes  # one integer per (shape, name)
+    distinct_pairs, inverse = np.unique(pair, return_inverse=True)
+    call = call_shapes(c)
+    flows = np.zeros(len(distinct_pairs), dtype=bool)
+    for k, key in enumerate(distinct_pairs.tolist()):
+        code, name = key // (len(names) + 1) - 1, names[key % (len(names) + 1)]
+        text = e.shape.uniques[code] if code >= 0 else None
+        flows[k] = bool(_tensor_shapes(text) & call.get(str(name), frozenset()))
+    keep[at] = flows[inverse.reshape(-1)]
+    return keep
+
+
+Shape = tuple[int, ...]
+
+
+def call_shapes(c: KernelSide) -> dict[str, frozenset[Shape]]:
+    """Per compiled kernel name: the tensor shapes its calls take (``Input Dims``) and, for
+    a GEMM, the shape it makes (``[..., M, K] @ [..., K, N]`` → ``[..., M, N]``, from its last
+    two matrix inputs). Scalars are left out."""
+    out: dict[str, set[Shape]] = {}
+    pairs = pd.DataFrame({"name": c.name.codes, "shape": c.shape.codes}).drop_duplicates()
+    for name_code, shape_code in pairs.itertuples(index=False):
+        if name_code < 0 or shape_code < 0:
+            continue
+        shapes = _tensor_shapes(c.shape.uniques[shape_code])
+        matrices = [s for s in _shape_list(c.shape.uniques[shape_code]) if len(s) >= 2]
+        if len(matrices) >= 2 and matrices[-2][-1] == matrices[-1][-2]:
+            shapes = shapes | {matrices[-2][:-1] + matrices[-1][-1:]}
+        out.setdefault(str(c.name.uniques[name_code]), set()).update(shapes)
+    return {name: frozenset(shapes) for name, shapes in out.items()}
+
+
+@lru_cache(maxsize=4096)
+def _shape_list(text: object) -> tuple[Shape, ...]:
+    """The tensor shapes of an ``Input Dims`` text (``"[[32, 256], [256], []]"``), in order,
+    scalars (``[]``) left out; empty when the text is missing or not such a list."""
+    if not isinstance(text, str) or not text.startswith("["):
+        return ()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return ()
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        tuple(dim for dim in item)
+        for item in value
+        if isinstance(item, list) and item and all(type(dim) is int for dim in item)
+    )
+
+
+def _tensor_shapes(text: object) -> frozenset[Shape]:
+    return frozenset(_shape_list(text))
 
 
 def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
@@ -623,13 +707,55 @@ def _ancestor_keys(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> 
     return out
 
 
-def instances_by_name(c: KernelSide) -> dict[str, npt.NDArray[np.float64]]:
-    """Compiled instance positions per kernel name, sorted."""
-    order = np.lexsort((c.pos, c.name.codes))
+def anchor_coordinates(side: KernelSide, anchor: npt.NDArray[np.bool_]) -> npt.NDArray[np.float64]:
+    """Per instance: where it lies on its step's anchor scale.
+
+    The anchors (``anchor``) are the calls paired one-to-one between the two sides (the same
+    library call with the same ``Input Dims`` on both, so the same data flows into it): the
+    k-th anchor of a step is at k; an instance after the k-th anchor and before the next is
+    at k + its rank among the instances between them (0–1, exclusive). Both sides' anchors
+    are the same calls in the same order, so a fused kernel and the eager ops it holds get
+    about the same coordinate: an eager op between the first and the second matmul of a step
+    is looked for between the same two matmuls of the compiled step, not at the same fraction
+    of a step whose kernel count fusion changed (which puts block 2's ops near block 1's
+    kernel when the blocks repeat the same ops). Without anchors the coordinate is the
+    position within the step (0–1)."""
+    n = len(side.rows)
+    if not n:
+        return np.zeros(0)
+    order = np.lexsort((side.pos, side.step))
+    steps, is_anchor = side.step[order], anchor[order]
+    step_start = np.r_[True, steps[1:] != steps[:-1]]
+    running = np.cumsum(is_anchor)
+    before_step = np.maximum.accumulate(np.where(step_start, running - is_anchor, 0))
+    # anchors at or before this one, in its step
+    anchors_up_to: npt.NDArray[np.int64] = running - before_step
+    # a segment: the instances of a step between two anchors (anchors themselves apart)
+    starts = step_start | np.r_[False, is_anchor[:-1]]
+    segment = np.cumsum(starts)
+    rest = np.flatnonzero(~is_anchor)
+    seg_rest = segment[rest]
+    first = np.r_[True, seg_rest[1:] != seg_rest[:-1]] if len(rest) else np.zeros(0, bool)
+    group_start = np.maximum.accumulate(np.where(first, np.arange(len(rest)), 0))
+    size = np.bincount(np.cumsum(first) - 1)[np.cumsum(first) - 1] if len(rest) else first
+    place: npt.NDArray[np.float64] = anchors_up_to.astype(float)
+    place[rest] += (np.arange(len(rest)) - group_start + 0.5) / np.maximum(size, 1)
+    out = np.empty(n)
+    out[order] = place
+    return out
+
+
+def instances_by_name(
+    c: KernelSide, places: npt.NDArray[np.float64] | None = None
+) -> dict[str, npt.NDArray[np.float64]]:
+    """Compiled instance places per kernel name, sorted: ``places`` (one per instance, e.g.
+    :func:`anchor_coordinates`), by default their positions within their steps."""
+    at = c.pos if places is None else places
+    order = np.lexsort((at, c.name.codes))
     codes = c.name.codes[order]
     cuts = np.flatnonzero(np.diff(codes)) + 1
     return {
-        str(c.name.uniques[part[0]]): c.pos[order_part]
+        str(c.name.uniques[part[0]]): at[order_part]
         for part, order_part in zip(np.split(codes, cuts), np.split(order, cuts), strict=True)
         if len(part) and part[0] >= 0
     }
@@ -649,6 +775,26 @@ def nearest_kernel(
     left = np.clip(right - 1, 0, len(where) - 1)
     pick = np.where(np.abs(where[left] - pos) <= np.abs(where[right] - pos), left, right)
     return np.array(names, dtype=object)[label[pick]]
+
+
+def mark_unrecorded(credits: pd.DataFrame) -> pd.DataFrame:
+    """The credits of a compiled trace whose Inductor kernels were not recorded
+    (:mod:`~traceviz.analysis.inductor_record`): each name-matched credit says so (basis
+    :data:`NAME_MATCH_UNRECORDED_BASIS`), and a credit the fused stage chose among n visible
+    kernels had one more candidate the trace does not show, so its confidence 1/n becomes
+    1/(n+1). Credits of the same call on both sides (identical, alias) keep theirs. A new
+    table; ``credits`` is not changed."""
+    out = credits.copy()
+    name_matched = (out[Credits.basis] == NAME_MATCH_BASIS).to_numpy(dtype=bool)
+    guessed = out[Credits.how].isin([How.FUSED.value, How.PART.value]).to_numpy(dtype=bool)
+    confidence = out[Credits.confidence].to_numpy(dtype=float, na_value=np.nan).copy()
+    at = name_matched & guessed
+    confidence[at] = confidence[at] / (1.0 + confidence[at])  # 1/n -> 1/(n + 1)
+    out[Credits.confidence] = confidence
+    basis = out[Credits.basis].astype(object).to_numpy(dtype=object).copy()
+    basis[name_matched] = NAME_MATCH_UNRECORDED_BASIS
+    out[Credits.basis] = basis
+    return schema.conform(out, CREDITS_DTYPES)
 
 
 # --- the table -----------------------------------------------------------------------------

@@ -88,10 +88,13 @@ def kernel_table_rows(
     ops: pd.DataFrame,
     recorded: set[str],
     dtypes: dict[str, str],
+    *,
+    name_basis: str = NAME_MATCH_BASIS,
 ) -> pd.DataFrame:
     """The fusion map's ``kernels``: one row per compiled kernel name (its kernel rows of
     ``classified``), with what the credits gave it; ``ops`` is :func:`kernel_ops_rows` of
-    ``credits`` and ``recorded`` the names the compile log explains."""
+    ``credits``, ``recorded`` the names the compile log explains (basis ``compiler``; the
+    others ``name_basis``)."""
     is_kernel = classified[Kernels.activity] == schema.ActivityKind.KERNEL.value
     at = np.flatnonzero(is_kernel.to_numpy(dtype=bool))
     names = classified[Kernels.name].to_numpy(dtype=object)[at].tolist()
@@ -130,7 +133,7 @@ def kernel_table_rows(
                 eager_t,
                 is_layout_kernel(name, extern_keys),
                 confidence,
-                COMPILER_BASIS if name in recorded else NAME_MATCH_BASIS,
+                COMPILER_BASIS if name in recorded else name_basis,
             )
         )
     return _frame(largest_first(rows, key=lambda r: r[6], name=lambda r: r[0]), dtypes)
