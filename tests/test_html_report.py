@@ -18,6 +18,7 @@ from traceviz.analysis.compare import Comparison
 from traceviz.cli import main
 from traceviz.pipeline import compare
 from traceviz.report.figures import VIEW_FIGURES
+from traceviz.report.figures.roofline import ROOFLINE_FIGURES
 from traceviz.report.html import comparison_html, finding_html
 from traceviz.report.views import comparison_views
 from traceviz.rundir import read_run_dir
@@ -55,7 +56,8 @@ def test_needs_no_network(report: str) -> None:
 
 
 def test_embeds_plotly_js_once(report: str) -> None:
-    figures = sum(len(builders) for builders in VIEW_FIGURES.values())
+    # every view's figures, and the step bridge and the roofline (report.html._roofline)
+    figures = sum(len(builders) for builders in VIEW_FIGURES.values()) + len(ROOFLINE_FIGURES)
     assert report.count("Plotly.newPlot(") == figures
     # plotly.js defines its version string once; a second embedded copy would repeat it
     assert len(re.findall(r"plotly\.js v\d+\.\d+\.\d+", report)) == 1

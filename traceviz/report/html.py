@@ -16,8 +16,10 @@ from traceviz.analysis.compare import Comparison
 from traceviz.report.backends_html import backends_sections
 from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES
+from traceviz.report.figures.roofline import ROOFLINE_FIGURES
 from traceviz.report.figures_html import figures_html
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
+from traceviz.report.roofline_report import roofline_views
 from traceviz.report.snippet import view_html
 from traceviz.report.views import comparison_views, headline
 
@@ -46,6 +48,7 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
     for number, (view, builders) in enumerate(VIEW_FIGURES.items()):
         figures = figures_html(builders, comparison, f"fig-{number}")
         sections.append((f"view-{number}", view, figures))
+    sections.append(("roofline", "Step bridge and roofline", _roofline(comparison, top=top)))
     sections += backends_sections(comparison, top=top)  # runs with ONNX Runtime backends
     tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
     sections.append(("tables", "Tables", tables))
@@ -62,6 +65,13 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
         "<p class='muted'>Made by traceviz. Every figure says whether it is measured (read from "
         "the traces) or estimated (modelled from shapes).</p></body></html>\n"
     )
+
+
+def _roofline(comparison: Report, *, top: int) -> str:
+    """The step bridge's waterfall and the roofline scatter, then their tables
+    (docs/roofline.md)."""
+    figures = figures_html(ROOFLINE_FIGURES, comparison, "fig-roofline")
+    return figures + "".join(view_html(v) for v in roofline_views(comparison, top=top))
 
 
 def _summary(comparison: Comparison) -> str:

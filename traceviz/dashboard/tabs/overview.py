@@ -15,6 +15,7 @@ from traceviz.dashboard.tabs.findings import findings_pane
 from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.figures.overview import traffic_partial
+from traceviz.report.figures.roofline import bridge_figure, roofline_figure
 from traceviz.report.html import finding_html
 from traceviz.report.views import (
     fmt_delta,
@@ -173,6 +174,8 @@ def overview(c: Report) -> pn.viewable.Viewable:
         ),
         plot(figures.metrics_figure(c)),
         plot(figures.kinds_figure(c)),
+        plot(bridge_figure(c)),  # the step bridge and the roofline (docs/roofline.md)
+        plot(roofline_figure(c)),
         findings_pane(c.findings, empty=NO_FINDINGS),
         view_table(metrics_view(c), c.metrics),
         sizing_mode=STRETCH,
