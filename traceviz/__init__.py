@@ -7,7 +7,8 @@ The flow, left to right::
         --diagnose--> findings; comparison + findings = Report --> renderers / dashboard / widgets
 
 :mod:`traceviz.pipeline` is the front door that runs those stages for every front end;
-``traceviz.compare(a, b)`` is its :func:`~traceviz.pipeline.compare` (a :class:`Report`, which
+``traceviz.compare(a, b)`` (two traces) and ``traceviz.compare(RUN_DIR)`` (a run directory
+made by ``traceviz run``) are its :func:`~traceviz.pipeline.compare` (a :class:`Report`, which
 is a :class:`Comparison` with ``findings``). Layers only import downwards (README "Layout").
 
 ``import traceviz`` is light: torch, plotly and panel are imported only by the parts that need

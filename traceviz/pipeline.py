@@ -29,6 +29,7 @@ from traceviz.analysis.fusion_lines import read_log
 from traceviz.concurrent_sides import side_by_side
 from traceviz.diagnose import diagnose, diagnose_side, sort_findings
 from traceviz.diagnose.backends import backend_findings
+from traceviz.diagnose.rules.inductor_kernels import compile_log_without_provenance
 from traceviz.errors import UsageError
 from traceviz.parse import load_trace
 from traceviz.report.bundle import Report
@@ -79,24 +80,31 @@ def compare_sides(
     pairs). ``run_info``, ``compile_log`` and ``eager_lines`` as in :func:`compare`."""
     log = read_log(compile_log)
     info = run_info_of(run_info)
-    return report_of(
+    report = report_of(
         compare_analysed(a, b, run_info=info, compile_log=log, force=force, eager_lines=eager_lines)
     )
+    unused = compile_log_without_provenance(log, b.name)  # never silently a name-match
+    if not unused:
+        return report
+    return dataclasses.replace(report, findings=sort_findings([*report.findings, *unused]))
 
 
 def compare(
-    a: SideInput,
-    b: SideInput,
+    a: SideInput | Any,
+    b: SideInput | None = None,
     *,
-    names: Sequence[str] = ("a", "b"),
+    names: Sequence[str] | None = None,
     run_info: RunInfo | dict[str, Any] | None = None,
     compile_log: Any = None,
     force: bool = False,
     load: Loader = _parse,
     eager_lines: Trace | str | Path | None = None,
 ) -> Report:
-    """Compare two traces (paths, Trace objects or analysed sides) into a report.
+    """Compare two traces (paths, Trace objects or analysed sides) into a report; or, with
+    ``a`` alone, a run directory made by ``traceviz run`` (a path or a ``traceviz.Run``:
+    :func:`compare_run`, labels ``eager``/``compiled``, its run.json and compile log).
 
+    ``names`` labels the two sides (default ``("a", "b")`` for two traces).
     ``run_info`` is a runner's run.json (a :class:`RunInfo`, or its dict, validated: a bad
     one raises TraceFormatError), if any; ``compile_log`` the compiled side's
     compile log (a run directory's log file or a TORCH_TRACE directory, or a read log) for a
@@ -118,6 +126,10 @@ def compare(
     b's, else the lines trace's. On Ctrl-C the calling thread stops at once and the worker
     finishes in the background (:mod:`traceviz.concurrent_sides`).
     """
+    if b is None:
+        return _compare_one(a, names=names, run_info=run_info, compile_log=compile_log,
+                            force=force, load=load, eager_lines=eager_lines)  # fmt: skip
+    names = ("a", "b") if names is None else tuple(names)
     if len(names) != 2 or not all(isinstance(n, str) and n for n in names):
         raise UsageError("names must be two non-empty labels")
     entry = None
@@ -127,6 +139,34 @@ def compare(
     return cached(entry, lambda: _compare(a, b, names=names, run_info=run_info,
                                           compile_log=compile_log, force=force, load=load,
                                           eager_lines=eager_lines))  # fmt: skip
+
+
+def _compare_one(
+    a: Any,
+    *,
+    names: Sequence[str] | None,
+    run_info: RunInfo | dict[str, Any] | None,
+    compile_log: Any,
+    force: bool,
+    load: Loader,
+    eager_lines: Trace | str | Path | None,
+) -> Report:
+    """:func:`compare` given one input: a run directory (or a ``traceviz.Run``), whose
+    run.json and lines trace are its own; anything else is a UsageError saying what to give."""
+    directory = getattr(a, "directory", a)  # a traceviz.Run, or a run directory path
+    if not isinstance(directory, str | os.PathLike) or not is_run_dir(Path(directory)):
+        raise UsageError(
+            f"traceviz.compare({a!r}): give two traces, compare(eager, compiled), or a run "
+            "directory made by `traceviz run`, compare(RUN_DIR)"
+        )
+    if run_info is not None or eager_lines is not None:
+        raise UsageError(
+            f"{directory}: a run directory brings its own run.json and lines trace; "
+            "run_info= and eager_lines= are for two traces"
+        )
+    return compare_run(
+        Path(directory), names=names, compile_log=compile_log, force=force, load=load
+    )
 
 
 def _compare(

@@ -38,6 +38,9 @@ from traceviz.schema import ProvenanceLines as L
 COMPILE_LOG = "compile_log.jsonl.gz"  # the run directory's file
 TORCH_TRACE_PREFIX = "dedicated_log_torch_trace_"
 
+#: The Inductor setting that writes the provenance records below into the structured log
+#: (with ``TORCH_TRACE=DIR`` in the environment); a log written without it has none.
+PROVENANCE_SETTING = "torch._inductor.config.trace.provenance_tracking_level = 1"
 NODE_MAPPINGS = "inductor_provenance_tracking_node_mappings"
 STACK_TRACES = "inductor_provenance_tracking_kernel_stack_traces"
 NODE_BYTES = "traceviz_inductor_node_bytes"
@@ -122,6 +125,7 @@ class CompileLog:
 
     @property
     def has_provenance(self) -> bool:
+        """The log maps kernels to FX nodes (written with :data:`PROVENANCE_SETTING`)."""
         return not self.kernels.empty
 
 
