@@ -1,5 +1,5 @@
-"""What the reference tests share (the tests that keep a replaced implementation and prove the
-new one equal to it): the real traces to run them on, and equality to the last bit."""
+"""What tests over the real traces share: the traces as pytest params (corpus and sample
+runs), equality to the last bit, the measured kernel time credits must not exceed."""
 
 from __future__ import annotations
 
