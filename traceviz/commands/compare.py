@@ -97,7 +97,9 @@ def add_pair_arguments(parser: argparse.ArgumentParser, *, force_help: str) -> N
         "--compile-log",
         metavar="DIR",
         help="the compiled side's compile log: a TORCH_TRACE / tlparse log directory (or "
-        "file); the fusion map then follows Inductor's provenance (basis `compiler`). A run "
+        "file); the fusion map then follows Inductor's provenance (basis `compiler`), which "
+        "the log holds when compiled with torch._inductor.config.trace."
+        "provenance_tracking_level=1 (else the finding compile-log-without-provenance). A run "
         "directory's own log is used without it",
     )
     parser.add_argument("--force", action="store_true", help=force_help)

@@ -67,6 +67,7 @@ from traceviz.runner.runinfo import (
     Timing,
     TimingStats,
     Traces,
+    decode,
     encode,
 )
 from traceviz.runner.runinfo_backends import ONNX_DIR, Backends, Latency
@@ -223,7 +224,8 @@ def _profile(
             work.fn.train(was_training)
     info = _assemble(work, options, device, eager, compiled, command, extra)
     (directory / RUN_JSON).write_bytes(encode(info))
-    make_portable(directory, Path.cwd())  # source paths relative to the run directory
+    if make_portable(directory, Path.cwd()):  # source paths relative to the run directory
+        info = decode((directory / RUN_JSON).read_bytes(), source=directory / RUN_JSON)
     return Run(directory=directory, info=info)
 
 

@@ -20,6 +20,7 @@ from traceviz.diagnose.rules import (
     copies,
     device,
     gemm,
+    inductor_kernels,
     launch,
     memory,
     profiling,
@@ -53,6 +54,7 @@ TRACE_RULES: list[TraceRule] = [
 COMPARISON_RULES: list[ComparisonRule] = [
     comparable.not_comparable,
     slower.compiled_slower,
+    inductor_kernels.inductor_kernels_not_recorded,
     memory.peak_memory_up,
 ]
 
