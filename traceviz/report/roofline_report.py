@@ -14,9 +14,10 @@ from typing import Any
 
 from traceviz.analysis.bridge import BridgeParts, StepBridge, step_bridge
 from traceviz.analysis.compare import Comparison, Side
+from traceviz.analysis.fusion_ledger import LedgerColumns, fusion_ledger
 from traceviz.analysis.roofline import Roofline, RooflineByName, side_roofline
 from traceviz.report.views import View
-from traceviz.units import fmt_pct, fmt_us
+from traceviz.units import fmt_bytes, fmt_pct, fmt_us
 
 __all__ = ["bridge_json", "bridge_of", "roofline_json", "roofline_of", "roofline_views"]
 
@@ -53,7 +54,11 @@ def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
 
 def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
     """The step bridge and the roofline tables (empty ones left out)."""
-    views = [_bridge_view(comparison), _roofline_view(comparison, top=top)]
+    views = [
+        _bridge_view(comparison),
+        _roofline_view(comparison, top=top),
+        _ledger_view(comparison, top=top),
+    ]
     return [v for v in views if v is not None and (v.rows or v.note)]
 
 
@@ -125,6 +130,53 @@ def _roofline_view(comparison: Comparison, *, top: int) -> View | None:
     )
 
 
+def _ledger_view(comparison: Comparison, *, top: int) -> View | None:
+    """The fusion ledger (:mod:`traceviz.analysis.fusion_ledger`), the most time saved first."""
+    compiled = roofline_of(comparison, "b")
+    if compiled is None or not comparison.a.summary.analysed:
+        return None
+    steps = (comparison.a.summary.step_count, comparison.b.summary.step_count)
+    ledger = fusion_ledger(
+        comparison.fusion, eager_traffic=comparison.a.traffic, compiled=compiled, steps=steps
+    )
+    c = LedgerColumns
+    rows = [
+        [
+            str(row[c.kernel]),
+            _count(row[c.eager_kernels], row[c.eager_unsized]),
+            fmt_bytes(row[c.eager_bytes]),
+            fmt_us(row[c.eager_time_us]),
+            "–" if _missing(row[c.fused_bytes]) else fmt_bytes(row[c.fused_bytes]),
+            fmt_us(row[c.fused_time_us]),
+            _signed_us(row[c.saved_us]),
+            "–" if _missing(row[c.roof_us]) else fmt_us(row[c.roof_us]),
+            "–" if _missing(row[c.pct_of_memory_roof]) else fmt_pct(row[c.pct_of_memory_roof]),
+            str(row[c.bound]),
+        ]
+        for _, row in ledger.head(top).iterrows()
+    ]
+    a, b = comparison.names
+    return View(
+        title=f"Fusion ledger: {b}'s fused kernels against the {a} kernels they replaced",
+        columns=[
+            f"{b} kernel",
+            f"{a} kernels",
+            f"{a} bytes",
+            f"{a} time",
+            "bytes",
+            "time",
+            "saved",
+            "roof time",
+            "% of memory roof",
+            "bound",
+        ],
+        rows=rows,
+        note="per step; bytes estimated, times measured; roof time: the fused kernel's bytes at "
+        "the device's peak bandwidth (latency: too short to reach it)",
+        names=(0,),
+    )
+
+
 def _roofline_row(side: str, row: Any) -> list[str]:
     b = RooflineByName
     return [
@@ -139,6 +191,11 @@ def _roofline_row(side: str, row: Any) -> list[str]:
         "–" if _missing(row[b.pct_of_roof]) else fmt_pct(row[b.pct_of_roof]),
         str(row[b.bound]),
     ]
+
+
+def _count(kernels: float, unsized: float) -> str:
+    """Eager kernels per step, and how many of them have no byte figure."""
+    return f"{kernels:g}" + (f" ({unsized:g} unsized)" if unsized else "")
 
 
 def _missing(value: Any) -> bool:
