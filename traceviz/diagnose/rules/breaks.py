@@ -31,6 +31,7 @@ from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.runner.runinfo import CompileRecord, GraphBreak
 from traceviz.schema import Ops
+from traceviz.source_files import shown
 
 GRAPH_BREAK_ID = "graph-break"
 RECOMPILE_ID = "recompile"
@@ -134,7 +135,7 @@ def _reasons(breaks: list[GraphBreak]) -> list[Evidence | str]:
     for item in breaks:
         line = f"Dynamo: {item.reason or 'graph break'}"
         if item.file:
-            line += f" at {item.file}:{item.line}"
+            line += f" at {shown(item.file)}:{item.line}"  # where it is on this machine
         if item.function:
             line += f" in {item.function}()"
         hint = _first_hint(item.detail)
