@@ -4,7 +4,11 @@ A fusion map (which eager ops became which compiled kernel, bytes saved) only me
 when trace a is an eager run and trace b a compiled run *of the same model and inputs*.
 :func:`comparability` checks what the traces can tell:
 
-1. **device kind** — both ran on the same kind of device (cuda, rocm, cpu);
+1. **device kind** — both ran on the same kind of device: a GPU against the CPU (or a device
+   traceviz does not model) is another workload; two GPU vendors (cuda against rocm: the
+   same model on an H100 and an MI300) fail only **device vendor**, which withholds the
+   per-kernel fusion figures (kernel names and libraries differ by vendor) but not the speed
+   and peak-memory verdicts (:attr:`Comparability.other_workload` stays False);
 2. **a is eager** — a has no Inductor kernels and no compiled-region markers (a compiled
    trace as "eager" turns the map into compiled-vs-compiled);
 3. **op signatures** — the ops that survive compilation as library calls (GEMMs, convolutions,
@@ -27,7 +31,8 @@ the checks are instead:
    of one model keep their tensors; fusions reshape a few).
 
 A check that has nothing to look at (no GEMMs in b, no Inductor kernels) passes. The result
-lists the reasons for each failed check; ``forced`` records that the caller compares anyway.
+lists the failed checks by name (:attr:`Comparability.failed`, the names below) and a reason
+for each; ``forced`` records that the caller compares anyway.
 """
 
 from __future__ import annotations
@@ -47,10 +52,28 @@ from traceviz.dense import sorted_unique
 from traceviz.schema import ActivityKind, Kernels, Ops, Regions
 from traceviz.trace import Trace
 
-__all__ = ["MIN_OVERLAP", "Comparability", "comparability"]
+__all__ = ["CHECKS", "MIN_OVERLAP", "Comparability", "comparability"]
 
 #: How check 2's reasons begin.
 A_COMPILED = "a is itself compiled"
+#: The checks' names, as :attr:`Comparability.failed` lists them (module docstring).
+DEVICE_KIND, DEVICE_VENDOR, A_EAGER = "device kind", "device vendor", "a is eager"
+SIGNATURES, FUSED_OPS, STEP_STRUCTURE = "op signatures", "fused ops", "step structure"
+FRAMEWORK, NODE_SHAPES = "framework", "node shapes"
+CHECKS = (
+    DEVICE_KIND,
+    DEVICE_VENDOR,
+    A_EAGER,
+    SIGNATURES,
+    FUSED_OPS,
+    STEP_STRUCTURE,
+    FRAMEWORK,
+    NODE_SHAPES,
+)
+#: Failed checks that still leave a and b one workload (the speed and peak verdicts stand).
+_SAME_WORKLOAD = (DEVICE_VENDOR, A_EAGER)
+#: Device kinds of one vendor each: the same model may run on either.
+_GPU_KINDS = ("cuda", "rocm")
 #: Share of b's signatures (or fused ops) that must also be a's.
 MIN_OVERLAP = 0.5
 #: ORT profiles: share of b's distinct ≥2-D node input shapes that must also be a's. Levels of
@@ -64,13 +87,15 @@ class Comparability:
     """The guard's verdict. ``comparable`` is False when any check failed (``reasons``, one
     line each); ``signature_overlap``/``fused_op_overlap`` are the shares of checks 3 and 4
     (None when the check had nothing to look at); ``forced`` is True when the caller asked to
-    compare anyway (the fusion figures are then computed although ``comparable`` is False)."""
+    compare anyway (the fusion figures are then computed although ``comparable`` is False);
+    ``failed`` names the failed checks (:data:`CHECKS`), one per reason, in the same order."""
 
     comparable: bool
     reasons: tuple[str, ...] = ()
     signature_overlap: float | None = None
     fused_op_overlap: float | None = None
     forced: bool = False
+    failed: tuple[str, ...] = ()
 
     @property
     def withheld(self) -> bool:
@@ -79,61 +104,99 @@ class Comparability:
 
     @property
     def other_workload(self) -> bool:
-        """Withheld for a reason other than "a is itself compiled": a and b look like runs of
-        different workloads (device, library calls, fused ops or step structure differ), so
-        their step times and peaks are no verdict on compiling either."""
-        return self.withheld and any(not r.startswith(A_COMPILED) for r in self.reasons)
+        """Withheld for a reason other than "a is itself compiled" or "the GPU vendors differ":
+        a and b look like runs of different workloads (device kind, library calls, fused ops or
+        step structure differ), so their step times and peaks are no verdict on compiling
+        either. Without check names (a verdict made by hand), any reason but check 2's."""
+        if not self.withheld:
+            return False
+        if self.failed:
+            return any(name not in _SAME_WORKLOAD for name in self.failed)
+        return any(not r.startswith(A_COMPILED) for r in self.reasons)
 
 
 def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comparability:
     """Check that ``eager`` and ``compiled`` are the same workload (module docstring)."""
     if eager.meta.is_onnxruntime or compiled.meta.is_onnxruntime:
         return _ort_comparability(eager, compiled, force=force)
-    reasons: list[str] = []
-    kinds = (eager.device_kind.value, compiled.device_kind.value)
-    if kinds[0] != kinds[1]:
-        reasons.append(f"device kinds differ: {kinds[0]} vs {kinds[1]}")
+    failed: list[tuple[str, str]] = []  # (check, reason)
+    device = _device_check(eager, compiled)
+    if device is not None:
+        failed.append(device)
     a_kernels = _kernel_rows(eager)
     inductor = _inductor_names(a_kernels)
     if inductor:
-        reasons.append(
-            f"{A_COMPILED}: it runs {len(inductor)} distinct Inductor kernel(s) "
-            f"(e.g. {sorted(inductor)[0]}); a fusion map needs an eager trace as a"
+        failed.append(
+            (
+                A_EAGER,
+                f"{A_COMPILED}: it runs {len(inductor)} distinct Inductor kernel(s) "
+                f"(e.g. {sorted(inductor)[0]}); a fusion map needs an eager trace as a",
+            )
         )
     elif len(eager.regions):
-        reasons.append(
-            f"{A_COMPILED}: it has {len(eager.regions)} compiled-region marker(s) "
-            f"(e.g. {eager.regions[Regions.name].iloc[0]}); a fusion map needs an eager trace "
-            "as a"
+        failed.append(
+            (
+                A_EAGER,
+                f"{A_COMPILED}: it has {len(eager.regions)} compiled-region marker(s) "
+                f"(e.g. {eager.regions[Regions.name].iloc[0]}); a fusion map needs an eager "
+                "trace as a",
+            )
         )
     a_sigs, a_heavy = _heavy_signatures(eager, a_kernels, inductor=False)
     b_kernels = _kernel_rows(compiled)
     b_sigs, b_heavy = _heavy_signatures(compiled, b_kernels, inductor=True)
     overlap = _signature_overlap(a_sigs, b_sigs)
     if overlap is not None and overlap < MIN_OVERLAP:
-        reasons.append(
-            f"only {overlap:.0%} of b's library calls (GEMM/conv/attention by op and shape) "
-            f"are calls a makes ({_few(_unmet(b_sigs, a_sigs))} are not)"
+        failed.append(
+            (
+                SIGNATURES,
+                f"only {overlap:.0%} of b's library calls (GEMM/conv/attention by op and "
+                f"shape) are calls a makes ({_few(_unmet(b_sigs, a_sigs))} are not)",
+            )
         )
     fused = _fused_op_overlap(eager, a_kernels, b_kernels)
     if fused is not None and fused[0] < MIN_OVERLAP:
-        reasons.append(
-            f"only {fused[0]:.0%} of the ops b's Inductor kernels are named after are ops a "
-            f"runs ({_few(fused[1])} are not)"
+        failed.append(
+            (
+                FUSED_OPS,
+                f"only {fused[0]:.0%} of the ops b's Inductor kernels are named after are ops "
+                f"a runs ({_few(fused[1])} are not)",
+            )
         )
     per_step = (
         _per_step(a_heavy, len(full_steps(eager))),
         _per_step(b_heavy, len(full_steps(compiled))),
     )
     if b_heavy and per_step[1] > 2 * per_step[0] + 2:
-        reasons.append(f"b runs {per_step[1]:.3g} library calls per step, a only {per_step[0]:.3g}")
+        failed.append(
+            (
+                STEP_STRUCTURE,
+                f"b runs {per_step[1]:.3g} library calls per step, a only {per_step[0]:.3g}",
+            )
+        )
     return Comparability(
-        comparable=not reasons,
-        reasons=tuple(reasons),
+        comparable=not failed,
+        reasons=tuple(reason for _, reason in failed),
         signature_overlap=overlap,
         fused_op_overlap=fused[0] if fused is not None else None,
         forced=force,
+        failed=tuple(check for check, _ in failed),
     )
+
+
+def _device_check(a: Trace, b: Trace) -> tuple[str, str] | None:
+    """Check 1: (check name, reason) when the device kinds differ, else None. Two GPU vendors
+    fail "device vendor" only (module docstring)."""
+    kinds = (a.device_kind.value, b.device_kind.value)
+    if kinds[0] == kinds[1]:
+        return None
+    if kinds[0] in _GPU_KINDS and kinds[1] in _GPU_KINDS:
+        return (
+            DEVICE_VENDOR,
+            f"device vendors differ: {kinds[0]} vs {kinds[1]} (per-kernel fusion figures need "
+            "one vendor's kernels; the speed and peak-memory verdicts stand)",
+        )
+    return DEVICE_KIND, f"device kinds differ: {kinds[0]} vs {kinds[1]}"
 
 
 def _ort_comparability(a: Trace, b: Trace, *, force: bool) -> Comparability:
@@ -146,21 +209,27 @@ def _ort_comparability(a: Trace, b: Trace, *, force: bool) -> Comparability:
             "and ORT nodes are not matched by name (`traceviz run --backends "
             "eager,compile,onnxruntime` compares them in its backends view)"
         )
-        return Comparability(comparable=False, reasons=(reason,), forced=force)
-    reasons: list[str] = []
-    kinds = (a.device_kind.value, b.device_kind.value)
-    if kinds[0] != kinds[1]:
-        reasons.append(f"device kinds differ: {kinds[0]} vs {kinds[1]}")
+        return Comparability(comparable=False, reasons=(reason,), forced=force, failed=(FRAMEWORK,))
+    failed: list[tuple[str, str]] = []  # (check, reason)
+    device = _device_check(a, b)
+    if device is not None:
+        failed.append(device)
     a_shapes, b_shapes = _node_shapes(a), _node_shapes(b)
     overlap = len(a_shapes & b_shapes) / len(b_shapes) if a_shapes and b_shapes else None
     if overlap is not None and overlap < MIN_SHAPE_OVERLAP:
         unmet = {"[" + "x".join(map(str, s)) + "]" for s in b_shapes - a_shapes}
-        reasons.append(
-            f"only {overlap:.0%} of the tensor shapes (≥2-D) b's nodes take are shapes a's "
-            f"nodes take ({_few(unmet)} are not)"
+        failed.append(
+            (
+                NODE_SHAPES,
+                f"only {overlap:.0%} of the tensor shapes (≥2-D) b's nodes take are shapes "
+                f"a's nodes take ({_few(unmet)} are not)",
+            )
         )
     return Comparability(
-        comparable=not reasons, reasons=tuple(reasons), forced=force
+        comparable=not failed,
+        reasons=tuple(reason for _, reason in failed),
+        forced=force,
+        failed=tuple(check for check, _ in failed),
     )  # the overlap is in the reason: signature_overlap is check 3's (library calls)
 
 

@@ -3,8 +3,10 @@
 ``diagnose(comparison)`` runs every rule over a :class:`~traceviz.analysis.compare.Comparison`
 (the single-trace rules on both sides, then the pair rules); ``diagnose_trace(trace)`` runs the
 single-trace rules on one trace. Both return :class:`Finding` values sorted most severe first,
-then by estimated gain. ``diagnose_side(side, which, run_info=)`` does one side's share ahead,
-before its comparison exists (the pipeline, on each side's own thread); ``diagnose`` reuses it.
+then by estimated gain (a finding's severity follows its gain where it has one: the share of
+the step that would go, not the CPU time it blocks). ``diagnose_side(side, which,
+run_info=)`` does one side's share ahead, before its comparison exists (the pipeline, on
+each side's own thread); ``diagnose`` reuses it.
 Rules are pure functions registered in :data:`traceviz.diagnose.rules.TRACE_RULES` and
 :data:`~traceviz.diagnose.rules.COMPARISON_RULES`.
 
@@ -31,7 +33,8 @@ launch-bound                GPU waits for the CPU ≥25% of the step in short ga
                             idle
 cpu-bound                   GPU waits for the CPU ≥25% of the step, mostly in gaps    warning /
                             ≥1 ms (names the CPU work; replaces launch-bound); info   info
-                            when recorded CPU work covers <20% of the wait
+                            when recorded CPU work (ops, annotations, Python
+                            frames) covers <20% of the wait
 cuda-graphs-in-use          graph launches/replayed kernels, not launch-bound         info
 framework-overhead          CPU trace: ≥50% of the step outside compute ops           info
 compiled-slower             compiled step ≥5% slower, bootstrap 95% interval of the   warning /
@@ -45,14 +48,16 @@ host-device-copy            HtoD/DtoH copies in the step, ≥1% of it or any Dto
                             (≥5% of the step, CPU blocked in the calls included:      warning
                             warning)
 sync-in-step                blocking calls inside the step: syncs, synchronous or     info /
-                            pageable copies, stalled launches (CPU blocked ≥5% of     warning
-                            the step: warning)
+                            pageable copies, stalled launches (warning when the       warning
+                            gain, device idle while blocked, is ≥5% of the step)
 peak-memory-up              compiled peak ≥10% and ≥1 MiB above eager                 warning
 large-intermediates         eager chain intermediate ≥10% of peak (or ≥64 MiB)        info
 no-compiled-region          labelled compiled, no compiled code in the trace          error
 compile-in-window           compile spans in the trace (inside a step: error)         warning /
                                                                                       error
 no-record-shapes            ops without Input Dims                                    info
+empty-trace                 no ops and no kernels recorded (the pair then gets no     warning
+                            speed verdict from profiled steps)
 few-steps / noisy-steps     <3 steps / step std ≥20% of mean or timed IQR ≥50%        warning /
                                                                                       info
 warm-up-step                ONNX Runtime: first model_run ≥3× the others' median,     info

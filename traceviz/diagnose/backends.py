@@ -11,6 +11,10 @@ backend-outputs-differ      an ONNX Runtime level's outputs fail the check again
 backend-failed              an ONNX Runtime level did not run (its error)             warning
 faster-backend              the fastest backend whose outputs pass is not compile,    info
                             and its median step is clearly below compile's
+ort-level-slower            an ONNX Runtime level (outputs passing) is ≥5% slower     warning
+                            than level ``disable``, clearly (the gap exceeds half
+                            their IQRs summed): its optimizations cost time, like
+                            compiled-slower for torch.compile
 ==========================  ========================================================  ========
 """
 
@@ -20,12 +24,19 @@ import math
 from typing import Any
 
 from traceviz.analysis.backends import ORT_PREFIX, BackendRow, BackendsView
+from traceviz.analysis.speed import TOLERANCE
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.records import records
 
-__all__ = ["ORT_DOCS", "backend_findings"]
+__all__ = ["ORT_DOCS", "ORT_SLOWER_ID", "backend_findings"]
 
 ORT_DOCS = "https://onnxruntime.ai/docs/performance/model-optimizations/graph-optimizations.html"
+ORT_SLOWER_ID = "ort-level-slower"
+#: The ONNX Runtime level every other level is judged against: no graph optimization.
+BASELINE_LEVEL = "disable"
+#: A level this much slower than the baseline (and clearly, see ort-level-slower) is a finding:
+#: the tolerance of compiled-slower (:data:`~traceviz.analysis.speed.TOLERANCE`).
+ORT_SLOWER_TOLERANCE = TOLERANCE
 
 
 def backend_findings(view: BackendsView | None) -> list[Finding]:
@@ -35,7 +46,60 @@ def backend_findings(view: BackendsView | None) -> list[Finding]:
     rows = records(view.rows)
     findings = [f for row in rows for f in (_outputs_differ(row), _failed(row)) if f]
     faster = _faster(view, rows)
-    return findings + ([faster] if faster else [])
+    return findings + ([faster] if faster else []) + _slower_levels(view, rows)
+
+
+def _slower_levels(view: BackendsView, rows: list[dict[str, Any]]) -> list[Finding]:
+    """Each ONNX Runtime level whose outputs pass and whose median step is at least
+    :data:`ORT_SLOWER_TOLERANCE` above level ``disable``'s, by more than half their IQRs
+    summed (the separation test of ``faster-backend``): that level's graph optimizations
+    cost time."""
+    by_name = {str(r[BackendRow.backend]): r for r in rows}
+    base = by_name.get(ORT_PREFIX + BASELINE_LEVEL)
+    base_us = _number(base[BackendRow.step_median_us]) if base is not None else None
+    if base is None or base_us is None or base_us <= 0:
+        return []
+    out = []
+    for name, row in by_name.items():
+        if not name.startswith(ORT_PREFIX) or row is base:
+            continue
+        median = _number(row[BackendRow.step_median_us])
+        if median is None or row[BackendRow.check_passed] is False or row[BackendRow.error]:
+            continue
+        spread = ((_number(row[BackendRow.step_iqr_us]) or 0.0)
+                  + (_number(base[BackendRow.step_iqr_us]) or 0.0)) / 2  # fmt: skip
+        gap = median - base_us
+        if median / base_us >= 1 + ORT_SLOWER_TOLERANCE and gap > spread:
+            out.append(_slower_level(view, name, median, base_us, spread))
+    return out
+
+
+def _slower_level(
+    view: BackendsView, name: str, median: float, base_us: float, spread: float
+) -> Finding:
+    level = name.removeprefix(ORT_PREFIX)
+    return Finding(
+        id=ORT_SLOWER_ID,
+        severity=Severity.WARNING,
+        title=f"ONNX Runtime level {level} is {median / base_us:.2f}× slower than level "
+        f"{BASELINE_LEVEL} per step",
+        evidence=(
+            Evidence(f"{name} median step", median, Unit.US),
+            Evidence(f"{ORT_PREFIX}{BASELINE_LEVEL} median step", base_us, Unit.US),
+            Evidence(f"{level} / {BASELINE_LEVEL}", median / base_us, Unit.FACTOR),
+            Evidence("half the IQRs summed", spread, Unit.US),
+            f"timing: {view.latency_method or 'run.json timing'}; outputs checked against eager",
+        ),
+        est_gain_us=median - base_us,
+        gain_basis=f"measured: median step times outside the profiler; running level "
+        f"{BASELINE_LEVEL} instead saves this per step",
+        next_step=f"Compare the {level} graph's fusions with {BASELINE_LEVEL}'s in the "
+        "Backends view: a fused node ORT runs slower on this provider costs more than it "
+        "saves. Deploy the fastest level whose outputs pass, or disable that fusion "
+        "(SessionOptions.add_session_config_entry('optimization.disable_specified_optimizers',"
+        " '<fusion name>')).",
+        docs_url=ORT_DOCS,
+    )
 
 
 def _outputs_differ(row: dict[str, Any]) -> Finding | None:

@@ -395,3 +395,29 @@ def middle_name(name: str, width: int = 90) -> str:
         return name
     half = (width - 1) // 2
     return name[:half] + "…" + name[-half:]
+
+
+def autotuned(run_info: RunInfo | None) -> bool:
+    """run.json says the compile already used max-autotune (its mode, or Inductor's
+    ``max_autotune``/``max_autotune_gemm`` config)."""
+    if run_info is None:
+        return False
+    config, mode = run_info.compile.inductor_config, run_info.compile.mode
+    options = run_info.compile.mode_options
+    return "max-autotune" in mode or any(
+        bool(c.get(key)) for c in (config, options) for key in ("max_autotune", "max_autotune_gemm")
+    )
+
+
+def graphs_requested(run_info: RunInfo | None) -> bool:
+    """run.json says the compile asked for CUDA graphs: ``mode="reduce-overhead"`` or
+    ``"max-autotune"`` (both turn on ``triton.cudagraphs``), or that config set."""
+    if run_info is None:
+        return False
+    mode = run_info.compile.mode
+    options, config = run_info.compile.mode_options, run_info.compile.inductor_config
+    return (
+        mode in ("reduce-overhead", "max-autotune")
+        or bool(options.get("triton.cudagraphs"))
+        or bool(config.get("triton.cudagraphs"))
+    )

@@ -88,6 +88,7 @@ def _comparable(verdict: Any) -> dict[str, Any]:
         "comparable": bool(verdict.comparable),
         "forced": bool(verdict.forced),
         "reasons": list(verdict.reasons),
+        "failed_checks": list(getattr(verdict, "failed", ())),
         "signature_overlap": plain(verdict.signature_overlap),
         "fused_op_overlap": plain(verdict.fused_op_overlap),
     }
@@ -127,12 +128,27 @@ def _launch(side: Side) -> dict[str, Any]:
         "cpu_wait_us": plain(launch.cpu_wait_us),
         "per_step": records(launch.per_step),
         "idle_per_step": records(launch.idle.per_step),
-        "idle_cpu_work": records(launch.idle.cpu_work, limit=IDLE_CPU_WORK_SHOWN),
+        "idle_cpu_work": _numbered(
+            records(launch.idle.cpu_work, limit=IDLE_CPU_WORK_SHOWN), launch.idle.per_step
+        ),
         "blocked_us": plain(launch.blocking.blocked_us),
-        "blocking_calls": records(
-            _longest_first(launch.blocking.calls), limit=BLOCKING_CALLS_SHOWN
+        "blocking_calls": _numbered(
+            records(_longest_first(launch.blocking.calls), limit=BLOCKING_CALLS_SHOWN),
+            launch.idle.per_step,
         ),
     }
+
+
+def _numbered(rows: list[dict[str, Any]], per_step: pd.DataFrame) -> list[dict[str, Any]]:
+    """``rows`` whose ``step`` is a step window's index (−1: outside every step) with the
+    ProfilerStep number instead, as every other table of the JSON gives it (null outside any
+    step, or for the whole-trace window of a trace without steps). ``per_step`` is a table
+    with one row per step window, in window order, and its ProfilerStep ``step``."""
+    numbers = [plain(n) if pd.notna(n) else None for n in per_step["step"].tolist()]
+    for row in rows:
+        at = row.get("step")
+        row["step"] = numbers[at] if isinstance(at, int) and 0 <= at < len(numbers) else None
+    return rows
 
 
 def _memory(side: Side) -> dict[str, Any]:

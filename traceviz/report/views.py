@@ -17,7 +17,7 @@ from traceviz.analysis.fusion_ops import KernelOps
 from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
 from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.analysis.windows import full_steps
-from traceviz.diagnose.rules.slower import basis_text, comparison_speed
+from traceviz.diagnose.rules.slower import NO_WORK, basis_text, comparison_speed
 from traceviz.records import records
 from traceviz.report.metric_names import is_share, metric_label
 from traceviz.report.profiled_note import DEVICE_TIME_WITHHELD, profiled_note
@@ -106,6 +106,8 @@ def speed_lines(comparison: Comparison) -> list[str]:
     timed medians are the verdict."""
     a, b = comparison.names
     verdict = comparison_speed(comparison)
+    if verdict.verdict == UNKNOWN and verdict.basis == NO_WORK:
+        return [f"step time: no speed verdict ({basis_text(verdict)})"]
     if verdict.verdict == UNKNOWN:
         return ["step time: unknown (no steps and no trace span)"]
     what = "median" if verdict.tested else "mean"

@@ -49,6 +49,7 @@ TRACE_RULES: list[TraceRule] = [
     profiling.compile_in_window,
     profiling.no_record_shapes,
     profiling.few_steps,
+    profiling.empty_trace,
 ]
 
 COMPARISON_RULES: list[ComparisonRule] = [

@@ -4,13 +4,17 @@ Reads :attr:`FusionMap.comparability <traceviz.analysis.fusion.FusionMap.compara
 (:func:`traceviz.analysis.comparable.comparability`): when a and b are not an eager and a
 compiled run of one model (different devices, a compiled "eager" side, GEMM shapes or fused
 ops that do not meet), the fusion map, eager kernels per compiled kernel and the bytes saved
-mean nothing, so they are left out and this warning says why.
+mean nothing, so they are left out and this warning says why, naming the failed checks. The
+same model on two GPU vendors (an H100 against an MI300) fails only the vendor check: the
+per-kernel fusion figures are left out, the speed and peak-memory verdicts stand, and the
+finding is information.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from traceviz.analysis.comparable import DEVICE_VENDOR
 from traceviz.diagnose import docs
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import ort as ort_docs
@@ -28,6 +32,8 @@ def not_comparable(comparison: Comparison) -> list[Finding]:
         return []
     a, b = comparison.names
     evidence: list[Evidence | str] = list(verdict.reasons)
+    if verdict.failed:
+        evidence.insert(0, "failed checks: " + ", ".join(verdict.failed))
     if verdict.signature_overlap is not None:
         evidence.append(
             Evidence(f"{b} library calls also in {a}", verdict.signature_overlap, Unit.RATIO)
@@ -53,10 +59,17 @@ def not_comparable(comparison: Comparison) -> list[Finding]:
     ort = comparison.a.trace.meta.is_onnxruntime or comparison.b.trace.meta.is_onnxruntime
     if ort and not verdict.forced:
         title = f"{a} and {b} are not profiles of one workload: no fusion figures"
+    vendor_only = verdict.failed == (DEVICE_VENDOR,)
+    if vendor_only and not verdict.forced:
+        kinds = f"{comparison.a.trace.device_kind.value} vs {comparison.b.trace.device_kind.value}"
+        title = (
+            f"{a} and {b} ran on different GPU vendors ({kinds}): no per-kernel fusion "
+            "figures; the speed verdict stands"
+        )
     return [
         Finding(
             id=RULE_ID,
-            severity=Severity.WARNING,
+            severity=Severity.INFO if vendor_only else Severity.WARNING,
             title=title,
             evidence=tuple(evidence),
             next_step=(

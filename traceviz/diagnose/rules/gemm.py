@@ -28,6 +28,7 @@ from traceviz.analysis.timeline import same_context, timeline
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
+    autotuned,
     kernel_steps,
     kernel_time_gain,
     kernel_times,
@@ -37,7 +38,6 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.runner.runinfo import RunInfo
 from traceviz.schema import Kernels, Ops
 
 EXTERN_GEMM_ID = "extern-gemm"
@@ -68,7 +68,7 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
     """Extern GEMMs in a compiled trace that ``max-autotune`` could template."""
     if facts.is_onnxruntime:  # ORT profiles: no compiled code (rules/ort.py)
         return []
-    if not facts.compiled or _autotuned(facts.run_info):
+    if not facts.compiled or autotuned(facts.run_info):
         return []
     kernels = facts.kernels
     # on the categorical columns themselves: by code, no object per kernel
@@ -161,7 +161,14 @@ def matmul_add(facts: TraceFacts) -> list[Finding]:
     ]
     basis = f"{MATMUL_ADD_BASIS}; {SHARED_ADD_BASIS}" if shared else MATMUL_ADD_BASIS
     gain = kernel_time_gain(facts, own_us, basis)
-    if facts.compiled:
+    if facts.compiled and autotuned(facts.run_info):
+        step = (
+            "Inductor called a library GEMM and added afterwards, even with max-autotune "
+            "(its GEMM templates lost to the library call, or could not take this add as an "
+            "epilogue). Write the op as `torch.addmm(bias, x, w)` / `F.linear` so the library "
+            "GEMM adds the bias itself."
+        )
+    elif facts.compiled:
         step = (
             "Inductor called a library GEMM and added afterwards. Write the op as "
             "`torch.addmm(bias, x, w)` / `F.linear`, or compile with "
@@ -185,16 +192,6 @@ def matmul_add(facts: TraceFacts) -> list[Finding]:
             trace=facts.name,
         )
     ]
-
-
-def _autotuned(run_info: RunInfo | None) -> bool:
-    """run.json says the compile already used max-autotune."""
-    if run_info is None:
-        return False
-    config, mode = run_info.compile.inductor_config, run_info.compile.mode
-    return "max-autotune" in mode or bool(
-        config.get("max_autotune") or config.get("max_autotune_gemm")
-    )
 
 
 def _pairs(facts: TraceFacts, seq: pd.DataFrame) -> list[tuple[int, int]]:

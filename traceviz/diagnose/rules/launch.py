@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from traceviz.analysis.idle import IdleParts
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, is_kernel
+from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, graphs_requested, is_kernel
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import idle as idle_rules
 from traceviz.diagnose.rules import ort
@@ -199,6 +199,15 @@ def _launch_bound(facts: TraceFacts, short_share: float) -> Finding:
             'mutated inputs: `TORCH_LOGS="perf_hints"` prints why a graph was skipped.'
         )
         title = f"{facts.name}: launch-bound despite CUDA graphs"
+    elif facts.compiled and graphs_requested(facts.run_info):
+        mode = facts.run_info.compile.mode if facts.run_info is not None else ""
+        step = (
+            f'The compile asked for CUDA graphs (mode="{mode}"), but no kernel replays from '
+            "one: CUDA graph trees skip graphs with CPU ops, dynamic shapes, graph breaks or "
+            'mutated inputs; `TORCH_LOGS="perf_hints"` prints why. Otherwise give each kernel '
+            "more work (a larger batch)."
+        )
+        title = f"{facts.name}: launch-bound: CUDA graphs were asked for but not replayed"
     else:
         step = (
             'Compile with `torch.compile(model, mode="reduce-overhead")`: CUDA graphs replay the '

@@ -8,6 +8,10 @@
   the profiled steps include compile time (no warm-up before profiling).
 - **record_shapes off**: ops carry no ``Input Dims``, so memory traffic and fusion savings
   cannot be estimated.
+- **Nothing recorded**: no CPU op, annotation or Python frame besides the ``ProfilerStep``
+  spans, and no kernel (``empty-trace``): the profiler ran without its activities, or outside
+  the code it was meant to see. Every figure of such a trace is zero, and a pair with one gets
+  no speed verdict from its profiled steps (:func:`has_recorded_work`).
 - **Too few steps** (fewer than :data:`MIN_STEPS` ``ProfilerStep`` spans), or **noisy steps**
   (step times, or run.json's timed iterations, spread widely).
 - ONNX Runtime profiles (``model_run`` steps): a first run :data:`~traceviz.diagnose.rules.ort.
@@ -24,13 +28,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.blocking import is_step_span
 from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, points_in_windows, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import ort
 from traceviz.schema import Ops, Steps
+from traceviz.trace import Trace
 
+EMPTY_ID = "empty-trace"
 NO_REGION_ID = "no-compiled-region"
 COMPILE_IN_WINDOW_ID = "compile-in-window"
 NO_SHAPES_ID = "no-record-shapes"
@@ -52,12 +59,48 @@ COMPILE_EVENT = re.compile(
 )
 
 
+def has_recorded_work(trace: Trace) -> bool:
+    """The trace records some work: a kernel (device activity, or a CPU trace's computing op)
+    or a CPU op, annotation or Python frame other than the ``ProfilerStep#`` spans."""
+    if len(trace.kernels):
+        return True
+    ops = trace.ops
+    return bool(len(ops)) and bool((~is_step_span(ops[Ops.name])).any())
+
+
+def empty_trace(facts: TraceFacts) -> list[Finding]:
+    """A trace that records no ops and no kernels: nothing in it can be analysed."""
+    if has_recorded_work(facts.trace):
+        return []
+    steps = facts.summary.step_count
+    return [
+        Finding(
+            id=EMPTY_ID,
+            severity=Severity.WARNING,
+            title=f"{facts.name}: the trace records no ops and no kernels: nothing to analyse",
+            evidence=(
+                Evidence("steps", steps, Unit.COUNT),
+                Evidence("ops and kernels", 0, Unit.COUNT),
+                "no speed verdict rests on its profiled steps",
+            ),
+            next_step="Profile with the CPU and device activities on and the model's calls "
+            "inside the profiler's context: `torch.profiler.profile(activities=["
+            "ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True)`, and "
+            "`prof.step()` after each iteration.",
+            docs_url=docs.PROFILER,
+            trace=facts.name,
+        )
+    ]
+
+
 def no_compiled_region(facts: TraceFacts) -> list[Finding]:
     """A trace labelled compiled that shows no sign of compiled code."""
     if facts.is_onnxruntime:  # an ORT profile is never torch.compile's
         return []
     if not facts.expect_compiled or facts.compiled or facts.uses_graphs:
         return []
+    if not has_recorded_work(facts.trace):
+        return []  # nothing recorded at all: empty-trace says so
     why = (
         "run.json names it the compiled trace"
         if facts.variant == "compiled"

@@ -16,13 +16,18 @@ steps rests on one profiled window and says so.
 - ``no-significant-difference`` (info): the medians differ by the tolerance or more, but the
   interval includes 1: the difference is within the run-to-run noise; the interval is shown.
 
-Neither fires when the comparability guard finds a and b to be different workloads
+Neither fires when either trace records no ops and no kernels
+(:func:`~traceviz.diagnose.rules.profiling.has_recorded_work`) and run.json has no timed
+steps: the step spans of an empty trace time nothing (:data:`NO_WORK`: the verdict is
+``unknown``; ``empty-trace`` says why). Neither fires either when the comparability guard
+finds a and b to be different workloads
 (:attr:`~traceviz.analysis.comparable.Comparability.other_workload`, not forced): the step
 times of two different models are no speed verdict.
 """
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import TYPE_CHECKING
 
@@ -32,19 +37,27 @@ import pandas as pd
 from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.kernel_kinds import KernelKind
 from traceviz.analysis.speed import (
+    LEVEL,
     SAME,
     SLOWER,
     TIMED,
     TOLERANCE,
+    UNKNOWN,
     SpeedVerdict,
     speed_verdict,
 )
 from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, facts_of_side, kernel_times
+from traceviz.diagnose.facts import (
+    TraceFacts,
+    autotuned,
+    facts_of_side,
+    graphs_requested,
+    kernel_times,
+)
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules.profiling import compile_name_mask
+from traceviz.diagnose.rules.profiling import compile_name_mask, has_recorded_work
 from traceviz.schema import Kernels, Steps
 
 if TYPE_CHECKING:
@@ -62,6 +75,8 @@ SLOWER_ERROR = 0.25
 TOP_KINDS = 4
 #: From this many profiled steps on, the attribution compares the median step, not the mean.
 MEDIAN_STEPS = 3
+#: The basis of the verdict withheld because a trace records no ops and no kernels.
+NO_WORK = "no ops or kernels recorded"
 
 
 def compiled_slower(comparison: Comparison) -> list[Finding]:
@@ -88,13 +103,33 @@ def compiled_slower(comparison: Comparison) -> list[Finding]:
             evidence=tuple(evidence),
             est_gain_us=verdict.b_us - verdict.a_us,
             gain_basis=f"measured ({verdict.basis}): running {a.name} instead saves this per step",
-            next_step="Follow the attribution above and the other findings: a slower GEMM → "
-            'try mode="max-autotune"; recompiles or graph breaks → remove them; idle time → '
-            'mode="reduce-overhead" (GPU) or fewer, larger calls. Compile only the parts that '
-            "gain (`torch.compiler.disable` on the rest).",
+            next_step=slower_next_step(comparison.run_info),
             docs_url=docs.TROUBLESHOOTING,
         )
     ]
+
+
+def slower_next_step(info: RunInfo | None) -> str:
+    """What to try when the compiled step is slower, for the mode run.json records: no
+    ``max-autotune`` advice on a run that used it, no ``reduce-overhead`` advice on a run
+    whose compile already asked for CUDA graphs."""
+    gemm = (
+        "a slower GEMM → max-autotune already chose it: compare its templates with the library "
+        'call (`TORCH_LOGS=autotuning`) or keep the library GEMM (`mode="default"`)'
+        if autotuned(info)
+        else 'a slower GEMM → try mode="max-autotune"'
+    )
+    idle = (
+        "idle time → the compile asked for CUDA graphs already: check that they replay "
+        '(`TORCH_LOGS="perf_hints"` says why a graph was skipped), or make fewer, larger calls'
+        if graphs_requested(info)
+        else 'idle time → mode="reduce-overhead" (GPU) or fewer, larger calls'
+    )
+    return (
+        f"Follow the attribution above and the other findings: {gemm}; recompiles or graph "
+        f"breaks → remove them; {idle}. Compile only the parts that gain "
+        "(`torch.compiler.disable` on the rest)."
+    )
 
 
 def comparison_speed(comparison: Comparison) -> SpeedVerdict:
@@ -109,6 +144,10 @@ def comparison_speed(comparison: Comparison) -> SpeedVerdict:
     if last is not None and last[0]() is a and last[1]() is b and last[2] is info:
         return last[3]
     verdict = speed_verdict(a, b, run_info=info)
+    if verdict.basis != TIMED and not (has_recorded_work(a) and has_recorded_work(b)):
+        verdict = SpeedVerdict(
+            verdict.a_us, verdict.b_us, math.nan, None, None, LEVEL, UNKNOWN, NO_WORK, 0, 0
+        )
     _last = (weakref.ref(a), weakref.ref(b), info, verdict)
     return verdict
 
@@ -138,6 +177,8 @@ def basis_text(verdict: SpeedVerdict) -> str:
     """Where the step times come from, for people."""
     if verdict.basis == TIMED:
         return "run.json, steps timed one by one outside the profiler"
+    if verdict.basis == NO_WORK:
+        return "a trace records no ops and no kernels: its step spans time nothing"
     if verdict.tested:
         return (
             "the traces' step wall times (ProfilerStep spans; model_run calls in an ONNX Runtime "
@@ -199,6 +240,7 @@ def _attribution(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[E
 IDLE_CAUSES = (
     ((IdleParts.cpu_wait_us, IdleParts.launch_latency_us), "launch/CPU overhead"),
     ((IdleParts.blocked_us,), "the CPU blocked in a sync"),
+    ((IdleParts.event_wait_us,), "a stream waiting on another stream's event"),
     ((IdleParts.between_us,), "work already issued: queued behind a dependency or another stream"),
 )
 #: A cause of idle time is named when b has at least this share of its step more of it.
