@@ -13,12 +13,9 @@ def comparison_markdown(comparison: Report, *, top: int = 10) -> str:
     a, b = comparison.names
     parts = [f"# traceviz: {a} vs {b}", ""]
     parts += [f"- {line}" for line in headline(comparison)]
-    for view in [*comparison_views(comparison, top=top), *backends_views(comparison, top=top)]:
-        parts += ["", f"## {view.title}", "", _table(view)]
-        if view.note:
-            parts += ["", f"_{view.note}_"]
-    parts += _findings_markdown(comparison)
-    for view in roofline_views(comparison, top=top):  # the step bridge and the roofline, last
+    parts += _findings_markdown(comparison)  # what to do, before the evidence
+    views = [*comparison_views(comparison, top=top), *backends_views(comparison, top=top)]
+    for view in [*views, *roofline_views(comparison, top=top)]:
         parts += ["", f"## {view.title}", "", _table(view)]
         if view.note:
             parts += ["", f"_{view.note}_"]

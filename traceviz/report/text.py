@@ -169,13 +169,15 @@ def _regions(s: TraceSummary) -> Table:
 
 
 def render_comparison(comparison: Report, console: Console, *, top: int = 10) -> None:
-    """Print a report: headline, every table of :func:`comparison_views`, the findings, then the
-    step bridge and the roofline (:func:`~traceviz.report.roofline_report.roofline_views`)."""
+    """Print a report: the headline (the timed verdict first), the findings (what to do about
+    it, the largest estimated gain first), then the evidence: every table of
+    :func:`comparison_views`, the step bridge and the roofline
+    (:func:`~traceviz.report.roofline_report.roofline_views`)."""
     for line in headline(comparison):
         console.print(Text(line))
+    render_findings(comparison.findings, console)
     for view in [*comparison_views(comparison, top=top), *backends_views(comparison, top=top)]:
         render_view(view, console)
-    render_findings(comparison.findings, console)
     for view in roofline_views(comparison, top=top):  # the step bridge and the roofline, last
         render_view(view, console)
 
