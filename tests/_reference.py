@@ -3,7 +3,13 @@ runs), equality to the last bit, the measured kernel time credits must not excee
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
 import numpy as np
+import orjson
 import pandas as pd
 import pytest
 
@@ -85,3 +91,18 @@ def measured_kernel_us(kernels: pd.DataFrame) -> float:
     duration (Kernels.excl_dur_us, else Kernels.dur_us), summed; what credits must not exceed."""
     rows = kernels[kernels[Kernels.activity] == ActivityKind.KERNEL.value]
     return float(rows[Kernels.excl_dur_us].fillna(rows[Kernels.dur_us]).sum())
+
+
+def raw_events(path: Path) -> list[dict[str, Any]]:
+    """A trace file's events as plain dicts, read with a JSON decoder alone (orjson; the
+    standard library where the file has NaN literals): for tests that check traceviz's tables
+    against the file itself."""
+    data = path.read_bytes()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        doc = json.loads(data)
+    events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
+    return [e for e in events if isinstance(e, dict)]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests._reference import every_trace_file
-from tests.conftest import SAMPLES, load_trace, read_json
+from tests._reference import every_trace_file, raw_events
+from tests.conftest import SAMPLES, load_trace
 from traceviz.analysis import provenance
 from traceviz.analysis.provenance import LINE_MARK_PREFIX, eager_kernel_lines
 from traceviz.schema import KernelLines as KL
@@ -24,8 +24,7 @@ FRAME_CATS = {"python_function", "user_annotation", "cpu_op"}
 
 def _frames(path: Path) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """(thread "pid/tid", event name) → the (start, end) µs of each raw span of that name."""
-    doc = read_json(path)
-    events = doc if isinstance(doc, list) else doc["traceEvents"]
+    events = raw_events(path)
     spans: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
     for e in events:
         if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in FRAME_CATS:

@@ -12,7 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, corpus_params, load_trace, read_json
+from tests._reference import raw_events
+from tests.conftest import SAMPLES, corpus_params, load_trace
 from traceviz.analysis import memory as memory_mod
 from traceviz.analysis.memory import (
     AllocatorUse,
@@ -34,10 +35,7 @@ TRACES = [
 
 def _raw(path: Path) -> tuple[int, int]:
     """The file's memcpy/memset bytes (``args.bytes``) and its ``[memory]`` events."""
-    doc = read_json(path)
-    events = [
-        e for e in (doc if isinstance(doc, list) else doc["traceEvents"]) if isinstance(e, dict)
-    ]
+    events = raw_events(path)
     copied = sum(
         int((e.get("args") or {}).get("bytes") or 0)
         for e in events

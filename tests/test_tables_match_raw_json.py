@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, corpus_params, load_trace, read_json
+from tests._reference import raw_events
+from tests.conftest import SAMPLES, corpus_params, load_trace
 from traceviz.schema import DeviceKind, Kernels, Ops
 from traceviz.trace import Trace
 
@@ -55,9 +56,7 @@ REAL = _real_traces()
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    doc = read_json(path)
-    events = doc if isinstance(doc, list) else doc.get("traceEvents", [])
-    return [e for e in events if isinstance(e, dict)]
+    return raw_events(path)
 
 
 def _spans(events: list[dict[str, Any]], cats: set[str]) -> list[dict[str, Any]]:
