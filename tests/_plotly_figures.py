@@ -36,6 +36,7 @@ from traceviz.report.figures.overview import (
     SAME,
     _ratio_color,
     log_ticks,
+    tick_text,
     traffic_partial,
 )
 from traceviz.report.figures.ranks import (
@@ -46,6 +47,9 @@ from traceviz.report.figures.ranks import (
     STRAGGLER,
     STRAGGLER_COLOR,
     _shown,
+)
+from traceviz.report.figures.ranks import (
+    _top as ranks_top,
 )
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
@@ -60,6 +64,7 @@ from traceviz.report.figures.style import (
     wrap_title,
 )
 from traceviz.report.figures.timeline import _aggregate, _timeline_events, _window
+from traceviz.report.headline import change_text
 from traceviz.report.metric_names import metric_label
 from traceviz.report.views import fmt_value
 from traceviz.schema import DeviceKind, Memory
@@ -354,8 +359,8 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
     hatched; ticks as ×0.5, ×1, ×2."""
     a, b = c.names
     title = (
-        f"{b} ÷ {a} for headline metrics (measured; hatched: estimated; green: {b} lower, "
-        f"red: {b} higher; 1 = unchanged, log scale; hover for values)"
+        f"{b} against {a} for headline metrics (measured; hatched: estimated; green: {b} "
+        f"lower, red: {b} higher; log scale; hover for values)"
     )
     rows = c.metrics[c.metrics[Metric.name].isin(names)]
     rows = rows[np.isfinite(rows[Metric.ratio].astype(float)) & (rows[Metric.ratio] > 0)]
@@ -381,7 +386,7 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
             y=labels,
             orientation="h",
             marker={"color": colors, "pattern": {**ESTIMATED_PATTERN, "shape": shapes}},
-            text=[f"×{v:.2f}" for v in ratios],
+            text=[change_text(v) for v in ratios],
             textposition="outside",
             cliponaxis=False,
             hovertext=hover,
@@ -394,9 +399,9 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
     fig.update_xaxes(
         type="log",
         tickvals=ticks,
-        ticktext=[f"×{t:g}" for t in ticks],
+        ticktext=[tick_text(t) for t in ticks],
         range=[math.log10(min(ticks)), math.log10(max(ticks))],
-        title_text=f"{b} ÷ {a}  (left of ×1: {b} lower · right: {b} higher)",
+        title_text=f"{b} against {a}  (left of 'same': {b} lower · right: {b} higher)",
     )
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, title, height=120 + 28 * len(rows))
@@ -433,9 +438,10 @@ def kinds_figure(c: Comparison) -> go.Figure:
     fig.update_xaxes(title_text="device time (ms, measured)")
     fig.update_yaxes(autorange="reversed")
     fig = _layout(fig, title, height=max(260, 90 + 20 * len(order)))
-    # the legend to the right, tall enough for every kind: below the plot it ran into the
-    # axis title
-    fig.update_layout(legend={"orientation": "v", "x": 1.01, "y": 1, "title": {"text": "kind"}})
+    # the legend to the right, its top at the plot's top
+    legend = {"orientation": "v", "x": 1.01, "xanchor": "left", "y": 1, "yanchor": "top",
+              "yref": "paper", "title": {"text": "kind"}}  # fmt: skip
+    fig.update_layout(legend=legend, margin_b=50)
     return fig
 
 
@@ -770,12 +776,14 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
     outline = [STRAGGLER_COLOR if s else "rgba(0,0,0,0)" for s in (late if late is not None
                else np.zeros(len(table), dtype=bool))]  # fmt: skip
     fig = go.Figure()
+    stack = np.zeros(len(table))
     for column, label, color in PARTS:
         if column not in table:
             continue
         values = pd.to_numeric(table[column], errors="coerce")
         if values.isna().all():
             continue
+        stack += values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3
         fig.add_bar(
             x=x,
             y=values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3,
@@ -783,9 +791,10 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
             marker={"color": color, "line": {"color": outline, "width": 2}},
             hovertemplate=f"rank %{{x}}<br>{label}: %{{y:.3f}} ms per step<extra></extra>",
         )
+    median = pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3
     fig.add_scatter(
         x=x,
-        y=pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3,
+        y=median,
         mode="markers",
         name="median step",
         marker={"symbol": "line-ew-open", "size": 14, "color": "#2F2F2F"},
@@ -795,5 +804,5 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
     note = f"stragglers: {', '.join(flagged)}" if flagged else "no straggler"
     shown = "" if len(table) == len(per_rank) else f"; {len(table)} of {len(per_rank)} ranks"
     fig.update_layout(barmode="stack", xaxis={"type": "category", "title": "rank"})
-    fig.update_yaxes(title_text="ms per step")
+    fig.update_yaxes(title_text="ms per step", range=[0, ranks_top(stack, median)])
     return _layout(fig, f"{title} — device time per step (measured), {note}{shown}", height=400)

@@ -18,6 +18,7 @@ from traceviz.pipeline import compare, open_report
 from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.figures.overview import PARTIAL_SHARE, traffic_partial
+from traceviz.report.headline import change_text
 from traceviz.report.views import fmt_value
 from traceviz.units import fmt_pct
 
@@ -59,7 +60,8 @@ def test_per_step_first_when_step_counts_differ(a100: Report) -> None:
         value == f"{fmt_value(per_step[0], 'count')} → {fmt_value(per_step[1], 'count')} per step"
     )
     total = f"{fmt_value(row[Metric.a], 'count')} → {fmt_value(row[Metric.b], 'count')}"
-    assert f"{per_step[1] / per_step[0]:.2f}×" in detail and total in detail
+    # one ratio direction (issue 26): "1.17× less", never a 0.85×
+    assert change_text(per_step[1] / per_step[0]) in detail and total in detail
     assert f"{steps[0]} vs {steps[1]} steps" in detail
 
 

@@ -71,7 +71,9 @@ def test_ratio_chart_names_colours_and_ticks(sample: Report) -> None:
         assert color == expected
     ticks = list(fig.layout.xaxis.tickvals)
     assert 1 in ticks and min(ticks) <= min(bar.x) and max(ticks) >= max(bar.x)
-    assert all(text.startswith("×") for text in fig.layout.xaxis.ticktext)
+    # one direction: "2× less", "same", "2× more", never a ×0.5 beside a ×2
+    assert all(t == "same" or t.endswith(("× less", "× more")) for t in fig.layout.xaxis.ticktext)
+    assert all(t.endswith(("× less", "× more", "same")) for t in bar.text)
 
 
 def test_log_ticks() -> None:

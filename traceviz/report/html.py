@@ -13,12 +13,14 @@ from typing import Any
 from plotly.offline import get_plotlyjs
 
 from traceviz.analysis.compare import Comparison
+from traceviz.report import headline as first
 from traceviz.report.backends_html import backends_sections
 from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES
 from traceviz.report.figures.roofline import ROOFLINE_FIGURES
 from traceviz.report.figures_html import figures_html
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
+from traceviz.report.headline import HEADLINE_CSS, headline_html
 from traceviz.report.roofline_report import roofline_views
 from traceviz.report.snippet import view_html
 from traceviz.report.views import comparison_views, headline
@@ -36,6 +38,8 @@ nav a { margin-right: 12px; }
 .sev-critical, .sev-error, .sev-high { border-color: #d62728; }
 .sev-warning, .sev-medium { border-color: #ff7f0e; } .sev-info, .sev-low { border-color: #1f77b4; }
 .muted { color: #666; font-size: 12px; }
+td { max-width: 34em; overflow-wrap: anywhere; }
+section { overflow-x: auto; } .js-plotly-plot, .plotly-graph-div { max-width: 100%; }
 """
 
 
@@ -59,9 +63,10 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
     )
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{html.escape(title)}</title><style>{_STYLE}</style>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}{HEADLINE_CSS}</style>"
         f"<script type='text/javascript'>{get_plotlyjs()}</script></head><body>"
-        f"<h1>{html.escape(title)}</h1><nav>{nav}</nav>{body}"
+        f"<h1>{html.escape(title)}</h1>{headline_html(first.headline(comparison))}"
+        f"<nav>{nav}</nav>{body}"
         "<p class='muted'>Made by traceviz. Every figure says whether it is measured (read from "
         "the traces) or estimated (modelled from shapes).</p></body></html>\n"
     )

@@ -11,19 +11,14 @@ import panel as pn
 
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, view_table
-from traceviz.dashboard.tabs.findings import findings_pane
+from traceviz.dashboard.tabs.findings import FINDINGS_CSS, findings_pane
 from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.figures.overview import traffic_partial
 from traceviz.report.figures.roofline import bridge_figure, roofline_figure
+from traceviz.report.headline import HEADLINE_CSS, change_text, headline, headline_html
 from traceviz.report.html import finding_html
-from traceviz.report.views import (
-    fmt_delta,
-    fmt_ratio,
-    fmt_value,
-    headline,
-    metrics_view,
-)
+from traceviz.report.views import fmt_delta, fmt_value, metrics_view
 from traceviz.units import fmt_pct
 
 CARD_METRICS = (
@@ -58,7 +53,7 @@ def _card(c: Comparison, name: str, label: str) -> str:
     unit, basis = str(row[Metric.unit]), str(row[Metric.basis])
     va, vb = float(row[Metric.a]), float(row[Metric.b])
     total = f"{fmt_value(va, unit)} → {fmt_value(vb, unit)}"
-    change = f"Δ {fmt_delta(row[Metric.delta], unit)} ({fmt_ratio(row[Metric.ratio])})"
+    change = f"Δ {fmt_delta(row[Metric.delta], unit)} ({change_text(row[Metric.ratio])})"
     steps = _steps(c) if name in PER_STEP else None
     lines = [total, change]
     if steps is not None:
@@ -66,8 +61,8 @@ def _card(c: Comparison, name: str, label: str) -> str:
         ratio = pb / pa if pa else math.nan
         lines = [
             f"{fmt_value(pa, unit)} → {fmt_value(pb, unit)} per step",
-            f"Δ {fmt_delta(pb - pa, unit)} ({fmt_ratio(ratio)}) per step; "
-            f"total ({steps[0]} vs {steps[1]} steps): {total} ({fmt_ratio(row[Metric.ratio])})",
+            f"Δ {fmt_delta(pb - pa, unit)} ({change_text(ratio)}) per step; "
+            f"total ({steps[0]} vs {steps[1]} steps): {total} ({change_text(row[Metric.ratio])})",
         ]
     extra, tags = "", [basis]
     if name == "est_bytes":
@@ -136,7 +131,10 @@ def _run_cards(c: Comparison) -> str:
     cards = []
     speedup = info.timing.speedup
     if speedup is not None and math.isfinite(speedup):
-        cards.append(("speedup", f"{speedup:.2f}×", "median step time, outside the profiler"))
+        cards.append(
+            ("speedup", f"{speedup:.2f}× faster" if speedup >= 1 else f"{1 / speedup:.2f}× slower",
+             "median step time, outside the profiler")
+        )  # fmt: skip
     correctness = info.correctness
     if correctness.checked:
         text = "outputs match" if correctness.passed else "outputs DIFFER"
@@ -163,14 +161,37 @@ def findings_html(c: Report) -> str:
     return "".join(finding_html(f) for f in c.findings)
 
 
+def compared_html(c: Report) -> str:
+    """What was compared, one muted line: each side's source and device kind."""
+    sides = " · ".join(
+        f"{html.escape(name)}: {html.escape(_short_path(str(side.trace.meta.source)))} "
+        f"({html.escape(side.trace.device_kind.value)})"
+        for name, side in zip(c.names, (c.a, c.b), strict=True)
+    )
+    return f"<div class='tv-tag' title='{html.escape(str(c.a.trace.meta.source))}'>{sides}</div>"
+
+
+def _short_path(path: str, keep: int = 3) -> str:
+    """The last ``keep`` parts of a path (``…/block/eager.pt.trace.json.gz``)."""
+    parts = path.replace("\\", "/").split("/")
+    return path if len(parts) <= keep else "…/" + "/".join(parts[-keep:])
+
+
+def first_screen(c: Report) -> pn.pane.HTML:
+    """The verdict sentence, the profiled-vs-timed note and the top findings
+    (:mod:`traceviz.report.headline`), then what was compared."""
+    pane = html_pane(headline_html(headline(c)) + compared_html(c))
+    pane.stylesheets = [*pane.stylesheets, HEADLINE_CSS, FINDINGS_CSS]
+    return pane
+
+
 def overview(c: Report) -> pn.viewable.Viewable:
     a, b = c.names
-    lines = "".join(f"<li>{html.escape(line)}</li>" for line in headline(c))
     cards = "".join(_card(c, name, label) for name, label in CARD_METRICS) + _run_cards(c)
     return pn.Column(
+        first_screen(c),
         html_pane(
-            f"<ul>{lines}</ul><h4>{html.escape(a)} → {html.escape(b)}</h4>"
-            f"<div class='tv-cards'>{cards}</div>"
+            f"<h4>{html.escape(a)} → {html.escape(b)}</h4><div class='tv-cards'>{cards}</div>"
         ),
         plot(figures.metrics_figure(c)),
         plot(figures.kinds_figure(c)),

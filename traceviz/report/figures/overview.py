@@ -20,6 +20,7 @@ from traceviz.report.figures.style import (
     layout_spec,
     template_spec,
 )
+from traceviz.report.headline import change_text
 from traceviz.report.metric_names import metric_label
 from traceviz.report.views import fmt_value
 from traceviz.units import fmt_count, fmt_us
@@ -36,11 +37,12 @@ ESTIMATED_PATTERN = {"shape": "/", "fgcolor": "white", "fgopacity": 0.6}
 def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) -> go.Figure:
     """b ÷ a of the headline metrics as bars on a log axis (1 = unchanged): green where b is
     lower (better: every headline metric counts a cost), red where higher; estimated metrics
-    hatched; ticks as ×0.5, ×1, ×2."""
+    hatched; bars and ticks read in one direction (``"2.63× less"``, ``"same"``, ``"2× more"``:
+    :func:`~traceviz.report.headline.change_text`), never a ×0.38."""
     a, b = c.names
     title = (
-        f"{b} ÷ {a} for headline metrics (measured; hatched: estimated; green: {b} lower, "
-        f"red: {b} higher; 1 = unchanged, log scale; hover for values)"
+        f"{b} against {a} for headline metrics (measured; hatched: estimated; green: {b} "
+        f"lower, red: {b} higher; log scale; hover for values)"
     )
     rows = c.metrics[c.metrics[Metric.name].isin(names)]
     rows = rows[np.isfinite(rows[Metric.ratio].astype(float)) & (rows[Metric.ratio] > 0)]
@@ -68,7 +70,7 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
         "marker": {"color": colors, "pattern": _pattern(shapes)},
         "orientation": "h",
         "showlegend": False,
-        "text": [f"×{v:.2f}" for v in ratios],
+        "text": [change_text(v) for v in ratios],
         "textposition": "outside",
         "x": ratios,
         "y": labels,
@@ -81,10 +83,10 @@ def metrics_figure(c: Comparison, *, names: Sequence[str] = HEADLINE_METRICS) ->
              "xref": "x", "y0": 0, "y1": 1, "yref": "y domain"}
         ],
         "xaxis": {
-            "title": {"text": f"{b} ÷ {a}  (left of ×1: {b} lower · right: {b} higher)"},
+            "title": {"text": f"{b} against {a}  (left of 'same': {b} lower · right: {b} higher)"},
             "type": "log",
             "tickvals": ticks,
-            "ticktext": [f"×{t:g}" for t in ticks],
+            "ticktext": [tick_text(t) for t in ticks],
             "range": [math.log10(min(ticks)), math.log10(max(ticks))],
         },
         "yaxis": {"autorange": "reversed"},
@@ -113,6 +115,13 @@ def _ratio_color(ratio: float) -> str:
     if abs(math.log(ratio)) < math.log(1.02):  # within 2 %: unchanged
         return SAME
     return BETTER if ratio < 1 else WORSE
+
+
+def tick_text(ratio: float) -> str:
+    """A tick of a b/a axis in one direction: ``"5× less"``, ``"same"``, ``"2× more"``."""
+    if ratio == 1:
+        return "same"
+    return f"{1 / ratio:g}× less" if ratio < 1 else f"{ratio:g}× more"
 
 
 def log_ticks(low: float, high: float) -> list[float]:
@@ -167,7 +176,9 @@ def kinds_figure(c: Comparison) -> go.Figure:
         "yaxis": {"autorange": "reversed"},
         **layout_spec(title, height=max(260, 90 + 20 * len(order))),
     }
-    # the legend to the right, tall enough for every kind: below the plot it ran into the
-    # axis title
-    layout["legend"] |= {"orientation": "v", "x": 1.01, "y": 1, "title": {"text": "kind"}}
+    # the legend to the right of the bars, its top at the plot's top (a legend at y=1 of the
+    # container, anchored at its bottom, lay above the figure, under the figure before it)
+    layout["legend"] |= {"orientation": "v", "yref": "paper", "y": 1, "yanchor": "top",
+                         "x": 1.01, "title": {"text": "kind"}, "xanchor": "left"}  # fmt: skip
+    layout["margin"]["b"] = 50
     return figure(data, layout)

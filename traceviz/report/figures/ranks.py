@@ -46,12 +46,14 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
     outline = [STRAGGLER_COLOR if s else "rgba(0,0,0,0)" for s in (late if late is not None
                else np.zeros(len(table), dtype=bool))]  # fmt: skip
     data: list[dict[str, Any]] = []
+    stack = np.zeros(len(table))
     for column, label, color in PARTS:
         if column not in table:
             continue
         values = pd.to_numeric(table[column], errors="coerce")
         if values.isna().all():
             continue
+        stack += values.fillna(0.0).to_numpy(dtype=float) / per_step / 1e3
         data.append(
             {
                 "hovertemplate": f"rank %{{x}}<br>{label}: %{{y:.3f}} ms per step<extra></extra>",
@@ -62,6 +64,7 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
                 "type": "bar",
             }
         )
+    median = pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3
     data.append(
         {
             "hovertemplate": "rank %{x}<br>median step: %{y:.3f} ms<extra></extra>",
@@ -69,7 +72,7 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
             "mode": "markers",
             "name": "median step",
             "x": x,
-            "y": pd.to_numeric(table[STEP_P50], errors="coerce").to_numpy(dtype=float) / 1e3,
+            "y": median,
             "type": "scatter",
         }
     )
@@ -80,10 +83,18 @@ def ranks_figure(per_rank: pd.DataFrame, *, title: str = "Ranks") -> go.Figure:
         "template": template_spec(),
         "xaxis": {"type": "category", "title": {"text": "rank"}},
         "barmode": "stack",
-        "yaxis": {"title": {"text": "ms per step"}},
+        "yaxis": {"title": {"text": "ms per step"}, "range": [0, _top(stack, median)]},
         **layout_spec(f"{title} — device time per step (measured), {note}{shown}", height=400),
     }
     return figure(data, layout)
+
+
+def _top(stack: np.ndarray, median: np.ndarray) -> float:
+    """The y-axis top (ms): the highest stack or median-step marker and 8% headroom, so
+    every marker is drawn inside the plot (plotly's autorange left the markers above it)."""
+    values = np.concatenate([stack, median])
+    values = values[np.isfinite(values)]
+    return float(values.max()) * 1.08 if len(values) and values.max() > 0 else 1.0
 
 
 def _shown(per_rank: pd.DataFrame) -> pd.DataFrame:

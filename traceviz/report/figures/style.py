@@ -15,7 +15,9 @@ from traceviz.schema import (
     LaunchClass,
 )
 
-SIDE_COLORS = ("#4C78A8", "#F58518")  # a, b
+#: One colour per side in every figure (a, b): indigo and raspberry, used by no kernel kind
+#: (a side's bars beside a kind's must not read as that kind).
+SIDE_COLORS = ("#3F37C9", "#C2185B")  # a, b
 KIND_COLORS: dict[str, str] = {
     "gemm": "#4C78A8",
     "conv": "#72B7B2",

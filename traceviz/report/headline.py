@@ -1,0 +1,193 @@
+"""The first thing every front end says: one sentence with the timed verdict, its interval
+and one "why", then the top findings.
+
+:func:`headline` is pure (a report in, a :class:`Headline` of text parts out); the dashboard's
+Overview, the HTML report, the terminal and the notebook all draw the same parts, so they say
+the same thing in the same words. Ratios read in one direction only: ``"compiled is 2.57×
+faster"`` or ``"compiled is 1.35× slower"`` (never a ``0.39×`` beside a ``2.57×``): a ratio
+below 1 is turned over (:func:`speed_ratio_text`, :func:`change_text`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from traceviz.analysis.compare import Comparison
+from traceviz.analysis.speed import FASTER, SAME, SLOWER, UNKNOWN, SpeedVerdict
+from traceviz.diagnose.finding import Finding
+from traceviz.diagnose.rules.slower import NO_WORK, NOISE_ID, RULE_ID, comparison_speed
+from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
+from traceviz.report.profiled_note import profiled_note
+from traceviz.units import fmt_us
+
+#: How many findings follow the sentence.
+TOP_FINDINGS = 3
+#: Findings that only restate the speed verdict: never the "why", never a top finding.
+VERDICT_IDS = frozenset({RULE_ID, NOISE_ID})
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The first screen's words.
+
+    - ``verdict``: ``"compiled is 2.57× faster than eager"`` (or why there is no verdict);
+    - ``interval``: ``"95% interval 2.41–2.70×; median step 1.20 ms → 467 µs, timed"`` (the
+      interval in the verdict's direction, the step times, the basis); empty when unknown;
+    - ``why``: the title of the finding with the largest estimated gain (``"because …"`` is
+      added by :attr:`sentence`), empty without findings;
+    - ``note``: the profiled-vs-timed warning (:mod:`traceviz.report.profiled_note`) or empty;
+    - ``top``: up to :data:`TOP_FINDINGS` findings, largest estimated gain first.
+    """
+
+    verdict: str
+    interval: str
+    why: str
+    note: str
+    top: tuple[Finding, ...]
+
+    @property
+    def sentence(self) -> str:
+        """The verdict, its interval in brackets and the why, as one sentence."""
+        text = self.verdict + (f" ({self.interval})" if self.interval else "")
+        text += f"; top finding: {self.why}" if self.why else ""
+        return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def headline(report: Comparison) -> Headline:
+    """The :class:`Headline` of ``report`` (a :class:`~traceviz.report.bundle.Report`; a
+    plain comparison has no findings): verdict from
+    :func:`~traceviz.diagnose.rules.slower.comparison_speed` (the timed one when run.json
+    has timing), findings from ``report.findings``."""
+    verdict = comparison_speed(report)
+    top = top_findings(getattr(report, "findings", []))
+    return Headline(
+        verdict=_verdict_text(report, verdict),
+        interval=_interval_text(report, verdict),
+        why=severity_and_title(top[0])[1] if top else "",
+        note=profiled_note(report.profiled_timing) or "",
+        top=tuple(top),
+    )
+
+
+def top_findings(findings: Sequence[Finding], n: int = TOP_FINDINGS) -> list[Finding]:
+    """Up to ``n`` findings that do not restate the verdict: largest estimated gain first
+    (findings without an estimate after, in the report's order, most severe first)."""
+    causes = [f for f in findings if getattr(f, "id", "") not in VERDICT_IDS]
+    with_gain = sorted((f for f in causes if _gain(f) is not None), key=lambda f: -(_gain(f) or 0))
+    without = [f for f in causes if _gain(f) is None]
+    return (with_gain + without)[:n]
+
+
+def _gain(finding: Finding) -> float | None:
+    """A finding's finite estimated gain (µs per step), else None (a finding is anything
+    with ``severity`` and ``title``, as :mod:`traceviz.report.finding_parts` reads it)."""
+    gain = getattr(finding, "est_gain_us", None)
+    return float(gain) if gain is not None and math.isfinite(gain) else None
+
+
+def speed_ratio_text(ratio: float) -> str:
+    """``b_us / a_us`` read in one direction: ``"2.57× faster"`` for 0.39, ``"1.35× slower"``
+    for 1.35, ``"as fast"`` for 1; ``"–"`` when not finite or not positive."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return "–"
+    if ratio < 1:
+        return f"{1 / ratio:.2f}× faster"
+    if ratio > 1:
+        return f"{ratio:.2f}× slower"
+    return "as fast"
+
+
+def change_text(ratio: float) -> str:
+    """A cost's ``b / a`` in one direction: ``"2.57× less"`` for 0.39, ``"1.35× more"``
+    for 1.35, ``"same"`` for 1, ``"–"`` when not finite (a side with none of it)."""
+    if ratio is None or not math.isfinite(ratio) or ratio < 0:
+        return "–"
+    if ratio == 0:
+        return "none left"
+    if ratio < 1:
+        return f"{1 / ratio:.2f}× less"
+    if ratio > 1:
+        return f"{ratio:.2f}× more"
+    return "same"
+
+
+def _verdict_text(report: Comparison, v: SpeedVerdict) -> str:
+    a, b = report.names
+    if v.verdict == UNKNOWN and v.basis == NO_WORK:
+        return "No speed verdict: a trace records no ops and no kernels"
+    if v.verdict == UNKNOWN:
+        return "No speed verdict: no steps and no trace span"
+    if report.fusion.comparability.other_workload:
+        return f"No speed verdict: {a} and {b} are not one workload"
+    if v.verdict in (FASTER, SLOWER):
+        return f"{b} is {speed_ratio_text(v.ratio)} than {a}"
+    if v.verdict == SAME and v.tested:
+        return f"No significant difference between {b} and {a}"
+    return f"{b} is within 5% of {a}"
+
+
+def _interval_text(report: Comparison, v: SpeedVerdict) -> str:
+    """The median ratio when no side wins, the interval in the verdict's direction, the
+    step times and the basis."""
+    if v.verdict == UNKNOWN or not (math.isfinite(v.a_us) and math.isfinite(v.b_us)):
+        return ""
+    what = "median" if v.tested else "mean"
+    steps = f"{what} step {fmt_us(v.a_us)} → {fmt_us(v.b_us)}, {v.basis}"
+    parts = [] if v.verdict in (FASTER, SLOWER) else [f"{what} {speed_ratio_text(v.ratio)}"]
+    if v.low is None or v.high is None:
+        parts.append("no interval")
+    else:
+        parts.append(f"{100 * v.level:.0f}% interval {interval_text(v.low, v.high)}")
+    return "; ".join([*parts, steps])
+
+
+def interval_text(low: float, high: float) -> str:
+    """An interval of ``b / a`` in one direction: ``"1.18–1.39× faster"``, ``"1.27–1.55×
+    slower"``, or across 1 ``"1.02× slower to 1.16× faster"``."""
+    if high < 1:
+        return f"{1 / high:.2f}–{1 / low:.2f}× faster"
+    if low > 1:
+        return f"{low:.2f}–{high:.2f}× slower"
+    return f"{speed_ratio_text(high)} to {speed_ratio_text(low)}"
+
+
+#: CSS of :func:`headline_html` (the dashboard and the HTML report add it to their own).
+HEADLINE_CSS = """
+.tv-verdict { font-size: 1.45em; font-weight: 600; line-height: 1.3; margin: 10px 0 6px; }
+.tv-verdict .tv-interval { font-size: .62em; font-weight: 400; color: #555; display: block; }
+.tv-verdict .tv-why { font-size: .72em; font-weight: 500; color: #333; display: block; }
+.tv-note { background: #fff4e5; border-left: 4px solid #ff7f0e; padding: 6px 10px; }
+.tv-top { margin: 4px 0 8px; } .tv-top h4 { margin: 6px 0 2px; }
+.tv-top details > summary { cursor: pointer; }
+.tv-top .tv-gain { color: #555; font-size: .9em; white-space: nowrap; }
+"""
+
+
+def headline_html(h: Headline) -> str:
+    """The first screen as HTML: the verdict sentence (``class='tv-verdict'``: verdict, then
+    its interval and the top finding on lines of their own), the profiled-vs-timed note, and
+    the top findings, each a ``<details>`` line (severity, title, estimated gain) that opens
+    on its evidence and next step."""
+    verdict = h.verdict[:1].upper() + h.verdict[1:]
+    interval = f"<span class='tv-interval'>{html.escape(h.interval)}</span>" if h.interval else ""
+    why = f"<span class='tv-why'>Top finding: {html.escape(h.why)}</span>" if h.why else ""
+    note = f"<div class='tv-note'>{html.escape(h.note)}</div>" if h.note else ""
+    top = "".join(_top_finding_html(f) for f in h.top)
+    top = f"<div class='tv-top'><h4>Top findings</h4>{top}</div>" if top else ""
+    sentence = f"{html.escape(verdict)}{interval}{why}"
+    return f"<div class='tv-verdict' id='tv-verdict'>{sentence}</div>{note}{top}"
+
+
+def _top_finding_html(finding: Finding) -> str:
+    severity, title = severity_and_title(finding)
+    us = _gain(finding)
+    gain = f"≈ {fmt_us(us)} per step" if us is not None else ""
+    gain_html = f" <span class='tv-gain'>{html.escape(gain)}</span>" if gain else ""
+    body = f"<ul>{evidence_items(finding)}</ul>{next_step_html(finding)}"
+    return (
+        f"<details class='finding sev-{html.escape(severity.lower())}'><summary><b>"
+        f"[{html.escape(severity)}]</b> {html.escape(title)}{gain_html}</summary>{body}</details>"
+    )
