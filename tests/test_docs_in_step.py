@@ -218,8 +218,9 @@ def test_shell_parts_are_not_taken_for_options() -> None:
 
 
 def readme_layout() -> str:
-    """The README's Layout code block: the ``traceviz/`` tree."""
-    text = (REPO / "README.md").read_text()
+    """The Layout code block of docs/architecture.md (the contributors' page): the
+    ``traceviz/`` tree."""
+    text = (DOCS / "architecture.md").read_text()
     section = text[text.index("## Layout") :]
     return next(block for block in _code_blocks(section) if block.startswith("traceviz/"))
 
@@ -235,7 +236,7 @@ def test_readme_layout_lists_every_module_and_layer() -> None:
         if (p.suffix == ".py" or (p.is_dir() and p.name != "__pycache__"))
     }
     missing = {m for m in modules if m not in listed and f"{m}.py" not in listed}
-    assert not missing, f"README Layout does not list traceviz/{sorted(missing)}"
+    assert not missing, f"docs/architecture.md Layout does not list traceviz/{sorted(missing)}"
     contracts = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
     layers = {m.strip() for layer in contracts["contracts"][0]["layers"] for m in layer.split("|")}
     assert layers <= modules, f"layers naming no module: {sorted(layers - modules)}"
