@@ -56,6 +56,10 @@ no-compiled-region          labelled compiled, no compiled code in the trace    
 compile-in-window           compile spans in the trace (inside a step: error)         warning /
                                                                                       error
 no-record-shapes            ops without Input Dims                                    info
+inductor-kernels-not-       compiled CPU trace: Inductor graphs ran, no cpp_fused_*   warning
+recorded                    kernel recorded, eager work left without a counterpart
+compile-log-without-        the compile log given holds no Inductor provenance        warning
+provenance                  (added by the pipeline, not a trace or pair rule)
 empty-trace                 no ops and no kernels recorded (the pair then gets no     warning
                             speed verdict from profiled steps)
 few-steps / noisy-steps     <3 steps / step std ≥20% of mean or timed IQR ≥50%        warning /
