@@ -37,7 +37,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.flops import OpFlops, op_flops
+from traceviz.analysis.flops import FlopRule, OpFlops, op_flops
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.memory import KernelTraffic, MemoryTraffic, split_bytes
 from traceviz.analysis.peaks import PRECISIONS, DevicePeaks, PeakLookup, device_peaks
@@ -225,13 +225,14 @@ def kernel_roofline(
 
 def _kernel_flops(
     trace: Trace, dur: npt.NDArray[np.float64]
-) -> tuple[npt.NDArray[np.float64], pd.Categorical, pd.Categorical]:
+) -> tuple[npt.NDArray[np.float64], pd.Categorical[str], pd.Categorical[str]]:
     """FLOPs per kernel row (NaN: none), the rule and the precision (categoricals)."""
     kernels = trace.kernels
     n = len(kernels)
     flops = np.full(n, np.nan)
-    rules: list[object] = [None] * n
-    precisions: list[object] = [None] * n
+    rule_codes = np.full(n, -1, dtype=np.int64)
+    precision_codes = np.full(n, -1, dtype=np.int64)
+    rule_values = [r.value for r in FlopRule]
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
     op_row = kernels[Kernels.op_row].to_numpy(dtype=np.int64, na_value=-1)
     rows = np.flatnonzero(is_kernel & (op_row >= 0))
@@ -242,30 +243,34 @@ def _kernel_flops(
         rows, back = rows[known], back[known]
         totals = np.array([f.flops if f else 0 for f in per_op], dtype=np.int64)[back]
         flops[rows] = split_bytes(op_row[rows], totals, dur[rows]).astype(float)
-        for row, b in zip(rows.tolist(), back.tolist(), strict=True):
-            found = per_op[b]
-            assert found is not None
-            rules[row], precisions[row] = found.rule.value, found.precision
+        op_rule = [rule_values.index(f.rule.value) if f else -1 for f in per_op]
+        op_precision = [
+            PRECISIONS.index(f.precision) if f and f.precision in PRECISIONS else -1 for f in per_op
+        ]
+        rule_codes[rows] = np.asarray(op_rule, dtype=np.int64)[back]
+        precision_codes[rows] = np.asarray(op_precision, dtype=np.int64)[back]
     return (
         flops,
-        pd.Categorical(rules),
-        pd.Categorical(precisions, categories=list(PRECISIONS)),
+        pd.Categorical.from_codes(rule_codes, categories=pd.Index(rule_values)),
+        pd.Categorical.from_codes(precision_codes, categories=pd.Index(PRECISIONS)),
     )
 
 
 def _op_flops(ops: pd.DataFrame, rows: npt.NDArray[np.integer[Any]]) -> list[OpFlops | None]:
     """:func:`op_flops` of the given ops-table rows, each distinct input combination once."""
     columns = [Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs]
-    picked = ops[columns].iloc[rows].astype(object)
-    seen: dict[tuple[object, ...], OpFlops | None] = {}
-    out: list[OpFlops | None] = []
-    for values in picked.itertuples(index=False, name=None):
-        key = tuple(v if isinstance(v, str) else None for v in values)
-        if key not in seen:
-            name, dims, types, concrete = key
-            seen[key] = op_flops(str(name or ""), dims, types, concrete)
-        out.append(seen[key])
-    return out
+    picked = ops[columns].iloc[rows]
+    codes = [pd.factorize(picked[c], use_na_sentinel=True) for c in columns]
+    key = np.zeros(len(picked), dtype=np.int64)
+    for code, uniques in codes:
+        key, _ = pd.factorize(key * (len(uniques) + 1) + (np.asarray(code) + 1))
+    groups, first = np.unique(key, return_index=True)
+    values = [picked[c].to_numpy(dtype=object)[first] for c in columns]  # each group's first
+    results: dict[int, OpFlops | None] = {}
+    for group, name, dims, types, concrete in zip(groups.tolist(), *values, strict=True):
+        text = [v if isinstance(v, str) else None for v in (dims, types, concrete)]
+        results[group] = op_flops(name if isinstance(name, str) else "", *text)
+    return [results[k] for k in key.tolist()]
 
 
 def _kernel_bytes(kernels: pd.DataFrame, per_kernel: pd.DataFrame) -> npt.NDArray[np.float64]:

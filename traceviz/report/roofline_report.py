@@ -54,10 +54,11 @@ def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
 
 def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
     """The step bridge and the roofline tables (empty ones left out)."""
+    rooflines = {which: roofline_of(comparison, which) for which in ("a", "b")}  # once each
     views = [
         _bridge_view(comparison),
-        _roofline_view(comparison, top=top),
-        _ledger_view(comparison, top=top),
+        _roofline_view(comparison, rooflines, top=top),
+        _ledger_view(comparison, rooflines["b"], top=top),
     ]
     return [v for v in views if v is not None and (v.rows or v.note)]
 
@@ -93,11 +94,13 @@ def _bridge_view(comparison: Comparison) -> View | None:
     )
 
 
-def _roofline_view(comparison: Comparison, *, top: int) -> View | None:
+def _roofline_view(
+    comparison: Comparison, rooflines: dict[str, Roofline | None], *, top: int
+) -> View | None:
     rows: list[list[str]] = []
     notes = []
     for which in ("a", "b"):
-        roofline = roofline_of(comparison, which)
+        roofline = rooflines[which]
         if roofline is None:
             continue
         name = comparison.side(which).name
@@ -130,9 +133,9 @@ def _roofline_view(comparison: Comparison, *, top: int) -> View | None:
     )
 
 
-def _ledger_view(comparison: Comparison, *, top: int) -> View | None:
-    """The fusion ledger (:mod:`traceviz.analysis.fusion_ledger`), the most time saved first."""
-    compiled = roofline_of(comparison, "b")
+def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int) -> View | None:
+    """The fusion ledger (:mod:`traceviz.analysis.fusion_ledger`), the most time saved first;
+    ``compiled`` is b's roofline."""
     if compiled is None or not comparison.a.summary.analysed:
         return None
     steps = (comparison.a.summary.step_count, comparison.b.summary.step_count)
