@@ -16,7 +16,7 @@ from traceviz.records import plain, records
 from traceviz.report.backends_json import backends_json, onnxruntime_json
 from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
-from traceviz.report.roofline_report import bridge_json, roofline_json
+from traceviz.report.roofline_report import bridge_json, ledger_json, roofline_json
 
 #: Rows of the longest tables kept per side (the calls/ops with most time come first).
 BLOCKING_CALLS_SHOWN = 50
@@ -54,6 +54,7 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "speed": comparison_speed(comparison).to_json(),
         "roofline": roofline_json(comparison, top=top),
         "bridge": bridge_json(comparison),
+        "fusion_ledger": ledger_json(comparison, top=top),
         "profiled_vs_timed": _profiled_vs_timed(comparison),
         "findings": [_finding(f) for f in comparison.findings],
     }

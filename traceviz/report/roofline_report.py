@@ -12,14 +12,25 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pandas as pd
+
 from traceviz.analysis.bridge import BridgeParts, StepBridge, step_bridge
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.fusion_ledger import LedgerColumns, fusion_ledger
 from traceviz.analysis.roofline import Roofline, RooflineByName, side_roofline
+from traceviz.records import records
 from traceviz.report.views import View
 from traceviz.units import fmt_bytes, fmt_pct, fmt_us
 
-__all__ = ["bridge_json", "bridge_of", "roofline_json", "roofline_of", "roofline_views"]
+__all__ = [
+    "bridge_json",
+    "bridge_of",
+    "ledger_json",
+    "ledger_of",
+    "roofline_json",
+    "roofline_of",
+    "roofline_views",
+]
 
 
 def roofline_of(comparison: Comparison, which: str) -> Roofline | None:
@@ -44,6 +55,23 @@ def roofline_json(comparison: Comparison, *, top: int) -> dict[str, Any]:
         roofline = roofline_of(comparison, which)
         out[which] = roofline.to_json(top=top) if roofline is not None else None
     return out
+
+
+def ledger_of(comparison: Comparison, compiled: Roofline | None) -> pd.DataFrame | None:
+    """The fusion ledger of b's fused kernels (``compiled``: b's roofline), or None where a
+    side's device is not modelled."""
+    if compiled is None or not comparison.a.summary.analysed:
+        return None
+    steps = (comparison.a.summary.step_count, comparison.b.summary.step_count)
+    return fusion_ledger(
+        comparison.fusion, eager_traffic=comparison.a.traffic, compiled=compiled, steps=steps
+    )
+
+
+def ledger_json(comparison: Comparison, *, top: int) -> list[dict[str, Any]] | None:
+    """``fusion_ledger``: the ``top`` rows of the ledger, most time saved first (or null)."""
+    ledger = ledger_of(comparison, roofline_of(comparison, "b"))
+    return None if ledger is None else records(ledger, limit=top)
 
 
 def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
@@ -136,12 +164,9 @@ def _roofline_view(
 def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int) -> View | None:
     """The fusion ledger (:mod:`traceviz.analysis.fusion_ledger`), the most time saved first;
     ``compiled`` is b's roofline."""
-    if compiled is None or not comparison.a.summary.analysed:
+    ledger = ledger_of(comparison, compiled)
+    if ledger is None:
         return None
-    steps = (comparison.a.summary.step_count, comparison.b.summary.step_count)
-    ledger = fusion_ledger(
-        comparison.fusion, eager_traffic=comparison.a.traffic, compiled=compiled, steps=steps
-    )
     c = LedgerColumns
     rows = [
         [
