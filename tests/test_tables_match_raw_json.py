@@ -180,22 +180,8 @@ def _parents(ops: list[tuple[str, str, float, float]]) -> tuple[list[int | None]
     return parent, crossed
 
 
-# Integer-µs traces where traceviz.parse.nesting gives ops a parent that does not enclose them
-# next to zero-duration ops (a100_eager_train_control: 509 of 40,794 ops; e.g. an aten::to
-# of 0 µs at an aten::clamp's start gets the aten::clamp that ended 4 µs before): a bug.
-NESTING_BUG = {
-    "nvidia/a100_eager_train_control.json.gz",
-    "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
-    "nvidia/v100_train_compiledfunction_cudagraph.json.gz",
-}
-
-
-def test_op_parents_are_the_innermost_enclosing_ops(
-    pair: tuple[Trace, list[dict]], request: pytest.FixtureRequest
-) -> None:
+def test_op_parents_are_the_innermost_enclosing_ops(pair: tuple[Trace, list[dict]]) -> None:
     trace, _ = pair
-    if request.node.callspec.id in NESTING_BUG:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="nesting next to 0-µs ops"))
     keys = _table_ops(trace)
     unique = [n == 1 for n in map(Counter(keys).__getitem__, keys)]
     want, crossed = _parents(keys)

@@ -81,13 +81,30 @@ def depths(start_keys: np.ndarray, end_keys: np.ndarray, durs: np.ndarray) -> np
 
     depth(i) = spans before i on its thread that have not ended when i starts. Spans before i
     all start no later than i, so this is i's position minus the spans that ended by then.
+    The spans that "ended by then" counted from all spans take in too the zero-length (or
+    negative) spans that start with i and sort at or after it (longest first): those are
+    not before i and are given back.
     """
     ended_sorted = np.sort(end_keys, kind="stable")  # nearly sorted already: timsort is linear
     ended_before = np.searchsorted(ended_sorted, start_keys, side="right")
     position = np.arange(len(start_keys))
-    depth = position - ended_before
-    depth += durs <= 0  # a zero-length span counted itself as ended
+    depth = position - ended_before + _empty_from_here(start_keys, durs <= 0)
     return np.maximum(depth, 0).astype(np.int32)
+
+
+def _empty_from_here(start_keys: np.ndarray, empty: np.ndarray) -> np.ndarray:
+    """Per span, the empty spans at or after it among those starting with it (spans sorted
+    by start key, so a tie is a run of neighbours)."""
+    if len(start_keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    new_run = np.concatenate([[True], start_keys[1:] != start_keys[:-1]])
+    run = np.cumsum(new_run) - 1
+    count = empty.astype(np.int64)
+    before = np.cumsum(count) - count  # empty spans before each row, all runs
+    run_first = np.flatnonzero(new_run)
+    run_total = np.add.reduceat(count, run_first)
+    before_in_run = before - before[run_first][run]
+    return run_total[run] - before_in_run
 
 
 def parents(depth: np.ndarray, thread_codes: np.ndarray) -> np.ndarray:
