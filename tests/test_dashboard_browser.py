@@ -36,7 +36,7 @@ from tests.conftest import REPO, SAMPLES
 
 # view -> (plotly figures it shows, HTML tables it shows at least)
 VIEWS = {
-    "Overview": (2, 1),
+    "Overview": (4, 1),  # metrics, kinds, step bridge, roofline
     "Kernels": (0, 0),
     "Timeline": (1, 0),
     "Fusion": (1, 1),

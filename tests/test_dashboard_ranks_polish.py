@@ -42,9 +42,15 @@ def kinds(column: Any) -> list[str]:
 
 def test_overview_shows_cards_and_charts_before_the_findings(report: Report) -> None:
     parts = list(overview(report))
-    assert kinds(parts)[:4] == ["HTML", "Plotly", "Plotly", "HTML"]
-    assert "tv-card" in parts[0].object and "Findings" not in parts[0].object
-    assert parts[3].object.startswith(f"<h4>Findings ({len(report.findings)})</h4>")
+    # the verdict sentence and the top 3 findings first (issue 26), then cards and charts,
+    # then every finding
+    assert kinds(parts)[:4] == ["HTML", "HTML", "Plotly", "Plotly"]
+    assert "tv-verdict" in parts[0].object and "Top findings" in parts[0].object
+    assert "tv-card" in parts[1].object and "Findings" not in parts[1].object
+    listed = [i for i, p in enumerate(parts) if str(getattr(p, "object", "")).startswith(
+        f"<h4>Findings ({len(report.findings)})</h4>")]  # fmt: skip
+    plots = [i for i, kind in enumerate(kinds(parts)) if kind == "Plotly"]
+    assert len(listed) == 1 and listed[0] > max(plots)
 
 
 def test_each_finding_is_one_line_that_expands_to_its_evidence(report: Report) -> None:

@@ -178,3 +178,70 @@ def test_ranks_median_markers_inside_the_y_range() -> None:
     assert low == 0 and high > 9.5  # ms: the highest marker, with headroom
     stacks = sum(trace.y for trace in fig.data if trace.type == "bar")
     assert high > max(stacks)
+
+
+def test_table_headers_are_readable_with_units() -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.tabs.common import column_title
+
+    assert column_title("eager_time_us") == "eager time (µs)"
+    assert column_title("share_pct") == "share (%)"
+    assert column_title("est_bytes") == "est (bytes)"
+    assert column_title("launched_by") == "launched by"
+
+
+def _by_line(file: str) -> object:
+    import pandas as pd
+
+    return pd.DataFrame(
+        {"file": [file], "line": [3], "code": [""], "eager_ops": ["aten::add"],
+         "eager_kernels": [2], "eager_time_us": [5.0]}
+    )  # fmt: skip
+
+
+def test_fusion_lines_hide_code_when_the_source_is_elsewhere() -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.tabs.fusion import lines_shown
+
+    away = lines_shown(_by_line("/nowhere/deep/inside/pkg/model.py"))  # type: ignore[arg-type]
+    assert "code" not in away.columns and "eager_ops" not in away.columns
+    assert away["file"].iloc[0] == "…/inside/pkg/model.py"
+    here = lines_shown(_by_line(str(Path("traceviz/runner/zoo.py").resolve())))  # type: ignore[arg-type]
+    assert "code" in here.columns
+    assert not here["file"].iloc[0].startswith("/")
+
+
+def test_compare_ranks_names_the_dataset_and_draws_both_sides() -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("panel")
+    from traceviz.dashboard.ranks_app import named_findings
+    from traceviz.report.figures.ranks import rank_pair_figure
+    from traceviz.report.figures.style import SIDE_COLORS
+
+    found = named_findings([Finding(id="x", severity=Severity.INFO, title="slow", trace="old")])
+    assert found[0].title == "old: slow"
+    table = pd.DataFrame(
+        {"rank": [1, 0], "step_a_us": [2000.0, 1000.0], "step_b_us": [500.0, 400.0]}
+    )
+    fig = rank_pair_figure(table, ("old", "new"))
+    assert [t.name for t in fig.data] == ["old", "new"]
+    assert [t.marker.color for t in fig.data] == list(SIDE_COLORS)
+    assert list(fig.data[0].x) == ["0", "1"] and list(fig.data[0].y) == [1.0, 2.0]
+
+
+def test_notebook_display_leads_with_the_sentence(cpu_block: Report) -> None:
+    shown = cpu_block._repr_html_()
+    assert shown.index("id='tv-verdict'") < shown.index("<table>")
+    assert headline_html(headline(cpu_block)) in shown
+
+
+def test_overview_metrics_table_reads_one_way(cpu_block: Report) -> None:
+    pytest.importorskip("panel")
+    from traceviz.dashboard.tabs.overview import one_way_ratios
+    from traceviz.report.views import metrics_view
+
+    view = one_way_ratios(metrics_view(cpu_block), cpu_block)
+    assert "compiled vs eager" in view.columns and "ratio" not in view.columns
+    column = view.columns.index("compiled vs eager")
+    texts = [row[column] for row in view.rows]
+    assert "2.67× less" in texts and not any(BELOW_ONE.search(t) for t in texts)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,15 +28,17 @@ import panel as pn
 import param
 
 from traceviz.dashboard.loading import TraceCache
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table, table_csv
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, selectable_table, table_csv
 from traceviz.dashboard.tabs.findings import findings_pane
 from traceviz.dashboard.tabs.ranks import RanksView
 from traceviz.dashboard.tabs.trace_summary import trace_summary
+from traceviz.diagnose.finding import Finding
 from traceviz.errors import TraceVizError, UsageError
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.analyse import RanksAnalysis, RanksPair, analyse_pair, analyse_ranks
 from traceviz.ranks.compare import RankPair
 from traceviz.ranks.load import Ranks, load_rank_trace, open_dataset
+from traceviz.report.figures.ranks import rank_pair_figure
 from traceviz.trace import Trace
 
 #: Full rank traces kept in memory by the dashboards of this process (least recently used
@@ -134,8 +136,9 @@ def rank_trace(ranks: Ranks, rank: int, *, cache: TraceCache = RANK_TRACES) -> T
 
 
 def pair_view(pair: RanksPair) -> pn.viewable.Viewable:
-    """The Compare ranks tab: the median speedup and its range, the pair's findings (one line
-    each), and the per-rank table (:class:`~traceviz.ranks.compare.RankPair`) with CSV."""
+    """The Compare ranks tab: the median speedup and its range, each rank's median step on both
+    sides (a chart), the pair's findings (one line each, led by the dataset they are about),
+    and the per-rank table (:class:`~traceviz.ranks.compare.RankPair`) with CSV."""
     cmp = pair.comparison
     a, b = cmp.names
     low, high = cmp.speedup_range()
@@ -166,12 +169,24 @@ def pair_view(pair: RanksPair) -> pn.viewable.Viewable:
             + "".join(f"<li>{line}</li>" for line in lines)
             + "</ul>"
         ),
-        findings_pane(pair.findings, empty="No findings for these ranks."),
+        plot(rank_pair_figure(cmp.per_rank, (a, b))),
+        findings_pane(named_findings(pair.findings), empty="No findings for these ranks."),
         grid,
         table_csv(grid, "compare-ranks.csv"),
         sizing_mode=STRETCH,
         name="compare-ranks",
     )
+
+
+def named_findings(findings: list[Finding]) -> list[Finding]:
+    """Each finding's title led by the dataset (and rank) it is about, its ``trace`` label,
+    so a finding of two datasets says which one it means."""
+    return [
+        replace(f, title=f"{f.trace}: {f.title}")
+        if f.trace and not f.title.startswith(f.trace)
+        else f
+        for f in findings
+    ]
 
 
 def _x(value: float) -> str:

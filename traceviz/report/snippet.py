@@ -23,9 +23,14 @@ def view_html(view: View) -> str:
 
 
 def comparison_html_snippet(comparison: Comparison, *, top: int = 10) -> str:
-    """Headline and tables as an HTML fragment (for Jupyter's rich display)."""
+    """The verdict sentence and top findings (:mod:`traceviz.report.headline`), then the
+    headline lines and tables, as an HTML fragment (for Jupyter's rich display)."""
     import html
 
+    from traceviz.report.headline import HEADLINE_CSS, headline_html
+    from traceviz.report.headline import headline as first_screen
+
+    first = f"<style>{HEADLINE_CSS}</style>{headline_html(first_screen(comparison))}"
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in headline(comparison))
     tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
-    return f"<div class='traceviz-comparison'><ul>{lines}</ul>{tables}</div>"
+    return f"<div class='traceviz-comparison'>{first}<ul>{lines}</ul>{tables}</div>"

@@ -35,7 +35,7 @@ th, td { border: 1px solid #ddd; padding: 2px 8px; text-align: left; } th { back
 
 #: Widest a name column of a Tabulator gets (px): longer names end in an ellipsis, the full
 #: name shows on hover and when the row is selected.
-NAME_WIDTH = 380
+NAME_WIDTH = 300
 
 
 def plot(fig: Any) -> pn.pane.Plotly:
@@ -57,10 +57,16 @@ def selectable_table(
     ``selection`` to explain a row); ``options`` add formatters, filters, titles.
 
     ``names`` are the columns holding kernel, op or source names: each gets a fixed width
-    (:data:`NAME_WIDTH`) with an ellipsis and the full name as a tooltip, so the numbers
-    beside them stay in view however long a name is."""
+    (:data:`NAME_WIDTH`) with an ellipsis, so the numbers beside them stay in view however
+    long a name is. Every cell shows its full text as a tooltip; the columns fit the page
+    (no sideways scrolling); headers are readable, units in brackets (:func:`column_title`)
+    unless ``titles`` names them."""
     widths = {name: NAME_WIDTH for name in names} | options.pop("widths", {})
-    columns = [{"field": name, "tooltip": True} for name in names]
+    columns = [
+        {"field": str(name), "tooltip": True, "headerWordWrap": True} for name in data.columns
+    ]
+    titles = {str(col): column_title(str(col)) for col in data.columns}
+    options["titles"] = titles | options.get("titles", {})
     return pn.widgets.Tabulator(
         data,
         pagination="remote",
@@ -69,11 +75,25 @@ def selectable_table(
         disabled=True,
         selectable=1,
         sizing_mode=STRETCH,
-        layout="fit_data_stretch",
+        layout="fit_columns",
         widths=widths,
         configuration={"columns": columns},
         **options,
     )
+
+
+#: Column-name endings and the unit they stand for (shown in the header in brackets).
+UNIT_SUFFIXES = (("_us", "µs"), ("_ms", "ms"), ("_bytes", "bytes"), ("_pct", "%"),
+                 ("_gbps", "GB/s"))  # fmt: skip
+
+
+def column_title(column: str) -> str:
+    """A readable header for a table column: ``"eager_time_us"`` → ``"eager time (µs)"``,
+    ``"share_pct"`` → ``"share (%)"``, ``"launched_by"`` → ``"launched by"``."""
+    for suffix, unit in UNIT_SUFFIXES:
+        if column.endswith(suffix) and len(column) > len(suffix):
+            return f"{column[: -len(suffix)].replace('_', ' ')} ({unit})"
+    return column.replace("_", " ")
 
 
 def csv_download(

@@ -11,6 +11,7 @@ import pandas as pd
 import panel as pn
 import param
 
+from traceviz import source_files
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion_lines import split_kernel_names
 from traceviz.dashboard.tabs.common import (
@@ -64,6 +65,27 @@ def explain_line(c: Comparison, row: pd.Series) -> str:
     )
 
 
+def lines_shown(by_line: pd.DataFrame) -> pd.DataFrame:
+    """The fusion-by-line rows as the table shows them: paths as a user reads them (relative
+    to the working directory, :func:`traceviz.source_files.shown`), without the ``code``
+    column when no line's source is on this machine (it would be empty), and without
+    ``eager_ops`` (the explanation below the table lists them)."""
+    shown = by_line.drop(columns=["eager_ops"])
+    files = shown["file"].astype(str)
+    on_disk = {f: source_files.locate(f) is not None for f in files.unique()}
+    shown = shown.assign(file=files.map(_short_file))
+    if "code" in shown and not any(on_disk.values()):
+        shown = shown.drop(columns=["code"])
+    return shown
+
+
+def _short_file(file: str) -> str:
+    """A recorded path as a user reads it, its last three parts when still absolute."""
+    text = source_files.shown(file)
+    parts = text.replace("\\", "/").split("/")
+    return "…/" + "/".join(parts[-3:]) if text.startswith("/") and len(parts) > 3 else text
+
+
 class LinesView(pn.viewable.Viewer):
     """The fusion map per source line in a Tabulator; selecting a line shows its kernels on
     both sides."""
@@ -74,9 +96,10 @@ class LinesView(pn.viewable.Viewer):
         super().__init__(comparison=comparison, **params)
         self._c = comparison
         self._data = comparison.fusion.by_line.reset_index(drop=True)
-        shown = self._data.drop(columns=["eager_ops"])
+        shown = lines_shown(self._data)
         self._table = selectable_table(
             shown,
+            names=("compiled_kernels",),
             formatters={
                 "eager_time_us": {"type": "money", "precision": 1, "symbol": ""},
                 "compiled_time_us": {"type": "money", "precision": 1, "symbol": ""},

@@ -4,6 +4,7 @@ metrics figures, the findings (one line each, expanded on a click) and the metri
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import math
 
@@ -18,7 +19,7 @@ from traceviz.report.figures.overview import traffic_partial
 from traceviz.report.figures.roofline import bridge_figure, roofline_figure
 from traceviz.report.headline import HEADLINE_CSS, change_text, headline, headline_html
 from traceviz.report.html import finding_html
-from traceviz.report.views import fmt_delta, fmt_value, metrics_view
+from traceviz.report.views import View, fmt_delta, fmt_value, metrics_view
 from traceviz.units import fmt_pct
 
 CARD_METRICS = (
@@ -161,6 +162,17 @@ def findings_html(c: Report) -> str:
     return "".join(finding_html(f) for f in c.findings)
 
 
+def one_way_ratios(view: View, c: Comparison) -> View:
+    """The metrics table with its ratio column read one way (``"2.63× less"``, ``"1.58×
+    more"``: :func:`~traceviz.report.headline.change_text`), never a ``0.38×``; its CSV
+    keeps the numbers."""
+    at = view.columns.index("ratio")
+    words = [change_text(float(r)) for r in c.metrics[Metric.ratio]]
+    rows = [[*row[:at], w, *row[at + 1 :]] for row, w in zip(view.rows, words, strict=True)]
+    columns = [*view.columns[:at], f"{c.names[1]} vs {c.names[0]}", *view.columns[at + 1 :]]
+    return dataclasses.replace(view, columns=columns, rows=rows)
+
+
 def compared_html(c: Report) -> str:
     """What was compared, one muted line: each side's source and device kind."""
     sides = " · ".join(
@@ -198,7 +210,7 @@ def overview(c: Report) -> pn.viewable.Viewable:
         plot(bridge_figure(c)),  # the step bridge and the roofline (docs/roofline.md)
         plot(roofline_figure(c)),
         findings_pane(c.findings, empty=NO_FINDINGS),
-        view_table(metrics_view(c), c.metrics),
+        view_table(one_way_ratios(metrics_view(c), c), c.metrics),
         sizing_mode=STRETCH,
         name="overview",
     )

@@ -17,7 +17,13 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from traceviz.report.figures.fast import figure
-from traceviz.report.figures.style import KIND_COLORS, empty_spec, layout_spec, template_spec
+from traceviz.report.figures.style import (
+    KIND_COLORS,
+    SIDE_COLORS,
+    empty_spec,
+    layout_spec,
+    template_spec,
+)
 
 #: Columns read from the per-rank table (µs unless stated).
 RANK, STEPS, STEP_P50 = "rank", "steps", "step_p50_us"
@@ -107,3 +113,37 @@ def _shown(per_rank: pd.DataFrame) -> pd.DataFrame:
     order = table.assign(_late=~late, _step=-pd.to_numeric(table[STEP_P50], errors="coerce"))
     keep = order.sort_values(["_late", "_step"]).head(MAX_RANKS).index
     return table.loc[table.index.isin(keep)]
+
+
+#: Columns read from a rank-by-rank comparison table (``traceviz.ranks.compare.RankPair``).
+STEP_A, STEP_B = "step_a_us", "step_b_us"
+
+
+def rank_pair_figure(per_rank: pd.DataFrame, names: tuple[str, str]) -> go.Figure:
+    """Two sets of ranks side by side: each rank's median step on side a and on side b
+    (grouped bars, ms, measured), one colour per side (:data:`SIDE_COLORS`)."""
+    a, b = names
+    title = f"{a} vs {b}: median step per rank (measured, ms)"
+    if per_rank.empty:
+        return figure([], empty_spec(title, "no rank on both sides"))
+    table = per_rank.sort_values(RANK)
+    x = [str(int(r)) for r in table[RANK]]
+    data = [
+        {
+            "hovertemplate": f"rank %{{x}}<br>{name}: %{{y:.3f}} ms<extra></extra>",
+            "marker": {"color": color},
+            "name": name,
+            "x": x,
+            "y": pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float) / 1e3,
+            "type": "bar",
+        }
+        for column, name, color in ((STEP_A, a, SIDE_COLORS[0]), (STEP_B, b, SIDE_COLORS[1]))
+    ]
+    layout = {
+        "template": template_spec(),
+        "barmode": "group",
+        "xaxis": {"type": "category", "title": {"text": "rank"}},
+        "yaxis": {"title": {"text": "median step (ms)"}},
+        **layout_spec(title, height=320),
+    }
+    return figure(data, layout)
