@@ -13,6 +13,7 @@ reason, where /usr/bin/chromium, playwright or a sample run is missing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,3 +95,13 @@ def test_kind_legend_inside_its_figure(overview: Any) -> None:
     plot = _box(figure.locator(".main-svg").first)
     assert plot["y"] <= legend["y"] and legend["y"] + legend["height"] <= plot["y"] + plot["height"]
     assert legend["x"] + legend["width"] <= WIDTH
+
+
+def test_kernel_diff_ratios_read_one_way(overview: Any) -> None:
+    """The Kernels tab's "B vs A" column: "1.03× less", "none left", never a 0.97."""
+    tab(overview, "Kernels").click()
+    cells = overview.locator(".tv-kernel-diff .tabulator-cell[tabulator-field=ratio]")
+    cells.first.wait_for()
+    texts = [cells.nth(i).inner_text().strip() for i in range(cells.count())]
+    assert texts and all(re.fullmatch(r"\d+\.\d\d× (less|more)|none left|same|–", t) for t in texts)
+    tab(overview, "Overview").click()

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 import panel as pn
 import param
-from bokeh.models.widgets.tables import NumberFormatter
+from bokeh.models.widgets.tables import HTMLTemplateFormatter, NumberFormatter
 
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.kernel_diff import KernelDiff, kernel_diff
@@ -20,6 +20,15 @@ from traceviz.units import fmt_us
 
 #: Button label → :data:`~traceviz.analysis.kernel_diff.GROUPS` key.
 GROUP_LABELS = {"kernel name": "kernel", "launching op": "op", "kind": "kind"}
+
+
+#: The B ÷ A column read one way, as :func:`traceviz.report.headline.change_text` writes it
+#: ("2.50× less", "1.30× more", "none left", "–"), the number kept for sorting.
+ONE_WAY_RATIO = HTMLTemplateFormatter(
+    template="<% if (value == null || isNaN(value)) { %>–<% } else if (value == 0) { %>none left"
+    "<% } else if (value < 1) { %><%= (1 / value).toFixed(2) %>× less<% } else if (value > 1) "
+    "{ %><%= value.toFixed(2) %>× more<% } else { %>same<% } %>"
+)
 
 
 class KernelDiffView(pn.viewable.Viewer):
@@ -41,7 +50,7 @@ class KernelDiffView(pn.viewable.Viewer):
                 KernelDiff.a_time_us: NumberFormatter(format="0,0.0"),
                 KernelDiff.b_time_us: NumberFormatter(format="0,0.0"),
                 KernelDiff.delta_time_us: NumberFormatter(format="+0,0.0"),
-                KernelDiff.ratio: NumberFormatter(format="0.00", nan_format="–"),
+                KernelDiff.ratio: ONE_WAY_RATIO,
             },
             header_tooltips=self._tooltips(),
             titles=self._titles(),
@@ -65,7 +74,7 @@ class KernelDiffView(pn.viewable.Viewer):
             KernelDiff.b_calls: "B calls",
             KernelDiff.b_time_us: "B µs",
             KernelDiff.delta_time_us: "Δ µs (B − A)",
-            KernelDiff.ratio: "B ÷ A",
+            KernelDiff.ratio: "B vs A",
         }
 
     def _tooltips(self) -> dict[str, str]:
@@ -76,7 +85,8 @@ class KernelDiffView(pn.viewable.Viewer):
             KernelDiff.b_calls: f"calls in {b}",
             KernelDiff.b_time_us: f"exclusive device time in {b}, µs (measured)",
             KernelDiff.delta_time_us: f"{b} µs − {a} µs",
-            KernelDiff.ratio: f"{b} µs ÷ {a} µs (– when {a} has none)",
+            KernelDiff.ratio: f"{b}'s time against {a}'s: '2.5× less', '1.3× more', 'none "
+            f"left' (– when {a} has none); sorts by {b} µs ÷ {a} µs",
         }
 
     def _regroup(self, _: param.parameterized.Event) -> None:
