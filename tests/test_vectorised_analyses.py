@@ -1,7 +1,7 @@
-"""The vectorised analysis hot spots (issue 14, PERF4) against the plain per-row loops they
-replaced, kept here as references: chain links, blocking issuers and reasons, the timeline's
-lane codes, the idle split's main thread. Real traces (corpus, sample runs) and tiny
-hand-made ones for the edge cases (empty names, ties, CPU-only lanes)."""
+"""The vectorised analysis hot spots (issue 14, PERF4) against plain per-row loops: blocking
+issuers and reasons, the timeline's lane codes, the idle split's main thread (chain links are
+checked against the raw JSON in test_tables_match_raw_json.py). Real traces (corpus, sample
+runs) and tiny hand-made ones for the edge cases (empty names, ties, CPU-only lanes)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests import chains_reference
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
-from traceviz.analysis import chains as chains_mod
 from traceviz.analysis.blocking import BlockReason, blocking_reasons, is_step_span, issuers
 from traceviz.analysis.idle import _main_thread
 from traceviz.analysis.timeline import _is_gpu, _lanes
-from traceviz.diagnose.facts import facts_of_trace, kernel_steps
+from traceviz.diagnose.facts import facts_of_trace
 from traceviz.schema import Kernels, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
@@ -69,41 +67,6 @@ def _issuers_loop(trace: Trace, rows: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return op_out, frame_out
 
 
-def _links_loop(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
-    """(vectorised, per-link loop) link labels of ``trace``'s lane order."""
-    facts = facts_of_trace(trace)
-    seq = chains_reference._lane_order(trace, facts.kernels, kernel_steps(facts))
-    context, top, optimizer = chains_mod._op_context(trace.ops)
-    fast = chains_mod._links(seq, trace.ops, context, top, optimizer)
-    ops = trace.ops
-    op = seq["op"].to_numpy(dtype=float)
-    known = np.isfinite(op) & (op >= 0) & (op < len(ops))
-    row = np.where(known, op, 0).astype(np.int64)
-    fusible = seq["kind"].isin(chains_mod.FUSIBLE_KINDS).to_numpy(dtype=bool)
-    ok = fusible & known & ~np.where(known, optimizer[row], True)
-    ctx, top_op = np.where(known, context[row], -2), np.where(known, top[row], -1)
-    lane, step = seq["lane"].to_numpy(), seq["step"].to_numpy()
-    region = seq["in_region"].to_numpy()
-    out = np.full(len(seq), "", dtype=object)
-    dims = ops[Ops.input_dims].astype(object).to_numpy()
-    names = ops[Ops.name].astype(object).to_numpy()
-    reduces = {int(t) for t in chains_mod._reducing_ops(seq, top_op)}
-    for i in range(1, len(seq)):
-        if not (
-            ok[i] and ok[i - 1] and lane[i] == lane[i - 1] and step[i] == step[i - 1]
-            and step[i] >= 0 and region[i] == region[i - 1] and ctx[i] == ctx[i - 1]
-        ):  # fmt: skip
-            continue
-        if top_op[i] == top_op[i - 1]:
-            out[i] = "same op"
-            continue
-        a, b = top_op[i - 1], top_op[i]
-        out[i] = chains_mod._data_link(
-            chains_mod._shapes(dims[a]), str(names[a]), a in reduces, chains_mod._shapes(dims[b])
-        )
-    return fast, out
-
-
 def _lanes_by_text(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
     thread = kernels[Kernels.thread].astype(object).astype(str)
     if _is_gpu(trace):
@@ -121,9 +84,6 @@ def _lanes_by_text(trace: Trace, kernels: pd.DataFrame) -> np.ndarray:
 @pytest.mark.parametrize("path", _traces())
 def test_vectorised_analyses_match_their_loops_on_real_traces(path: Path) -> None:
     trace = load_trace(path)
-    fast, slow = _links_loop(trace)
-    assert fast.tolist() == slow.tolist()
-
     rows = np.arange(len(trace.launches), dtype=np.int64)[:4000]
     for got, want in zip(issuers(trace, rows), _issuers_loop(trace, rows), strict=True):
         assert got.tolist() == want.tolist()
@@ -140,13 +100,11 @@ def test_vectorised_analyses_match_their_loops_on_real_traces(path: Path) -> Non
     assert reasons.dtype == np.asarray(reasons.astype(object)).astype(str).dtype
 
 
-def test_real_traces_include_links_and_issuers() -> None:
-    """The comparison above is not vacuous: a corpus trace has linked chains and issuers."""
+def test_real_traces_include_issuers() -> None:
+    """The comparison above is not vacuous: a corpus trace has issuers."""
     if not CORPUS.is_dir():
         pytest.skip(f"corpus not found at {CORPUS}")
     trace = load_trace(CORPUS / "nvidia" / "a100_eager_train_control.json.gz")
-    fast, _ = _links_loop(trace)
-    assert {"same op", "shapes"} <= set(fast.tolist())
     found, _ = issuers(trace, np.arange(len(trace.launches), dtype=np.int64))
     assert sum(x is not None for x in found) > 1000
 

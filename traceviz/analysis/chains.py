@@ -534,44 +534,11 @@ def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDA
 # --- links --------------------------------------------------------------------------------
 
 
-#: Link codes of :func:`_link_codes`: no link (the row starts a chain), and the three links.
+#: Link codes of :func:`_link_codes_of`: no link (the row starts a chain), and the three links.
 _BREAK, _SAME_OP, _SHAPES, _ORDER = 0, 1, 2, 3
 _LINK_TEXTS = np.array(["", "same op", "shapes", "order"], dtype=object)
 _MEMBER_LINKS = np.array(["first", "same op", "shapes", "order"], dtype=object)
 _LINK_CODES = {text: code for code, text in enumerate(_LINK_TEXTS.tolist())}
-
-
-def _links(
-    seq: pd.DataFrame,
-    ops: pd.DataFrame,
-    context: npt.NDArray[np.int64],
-    top: npt.NDArray[np.int64],
-    optimizer: npt.NDArray[np.bool_],
-) -> npt.NDArray[np.object_]:
-    """Per row, how it continues the chain of the row before it ("" when it does not)."""
-    return _LINK_TEXTS[_link_codes(seq, ops, context, top, optimizer)]
-
-
-def _link_codes(
-    seq: pd.DataFrame,
-    ops: pd.DataFrame,
-    context: npt.NDArray[np.int64],
-    top: npt.NDArray[np.int64],
-    optimizer: npt.NDArray[np.bool_],
-    fusible: npt.NDArray[np.bool_] | None = None,
-) -> npt.NDArray[np.int8]:
-    """:func:`_links` as codes (``_BREAK``, ``_SAME_OP``, ``_SHAPES``, ``_ORDER``): no
-    object array over every kernel. ``context``, ``top`` and ``optimizer`` are read at the
-    launching ops of ``seq``'s fusible kernels only (``fusible``: per row, its kind is one
-    of :data:`FUSIBLE_KINDS`, when the caller has it)."""
-    op = seq[ChainMember.op].to_numpy(dtype=float)
-    known = np.isfinite(op) & (op >= 0) & (op < len(ops))
-    row = np.where(known, op, 0).astype(np.int64)
-    if fusible is None:
-        fusible = seq[ChainMember.kind].isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
-    ok = fusible & known & ~np.where(known, optimizer[row], True)
-    ctx, top_op = np.where(known, context[row], -2), np.where(known, top[row], -1)
-    return _link_codes_of(seq, ops, ok, ctx, top_op)
 
 
 def _link_codes_of(
@@ -582,8 +549,9 @@ def _link_codes_of(
     top_op: npt.NDArray[np.int64],
     reduction: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.int8]:
-    """:func:`_link_codes` from its per-kernel figures (``reduction``: per kernel, a
-    reduction, when the caller has it): ``ok`` (fusible, a known op, outside
+    """Per row of ``seq``, how it continues the chain of the row before it (``_BREAK``,
+    ``_SAME_OP``, ``_SHAPES``, ``_ORDER``), from its per-kernel figures (``reduction``: per
+    kernel, a reduction, when the caller has it): ``ok`` (fusible, a known op, outside
     optimizers), the op's context (−2: no op) and top op (−1: no op). ``ctx`` is read where
     ``ok`` only, ``top_op`` there and at every reduction kernel with a known op (whether a
     link's first op reduces); elsewhere they may be −2 and −1."""
@@ -683,20 +651,14 @@ def _texts(values: pd.Series) -> list[str | None]:
     return [v if isinstance(v, str) else None for v in values.to_numpy(dtype=object).tolist()]
 
 
-def _reducing_ops(seq: pd.DataFrame, top_op: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Top ops that launched a reduction kernel: their output is not their inputs' shape."""
-    reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
-    return np.unique(top_op[reduction & (top_op >= 0)])
-
-
 def _reducing_table(
     seq: pd.DataFrame,
     top_op: npt.NDArray[np.int64],
     n_ops: int,
     reduction: npt.NDArray[np.bool_] | None = None,
 ) -> npt.NDArray[np.bool_]:
-    """Per op row, whether it is one of :func:`_reducing_ops`, plus a last False that the
-    unknown top op (−1) reads: ``np.isin(rows, _reducing_ops(...))`` as a lookup, no sort
+    """Per op row, whether it launched a reduction kernel (its output is not its inputs'
+    shape), plus a last False that the unknown top op (−1) reads: a lookup, no sort
     (``reduction``: per row of ``seq``, a reduction kernel, when the caller has it)."""
     if reduction is None:
         reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
