@@ -14,7 +14,8 @@ reason, where /usr/bin/chromium, playwright or a sample run is missing.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from tests.browser_support import (
     ARTIFACTS,
     CHROMIUM,
     CHROMIUM_ARGS,
+    TIMEOUT_MS,
     new_page,
     require_browser,
     served_cleanly,
@@ -105,3 +107,28 @@ def test_kernel_diff_ratios_read_one_way(overview: Any) -> None:
     texts = [cells.nth(i).inner_text().strip() for i in range(cells.count())]
     assert texts and all(re.fullmatch(r"\d+\.\d\d× (less|more)|none left|same|–", t) for t in texts)
     tab(overview, "Overview").click()
+
+
+def test_kernel_click_right_after_typing_a_search_explains_it(overview: Any) -> None:
+    """Typed in the search box (no Enter), then a click on a row: the row is explained (the
+    box filtered only when it lost focus, so the click landed on a table being re-filtered
+    and explained nothing)."""
+    tab(overview, "Kernels").click()
+    rows = overview.locator(".tv-kernels .tabulator-row")
+    rows.first.wait_for()
+    cells = overview.locator(".tv-kernels .tabulator-cell[tabulator-field=kernel]")
+    name = min((cells.nth(i).inner_text().strip() for i in range(cells.count())), key=len)
+    overview.get_by_placeholder("e.g. fused, gemm, add").fill(name)  # no Enter, no blur
+    _until(lambda: 0 < rows.count() == rows.filter(has_text=name).count())  # filtered as typed
+    rows.filter(has_text=name).first.click()
+    overview.locator("p b").filter(has_text=name).first.wait_for()
+    overview.get_by_placeholder("e.g. fused, gemm, add").fill("")
+    tab(overview, "Overview").click()
+
+
+def _until(condition: Callable[[], bool]) -> None:
+    """Polls ``condition`` until it holds; fails after :data:`TIMEOUT_MS`."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.2)

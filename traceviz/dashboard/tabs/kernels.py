@@ -87,13 +87,19 @@ class KernelsView(pn.viewable.Viewer):
         row = self._data.iloc[event.new[0]]
         self._detail.object = explain_kernel(self._c, str(row["trace"]), str(row["kernel"]))
 
+    def _search_box(self) -> pn.widgets.TextInput:
+        """The search box, filtering as one types (``value_input``): bound to ``value`` it
+        filtered only on Enter or on leaving the box, so a click on a row right after typing
+        first re-filtered the table and the click explained nothing."""
+        box = pn.widgets.TextInput(
+            name="Search kernel name", placeholder="e.g. fused, gemm, add", width=320,
+            value=self.search,
+        )  # fmt: skip
+        box.param.watch(lambda event: setattr(self, "search", event.new or ""), "value_input")
+        return box
+
     def __panel__(self) -> pn.viewable.Viewable:
-        search = pn.widgets.TextInput.from_param(
-            self.param.search,
-            label="Search kernel name",
-            placeholder="e.g. fused, gemm, add",
-            width=320,
-        )
+        search = self._search_box()
         group = pn.widgets.Checkbox.from_param(self.param.group_by_kind, label="group by kind")
         note = html_pane(
             f"<p class='tv-tag'>{fmt_count(len(self._data))} distinct kernels in both traces; "
