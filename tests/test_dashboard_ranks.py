@@ -138,11 +138,11 @@ def test_two_datasets_open_on_the_comparison(job: Path, other: Path, reads: list
     app = RanksDashboard(ranks_data(job, other, names=("slow", "fast")))
     assert list(app._slots) == ["Compare ranks", "Ranks: slow", "Ranks: fast", "Rank trace"]
     assert app.built_tabs == ["Compare ranks"]
-    grid = app._slots["Compare ranks"][0][2]
+    grid = app._slots["Compare ranks"][0][3]  # after the heading, the chart, the findings
     a, b = traceviz.load_ranks(job).summary, traceviz.load_ranks(other).summary
     expected = a["step_p50_us"].to_numpy() / b["step_p50_us"].to_numpy()
     assert grid.value["speedup"].to_numpy() == pytest.approx(expected)
-    assert list(csv_of(app._slots["Compare ranks"][0][3])["rank"]) == list(range(WORLD))
+    assert list(csv_of(app._slots["Compare ranks"][0][4])["rank"]) == list(range(WORLD))
     app._tabs.active = 2
     app._views["fast"].rank = 0  # a rank picked on side b is the trace shown
     app._tabs.active = 3

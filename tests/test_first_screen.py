@@ -245,3 +245,18 @@ def test_overview_metrics_table_reads_one_way(cpu_block: Report) -> None:
     column = view.columns.index("compiled vs eager")
     texts = [row[column] for row in view.rows]
     assert "2.67× less" in texts and not any(BELOW_ONE.search(t) for t in texts)
+
+
+def test_table_cells_show_no_raw_nan_or_false() -> None:
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("panel")
+    from traceviz.dashboard.tabs.common import YES_NO, cell_formats
+
+    data = pd.DataFrame(
+        {"name": ["k"], "odd": [False], "ratio": [float("nan")], "time_us": [1.5], "n": [3]}
+    )
+    formats = cell_formats(data, {"time_us": {"type": "money", "precision": 1, "symbol": ""}})
+    assert formats["odd"] == YES_NO
+    assert formats["ratio"].nan_format == "–" and formats["time_us"].nan_format == "–"
+    assert formats["time_us"].format == "0,0.0"
+    assert "name" not in formats and "n" not in formats

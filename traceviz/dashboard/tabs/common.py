@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 import panel as pn
+from bokeh.models.widgets.tables import NumberFormatter
 
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.report.snippet import view_html
@@ -31,6 +32,7 @@ th, td { border: 1px solid #ddd; padding: 2px 8px; text-align: left; } th { back
 .tv-seg .est { background: #4C78A8; } .tv-seg .unk { background: repeating-linear-gradient(
   45deg, #bbb, #bbb 3px, #e4e4e4 3px, #e4e4e4 6px); }
 .tv-partial { color: #b35900; font-weight: 600; }
+td { max-width: 30em; overflow-wrap: anywhere; }
 """
 
 #: Widest a name column of a Tabulator gets (px): longer names end in an ellipsis, the full
@@ -67,6 +69,7 @@ def selectable_table(
     ]
     titles = {str(col): column_title(str(col)) for col in data.columns}
     options["titles"] = titles | options.get("titles", {})
+    options["formatters"] = cell_formats(data, options.get("formatters", {}))
     return pn.widgets.Tabulator(
         data,
         pagination="remote",
@@ -80,6 +83,32 @@ def selectable_table(
         configuration={"columns": columns},
         **options,
     )
+
+
+#: A yes/no column: a tick for yes, nothing for no (not the words "true"/"false").
+YES_NO = {"type": "tickCross", "crossElement": False}
+
+
+def cell_formats(data: pd.DataFrame, given: dict[str, Any]) -> dict[str, Any]:
+    """Tabulator formatters for ``data``: ``given`` ones first, with each ``money`` format
+    made a number format that shows a missing value as ``–`` (not ``NaN``); yes/no columns
+    as :data:`YES_NO`; other float columns with thousands separators, at most 3 decimals,
+    and ``–`` for a missing value."""
+    formats: dict[str, Any] = {}
+    for column in data.columns:
+        name, dtype = str(column), data[column].dtype
+        spec = given.get(name)
+        if isinstance(spec, dict) and spec.get("type") == "money":
+            digits = int(spec.get("precision", 2))
+            spec = NumberFormatter(format="0,0." + "0" * digits if digits else "0,0",
+                                   nan_format="–")  # fmt: skip
+        elif spec is None and pd.api.types.is_bool_dtype(dtype):
+            spec = YES_NO
+        elif spec is None and pd.api.types.is_float_dtype(dtype):
+            spec = NumberFormatter(format="0,0.[000]", nan_format="–")
+        if spec is not None:
+            formats[name] = spec
+    return formats | {k: v for k, v in given.items() if k not in formats}
 
 
 #: Column-name endings and the unit they stand for (shown in the header in brackets).
