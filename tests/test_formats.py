@@ -19,7 +19,8 @@ from traceviz.diagnose import diagnose_trace
 from traceviz.errors import UsageError
 from traceviz.pipeline import Report, compare_run
 from traceviz.report.formats import COMPARISON, RENDERERS, SUMMARY, Rendered, names, renderer
-from traceviz.report.views import comparison_views, headline
+from traceviz.report.headline import headline as first_screen
+from traceviz.report.views import comparison_views, headline, headline_details
 
 RUNS = ("graph-break", "pointwise", "mlp")
 
@@ -57,6 +58,15 @@ def _shown(fmt: str, text: str) -> str:
     return text
 
 
+def _headline_lines(fmt: str, report: Report) -> list[str]:
+    """What the format shows of the headline: its lines, or in HTML the first screen's parts
+    (the sentence's verdict, interval and why, each in its own element) and the detail lines."""
+    if fmt != "html":
+        return headline(report)
+    first = first_screen(report)
+    return [p for p in (first.note, first.interval, first.why) if p] + headline_details(report)
+
+
 @pytest.mark.parametrize("run", RUNS)
 @pytest.mark.parametrize("fmt", names(COMPARISON))
 def test_every_format_renders_headline_tables_and_findings(fmt: str, run: str) -> None:
@@ -73,7 +83,7 @@ def test_every_format_renders_headline_tables_and_findings(fmt: str, run: str) -
         assert [f["id"] for f in data["findings"]] == [f.id for f in report.findings]
         assert {m["name"] for m in data["metrics"]} == set(report.metrics["name"])
         return
-    for line in headline(report):
+    for line in _headline_lines(fmt, report):
         assert line in shown, (fmt, line)
     for view in comparison_views(report, top=5):
         assert view.title in shown, (fmt, view.title)

@@ -31,6 +31,7 @@ from traceviz.analysis.speed import (
 )
 from traceviz.diagnose import Severity
 from traceviz.pipeline import compare
+from traceviz.report.headline import interval_text, speed_ratio_text
 from traceviz.report.json_report import comparison_json
 from traceviz.report.views import headline
 from traceviz.rundir import read_run_dir
@@ -113,9 +114,10 @@ def test_demo_like_noise_is_no_significant_difference(tmp_trace: Make) -> None:
     (noise,) = [f for f in comparison.findings if f.id == "no-significant-difference"]
     assert "95% interval" in noise.title
     head = "\n".join(headline(comparison))
-    assert "no significant difference" in head and verdict.interval_text() in head
+    interval = interval_text(verdict.low, verdict.high)
+    assert "No significant difference" in head and interval in head
     # the profiled steps (2.04×) disagree with the timed verdict: the headline says why
-    assert "the profiled steps say compiled/eager 2.04×" in head
+    assert "the profiled steps say compiled is 2.04× slower" in head
     assert "the timed medians are the verdict" in head
     data = json.loads(json.dumps(comparison_json(comparison)))
     assert data["speed"]["verdict"] == SAME and data["speed"]["low"] < 1 < data["speed"]["high"]
@@ -182,7 +184,7 @@ def test_sample_runs_verdicts_follow_their_intervals(run: Path) -> None:
     if verdict.verdict == SAME:
         assert verdict.low <= 1 <= verdict.high or abs(verdict.ratio - 1) < 0.05
     head = "\n".join(headline(comparison))
-    assert verdict.interval_text() in head
+    assert interval_text(verdict.low, verdict.high) in head
     profiled = comparison.b.summary.step_mean_us / comparison.a.summary.step_mean_us
     if (profiled - 1) * (verdict.ratio - 1) < 0 and abs(profiled - 1) >= 0.05:
-        assert f"the profiled steps say compiled/eager {profiled:.2f}×" in head
+        assert f"the profiled steps say compiled is {speed_ratio_text(profiled)}" in head

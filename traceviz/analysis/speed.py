@@ -79,10 +79,11 @@ class SpeedVerdict:
         return self.low is not None and self.high is not None
 
     def interval_text(self) -> str:
-        """``"95% interval 0.91–1.32×"``, or ``"no interval: one profiled window"``."""
+        """``"95% interval 1.18–1.39× faster"`` (one way round: :func:`interval_words`), or
+        ``"no interval: one profiled window"``."""
         if self.low is None or self.high is None:
             return f"no interval: {self.basis}"
-        return f"{100 * self.level:.0f}% interval {self.low:.2f}–{self.high:.2f}×"
+        return f"{100 * self.level:.0f}% interval {interval_words(self.low, self.high)}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -97,6 +98,29 @@ class SpeedVerdict:
             "n_a": self.n_a,
             "n_b": self.n_b,
         }
+
+
+def ratio_words(ratio: float) -> str:
+    """A step-time ratio ``b / a`` read one way round: ``"2.57× faster"`` for 0.39,
+    ``"1.35× slower"`` for 1.35, ``"as fast"`` for 1; ``"–"`` when not finite or not positive.
+    Never a ``0.39×`` beside a ``2.57×``."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return "–"
+    if ratio < 1:
+        return f"{1 / ratio:.2f}× faster"
+    if ratio > 1:
+        return f"{ratio:.2f}× slower"
+    return "as fast"
+
+
+def interval_words(low: float, high: float) -> str:
+    """An interval of ``b / a`` one way round: ``"1.18–1.39× faster"``, ``"1.27–1.55×
+    slower"``, or across 1 ``"1.02× slower to 1.16× faster"``."""
+    if high < 1:
+        return f"{1 / high:.2f}–{1 / low:.2f}× faster"
+    if low > 1:
+        return f"{low:.2f}–{high:.2f}× slower"
+    return f"{ratio_words(high)} to {ratio_words(low)}"
 
 
 def speed_verdict(

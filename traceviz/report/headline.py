@@ -5,7 +5,7 @@ and one "why", then the top findings.
 Overview, the HTML report, the terminal and the notebook all draw the same parts, so they say
 the same thing in the same words. Ratios read in one direction only: ``"compiled is 2.57×
 faster"`` or ``"compiled is 1.35× slower"`` (never a ``0.39×`` beside a ``2.57×``): a ratio
-below 1 is turned over (:func:`speed_ratio_text`, :func:`change_text`).
+below 1 is turned over (:func:`traceviz.analysis.speed.ratio_words`, :func:`change_text`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.speed import FASTER, SAME, SLOWER, UNKNOWN, SpeedVerdict
+from traceviz.analysis.speed import interval_words as interval_text
+from traceviz.analysis.speed import ratio_words as speed_ratio_text
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules.slower import NO_WORK, NOISE_ID, RULE_ID, comparison_speed
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
@@ -88,18 +90,6 @@ def _gain(finding: Finding) -> float | None:
     return float(gain) if gain is not None and math.isfinite(gain) else None
 
 
-def speed_ratio_text(ratio: float) -> str:
-    """``b_us / a_us`` read in one direction: ``"2.57× faster"`` for 0.39, ``"1.35× slower"``
-    for 1.35, ``"as fast"`` for 1; ``"–"`` when not finite or not positive."""
-    if not math.isfinite(ratio) or ratio <= 0:
-        return "–"
-    if ratio < 1:
-        return f"{1 / ratio:.2f}× faster"
-    if ratio > 1:
-        return f"{ratio:.2f}× slower"
-    return "as fast"
-
-
 def change_text(ratio: float) -> str:
     """A cost's ``b / a`` in one direction: ``"2.57× less"`` for 0.39, ``"1.35× more"``
     for 1.35, ``"same"`` for 1, ``"–"`` when not finite (a side with none of it)."""
@@ -136,22 +126,14 @@ def _interval_text(report: Comparison, v: SpeedVerdict) -> str:
         return ""
     what = "median" if v.tested else "mean"
     steps = f"{what} step {fmt_us(v.a_us)} → {fmt_us(v.b_us)}, {v.basis}"
+    if report.fusion.comparability.other_workload:
+        return steps  # the step times, without a ratio: two workloads' say nothing
     parts = [] if v.verdict in (FASTER, SLOWER) else [f"{what} {speed_ratio_text(v.ratio)}"]
     if v.low is None or v.high is None:
-        parts.append("no interval")
+        parts.append("no interval: one profiled window" if not v.tested else "no interval")
     else:
         parts.append(f"{100 * v.level:.0f}% interval {interval_text(v.low, v.high)}")
     return "; ".join([*parts, steps])
-
-
-def interval_text(low: float, high: float) -> str:
-    """An interval of ``b / a`` in one direction: ``"1.18–1.39× faster"``, ``"1.27–1.55×
-    slower"``, or across 1 ``"1.02× slower to 1.16× faster"``."""
-    if high < 1:
-        return f"{1 / high:.2f}–{1 / low:.2f}× faster"
-    if low > 1:
-        return f"{low:.2f}–{high:.2f}× slower"
-    return f"{speed_ratio_text(high)} to {speed_ratio_text(low)}"
 
 
 #: CSS of :func:`headline_html` (the dashboard and the HTML report add it to their own).
@@ -167,10 +149,10 @@ HEADLINE_CSS = """
 
 
 def headline_html(h: Headline) -> str:
-    """The first screen as HTML: the verdict sentence (``class='tv-verdict'``: verdict, then
-    its interval and the top finding on lines of their own), the profiled-vs-timed note, and
-    the top findings, each a ``<details>`` line (severity, title, estimated gain) that opens
-    on its evidence and next step."""
+    """The first screen as HTML: the profiled-vs-timed note when there is one, the verdict
+    sentence (``class='tv-verdict'``: verdict, then its interval and the top finding on lines
+    of their own), and the top findings, each a ``<details>`` line (severity, title,
+    estimated gain) that opens on its evidence and next step."""
     verdict = h.verdict[:1].upper() + h.verdict[1:]
     interval = f"<span class='tv-interval'>{html.escape(h.interval)}</span>" if h.interval else ""
     why = f"<span class='tv-why'>Top finding: {html.escape(h.why)}</span>" if h.why else ""
@@ -178,7 +160,8 @@ def headline_html(h: Headline) -> str:
     top = "".join(_top_finding_html(f) for f in h.top)
     top = f"<div class='tv-top'><h4>Top findings</h4>{top}</div>" if top else ""
     sentence = f"{html.escape(verdict)}{interval}{why}"
-    return f"<div class='tv-verdict' id='tv-verdict'>{sentence}</div>{note}{top}"
+    # the note first, as in every report: the figures below it are not the timed ones
+    return f"{note}<div class='tv-verdict' id='tv-verdict'>{sentence}</div>{top}"
 
 
 def _top_finding_html(finding: Finding) -> str:

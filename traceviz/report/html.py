@@ -23,7 +23,7 @@ from traceviz.report.finding_parts import evidence_items, next_step_html, severi
 from traceviz.report.headline import HEADLINE_CSS, headline_html
 from traceviz.report.roofline_report import roofline_views
 from traceviz.report.snippet import view_html
-from traceviz.report.views import comparison_views, headline
+from traceviz.report.views import comparison_views, headline_details
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto;
@@ -80,7 +80,7 @@ def _roofline(comparison: Report, *, top: int) -> str:
 
 
 def _summary(comparison: Comparison) -> str:
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in headline(comparison))
+    items = "".join(f"<li>{html.escape(line)}</li>" for line in headline_details(comparison))
     return f"<ul>{items}</ul>"
 
 

@@ -4,7 +4,7 @@ headline plus tables as a fragment (a report's rich display in Jupyter)."""
 from __future__ import annotations
 
 from traceviz.analysis.compare import Comparison
-from traceviz.report.views import View, comparison_views, headline
+from traceviz.report.views import View, comparison_views, headline_details
 
 
 def view_html(view: View) -> str:
@@ -31,6 +31,6 @@ def comparison_html_snippet(comparison: Comparison, *, top: int = 10) -> str:
     from traceviz.report.headline import headline as first_screen
 
     first = f"<style>{HEADLINE_CSS}</style>{headline_html(first_screen(comparison))}"
-    lines = "".join(f"<li>{html.escape(line)}</li>" for line in headline(comparison))
+    lines = "".join(f"<li>{html.escape(line)}</li>" for line in headline_details(comparison))
     tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
     return f"<div class='traceviz-comparison'>{first}<ul>{lines}</ul>{tables}</div>"

@@ -14,11 +14,13 @@ import pandas as pd
 from traceviz.analysis.compare import NOT_APPLICABLE, Comparison, Metric, Side
 from traceviz.analysis.device import NOT_ANALYSED
 from traceviz.analysis.fusion_ops import KernelOps
-from traceviz.analysis.speed import SAME, TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
+from traceviz.analysis.speed import TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
 from traceviz.analysis.traffic_compare import traffic_gap_note
 from traceviz.analysis.windows import full_steps
-from traceviz.diagnose.rules.slower import NO_WORK, basis_text, comparison_speed
+from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import records
+from traceviz.report.headline import change_text, speed_ratio_text
+from traceviz.report.headline import headline as first_screen
 from traceviz.report.metric_names import is_share, metric_label
 from traceviz.report.profiled_note import DEVICE_TIME_WITHHELD, profiled_note
 from traceviz.schema import Steps
@@ -70,13 +72,25 @@ def fmt_ratio(value: float) -> str:
 
 
 def headline(comparison: Comparison) -> list[str]:
-    """A few sentences that answer "what did it do?": first, when a run's profiled steps do
-    not look like its timed ones, the note that says so (:mod:`traceviz.report.profiled_note`);
-    then the speed verdict (the timed one when the run has timing), then what was compared."""
+    """What a user reads first, as lines: when a run's profiled steps do not look like its
+    timed ones, the note that says so (:mod:`traceviz.report.profiled_note`); then the one
+    sentence of :mod:`traceviz.report.headline` (the timed verdict with its interval, one way
+    round, and the top finding); then :func:`headline_details`."""
+    first = first_screen(comparison)
+    return [*([first.note] if first.note else []), first.sentence, *headline_details(comparison)]
+
+
+def headline_details(comparison: Comparison) -> list[str]:
+    """The lines under the verdict sentence: what the profiled steps say when it differs from
+    the timed verdict, what was compared, kernels and device time (withheld when the
+    profiled steps are not representative), and fusion figures withheld for other
+    workloads."""
     a, b = comparison.names
-    note = profiled_note(comparison.profiled_timing)
-    lines = [note] if note else []
-    lines += speed_lines(comparison)
+    verdict = comparison_speed(comparison)
+    lines = []
+    if verdict.verdict != UNKNOWN and not comparison.fusion.comparability.other_workload:
+        profiled = _profiled_disagreement(comparison, verdict)
+        lines += [profiled] if profiled else []
     lines += [
         f"{a}: {comparison.a.trace.meta.source} ({comparison.a.trace.device_kind.value})",
         f"{b}: {comparison.b.trace.meta.source} ({comparison.b.trace.device_kind.value})",
@@ -84,13 +98,13 @@ def headline(comparison: Comparison) -> list[str]:
     kernels, time = comparison.metric("kernel_count"), comparison.metric("kernel_time_us")
     device_time = (
         DEVICE_TIME_WITHHELD
-        if note
+        if profiled_note(comparison.profiled_timing)
         else f"device time {_metric_value(time, Metric.a)} → {_metric_value(time, Metric.b)} "
         f"({time[Metric.basis]})"
     )
     lines.append(
         f"kernels {_metric_value(kernels, Metric.a)} → {_metric_value(kernels, Metric.b)}"
-        f" ({fmt_ratio(kernels[Metric.ratio])}), {device_time}"
+        f" ({change_text(kernels[Metric.ratio])}), {device_time}"
     )
     per = comparison.metric("eager_kernels_per_compiled_kernel")[Metric.b]
     if per is not None and not math.isnan(per):
@@ -100,40 +114,10 @@ def headline(comparison: Comparison) -> list[str]:
     return lines
 
 
-def speed_lines(comparison: Comparison) -> list[str]:
-    """The speed verdict with its interval and basis; when run.json's timed medians and the
-    profiled steps disagree, a second line says what the profiled steps show and why the
-    timed medians are the verdict."""
-    a, b = comparison.names
-    verdict = comparison_speed(comparison)
-    if verdict.verdict == UNKNOWN and verdict.basis == NO_WORK:
-        return [f"step time: no speed verdict ({basis_text(verdict)})"]
-    if verdict.verdict == UNKNOWN:
-        return ["step time: unknown (no steps and no trace span)"]
-    what = "median" if verdict.tested else "mean"
-    if comparison.fusion.comparability.other_workload:
-        return [
-            f"step time ({what}) {a} {fmt_us(verdict.a_us)} → {b} {fmt_us(verdict.b_us)}: "
-            f"not one workload, no speed verdict ({basis_text(verdict)})"
-        ]
-    if verdict.verdict == SAME and verdict.tested:
-        said = "no significant difference"
-    elif verdict.verdict == SAME:
-        said = "within 5%"
-    else:
-        said = f"{b} is {verdict.verdict}"
-    lines = [
-        f"step time ({what}) {a} {fmt_us(verdict.a_us)} → {b} {fmt_us(verdict.b_us)}: {said}, "
-        f"{b}/{a} {verdict.ratio:.2f}× ({verdict.interval_text()}; {basis_text(verdict)})"
-    ]
-    profiled = _profiled_disagreement(comparison, verdict)
-    return lines + ([profiled] if profiled else [])
-
-
 def _profiled_disagreement(comparison: Comparison, verdict: SpeedVerdict) -> str:
     """Empty unless the verdict is timed and the profiled steps' ratio points the other way or
     differs by more than a quarter."""
-    a, b = comparison.names
+    b = comparison.names[1]
     sa, sb = comparison.a.summary, comparison.b.summary
     if verdict.basis != TIMED or not sa.step_mean_us or not sb.step_mean_us:
         return ""
@@ -143,8 +127,9 @@ def _profiled_disagreement(comparison: Comparison, verdict: SpeedVerdict) -> str
         return ""
     ea, eb = _events_per_step(comparison.a), _events_per_step(comparison.b)
     return (
-        f"the profiled steps say {b}/{a} {ratio:.2f}× (mean {fmt_us(sa.step_mean_us)} → "
-        f"{fmt_us(sb.step_mean_us)}); the timed medians are the verdict: {verdict.n_a} and "
+        f"the profiled steps say {b} is {speed_ratio_text(ratio)} (mean "
+        f"{fmt_us(sa.step_mean_us)} → {fmt_us(sb.step_mean_us)}); the timed medians are the "
+        f"verdict: {verdict.n_a} and "
         f"{verdict.n_b} steps without the profiler against {sa.step_count} and "
         f"{sb.step_count} profiled, which carry the profiler's cost per recorded event "
         f"({ea:,.0f} vs {eb:,.0f} events per step) and their own spread (slowest / fastest "

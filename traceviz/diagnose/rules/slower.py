@@ -44,6 +44,7 @@ from traceviz.analysis.speed import (
     TOLERANCE,
     UNKNOWN,
     SpeedVerdict,
+    ratio_words,
     speed_verdict,
 )
 from traceviz.analysis.windows import full_steps
@@ -195,8 +196,8 @@ def _within_noise(a: TraceFacts, b: TraceFacts, verdict: SpeedVerdict) -> Findin
     return Finding(
         id=NOISE_ID,
         severity=Severity.INFO,
-        title=f"{b.name} vs {a.name}: no significant difference in step time (medians "
-        f"{verdict.ratio:.2f}×, {verdict.interval_text()})",
+        title=f"{b.name} vs {a.name}: no significant difference in step time (median "
+        f"{ratio_words(verdict.ratio)}, {verdict.interval_text()})",
         evidence=(
             *speed_evidence(a.name, b.name, verdict),
             f"the interval includes 1: the {side} median is within the run-to-run noise",
