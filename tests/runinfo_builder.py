@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.runinfo import RunInfo
 
 SKELETON: dict[str, Any] = {
     "schema_version": 1,

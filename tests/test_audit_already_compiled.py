@@ -70,7 +70,13 @@ def _compiled(make: Make, *names: str) -> Path:
         op("ProfilerStep#0", 0, 1000, cat="user_annotation"),
         op("Torch-Compiled Region: 0/0", 5, 700),
     ]
-    events += [op(name, 10 + 200 * i, 150) for i, name in enumerate(names)]
+    # shapes as record_shapes writes them: the bias flows into addmm (name-match credits an
+    # op to a library call only along a shape that passes between them)
+    dims = {"aten::addmm": [[256], [64, 128], [128, 256]], "aten::mm": [[64, 128], [128, 256]]}
+    events += [
+        op(name, 10 + 200 * i, 150, **({"Input Dims": dims[name]} if name in dims else {}))
+        for i, name in enumerate(names)
+    ]
     return make(events)
 
 

@@ -329,7 +329,7 @@ def test_graph_break_sample_frames_say_where_and_why() -> None:
 
 
 def test_an_older_run_json_without_the_compile_log_still_reads(tmp_path: Path) -> None:
-    from traceviz.runner.run import load_run
+    from traceviz.runs.run import load_run
 
     info = json.loads((SAMPLES / "mlp" / "run.json").read_text())
     assert info["traces"]["compile_log"] == COMPILE_LOG

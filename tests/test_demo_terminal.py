@@ -25,8 +25,8 @@ from traceviz.pipeline import compare_run
 from traceviz.runner import BUILTIN_MODELS, DEFAULT_MODEL, load_model, load_run
 from traceviz.runner.display import facts_text, next_steps
 from traceviz.runner.models import model_name
-from traceviz.runner.runinfo import Correctness
 from traceviz.runner.stderr import without_profiler_chatter
+from traceviz.runs.runinfo import Correctness
 
 CLAIMED = [m for m in BUILTIN_MODELS.values() if m.kernels is not None]
 COUNT_WORDS = r"\b(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten)\b\s+\w*\s*kernels?"

@@ -14,7 +14,7 @@ import traceviz
 from tests.conftest import SAMPLES
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose.rules.slower import slower_next_step
-from traceviz.runner.runinfo import run_info_of
+from traceviz.runs.runinfo import run_info_of
 
 #: Advice to switch to max-autotune, as any rule words it.
 TRY_AUTOTUNE = re.compile(r"(?i)\b(try|compile with)\b.{0,40}?max-autotune")

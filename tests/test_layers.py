@@ -46,7 +46,7 @@ def test_every_top_level_module_is_in_a_layer() -> None:
 
 def test_reading_a_run_needs_neither_torch_nor_the_facade() -> None:
     code = (
-        "import sys; import traceviz.rundir, traceviz.runner.run; "
+        "import sys; import traceviz.rundir, traceviz.runs.run; "
         "print('torch' in sys.modules, 'traceviz.pipeline' in sys.modules, "
         "'traceviz.analysis' in sys.modules)"
     )

@@ -39,7 +39,7 @@ from traceviz.diagnose.facts import facts_of_trace
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules import ort
 from traceviz.diagnose.rules.chains import chain_groups
-from traceviz.runner.run import load_run
+from traceviz.runs.run import load_run
 from traceviz.schema import Kernels, Steps
 
 DATA = Path(__file__).parent / "data"

@@ -15,7 +15,7 @@ from traceviz.diagnose import diagnose, sort_findings
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.pipeline import Report, compare, compare_run, open_report, report_of
 from traceviz.rundir import read_run_dir
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.runinfo import RunInfo
 
 
 def _run(name: str = "graph-break") -> Path:

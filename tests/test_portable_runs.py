@@ -74,11 +74,10 @@ def _by_line(report: object) -> list[tuple[str, int, str]]:
 def test_a_copied_run_directory_gives_the_same_comparison(
     name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    here = compare_run(SAMPLES / name)
     copy = tmp_path / "elsewhere" / name
     shutil.copytree(SAMPLES / name, copy)
     monkeypatch.chdir(tmp_path)  # not in the checkout: its relative paths name nothing here
-    moved = compare_run(copy)
+    here, moved = compare_run(SAMPLES / name), compare_run(copy)
     assert _by_line(moved) == _by_line(here)
     assert _by_line(here), "the sample run has source lines"
     assert all(code for _, _, code in _by_line(moved)), "each line's text was found"

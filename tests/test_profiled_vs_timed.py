@@ -35,8 +35,8 @@ from traceviz.report.markdown import comparison_markdown
 from traceviz.report.profiled_note import profiled_note
 from traceviz.report.text import render_comparison
 from traceviz.report.views import headline
-from traceviz.runner.run import load_run
-from traceviz.runner.runinfo import RUN_JSON, TimingStats, decode, encode
+from traceviz.runs.run import load_run
+from traceviz.runs.runinfo import RUN_JSON, TimingStats, decode, encode
 
 NOTE = "profiled times are not representative"
 FASTER = 40.0  # the hand-made run's timed eager steps: the sample's divided by this

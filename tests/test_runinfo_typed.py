@@ -18,7 +18,7 @@ from traceviz.errors import TraceFormatError
 from traceviz.pipeline import compare, compare_run
 from traceviz.report.json_report import comparison_json
 from traceviz.rundir import read_run_dir
-from traceviz.runner.runinfo import RUN_JSON, RunInfo, run_info_of
+from traceviz.runs.runinfo import RUN_JSON, RunInfo, run_info_of
 
 RUNS = sorted(p.parent for p in SAMPLES.glob(f"*/{RUN_JSON}"))
 

@@ -24,7 +24,7 @@ from tests.conftest import read_json  # noqa: E402
 from traceviz import cli  # noqa: E402
 from traceviz.errors import UsageError  # noqa: E402
 from traceviz.runner import SCHEMA_VERSION, Run, load_run, profile_model  # noqa: E402
-from traceviz.runner.runinfo import COMPILED_TRACE, EAGER_TRACE, RUN_JSON  # noqa: E402
+from traceviz.runs.runinfo import COMPILED_TRACE, EAGER_TRACE, RUN_JSON  # noqa: E402
 from traceviz.schema import Kernels, RegionKind, Regions  # noqa: E402
 
 FAST = {"device": "cpu", "steps": 2, "warmup": 1, "iters": 3}

@@ -23,7 +23,7 @@ from traceviz.parse.compile_log import LINE_MARK_PREFIX  # noqa: E402
 from traceviz.pipeline import compare, compare_run  # noqa: E402
 from traceviz.rundir import read_run_dir  # noqa: E402
 from traceviz.runner import Run, load_run, profile_model  # noqa: E402
-from traceviz.runner.runinfo import EAGER_LINES_TRACE  # noqa: E402
+from traceviz.runs.runinfo import EAGER_LINES_TRACE  # noqa: E402
 from traceviz.schema import KernelLines as KL  # noqa: E402
 from traceviz.schema import Kernels as K  # noqa: E402
 from traceviz.trace import Trace  # noqa: E402

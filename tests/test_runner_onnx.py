@@ -24,7 +24,7 @@ from traceviz import cli  # noqa: E402
 from traceviz.errors import UsageError  # noqa: E402
 from traceviz.runner import Run, load_run, profile_model  # noqa: E402
 from traceviz.runner.onnx import export, sessions  # noqa: E402
-from traceviz.runner.runinfo_backends import EXPORTED_GRAPH  # noqa: E402
+from traceviz.runs.runinfo_backends import EXPORTED_GRAPH  # noqa: E402
 
 STEPS, WARMUP, ITERS = 2, 1, 3
 ARGS = ["--device", "cpu", "--steps", str(STEPS), "--warmup", str(WARMUP), "--iters", str(ITERS)]
@@ -284,7 +284,7 @@ def test_plain_runs_and_run_help_import_no_onnx_package() -> None:
         "    except SystemExit:\n"
         "        pass\n"
         "assert '--backends' in out.getvalue() and '--ort-offline' in out.getvalue()\n"
-        "import traceviz.runner.profile, traceviz.runner.runinfo_backends\n"
+        "import traceviz.runner.profile, traceviz.runs.runinfo_backends\n"
     )
     assert_imports_none(code, ("onnx", "onnxruntime", "onnxscript"))
 

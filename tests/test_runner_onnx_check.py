@@ -211,7 +211,7 @@ def _job(steps: int = 2, warmup: int = 1) -> object:
 
 def _exported(tmp_path: Path, model: object) -> object:
     from traceviz.runner.onnx.export import Exported
-    from traceviz.runner.runinfo_backends import EXPORTED_GRAPH, ExportInfo
+    from traceviz.runs.runinfo_backends import EXPORTED_GRAPH, ExportInfo
 
     path = tmp_path / EXPORTED_GRAPH
     path.parent.mkdir(parents=True)

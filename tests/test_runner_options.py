@@ -18,7 +18,7 @@ from traceviz import cli
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.runner import BUILTIN_MODELS, DEFAULT_MODEL, Options, load_model, load_run
 from traceviz.runner.options import TOLERANCES, tolerance_for
-from traceviz.runner.runinfo import RUN_JSON, SCHEMA_VERSION, RunInfo, decode, encode
+from traceviz.runs.runinfo import RUN_JSON, SCHEMA_VERSION, RunInfo, decode, encode
 
 # ---------------------------------------------------------------- options
 

@@ -87,10 +87,16 @@ def test_run_json_names_the_compile_log(run: Run) -> None:
     assert marked.ops["name"].str.startswith("traceviz line ").any()
 
 
+def _stored(run: Run, file: object) -> str:
+    """A source path as the run directory stores it (relative to itself: runner/portable.py),
+    made absolute again."""
+    return str((run.directory / str(file)).resolve())
+
+
 @pytest.mark.slow
 def test_the_compile_log_names_this_files_exact_lines(run: Run) -> None:
     log = read_compile_log(run.directory)
-    lines = log.lines[log.lines[L.file] == HERE]
+    lines = log.lines[[_stored(run, f) == HERE for f in log.lines[L.file]]]
     by_kernel = lines.groupby(L.kernel)[L.line].apply(set).to_dict()
     assert by_kernel["extern_kernels.addmm"] == {LINEAR}
     cos_kernel = [k for k in by_kernel if "cos" in k]
@@ -107,7 +113,7 @@ def test_eager_kernels_map_to_this_files_exact_lines(run: Run) -> None:
     lines = eager_kernel_lines(trace).set_index(KL.kernel_row)
     names = trace.kernels[K.name].astype(str)
     assert len(lines) == len(trace.kernels) and lines[KL.exact].all()
-    assert set(lines[KL.file]) == {HERE}
+    assert {_stored(run, f) for f in lines[KL.file]} == {HERE}
     got = {names[r]: line for r, line in lines[KL.line].items()}
     assert got["aten::cos"] == COS  # relu runs as aten::clamp_min on CPU: found by its line
     assert got["aten::addmm"] == LINEAR and got["aten::add"] == LINEAR

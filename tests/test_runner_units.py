@@ -20,8 +20,8 @@ from tests.test_runner_options import sample_info  # noqa: E402
 from traceviz.runner import dynamo, measure  # noqa: E402
 from traceviz.runner.compare import compare_outputs, move_inputs, tensor_specs  # noqa: E402
 from traceviz.runner.display import print_run  # noqa: E402
-from traceviz.runner.run import Run  # noqa: E402
-from traceviz.runner.runinfo import Correctness  # noqa: E402
+from traceviz.runs.run import Run  # noqa: E402
+from traceviz.runs.runinfo import Correctness  # noqa: E402
 
 # ---------------------------------------------------------------- correctness
 

@@ -35,7 +35,7 @@ from traceviz.report.headline import interval_text, speed_ratio_text
 from traceviz.report.json_report import comparison_json
 from traceviz.report.views import headline
 from traceviz.rundir import read_run_dir
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.runinfo import RunInfo
 
 Make = Callable[..., Path]
 

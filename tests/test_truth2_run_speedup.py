@@ -23,7 +23,7 @@ from traceviz.commands import output
 from traceviz.commands import run as run_command
 from traceviz.commands.speed_line import speed_line
 from traceviz.rundir import read_run_dir
-from traceviz.runner.run import Run
+from traceviz.runs.run import Run
 
 SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
 RUNS = sorted(p.parent for p in SAMPLES.rglob("run.json"))

@@ -35,7 +35,7 @@ from traceviz.parse import load_trace
 from traceviz.report.bundle import Report
 from traceviz.report_cache import cached, pair_entry, run_entry
 from traceviz.rundir import default_names, is_run_dir, read_run_dir
-from traceviz.runner.runinfo import DynamoFacts, RunInfo, run_info_of
+from traceviz.runs.runinfo import DynamoFacts, RunInfo, run_info_of
 from traceviz.trace import Trace
 
 __all__ = ["Report", "compare", "compare_run", "compare_sides", "open_report", "report_of"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from traceviz import source_files
 from traceviz.errors import TraceFormatError
-from traceviz.runner.run import load_run
-from traceviz.runner.runinfo import RUN_JSON, RunInfo
+from traceviz.runs.run import load_run
+from traceviz.runs.runinfo import RUN_JSON, RunInfo
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from traceviz.dashboard.ranks_app import RanksDashboard, ranks_data
 from traceviz.dashboard.views import VIEWS, Component
 from traceviz.errors import UsageError
 from traceviz.pipeline import open_report, report_of
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.runinfo import RunInfo
 from traceviz.trace import Trace
 
 if TYPE_CHECKING:

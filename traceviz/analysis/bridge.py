@@ -49,7 +49,7 @@ from traceviz.schema import DeviceKind, Kernels
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Side
-    from traceviz.runner.runinfo import RunInfo
+    from traceviz.runs.runinfo import RunInfo
 
 __all__ = ["BRIDGE_PARTS", "BridgeParts", "StepBridge", "step_bridge"]
 

@@ -31,7 +31,7 @@ from traceviz.analysis.profiled_timing import ProfiledVsTimed, profiled_vs_timed
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.analysis.traffic_compare import traffic_gap_note
-from traceviz.runner.runinfo import DynamoFacts, RunInfo
+from traceviz.runs.runinfo import DynamoFacts, RunInfo
 from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
 

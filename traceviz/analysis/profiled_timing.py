@@ -28,7 +28,7 @@ import numpy as np
 
 from traceviz.analysis.speed import LEVEL, median_interval
 from traceviz.analysis.windows import full_steps
-from traceviz.runner.runinfo import RunInfo, TimingStats
+from traceviz.runs.runinfo import RunInfo, TimingStats
 from traceviz.schema import Steps
 from traceviz.trace import Trace
 

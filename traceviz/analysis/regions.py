@@ -26,7 +26,7 @@ import pandas as pd
 from traceviz.analysis.kernels import issue_us, issued_inside
 from traceviz.analysis.launch import step_windows
 from traceviz.analysis.regions_graphs import FRAME, GraphPart, graph_parts
-from traceviz.runner.runinfo import DynamoFacts
+from traceviz.runs.runinfo import DynamoFacts
 from traceviz.schema import ActivityKind, Kernels, RegionKind, Regions
 from traceviz.trace import Trace
 

@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from traceviz.analysis.windows import full_steps
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.runinfo import RunInfo
 from traceviz.schema import Steps
 from traceviz.trace import Trace
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from traceviz.analysis.profiled_timing import profiled_vs_timed
 from traceviz.analysis.speed import SAME, compare_samples
 from traceviz.report.profiled_note import profiled_note
-from traceviz.runner.run import Run
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.run import Run
+from traceviz.runs.runinfo import RunInfo
 
 
 def speed_line(info: RunInfo) -> str | None:

@@ -90,7 +90,7 @@ from traceviz.diagnose.facts import (
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
 from traceviz.diagnose.rules.fused import already_fused
-from traceviz.runner.runinfo import RunInfo, run_info_of
+from traceviz.runs.runinfo import RunInfo, run_info_of
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison, Side

@@ -31,7 +31,7 @@ from traceviz.analysis.launch import LaunchOverhead, step_windows
 from traceviz.analysis.regions import RegionStats
 from traceviz.analysis.summary import TraceSummary
 from traceviz.diagnose.finding import Finding, Unit, format_value
-from traceviz.runner.runinfo import DynamoFacts, RunInfo, TimingStats
+from traceviz.runs.runinfo import DynamoFacts, RunInfo, TimingStats
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
 

@@ -5,7 +5,7 @@ reading a run directory (:func:`load_run`, :class:`Run`) and listing the built-i
 (:data:`BUILTIN_MODELS`) work without it.
 
 A run directory holds ``eager.pt.trace.json.gz``, ``compiled.pt.trace.json.gz`` and
-``run.json`` (:class:`~traceviz.runner.runinfo.RunInfo`, documented in ``docs/run-json.md``).
+``run.json`` (:class:`~traceviz.runs.runinfo.RunInfo`, documented in ``docs/run-json.md``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from traceviz.runner.models import BUILTIN_MODELS, BuiltinModel, LoadedModel, load_model
 from traceviz.runner.options import DEFAULT_MODEL, Options
-from traceviz.runner.run import Run, load_run
-from traceviz.runner.runinfo import SCHEMA_VERSION, RunInfo
+from traceviz.runs.run import Run, load_run
+from traceviz.runs.runinfo import SCHEMA_VERSION, RunInfo
 
 if TYPE_CHECKING:
     from traceviz.runner.profile import profile_model

@@ -9,7 +9,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from traceviz.runner.options import tolerance_for
-from traceviz.runner.runinfo import Correctness, TensorSpec
+from traceviz.runs.runinfo import Correctness, TensorSpec
 
 
 def tensor_specs(tree: Any, prefix: str) -> list[TensorSpec]:

@@ -16,8 +16,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from traceviz.runner.run import Run
-from traceviz.runner.runinfo import Correctness, RunInfo, TimingStats
+from traceviz.runs.run import Run
+from traceviz.runs.runinfo import Correctness, RunInfo, TimingStats
 from traceviz.units import fmt_bytes, fmt_us
 
 

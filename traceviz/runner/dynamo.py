@@ -18,7 +18,7 @@ import torch._inductor
 import torch._inductor.config as inductor_config
 from torch._dynamo import utils as dynamo_utils
 
-from traceviz.runner.runinfo import CompileRecord, DynamoFacts, GraphBreak, RunError
+from traceviz.runs.runinfo import CompileRecord, DynamoFacts, GraphBreak, RunError
 
 # torch._inductor.config values worth recording with a run (flat "section.name" keys).
 RECORDED_INDUCTOR_CONFIG = (

@@ -10,7 +10,7 @@ from pathlib import Path
 import torch
 
 from traceviz.errors import UsageError
-from traceviz.runner.runinfo import Environment
+from traceviz.runs.runinfo import Environment
 
 
 def resolve_device(requested: str) -> torch.device:

@@ -22,9 +22,9 @@ from torch.profiler import ProfilerActivity
 from traceviz.errors import UsageError
 from traceviz.parse.compile_log import STEP_SYNC_MARK
 from traceviz.runner.progress import Reporter
-from traceviz.runner.runinfo import MemoryStats, ProfilerSettings, TimingStats
 from traceviz.runner.split_trace import split_trace
 from traceviz.runner.stderr import without_profiler_chatter
+from traceviz.runs.runinfo import MemoryStats, ProfilerSettings, TimingStats
 
 Step = Callable[[], Any]
 Planned = tuple[str, bool]  # (side, kept) of one step of an interleaved profiling session

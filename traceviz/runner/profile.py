@@ -48,8 +48,8 @@ from traceviz.runner.options import (
 )
 from traceviz.runner.portable import make_portable
 from traceviz.runner.progress import Reporter, RichProgress, Silent
-from traceviz.runner.run import Run
-from traceviz.runner.runinfo import (
+from traceviz.runs.run import Run
+from traceviz.runs.runinfo import (
     COMPILE_LOG,
     COMPILED_TRACE,
     EAGER_LINES_TRACE,
@@ -70,7 +70,7 @@ from traceviz.runner.runinfo import (
     decode,
     encode,
 )
-from traceviz.runner.runinfo_backends import ONNX_DIR, Backends, Latency
+from traceviz.runs.runinfo_backends import ONNX_DIR, Backends, Latency
 
 Backend = str | Callable[..., Any]
 

@@ -29,7 +29,7 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.runner.runinfo import CompileRecord, GraphBreak
+from traceviz.runs.runinfo import CompileRecord, GraphBreak
 from traceviz.schema import Ops
 from traceviz.source_files import shown
 

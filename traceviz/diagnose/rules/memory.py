@@ -19,7 +19,7 @@ from traceviz.diagnose import docs
 from traceviz.diagnose.facts import TraceFacts, facts_of_side, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
 from traceviz.diagnose.rules.chains import chain_groups
-from traceviz.runner.runinfo import RunInfo
+from traceviz.runs.runinfo import RunInfo
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison

@@ -63,7 +63,7 @@ from traceviz.schema import Kernels, Steps
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
-    from traceviz.runner.runinfo import RunInfo
+    from traceviz.runs.runinfo import RunInfo
     from traceviz.trace import Trace
 
 RULE_ID = "compiled-slower"

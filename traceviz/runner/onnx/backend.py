@@ -23,7 +23,7 @@ from traceviz.runner.onnx import check, isolate, latency, sessions
 from traceviz.runner.onnx.export import Exported, export_model
 from traceviz.runner.onnx.extra import require
 from traceviz.runner.progress import Reporter
-from traceviz.runner.runinfo_backends import (
+from traceviz.runs.runinfo_backends import (
     ONNX_DIR,
     Backends,
     Latency,

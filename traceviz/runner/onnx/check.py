@@ -17,7 +17,7 @@ from torch.utils import _pytree as pytree
 
 from traceviz.runner.compare import compare_outputs
 from traceviz.runner.onnx_reference import reference_outputs
-from traceviz.runner.runinfo_backends import LevelCheck, ReferenceCheck
+from traceviz.runs.runinfo_backends import LevelCheck, ReferenceCheck
 
 
 def eager_tensors(outputs: Any) -> list[torch.Tensor]:

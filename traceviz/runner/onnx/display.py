@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traceviz.runner.runinfo import RunInfo
-from traceviz.runner.runinfo_backends import LatencyRow, LevelCheck, OnnxRuntimeInfo
+from traceviz.runs.runinfo import RunInfo
+from traceviz.runs.runinfo_backends import LatencyRow, LevelCheck, OnnxRuntimeInfo
 from traceviz.units import fmt_us
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
-from traceviz.runner.runinfo_backends import EXPORTED_GRAPH, ExportInfo
+from traceviz.runs.runinfo_backends import EXPORTED_GRAPH, ExportInfo
 
 OPSET = 18
 

@@ -19,7 +19,7 @@ import numpy as np
 from traceviz.runner.onnx.check import one_line
 from traceviz.runner.onnx.extra import require
 from traceviz.runner.options import tolerance_for
-from traceviz.runner.runinfo_backends import Culprit
+from traceviz.runs.runinfo_backends import Culprit
 
 
 def find_culprit(exported: Any, optimized: Any, feeds: dict[str, np.ndarray]) -> Culprit | None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from traceviz.runner.measure import interleaved_samples, timing_stats
 from traceviz.runner.progress import Reporter
-from traceviz.runner.runinfo_backends import Latency, LatencyRow
+from traceviz.runs.runinfo_backends import Latency, LatencyRow
 
 
 def round_robin(

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from traceviz.errors import TraceFormatError
-from traceviz.runner.runinfo import RUN_JSON, Correctness, RunInfo, decode
-from traceviz.runner.runinfo_backends import LevelCheck
+from traceviz.runs.runinfo import RUN_JSON, Correctness, RunInfo, decode
+from traceviz.runs.runinfo_backends import LevelCheck
 
 if TYPE_CHECKING:
     from traceviz.trace import Trace

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from traceviz.errors import TraceFormatError
-from traceviz.runner.runinfo_backends import Backends, Latency
+from traceviz.runs.runinfo_backends import Backends, Latency
 
 SCHEMA_VERSION = 1
 RUN_JSON = "run.json"
