@@ -419,3 +419,25 @@ if __name__ == "__main__":
     gaps = key_gaps()
     print("\n".join(gaps) or "docs and JSON output agree")
     sys.exit(1 if gaps else 0)
+
+
+# ----------------------------------------------------------------------------- README size
+
+
+def test_readme_is_short_and_its_sample_output_is_real() -> None:
+    """The README stays a user's page (120 lines at most; internals live in docs/), and the
+    output it shows is what ``traceviz compare sample_traces/block`` prints at 90 columns."""
+    import os
+    import subprocess
+
+    text = (REPO / "README.md").read_text()
+    assert len(text.splitlines()) <= 120
+    section = text[text.index("## What it says") :]
+    shown = next(b for b in _code_blocks(section) if b.lstrip().startswith("Compiled is"))
+    lines = [line for line in shown.splitlines() if not line.startswith("…")]
+    printed = subprocess.run(
+        [sys.executable, "-m", "traceviz.cli", "compare", "sample_traces/block", "--no-cache"],
+        capture_output=True, text=True, encoding="utf-8", cwd=REPO, check=True,
+        env={**os.environ, "COLUMNS": "90"},
+    ).stdout.splitlines()  # fmt: skip
+    assert printed[: len(lines)] == lines
