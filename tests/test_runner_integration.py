@@ -249,6 +249,6 @@ def test_demo_runs_and_says_how_to_look_further(
     out = tmp_path / "demo"
     assert cli.main(["demo", "--model", "pointwise", "--device", "cpu", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "speedup" in printed and str(out) in printed
+    assert "speed verdict:" in printed and str(out) in printed
     assert "dashboard" in printed
     assert traceviz.load_run(out).ok

@@ -1,38 +1,37 @@
 """The statistical verdict under ``traceviz run``/``demo``'s timing table, and the note that
 leads their output when the profiled steps do not look like the timed ones.
 
-The table's ``speedup`` is eager's median step over compiled's; on a noisy machine that ratio
-alone can read 0.47× while the timed samples cannot tell the two apart. This line gives the
-verdict of :func:`traceviz.analysis.speed.compare_samples` on the same samples (run.json's
+The table's last row is compiled's median step against eager's; on a noisy machine that
+ratio alone can read 2× slower while the timed samples cannot tell the two apart. This line
+gives the verdict of :func:`traceviz.analysis.speed.compare_samples` on the same samples (run.json's
 ``timing.*.samples_us``), the one ``traceviz compare`` prints.
 """
 
 from __future__ import annotations
 
 from traceviz.analysis.profiled_timing import profiled_vs_timed
-from traceviz.analysis.speed import SAME, compare_samples
+from traceviz.analysis.speed import SAME, compare_samples, ratio_words
 from traceviz.report.profiled_note import profiled_note
 from traceviz.runs.run import Run
 from traceviz.runs.runinfo import RunInfo
 
 
 def speed_line(info: RunInfo) -> str | None:
-    """``"speedup verdict: …"`` for a run with timed eager and compiled steps, else None."""
+    """``"speed verdict: compiled is 1.28× faster than eager (95% interval …)"`` for a run
+    with timed eager and compiled steps, else None; ratios one way round
+    (:func:`~traceviz.analysis.speed.ratio_words`)."""
     timing = info.timing
     if timing.compiled is None:
         return None
     verdict = compare_samples(timing.eager.samples_us, timing.compiled.samples_us)
     if not verdict.tested:
         return None
-    said = (
-        "no significant difference"
-        if verdict.verdict == SAME
-        else (f"compiled is {verdict.verdict}")
-    )
-    return (
-        f"speedup verdict: {said} (compiled/eager {verdict.ratio:.2f}×, "
-        f"{verdict.interval_text()}; bootstrap of the medians of the timed steps)"
-    )
+    how = f"{verdict.interval_text()}; bootstrap of the medians of the timed steps"
+    if verdict.verdict == SAME:
+        return (
+            f"speed verdict: no significant difference (median {ratio_words(verdict.ratio)}, {how})"
+        )
+    return f"speed verdict: compiled is {ratio_words(verdict.ratio)} than eager ({how})"
 
 
 def profiled_line(run: Run) -> str | None:
