@@ -133,7 +133,7 @@ def test_speed_verdict_computed_once_per_compare(monkeypatch) -> None:  # type: 
     )
     monkeypatch.setattr(slower, "_last", None)
     report = compare_run(SAMPLES / "pointwise", load=lambda p: load_trace(p))
-    assert "compiled is faster" in _text(report)  # the headline's verdict
+    assert "Compiled is 1.80× faster than eager" in _text(report)  # the headline's verdict
     assert calls == [1]  # the rule's and the headline's: one bootstrap
     other = compare_run(SAMPLES / "mlp", load=lambda p: load_trace(p))
     assert slower.comparison_speed(other) == verdict(

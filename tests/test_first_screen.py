@@ -24,11 +24,11 @@ from traceviz.report.bundle import Report
 from traceviz.report.headline import (
     change_text,
     headline,
-    headline_html,
     interval_text,
     speed_ratio_text,
     top_findings,
 )
+from traceviz.report.headline_html import headline_html
 
 #: A ratio below 1 printed as such ("0.78×"): what one direction forbids in the sentence.
 BELOW_ONE = re.compile(r"(?<![\d.])0\.\d+×")

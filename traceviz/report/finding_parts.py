@@ -10,7 +10,6 @@ All text is HTML-escaped here.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 
@@ -30,7 +29,9 @@ def evidence_items(finding: Any) -> str:
     gain = str(gain_of()) if callable(gain_of) else ""
     if gain:
         lines.append(f"estimated gain: {gain}")
-    return "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    from html import escape  # here: the text report uses severity_and_title alone
+
+    return "".join(f"<li>{escape(line)}</li>" for line in lines)
 
 
 def next_step_html(finding: Any) -> str:
@@ -39,9 +40,11 @@ def next_step_html(finding: Any) -> str:
     next_step = str(getattr(finding, "next_step", "") or "")
     if not next_step:
         return ""
+    from html import escape
+
     docs = str(getattr(finding, "docs_url", "") or "")
-    link = f' (<a href="{html.escape(docs)}">docs</a>)' if docs.startswith(_WEB) else ""
-    return f"<div>next step: {html.escape(next_step)}{link}</div>"
+    link = f' (<a href="{escape(docs)}">docs</a>)' if docs.startswith(_WEB) else ""
+    return f"<div>next step: {escape(next_step)}{link}</div>"
 
 
 _WEB = ("https://", "http://")

@@ -1,16 +1,16 @@
-"""The first thing every front end says: one sentence with the timed verdict, its interval
-and one "why", then the top findings.
+"""The first thing every front end says: one sentence with the timed verdict, its interval and one
+"why", then the top findings.
 
 :func:`headline` is pure (a report in, a :class:`Headline` of text parts out); the dashboard's
 Overview, the HTML report, the terminal and the notebook all draw the same parts, so they say
-the same thing in the same words. Ratios read in one direction only: ``"compiled is 2.57×
-faster"`` or ``"compiled is 1.35× slower"`` (never a ``0.39×`` beside a ``2.57×``): a ratio
-below 1 is turned over (:func:`traceviz.analysis.speed.ratio_words`, :func:`change_text`).
+the same thing in the same words (the HTML form: :mod:`traceviz.report.headline_html`). Ratios
+read in one direction only: ``"compiled is 2.57× faster"`` or ``"compiled is 1.35× slower"``
+(never a ``0.39×`` beside a ``2.57×``): a ratio below 1 is turned over
+(:func:`traceviz.analysis.speed.ratio_words`, :func:`change_text`).
 """
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,7 +21,7 @@ from traceviz.analysis.speed import interval_words as interval_text
 from traceviz.analysis.speed import ratio_words as speed_ratio_text
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules.slower import NO_WORK, NOISE_ID, RULE_ID, comparison_speed
-from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
+from traceviz.report.finding_parts import severity_and_title
 from traceviz.report.profiled_note import profiled_note
 from traceviz.units import fmt_us
 
@@ -78,12 +78,14 @@ def top_findings(findings: Sequence[Finding], n: int = TOP_FINDINGS) -> list[Fin
     """Up to ``n`` findings that do not restate the verdict: largest estimated gain first
     (findings without an estimate after, in the report's order, most severe first)."""
     causes = [f for f in findings if getattr(f, "id", "") not in VERDICT_IDS]
-    with_gain = sorted((f for f in causes if _gain(f) is not None), key=lambda f: -(_gain(f) or 0))
-    without = [f for f in causes if _gain(f) is None]
+    with_gain = sorted(
+        (f for f in causes if finding_gain(f) is not None), key=lambda f: -(finding_gain(f) or 0)
+    )
+    without = [f for f in causes if finding_gain(f) is None]
     return (with_gain + without)[:n]
 
 
-def _gain(finding: Finding) -> float | None:
+def finding_gain(finding: Finding) -> float | None:
     """A finding's finite estimated gain (µs per step), else None (a finding is anything
     with ``severity`` and ``title``, as :mod:`traceviz.report.finding_parts` reads it)."""
     gain = getattr(finding, "est_gain_us", None)
@@ -134,43 +136,3 @@ def _interval_text(report: Comparison, v: SpeedVerdict) -> str:
     else:
         parts.append(f"{100 * v.level:.0f}% interval {interval_text(v.low, v.high)}")
     return "; ".join([*parts, steps])
-
-
-#: CSS of :func:`headline_html` (the dashboard and the HTML report add it to their own).
-HEADLINE_CSS = """
-.tv-verdict { font-size: 1.45em; font-weight: 600; line-height: 1.3; margin: 10px 0 6px; }
-.tv-verdict .tv-interval { font-size: .62em; font-weight: 400; color: #555; display: block; }
-.tv-verdict .tv-why { font-size: .72em; font-weight: 500; color: #333; display: block; }
-.tv-note { background: #fff4e5; border-left: 4px solid #ff7f0e; padding: 6px 10px; }
-.tv-top { margin: 4px 0 8px; } .tv-top h4 { margin: 6px 0 2px; }
-.tv-top details > summary { cursor: pointer; }
-.tv-top .tv-gain { color: #555; font-size: .9em; white-space: nowrap; }
-"""
-
-
-def headline_html(h: Headline) -> str:
-    """The first screen as HTML: the profiled-vs-timed note when there is one, the verdict
-    sentence (``class='tv-verdict'``: verdict, then its interval and the top finding on lines
-    of their own), and the top findings, each a ``<details>`` line (severity, title,
-    estimated gain) that opens on its evidence and next step."""
-    verdict = h.verdict[:1].upper() + h.verdict[1:]
-    interval = f"<span class='tv-interval'>{html.escape(h.interval)}</span>" if h.interval else ""
-    why = f"<span class='tv-why'>Top finding: {html.escape(h.why)}</span>" if h.why else ""
-    note = f"<div class='tv-note'>{html.escape(h.note)}</div>" if h.note else ""
-    top = "".join(_top_finding_html(f) for f in h.top)
-    top = f"<div class='tv-top'><h4>Top findings</h4>{top}</div>" if top else ""
-    sentence = f"{html.escape(verdict)}{interval}{why}"
-    # the note first, as in every report: the figures below it are not the timed ones
-    return f"{note}<div class='tv-verdict' id='tv-verdict'>{sentence}</div>{top}"
-
-
-def _top_finding_html(finding: Finding) -> str:
-    severity, title = severity_and_title(finding)
-    us = _gain(finding)
-    gain = f"≈ {fmt_us(us)} per step" if us is not None else ""
-    gain_html = f" <span class='tv-gain'>{html.escape(gain)}</span>" if gain else ""
-    body = f"<ul>{evidence_items(finding)}</ul>{next_step_html(finding)}"
-    return (
-        f"<details class='finding sev-{html.escape(severity.lower())}'><summary><b>"
-        f"[{html.escape(severity)}]</b> {html.escape(title)}{gain_html}</summary>{body}</details>"
-    )

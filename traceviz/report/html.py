@@ -20,7 +20,7 @@ from traceviz.report.figures import VIEW_FIGURES
 from traceviz.report.figures.roofline import ROOFLINE_FIGURES
 from traceviz.report.figures_html import figures_html
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
-from traceviz.report.headline import HEADLINE_CSS, headline_html
+from traceviz.report.headline_html import HEADLINE_CSS, headline_html
 from traceviz.report.roofline_report import roofline_views
 from traceviz.report.snippet import view_html
 from traceviz.report.views import comparison_views, headline_details

@@ -27,8 +27,8 @@ def comparison_html_snippet(comparison: Comparison, *, top: int = 10) -> str:
     headline lines and tables, as an HTML fragment (for Jupyter's rich display)."""
     import html
 
-    from traceviz.report.headline import HEADLINE_CSS, headline_html
     from traceviz.report.headline import headline as first_screen
+    from traceviz.report.headline_html import HEADLINE_CSS, headline_html
 
     first = f"<style>{HEADLINE_CSS}</style>{headline_html(first_screen(comparison))}"
     lines = "".join(f"<li>{html.escape(line)}</li>" for line in headline_details(comparison))

@@ -17,7 +17,8 @@ from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.figures.overview import traffic_partial
 from traceviz.report.figures.roofline import bridge_figure, roofline_figure
-from traceviz.report.headline import HEADLINE_CSS, change_text, headline, headline_html
+from traceviz.report.headline import change_text, headline
+from traceviz.report.headline_html import HEADLINE_CSS, headline_html
 from traceviz.report.html import finding_html
 from traceviz.report.views import View, fmt_delta, fmt_value, metrics_view
 from traceviz.units import fmt_pct
