@@ -117,7 +117,10 @@ def test_kernel_click_right_after_typing_a_search_explains_it(overview: Any) -> 
     rows = overview.locator(".tv-kernels .tabulator-row")
     rows.first.wait_for()
     cells = overview.locator(".tv-kernels .tabulator-cell[tabulator-field=kernel]")
-    name = min((cells.nth(i).inner_text().strip() for i in range(cells.count())), key=len)
+    cells.first.wait_for()  # rows can be drawn before their cells on a busy machine
+    _until(lambda: any(cells.nth(i).inner_text().strip() for i in range(cells.count())))
+    names = [cells.nth(i).inner_text().strip() for i in range(cells.count())]
+    name = min((n for n in names if n), key=len)
     overview.get_by_placeholder("e.g. fused, gemm, add").fill(name)  # no Enter, no blur
     _until(lambda: 0 < rows.count() == rows.filter(has_text=name).count())  # filtered as typed
     rows.filter(has_text=name).first.click()
