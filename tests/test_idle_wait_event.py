@@ -78,6 +78,7 @@ def test_the_step_breakdown_shows_the_part(tmp_trace) -> None:
 
 
 def test_the_idle_figure_draws_the_part() -> None:
+    pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
     from traceviz.report.figures.launch import _STEP_PARTS
 
     assert _STEP_PARTS[P.event_wait_us][0] == "device idle, waiting on another stream / event"

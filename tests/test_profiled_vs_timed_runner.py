@@ -141,6 +141,7 @@ def test_a_run_profiles_eager_and_compiled_in_turns(tmp_path: Path) -> None:
     """The profiled steps alternate in time (eager, compiled, eager, …), each trace numbered
     ProfilerStep#2.. as a session of its own; profiled one after the other (the old runner),
     every eager step came before every compiled one."""
+    pytest.importorskip("torch", reason="the runner needs torch")
     from traceviz.runner import profile_model
 
     model, inputs = _tiny_model()

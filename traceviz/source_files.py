@@ -9,8 +9,9 @@ elsewhere hold absolute paths of the machine that made them (``/home/ann/proj/mo
    in this process, then the working directory);
 2. else the same file under another root: the longest tail of the path (two components at
    least, e.g. ``traceviz/runner/zoo.py``) that names a file under the working directory,
-   a run directory read in this process or one of its parents, or the folder holding the
-   traceviz package. A clone or a copied run directory finds its sources so.
+   a run directory read in this process or one of its parents, the folder holding the
+   traceviz package, or a folder of ``sys.path`` (a library's source, where this Python has
+   it). A clone or a copied run directory finds its sources so.
 
 None when nothing matches: callers then show no source text (never a guess).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from pathlib import Path, PurePath
 
 #: Run directories read in this process (:func:`remember`), newest last.
@@ -88,4 +90,6 @@ def _roots(cwd: Path) -> list[Path]:
     for run_dir in reversed(_RUN_DIRS):
         roots.extend([run_dir, *list(run_dir.parents)[:PARENT_LEVELS]])
     roots.append(Path(__file__).resolve().parent.parent)  # the folder holding traceviz/
+    # library sources (transformers, …) where this Python has them, not where the run's had
+    roots += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     return list(dict.fromkeys(roots))
