@@ -36,7 +36,7 @@ from enum import Enum
 
 from traceviz.analysis.fusion_names import eager_op_base
 from traceviz.analysis.traffic_args import UNKNOWN, Arg, broadcast, numel, parse_args
-from traceviz.analysis.traffic_rules import _CONV_ARGS, _conv_spatial  # the traffic rule's reading
+from traceviz.analysis.traffic_rules import _CONV_ARGS, conv_shapes  # the traffic rule's reading
 from traceviz.aten_ops import CONV_OPS
 
 __all__ = ["FlopRule", "OpFlops", "op_flops", "precision_of"]
@@ -174,20 +174,15 @@ def _matmul_products(a: tuple[int, ...], b: tuple[int, ...]) -> int | None:
 
 
 def _conv(base: str, args: list[Arg], types: list[str]) -> OpFlops | None:
-    if len(args) < 2 or not args[0].is_tensor or not args[1].is_tensor:
+    shapes = conv_shapes(base, args)
+    if shapes is None:
         return None
-    x, w = args[0].shape or (), args[1].shape or ()
-    if len(w) < 3 or len(x) not in (len(w), len(w) - 1):
-        return None
-    batch = x[0] if len(x) == len(w) else 1
-    spatial, kernel = x[-(len(w) - 2) :], w[2:]
-    known = _conv_spatial(base, args, spatial, kernel)
-    rule = FlopRule.CONV if known is not None else FlopRule.CONV_APPROX
-    out_spatial, transposed, _groups = known or (spatial, _CONV_ARGS[base][3] is True, 1)
-    if transposed:  # w: [C_in, C_out / groups, *k]
-        products = batch * w[0] * numel(spatial) * w[1] * numel(kernel)
+    batch, w, kernel = shapes.batch, shapes.weight, shapes.kernel
+    rule = FlopRule.CONV if shapes.exact else FlopRule.CONV_APPROX
+    if shapes.transposed:  # w: [C_in, C_out / groups, *k]
+        products = batch * w[0] * numel(shapes.spatial) * w[1] * numel(kernel)
     else:  # w: [C_out, C_in / groups, *k]
-        products = batch * w[0] * numel(out_spatial) * w[1] * numel(kernel)
+        products = batch * w[0] * numel(shapes.out_spatial) * w[1] * numel(kernel)
     precision = precision_of(types[0] if types else None, conv=True)
     return OpFlops(2 * products, precision, rule)
 

@@ -247,19 +247,49 @@ def _conv_spatial(
     return tuple(max(o, 0) for o in out), transposed, groups
 
 
-def _conv(base: str, args: list[Arg], inplace: bool) -> TrafficEstimate | None:
-    tensors = tensor_args(args)
-    if len(tensors) < 2 or not args[0].is_tensor or not args[1].is_tensor:
+@dataclass(frozen=True)
+class ConvShapes:
+    """A convolution's geometry read from its op's arguments: ``batch`` (1 when unbatched),
+    ``weight`` shape, input ``spatial`` sizes, ``kernel`` sizes, ``out_spatial`` sizes,
+    ``transposed``, ``groups``, and ``exact`` (False: stride/padding/dilation not read, the
+    output taken as the input's size)."""
+
+    batch: int
+    weight: tuple[int, ...]
+    spatial: tuple[int, ...]
+    kernel: tuple[int, ...]
+    out_spatial: tuple[int, ...]
+    transposed: bool
+    groups: int
+    exact: bool
+
+
+def conv_shapes(base: str, args: list[Arg]) -> ConvShapes | None:
+    """:class:`ConvShapes` of a convolution op ``base`` (a key of ``_CONV_ARGS``); None when
+    its input and weight are not tensors of a convolution's ranks. Shared by the traffic and
+    the FLOP rules (:mod:`traceviz.analysis.flops`)."""
+    if len(args) < 2 or not args[0].is_tensor or not args[1].is_tensor:
         return None
-    x, w = args[0].shape or (), args[1].shape or ()
+    x, w = tuple(args[0].shape or ()), tuple(args[1].shape or ())
     if len(w) < 3 or len(x) not in (len(w), len(w) - 1):
         return None
     batch = x[0] if len(x) == len(w) else 1
     spatial, kernel = x[-(len(w) - 2) :], w[2:]
     known = _conv_spatial(base, args, spatial, kernel)
-    rule = TrafficRule.CONV if known is not None else TrafficRule.CONV_APPROX
     out_spatial, transposed, groups = known or (spatial, _CONV_ARGS[base][3] is True, 1)
-    channels = w[1] * groups if transposed else w[0]
+    return ConvShapes(
+        batch, w, spatial, kernel, tuple(out_spatial), transposed, groups, known is not None
+    )
+
+
+def _conv(base: str, args: list[Arg], inplace: bool) -> TrafficEstimate | None:
+    tensors = tensor_args(args)
+    shapes = conv_shapes(base, args) if len(tensors) >= 2 else None
+    if shapes is None:
+        return None
+    batch, w, out_spatial = shapes.batch, shapes.weight, shapes.out_spatial
+    rule = TrafficRule.CONV if shapes.exact else TrafficRule.CONV_APPROX
+    channels = w[1] * shapes.groups if shapes.transposed else w[0]
     written = batch * channels * numel(out_spatial) * (args[0].itemsize or 0)
     return _est(sum(t.nbytes for t in tensors), written, rule)
 
