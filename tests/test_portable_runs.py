@@ -142,3 +142,22 @@ def test_locate_finds_a_moved_source_tree(tmp_path: Path, monkeypatch: pytest.Mo
     assert source_files.locate("/gone/proj/pkg/other.py") is None  # never a guess
     assert source_files.locate("/gone/model.py") is None  # one component is not enough
     source_files._locate.cache_clear()
+
+
+def test_locate_finds_a_library_file_under_this_pythons_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # transformers recorded under the recording machine's venv, installed here elsewhere
+    library = tmp_path / "here-site-packages"
+    (library / "pkg").mkdir(parents=True)
+    (library / "pkg" / "mod.py").write_text("y = 2\n")
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setattr(source_files, "_RUN_DIRS", [])
+    monkeypatch.setattr("sys.path", [str(library)])
+    source_files._locate.cache_clear()
+    recorded = "/gone/.venv/lib/python3.11/site-packages/pkg/mod.py"
+    assert source_files.locate(recorded) == library / "pkg" / "mod.py"
+    # a project file is not looked for among the libraries: that would be a guess
+    assert source_files.locate("/gone/proj/pkg/mod.py") is None
+    source_files._locate.cache_clear()

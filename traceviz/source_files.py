@@ -9,9 +9,10 @@ elsewhere hold absolute paths of the machine that made them (``/home/ann/proj/mo
    in this process, then the working directory);
 2. else the same file under another root: the longest tail of the path (two components at
    least, e.g. ``traceviz/runner/zoo.py``) that names a file under the working directory,
-   a run directory read in this process or one of its parents, the folder holding the
-   traceviz package, or a folder of ``sys.path`` (a library's source, where this Python has
-   it). A clone or a copied run directory finds its sources so.
+   a run directory read in this process or one of its parents, or the folder holding the
+   traceviz package; a library's source (a path through ``site-packages``) by its package
+   path under this Python's ``sys.path``. A clone or a copied run directory finds its
+   sources so.
 
 None when nothing matches: callers then show no source text (never a guess).
 """
@@ -29,6 +30,8 @@ _RUN_DIRS: list[Path] = []
 PARENT_LEVELS = 4
 #: The fewest trailing components that must match when a path is re-rooted.
 MIN_TAIL = 2
+#: The folders a library's sources are installed under.
+LIBRARY_DIRS = ("site-packages", "dist-packages")
 
 
 def remember(run_dir: Path) -> None:
@@ -73,7 +76,9 @@ def _locate(file: str, cwd: Path) -> Path | None:
 
 
 def _rerooted(path: PurePath, cwd: Path) -> Path | None:
-    """The longest tail of ``path`` found under one of :func:`_roots`."""
+    """The longest tail of ``path`` found under one of :func:`_roots`; a library file (a
+    path through ``site-packages``) only as its package path under this Python's
+    ``sys.path`` (``transformers/models/gpt2/modeling_gpt2.py``), never a shorter tail there."""
     parts = [p for p in path.parts if p not in ("/", "..", ".") and not p.endswith(":\\")]
     roots = _roots(cwd)
     for size in range(len(parts), MIN_TAIL - 1, -1):
@@ -82,7 +87,23 @@ def _rerooted(path: PurePath, cwd: Path) -> Path | None:
             candidate = root / tail
             if candidate.is_file():
                 return candidate
+    package = _package_path(parts)
+    if package is not None:
+        for root in _library_roots():
+            if (root / package).is_file():
+                return root / package
     return None
+
+
+def _package_path(parts: list[str]) -> Path | None:
+    """What follows the last ``site-packages`` / ``dist-packages`` of a path, or None."""
+    marks = [i for i, part in enumerate(parts) if part in LIBRARY_DIRS]
+    return Path(*parts[marks[-1] + 1 :]) if marks and marks[-1] + 1 < len(parts) else None
+
+
+def _library_roots() -> list[Path]:
+    """This Python's package folders (``sys.path``), where a library's sources are here."""
+    return [Path(p) for p in sys.path if p and Path(p).is_dir()]
 
 
 def _roots(cwd: Path) -> list[Path]:
@@ -90,6 +111,4 @@ def _roots(cwd: Path) -> list[Path]:
     for run_dir in reversed(_RUN_DIRS):
         roots.extend([run_dir, *list(run_dir.parents)[:PARENT_LEVELS]])
     roots.append(Path(__file__).resolve().parent.parent)  # the folder holding traceviz/
-    # library sources (transformers, …) where this Python has them, not where the run's had
-    roots += [Path(p) for p in sys.path if p and Path(p).is_dir()]
     return list(dict.fromkeys(roots))

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from traceviz.analysis.speed import LEVEL, median_interval
+from traceviz.analysis.speed import LEVEL, finite_positive, median_interval
 from traceviz.analysis.windows import full_steps
 from traceviz.runs.runinfo import RunInfo, TimingStats
 from traceviz.schema import Steps
@@ -163,9 +163,8 @@ def profiled_vs_timed(
 
 
 def timed_steps(timing: TimingStats) -> int:
-    """How many of the side's timed samples count (finite and positive)."""
-    values = np.asarray(timing.samples_us, dtype=float)
-    return int((np.isfinite(values) & (values > 0)).sum())
+    """How many of the side's timed samples count (finite and positive, as the verdict's)."""
+    return len(finite_positive(timing.samples_us))
 
 
 def _side(name: str, trace: Trace, timing: TimingStats, allowance: float) -> SideTiming | None:

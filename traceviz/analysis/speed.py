@@ -156,7 +156,7 @@ def compare_samples(
     seed: int = SEED,
 ) -> SpeedVerdict:
     """Bootstrap the ratio of medians ``median(b) / median(a)`` of two samples of step times."""
-    xa, xb = _clean(a), _clean(b)
+    xa, xb = finite_positive(a), finite_positive(b)
     if len(xa) < MIN_SAMPLES or len(xb) < MIN_SAMPLES:
         ma = float(np.median(xa)) if len(xa) else math.nan
         mb = float(np.median(xb)) if len(xb) else math.nan
@@ -185,7 +185,7 @@ def median_interval(
 ) -> tuple[float, float, float] | None:
     """One sample's median (µs) and its percentile bootstrap interval at ``level``:
     ``(median, low, high)``; None with fewer than :data:`MIN_SAMPLES` finite positive values."""
-    values = _clean(samples)
+    values = finite_positive(samples)
     if len(values) < MIN_SAMPLES:
         return None
     medians = _bootstrap_median(values, resamples, np.random.default_rng(seed))
@@ -234,14 +234,14 @@ def _timed_samples(
     compiled = run_info.timing.compiled if run_info is not None else None
     if run_info is None or compiled is None:
         return None
-    xa, xb = _clean(run_info.timing.eager.samples_us), _clean(compiled.samples_us)
+    xa, xb = finite_positive(run_info.timing.eager.samples_us), finite_positive(compiled.samples_us)
     if len(xa) < MIN_SAMPLES or len(xb) < MIN_SAMPLES:
         return None
     return xa, xb
 
 
 def _step_samples(trace: Trace) -> npt.NDArray[np.float64]:
-    return _clean(full_steps(trace)[Steps.dur_us].to_numpy(dtype=float))
+    return finite_positive(full_steps(trace)[Steps.dur_us].to_numpy(dtype=float))
 
 
 def _window_us(trace: Trace, steps: npt.NDArray[np.float64]) -> float:
@@ -249,7 +249,7 @@ def _window_us(trace: Trace, steps: npt.NDArray[np.float64]) -> float:
     return float(np.mean(steps)) if len(steps) else float(trace.meta.span_us)
 
 
-def _clean(values: Any) -> npt.NDArray[np.float64]:
+def finite_positive(values: Any) -> npt.NDArray[np.float64]:
     """Finite, positive samples as floats (anything else is dropped)."""
     try:
         array = np.asarray(values, dtype=float).ravel()

@@ -209,10 +209,27 @@ def profile_steps(
     adds the Python frames (``python_function`` events) that map ops to source lines.
     """
     path.unlink(missing_ok=True)
+    calls = [step] * (PROFILER_WAIT + PROFILER_WARMUP + steps)
+    _record(calls, sync, device=device, path=path, reporter=reporter, with_stack=with_stack)
+
+
+def _record(
+    calls: Sequence[Step],
+    sync: Callable[[], None],
+    *,
+    device: torch.device,
+    path: Path,
+    reporter: Reporter,
+    with_stack: bool = False,
+) -> None:
+    """One profiler session: ``calls[N]`` runs as ``ProfilerStep#N``, each closed by the
+    device wait; every step after the schedule's wait and warm-up is recorded, and the Chrome
+    trace written to ``path``. :class:`RuntimeError` when the profiler wrote none."""
     closing_sync = _marked_sync(sync, device)
     schedule = torch.profiler.schedule(
-        wait=PROFILER_WAIT, warmup=PROFILER_WARMUP, active=steps, repeat=1
-    )
+        wait=PROFILER_WAIT, warmup=PROFILER_WARMUP,
+        active=len(calls) - PROFILER_WAIT - PROFILER_WARMUP, repeat=1,
+    )  # fmt: skip
     with (
         without_profiler_chatter(),
         torch.profiler.profile(
@@ -224,8 +241,8 @@ def profile_steps(
             with_stack=with_stack,
         ) as prof,
     ):
-        for _ in range(PROFILER_WAIT + PROFILER_WARMUP + steps):
-            step()
+        for call in calls:
+            call()
             closing_sync()
             prof.step()
             reporter.advance()
@@ -277,29 +294,8 @@ def profile_interleaved(
     raw = next(iter(paths.values())).with_name("interleaved.pt.trace.json")
     for path in (raw, *paths.values()):
         path.unlink(missing_ok=True)
-    closing_sync = _marked_sync(sync, device)
-    schedule = torch.profiler.schedule(
-        wait=PROFILER_WAIT, warmup=PROFILER_WARMUP,
-        active=len(plan) - PROFILER_WAIT - PROFILER_WARMUP, repeat=1,
-    )  # fmt: skip
     try:
-        with (
-            without_profiler_chatter(),
-            torch.profiler.profile(
-                activities=_activities(device),
-                schedule=schedule,
-                on_trace_ready=lambda prof: prof.export_chrome_trace(str(raw)),
-                record_shapes=True,
-                profile_memory=True,
-            ) as prof,
-        ):
-            for side, _ in plan:
-                calls[side]()
-                closing_sync()
-                prof.step()
-                reporter.advance()
-        if not raw.is_file():
-            raise RuntimeError(f"the profiler wrote no trace to {raw}")
+        _record([calls[side] for side, _ in plan], sync, device=device, path=raw, reporter=reporter)
         split_trace(raw, plan, paths)
     finally:
         raw.unlink(missing_ok=True)
