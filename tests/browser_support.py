@@ -105,6 +105,18 @@ def wait_until_served(proc: subprocess.Popen[bytes], url: str, log: Path) -> Non
         time.sleep(0.5)
 
 
+@contextmanager
+def launched_chromium() -> Iterator[Any]:
+    """Debian's Chromium, driven by playwright with :data:`CHROMIUM_ARGS`; closed on exit."""
+    sync_api = require_browser()
+    with sync_api.sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
 def new_page(browser: Any, url: str, *, width: int = 1400, height: int = 1000) -> Any:
     """A page on ``url`` that records console errors, page errors and failed requests in
     ``page.errors``."""

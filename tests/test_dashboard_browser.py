@@ -24,9 +24,8 @@ import pytest
 
 from tests.browser_support import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TIMEOUT_MS,
+    launched_chromium,
     new_page,
     require_browser,
     served_cleanly,
@@ -66,10 +65,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module")

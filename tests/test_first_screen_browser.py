@@ -22,9 +22,8 @@ import pytest
 
 from tests.browser_support import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     TIMEOUT_MS,
+    launched_chromium,
     new_page,
     require_browser,
     served_cleanly,
@@ -40,10 +39,8 @@ RUNS = ("block", "h200/block")
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_chromium() as chromium:
         yield chromium
-        chromium.close()
 
 
 @pytest.fixture(scope="module", params=RUNS)
