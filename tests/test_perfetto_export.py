@@ -13,6 +13,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pytest
 
 import traceviz
@@ -20,9 +22,12 @@ from tests.conftest import CORPUS, kernel, launch, op, read_json
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion import FusionKernels
 from traceviz.analysis.fusion_match import Credits
+from traceviz.analysis.roofline import RooflineColumns
 from traceviz.cli import main
 from traceviz.commands import compare as compare_command
-from traceviz.report.perfetto import FLOW_CAT, KERNEL_ARGS, OVERLAY
+from traceviz.report.perfetto import FLOW_CAT, KERNEL_ARGS, OVERLAY, ROOFLINE_ARGS
+from traceviz.report.roofline_report import roofline_of
+from traceviz.schema import Kernels
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "sample_traces"
@@ -248,6 +253,62 @@ def test_process_names_carry_the_distributed_rank(tmp_path: Path) -> None:
         "traceviz", "x · rank 3 · pid 0", "x · rank 3 · py", "y · rank 3 · pid 0",
         "y · rank 3 · py",
     ]  # fmt: skip
+
+
+# --- each kernel event's own roofline (H200) ---------------------------------------------------
+
+
+def _expected_roofline(row: dict, basis: str) -> dict:
+    """What ``args.traceviz.roofline`` must hold for one roofline row: its known figures."""
+    c = RooflineColumns
+    expected: dict[str, Any] = {"peaks_basis": basis}
+    for key, column in (("flops", c.flops), ("bytes", c.bytes), ("achieved_tbps", c.achieved_tbps),
+                        ("achieved_tflops", c.achieved_tflops), ("intensity", c.intensity),
+                        ("pct_of_roof", c.pct_of_roof)):  # fmt: skip
+        value = row[column]
+        if value is not None and value is not pd.NA and value == value:
+            expected[key] = int(value) if key == "bytes" else pytest.approx(float(value))
+    for key, column in (("bytes_basis", c.bytes_basis), ("bound", c.bound),
+                        ("precision", c.precision)):  # fmt: skip
+        if isinstance(row[column], str):
+            expected[key] = row[column]
+    return expected
+
+
+def test_h200_kernel_events_carry_their_own_roofline_row(tmp_path: Path) -> None:
+    """Every kernel event of both sides has its execution's roofline: the k-th event of a name
+    (in time order: the alignment keeps order) is the k-th kernels-table row of that name."""
+    run = SAMPLES / "h200" / "gpt2"
+    comparison = _comparison(run)
+    data = _export(tmp_path, run, name="gpt2.json")
+    info = _info(data)["roofline"]
+    for side, which in enumerate(("a", "b")):
+        roofline = roofline_of(comparison, which)
+        assert roofline is not None and roofline.peaks.peaks is not None
+        peak_tbps = roofline.peaks.peaks.hbm_tbps
+        assert peak_tbps == 4.8 and info["peaks"][side]["peaks"]["hbm_tbps"] == peak_tbps
+        kernels = comparison.side(which).trace.kernels
+        rows = roofline.per_kernel.assign(ts=kernels[Kernels.ts_us].to_numpy())
+        pids = _side_pids(data, side)
+        events = sorted(
+            (e for e in data["traceEvents"]
+             if e.get("pid") in pids and "roofline" in e.get("args", {}).get(OVERLAY, {})),
+            key=lambda e: e["ts"],
+        )  # fmt: skip
+        assert len(events) == len(kernels) == info["annotated_kernel_events"][side] > 100
+        by_name: dict[str, list[dict]] = {}
+        for event in events:
+            by_name.setdefault(event["name"], []).append(event["args"][OVERLAY]["roofline"])
+        basis = roofline.peaks.basis.value
+        for name, group in rows.sort_values("ts", kind="stable").groupby("name", observed=True):
+            expected = [_expected_roofline(r, basis) for r in group.to_dict("records")]
+            assert by_name[str(name)] == expected
+        figures = [e["args"][OVERLAY]["roofline"] for e in events]
+        assert all(set(f) <= set(ROOFLINE_ARGS) for f in figures)
+        tbps = [f["achieved_tbps"] for f in figures if "achieved_tbps" in f]
+        assert tbps and max(tbps) <= peak_tbps  # no kernel beats the H200's bandwidth
+        assert any("achieved_tflops" in f and f["precision"] == "fp32" for f in figures)
+        assert all(isinstance(v, str) or np.isfinite(v) for f in figures for v in f.values())
 
 
 # --- a real GPU trace against itself -----------------------------------------------------------

@@ -6,9 +6,11 @@ A and B are two trace files (.json / .json.gz), or A alone is a run directory ma
 `traceviz run`; the comparison is built exactly as `traceviz compare` builds it. The file holds
 both sides as separate processes aligned per profiler step, every input event once, and
 traceviz's analysis on top: each compiled kernel's args.traceviz lists the eager ops, kernels
-and source lines credited to it and its estimated bytes saved; flow arrows link each eager
-kernel to the compiled kernel it was fused into; a "traceviz" process marks blocking calls and
-graph-break gaps and holds the findings as instants. docs/perfetto-export.md describes it.
+and source lines credited to it and its estimated bytes saved; every kernel of both sides
+carries its own roofline figures (args.traceviz.roofline: FLOPs, bytes, TB/s, TFLOP/s, % of
+roof, bound); flow arrows link each eager kernel to the compiled kernel it was fused into;
+a "traceviz" process marks blocking calls and graph-break gaps and holds the findings as
+instants. docs/perfetto-export.md describes it.
 
 -o names the output: FILE.json, FILE.json.gz (gzipped), or - for stdout.
 Exit status: 0; 2 for bad input (an unwritable or wrongly named -o included).

@@ -22,7 +22,11 @@ describes the file; in short:
   step was longer is stretched (its original duration is in ``args.traceviz.dur_us``).
   Without steps on both sides one constant shift lines up the earliest events.
 - **Overlay.** Each compiled kernel event gets ``args.traceviz`` (see :data:`KERNEL_ARGS`) from
-  the fusion map's partition credits (``FusionMap.kernels``/``credits``/``by_line``); a flow
+  the fusion map's partition credits (``FusionMap.kernels``/``credits``/``by_line``). Every
+  kernel, memcpy and memset event of both sides gets ``args.traceviz.roofline`` (see
+  :data:`ROOFLINE_ARGS`): its own execution's row of the side's roofline
+  (:attr:`traceviz.analysis.roofline.Roofline.per_kernel`, the row of the same kernels-table
+  row the event was matched to by name and start), unknown figures left out. A flow
   (``s`` → ``f``, ``bp`` ``"e"``, id ``flow_id_base + eager kernels-table row``) links each
   credited eager kernel to the compiled kernel of that name nearest in aligned time. A
   ``traceviz`` process holds blocking calls and graph-break gaps (spans, ``X``) and the
@@ -55,8 +59,10 @@ from traceviz.analysis.fusion_lines import ByLine, split_kernel_names
 from traceviz.analysis.fusion_match import Credits
 from traceviz.analysis.memory import KernelTraffic
 from traceviz.analysis.regions import Gap
+from traceviz.analysis.roofline import Roofline, RooflineColumns
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.report.bundle import Report
+from traceviz.report.roofline_report import roofline_of
 from traceviz.schema import Kernels, Steps
 from traceviz.trace import Trace
 
@@ -64,6 +70,7 @@ __all__ = [
     "FLOW_CAT",
     "KERNEL_ARGS",
     "OVERLAY",
+    "ROOFLINE_ARGS",
     "Warp",
     "perfetto_gzip",
     "perfetto_trace",
@@ -85,6 +92,21 @@ KERNEL_ARGS = (
     "is_fusion",  # an Inductor-generated kernel (bool)
     "basis",  # "compiler" or "name-match"
     "confidence",  # credited-time-weighted confidence, 0–1 (float or null)
+)
+#: Keys of ``args.traceviz.roofline`` on a kernel, memcpy or memset event of either side: that
+#: one execution's roofline figures (:class:`~traceviz.analysis.roofline.RooflineColumns`); a
+#: figure that is unknown (NaN, no precision) is left out, never written as NaN.
+ROOFLINE_ARGS = (
+    "flops",  # floating-point operations, FLOP (float; the op's FLOPs split by duration)
+    "bytes",  # bytes read + written (int)
+    "bytes_basis",  # how the bytes are known: "measured", "estimated", ... (str)
+    "achieved_tbps",  # bytes / device time, TB/s (float)
+    "achieved_tflops",  # FLOPs / device time, TFLOP/s (float)
+    "intensity",  # FLOPs / byte, FLOP/byte (float)
+    "pct_of_roof",  # achieved over the attainable roof at that intensity, % (float)
+    "bound",  # memory / compute / latency / transfer / unknown / no-peak (str)
+    "precision",  # fp32 / tf32 / bf16 / fp16 / fp8 of the FLOPs (str)
+    "peaks_basis",  # where the peaks come from: "table", "file", "no-peak" (str)
 )
 SIDE_SORT_OFFSET = (0, 1_000_000)
 WRITE_BATCH = 4096  # events encoded per write
@@ -413,6 +435,58 @@ def _annotate_kernels(comparison: Comparison, b: _Copied) -> int:
     return done
 
 
+def roofline_args(roofline: Roofline, rows: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """Kernels-table row → its ``args.traceviz.roofline`` (keys: :data:`ROOFLINE_ARGS`) for
+    the given rows of a side whose roofline is ``roofline``; NaN and unknown figures are left
+    out."""
+    c = RooflineColumns
+    table = roofline.per_kernel
+    floats = {
+        key: table[column].to_numpy(dtype=float, na_value=np.nan)
+        for key, column in (
+            ("flops", c.flops),
+            ("bytes", c.bytes),
+            ("achieved_tbps", c.achieved_tbps),
+            ("achieved_tflops", c.achieved_tflops),
+            ("intensity", c.intensity),
+            ("pct_of_roof", c.pct_of_roof),
+        )
+    }
+    texts = {
+        key: table[column].astype(object).to_numpy()
+        for key, column in (
+            ("bytes_basis", c.bytes_basis),
+            ("bound", c.bound),
+            ("precision", c.precision),
+        )
+    }
+    basis = roofline.peaks.basis.value
+    out: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        args: dict[str, Any] = {}
+        for key, values in floats.items():
+            value = float(values[row])
+            if np.isfinite(value):
+                args[key] = int(value) if key == "bytes" else value
+        for key, values in texts.items():
+            if isinstance(values[row], str) and values[row]:
+                args[key] = values[row]
+        args["peaks_basis"] = basis
+        out[row] = args
+    return out
+
+
+def _annotate_roofline(roofline: Roofline | None, copied: _Copied) -> int:
+    """Add ``args.traceviz.roofline`` to each of a side's matched kernel events (``roofline``:
+    the side's, None when its device is not analysed); returns how many."""
+    if roofline is None:
+        return 0
+    per_row = roofline_args(roofline, copied.kernel_event)
+    for row, index in copied.kernel_event.items():
+        _overlay(copied.events[index])["roofline"] = per_row[row]
+    return len(per_row)
+
+
 def _flows(comparison: Comparison, a: _Copied, b: _Copied, base: int) -> list[dict[str, Any]]:
     """``s``/``f`` pairs: each credited eager kernel → the compiled kernel of the credited name
     whose aligned start is nearest. Id: ``base + eager kernels-table row``."""
@@ -558,6 +632,14 @@ def perfetto_trace(
     del raw_b
     pid = 1 + len(a.pids) + len(b.pids)
     fusion = _fusion_overlay(comparison, a, b)
+    rooflines = (roofline_of(comparison, "a"), roofline_of(comparison, "b"))
+    roofline = {
+        "annotated_kernel_events": [
+            _annotate_roofline(rooflines[0], a),
+            _annotate_roofline(rooflines[1], b),
+        ],
+        "peaks": [None if r is None else r.peaks.to_json() for r in rooflines],
+    }
     extra = _traceviz_meta(pid, comparison.names)
     for index, (side, warp) in enumerate(((comparison.a, warp_a), (comparison.b, warp_b))):
         extra += _blocking_spans(side, index, pid, warp) + _gap_spans(side, index, pid, warp)
@@ -585,6 +667,7 @@ def perfetto_trace(
         "traceviz_pid": pid,
         "alignment": aligned,
         "fusion": fusion.pop("info"),
+        "roofline": roofline,
         "findings": len(comparison.findings),
     }
     return {
