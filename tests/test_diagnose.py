@@ -127,7 +127,7 @@ def test_finding_renders_as_json_markdown_and_text() -> None:
     assert data["severity"] == "warning" and data["est_gain_us"] == 12.5
     assert data["evidence"][0] == {"label": "time", "value": 1500.0, "unit": "us", "share": 0.25}
     assert data["evidence"][2] == "a kernel [64, 64]"
-    assert finding.evidence_lines()[:2] == ["time: 1.5 ms (25.0% of step)", "bytes: 1 MiB"]
+    assert finding.evidence_lines()[:2] == ["time: 1.5 ms (25.0% of profiled step)", "bytes: 1 MiB"]
     md = finding.to_markdown()
     assert md.startswith("- **WARNING** t \\| with a pipe (`x`)")
     assert "[docs](https://pytorch.org/docs/stable/profiler.html)" in md

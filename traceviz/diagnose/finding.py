@@ -103,10 +103,11 @@ class Evidence:
             object.__setattr__(self, "value", shorten(self.value))
 
     def text(self) -> str:
-        """``"label: value (share of step)"`` for people."""
+        """``"label: value (share of the mean profiled step)"`` for people: the share is of
+        the profiled step, which a run's timed step need not equal."""
         out = f"{self.label}: {format_value(self.value, self.unit)}"
         if self.share is not None and math.isfinite(self.share):
-            out += f" ({100.0 * self.share:.1f}% of step)"
+            out += f" ({100.0 * self.share:.1f}% of profiled step)"
         return out
 
     def to_json(self) -> dict[str, Any]:

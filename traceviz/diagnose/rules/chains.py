@@ -109,12 +109,12 @@ def _evidence(
 
 
 def _chain_line(facts: TraceFacts, g: ChainGroup) -> str:
-    """``"ops: 2× per step, 4 kernels, 1.2 ms per step (3.4% of step)"``: the figures first,
+    """``"ops: 2× per step, 4 kernels, 1.2 ms per step (3.4% of profiled step)"``: the figures first,
     then the op sequence (runs of one op as ``op ×N``), so a long sequence is what gets cut."""
     n = facts.n_steps
     per_step = g.time_us / n
     share = facts.share(per_step)
-    where = f" ({100 * share:.1f}% of step)" if share is not None else ""
+    where = f" ({100 * share:.1f}% of profiled step)" if share is not None else ""
     line = (
         f"{g.occurrences / n:.3g}× per step, {len(g.ops)} kernels, {_us(per_step)} per step{where}"
     )
