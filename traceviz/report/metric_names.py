@@ -11,8 +11,8 @@ from __future__ import annotations
 METRIC_LABELS: dict[str, str] = {
     "kernel_count": "kernels",
     "kernel_time_us": "kernel time",
-    "step_count": "steps",
-    "step_time_us": "step time (mean)",
+    "step_count": "profiled steps",
+    "step_time_us": "profiled step time (mean)",
     "kernels_per_step": "kernels per step",
     "kernel_time_per_step_us": "kernel time per step",
     "memcpy_count": "memcpy calls",
