@@ -18,8 +18,11 @@ Columns of a row (:class:`DevicePeaks`):
 :func:`device_peaks` looks a trace's device up by its ``deviceProperties`` name (and, where names
 are ambiguous or blank, its memory size and SM/CU count). An unknown device, a CPU-only trace or
 a device traceviz does not model gets basis ``no-peak`` and no figures: a roofline is never drawn
-from a guessed number. :func:`read_peaks_file` reads a user's own figures (``--peaks FILE``,
-JSON or TOML), which replace the table for every trace (basis ``file``).
+from a guessed number. A CPU trace of a run directory whose run.json holds the CPU's peaks,
+measured by the runner (:class:`~traceviz.runs.runinfo.HostPeaks`, :func:`host_device_peaks`),
+gets those (basis ``measured``). :func:`read_peaks_file` reads a user's own figures
+(``--peaks FILE``, JSON or TOML), which replace the table and the measured figures for every
+trace (basis ``file``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from traceviz.errors import UsageError
+from traceviz.runs.runinfo import HostPeaks
 from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
 
@@ -43,6 +47,7 @@ __all__ = [
     "PeakBasis",
     "PeakLookup",
     "device_peaks",
+    "host_device_peaks",
     "match_device",
     "read_peaks_file",
 ]
@@ -57,6 +62,7 @@ class PeakBasis(str, Enum):
 
     TABLE = "table"  # PEAK_TABLE, by the trace's device name/properties
     FILE = "file"  # the user's --peaks file
+    MEASURED = "measured"  # a CPU run's peaks, measured by the runner (run.json host_peaks)
     NO_PEAK = "no-peak"  # unknown device: no roofline
 
 
@@ -255,14 +261,20 @@ class PeakLookup:
         }
 
 
-def device_peaks(trace: Trace, *, override: DevicePeaks | None = None) -> PeakLookup:
+def device_peaks(
+    trace: Trace, *, override: DevicePeaks | None = None, host: HostPeaks | None = None
+) -> PeakLookup:
     """The peaks of the trace's device: ``override`` (a :func:`read_peaks_file` result) when
-    given, else the first ``deviceProperties`` entry the table knows. A CPU-only trace or a
-    device traceviz does not model (``DeviceKind.OTHER``) has no peak unless overridden."""
+    given; for a CPU-only trace, ``host`` (the CPU peaks its run measured, run.json's
+    ``host_peaks``) when given; else the first ``deviceProperties`` entry the table knows.
+    A CPU-only trace without ``host`` or a device traceviz does not model
+    (``DeviceKind.OTHER``) has no peak unless overridden."""
     devices = [d for d in trace.meta.devices if isinstance(d, Mapping)]
     name = next((str(d["name"]) for d in devices if d.get("name")), None)
     if override is not None:
         return PeakLookup(override, PeakBasis.FILE, name)
+    if host is not None and trace.device_kind is DeviceKind.CPU:
+        return PeakLookup(host_device_peaks(host), PeakBasis.MEASURED, name)
     if trace.device_kind not in (DeviceKind.CUDA, DeviceKind.ROCM):
         return PeakLookup(None, PeakBasis.NO_PEAK, name)
     for props in devices:
@@ -270,6 +282,22 @@ def device_peaks(trace: Trace, *, override: DevicePeaks | None = None) -> PeakLo
         if row is not None:
             return PeakLookup(row, PeakBasis.TABLE, name)
     return PeakLookup(None, PeakBasis.NO_PEAK, name)
+
+
+def host_device_peaks(host: HostPeaks) -> DevicePeaks:
+    """A CPU's measured peaks (run.json ``host_peaks``) as a peak row: the copy bandwidth as
+    the memory roof, the float32 (and, where measured, bfloat16) GEMM rates as the compute
+    roofs; the CPU has no TF32, FP16 or FP8 figure."""
+    return DevicePeaks(
+        name=f"{host.cpu} ({host.threads} threads)",
+        hbm_tbps=host.memory_tbps,
+        fp32_tflops=host.fp32_tflops,
+        tf32_tflops=None,
+        bf16_tflops=host.bf16_tflops,
+        fp16_tflops=None,
+        fp8_tflops=None,
+        source=f"run.json host_peaks, {host.method}",
+    )
 
 
 # --- the --peaks file --------------------------------------------------------------------

@@ -6,7 +6,9 @@ For every row of ``Trace.kernels`` (:class:`RooflineColumns`, one row per kernel
   (:func:`traceviz.analysis.flops.op_flops`: GEMM, convolution, attention), split over the op's
   kernels in proportion to their durations as the bytes are, so that an op's kernels add up to
   the op; other kernels (pointwise, reductions, norms, copies, Inductor's Triton kernels) have
-  none (NaN): their roof is memory bandwidth;
+  none (NaN): their roof is memory bandwidth; the precision is the op's
+  (:func:`~traceviz.analysis.flops.precision_of`), except that a CPU trace's float32
+  convolution is ``fp32`` (TF32 is cuDNN's default, not the CPU's);
 - **bytes**: the memory-traffic figure of :func:`traceviz.analysis.memory.kernel_traffic`
   (measured for memcpy/memset, else estimated from shapes or by the compiler; ``bytes_basis``
   says which), except that a device-to-device memcpy moves its size twice (read and write);
@@ -42,7 +44,8 @@ from traceviz.analysis.kernels import Classified
 from traceviz.analysis.memory import KernelTraffic, MemoryTraffic, split_bytes
 from traceviz.analysis.peaks import PRECISIONS, DevicePeaks, PeakLookup, device_peaks
 from traceviz.dense import unique_inverse
-from traceviz.schema import ActivityKind, Kernels, Ops
+from traceviz.runs.runinfo import HostPeaks
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, Ops
 from traceviz.trace import Trace
 
 if TYPE_CHECKING:
@@ -152,7 +155,7 @@ BY_NAME_DTYPES: dict[str, str] = {
 class Roofline:
     """One trace's roofline: ``per_kernel`` (:class:`RooflineColumns`, aligned with
     ``Trace.kernels``), ``by_name`` (:class:`RooflineByName`), the peaks used (``peaks``:
-    basis ``table``, ``file`` or ``no-peak``), and the device time per bound
+    basis ``table``, ``measured``, ``file`` or ``no-peak``), and the device time per bound
     (``time_by_bound``: Bound value → µs)."""
 
     per_kernel: pd.DataFrame
@@ -249,6 +252,8 @@ def _kernel_flops(
         ]
         rule_codes[rows] = np.asarray(op_rule, dtype=np.int64)[back]
         precision_codes[rows] = np.asarray(op_precision, dtype=np.int64)[back]
+    if trace.device_kind is DeviceKind.CPU:  # TF32 is cuDNN's default; a CPU conv computes fp32
+        precision_codes[precision_codes == PRECISIONS.index("tf32")] = PRECISIONS.index("fp32")
     return (
         flops,
         pd.Categorical.from_codes(rule_codes, categories=pd.Index(rule_values)),
@@ -391,14 +396,16 @@ def _main_bound(table: pd.DataFrame) -> pd.Series:
     return top.set_index("name")["bound"]
 
 
-def side_roofline(side: Side, *, override: DevicePeaks | None = None) -> Roofline:
+def side_roofline(
+    side: Side, *, override: DevicePeaks | None = None, host: HostPeaks | None = None
+) -> Roofline:
     """:func:`kernel_roofline` of an analysed side (its kinds and traffic), with the peaks of
-    its device or ``override`` (a ``--peaks`` file's, :func:`~traceviz.analysis.peaks.
-    read_peaks_file`)."""
+    its device, ``override`` (a ``--peaks`` file's, :func:`~traceviz.analysis.peaks.
+    read_peaks_file`) or, for a CPU trace, ``host`` (the CPU peaks its run measured)."""
     trace = side.trace
     return kernel_roofline(
         trace,
         kinds=side.kernels[Classified.kind],
         traffic=side.traffic,
-        peaks=device_peaks(trace, override=override),
+        peaks=device_peaks(trace, override=override, host=host),
     )

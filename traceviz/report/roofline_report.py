@@ -34,11 +34,13 @@ __all__ = [
 
 
 def roofline_of(comparison: Comparison, which: str) -> Roofline | None:
-    """Side ``which``'s roofline (None where traceviz does not model its device)."""
+    """Side ``which``'s roofline (None where traceviz does not model its device), with the
+    report's ``--peaks`` figures, else (CPU traces) the CPU peaks its run measured."""
     side: Side = comparison.side(which)
     if not side.summary.analysed:
         return None
-    return side_roofline(side, override=getattr(comparison, "peaks", None))
+    host = comparison.run_info.host_peaks if comparison.run_info is not None else None
+    return side_roofline(side, override=getattr(comparison, "peaks", None), host=host)
 
 
 def bridge_of(comparison: Comparison) -> StepBridge | None:

@@ -37,6 +37,7 @@ from traceviz.runner.compare import (
     tf32_in_effect,
 )
 from traceviz.runner.environment import describe, resolve_device
+from traceviz.runner.host_peaks import run_host_peaks
 from traceviz.runner.models import LoadedModel, load_model
 from traceviz.runner.options import (
     DEFAULT_BACKENDS,
@@ -58,6 +59,7 @@ from traceviz.runs.runinfo import (
     CompileInfo,
     Correctness,
     DynamoFacts,
+    HostPeaks,
     Memory,
     MemoryStats,
     ModelInfo,
@@ -210,7 +212,8 @@ def _profile(
     shutil.rmtree(directory / ONNX_DIR, ignore_errors=True)
     dynamo.reset()
     try:
-        with measure.grad_mode(options.train), measure.pinned_threads(torch.get_num_threads()):
+        pinned = measure.pinned_threads(torch.get_num_threads())
+        with measure.grad_mode(options.train), pinned as threads:
             eager = _run_eager(work, options, directory, reporter)
             compiled = _run_compiled(work, options, backend, directory, reporter)
             eager, compiled = _time_interleaved(work, options, eager, compiled, reporter)
@@ -218,11 +221,13 @@ def _profile(
                 work, options, eager, compiled, directory, reporter
             )
             extra = _run_backends(work, options, eager, compiled, directory, reporter)
+            # last: its 512 MiB of buffers must not disturb the model's timed steps
+            host = run_host_peaks(device, threads=threads, reporter=reporter)
     finally:
         dynamo.reset()
         if isinstance(was_training, bool):
             work.fn.train(was_training)
-    info = _assemble(work, options, device, eager, compiled, command, extra)
+    info = _assemble(work, options, device, eager, compiled, command, extra, host)
     (directory / RUN_JSON).write_bytes(encode(info))
     if make_portable(directory, Path.cwd()):  # source paths relative to the run directory
         info = decode((directory / RUN_JSON).read_bytes(), source=directory / RUN_JSON)
@@ -592,6 +597,7 @@ def _assemble(
     compiled: CompiledResult,
     command: str | None,
     extra: tuple[Backends, Latency | None] = (Backends(), None),
+    host: HostPeaks | None = None,
 ) -> RunInfo:
     """Every measured fact, as run.json."""
     c_timing = compiled.timing
@@ -644,6 +650,7 @@ def _assemble(
         ),
         backends=extra[0],
         latency=extra[1],
+        host_peaks=host,
     )
 
 

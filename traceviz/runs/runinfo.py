@@ -268,6 +268,25 @@ class Traces(msgspec.Struct, frozen=True, kw_only=True):
     eager_lines: str | None = None
 
 
+class HostPeaks(msgspec.Struct, frozen=True, kw_only=True):
+    """The CPU's own peaks, measured once by the runner on a CPU run
+    (:mod:`traceviz.runner.host_peaks`), for the roofline of CPU traces (basis ``measured``).
+
+    Each figure is the best of ``repeats`` timed calls (``time.perf_counter`` around each) on
+    ``threads`` intra-op threads, the count the run's steps were timed and profiled with.
+    """
+
+    cpu: str  # the CPU's model name (/proc/cpuinfo, else platform)
+    threads: int  # torch intra-op threads during the measurement
+    memory_tbps: float  # copy bandwidth: (bytes read + bytes written) / best time, TB/s
+    copy_bytes: int  # size of the copied buffer, bytes (one copy moves 2 × copy_bytes)
+    fp32_tflops: float  # torch.mm of two gemm_size × gemm_size float32 matrices: 2·n³ / time
+    bf16_tflops: float | None = None  # the same in bfloat16; None: not native on this CPU
+    gemm_size: int  # n of the square GEMMs
+    repeats: int  # timed calls per figure (after one untimed warm-up call)
+    method: str  # one line: how the figures were taken
+
+
 class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     """The whole of ``run.json``."""
 
@@ -288,6 +307,8 @@ class RunInfo(msgspec.Struct, frozen=True, kw_only=True):
     # --backends beyond eager/compile (runinfo_backends.py); empty / None for older runs.
     backends: Backends = msgspec.field(default_factory=Backends)
     latency: Latency | None = None
+    # the CPU's measured peaks (CPU runs; None on CUDA and for older runs)
+    host_peaks: HostPeaks | None = None
 
 
 def encode(info: RunInfo) -> bytes:
