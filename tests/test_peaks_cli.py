@@ -26,9 +26,13 @@ def test_compare_json_has_the_roofline_and_the_bridge(capsys: pytest.CaptureFixt
     assert bridge["basis"] == "timed medians"
     total = sum(p["delta_us"] for p in bridge["parts"]) + bridge["remainder_us"]
     assert total == pytest.approx(bridge["difference_us"])
-    (fused,) = doc["fusion_ledger"]  # the pointwise chain's one Triton kernel
+    (fused,) = doc["fusion_ledger"]["kernels"]  # the pointwise chain's one Triton kernel
     assert fused["kernel"].startswith("triton_poi_fused") and fused["saved_us"] > 0
     assert 0 < fused["roof_us"] < fused["fused_time_us"]
+    (line,) = doc["fusion_ledger"]["by_line"]  # its eager kernels come from one source line
+    assert line["kernels"] == fused["kernel"] and line["line"] > 0
+    assert line["eager_kernels"] == fused["eager_kernels"]
+    assert line["fused_time_us"] == pytest.approx(fused["fused_time_us"])
 
 
 def test_a_peaks_file_replaces_the_table(

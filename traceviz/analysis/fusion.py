@@ -68,6 +68,7 @@ from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
 
 __all__ = [
+    "EAGER_LINES_DTYPES",
     "EAGER_ONLY_DTYPES",
     "FUSION_KERNELS_DTYPES",
     "NOT_FUSIONS_DTYPES",
@@ -164,7 +165,10 @@ class FusionMap:
     tables sum; ``by_line`` (:class:`~traceviz.analysis.fusion_lines.ByLine`) the same per user
     source line, empty when neither trace maps kernels to lines; ``ops``
     (:class:`~traceviz.analysis.fusion_ops.KernelOps`) the matched credits per (compiled
-    kernel, eager op), the structured form of ``kernels.eager_ops``.
+    kernel, eager op), the structured form of ``kernels.eager_ops``. ``eager_lines``
+    (:data:`EAGER_LINES_DTYPES`: ``eager_row``, ``file``, ``line``, ``code``) is each eager
+    kernel's own source line where it has one (the lines ``by_line`` sums; empty without),
+    for the figures other analyses credit per line (the fusion ledger by line).
 
     ``comparability`` is the guard's verdict; when it withholds the figures (not comparable,
     not forced) every table above is empty and both headline figures are None.
@@ -200,6 +204,16 @@ class FusionMap:
     comparability: Comparability = field(default_factory=lambda: Comparability(True))
     ops: pd.DataFrame = field(default_factory=lambda: _empty(KERNEL_OPS_DTYPES))
     unrecorded: UnrecordedKernels | None = None
+    eager_lines: pd.DataFrame = field(default_factory=lambda: _empty(EAGER_LINES_DTYPES))
+
+
+#: Columns of :attr:`FusionMap.eager_lines`: one row per eager kernels-table row with a line.
+EAGER_LINES_DTYPES: dict[str, str] = {
+    "eager_row": schema.I64,  # row of the eager trace's kernels table
+    "file": "object",  # source file, spelled as ``by_line`` spells it
+    "line": schema.I64,  # 1-based line number
+    "code": "object",  # the line's text ("" when not recorded)
+}
 
 
 def fusion_map(
@@ -286,7 +300,16 @@ def fusion_map(
         comparability=verdict,
         ops=ops,
         unrecorded=unrecorded,
+        eager_lines=_eager_lines(lines),
     )
+
+
+def _eager_lines(lines: LineRecord | None) -> pd.DataFrame:
+    """:attr:`FusionMap.eager_lines` of the line record (empty without one)."""
+    if lines is None or lines.eager.empty:
+        return _empty(EAGER_LINES_DTYPES)
+    table = lines.eager[list(EAGER_LINES_DTYPES)].reset_index(drop=True)
+    return schema.conform(table.assign(code=table["code"].fillna("")), EAGER_LINES_DTYPES)
 
 
 def _unrecorded(compiled: Trace, credits: pd.DataFrame) -> UnrecordedKernels | None:

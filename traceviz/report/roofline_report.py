@@ -19,6 +19,7 @@ from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.fusion_ledger import LedgerColumns, fusion_ledger
 from traceviz.analysis.roofline import Roofline, RooflineByName, side_roofline
 from traceviz.records import records
+from traceviz.report.ledger_lines_report import by_line_json, by_line_of, by_line_view
 from traceviz.report.views import View
 from traceviz.units import fmt_bytes, fmt_pct, fmt_us
 
@@ -70,10 +71,15 @@ def ledger_of(comparison: Comparison, compiled: Roofline | None) -> pd.DataFrame
     )
 
 
-def ledger_json(comparison: Comparison, *, top: int) -> list[dict[str, Any]] | None:
-    """``fusion_ledger``: the ``top`` rows of the ledger, most time saved first (or null)."""
-    ledger = ledger_of(comparison, roofline_of(comparison, "b"))
-    return None if ledger is None else records(ledger, limit=top)
+def ledger_json(comparison: Comparison, *, top: int) -> dict[str, Any] | None:
+    """``fusion_ledger``: ``kernels``, the ``top`` rows of the ledger, and ``by_line``, the
+    ``top`` source lines, each most time saved first (or null)."""
+    compiled = roofline_of(comparison, "b")
+    ledger = ledger_of(comparison, compiled)
+    if ledger is None:
+        return None
+    by_line = by_line_json(by_line_of(comparison, compiled), top=top)
+    return {"kernels": records(ledger, limit=top), "by_line": by_line}
 
 
 def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
@@ -83,12 +89,14 @@ def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
 
 
 def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
-    """The step bridge and the roofline tables (empty ones left out)."""
+    """The step bridge, the roofline tables and the ledger by source line (empty ones left
+    out)."""
     rooflines = {which: roofline_of(comparison, which) for which in ("a", "b")}  # once each
     views = [
         _bridge_view(comparison),
         _roofline_view(comparison, rooflines, top=top),
         _ledger_view(comparison, rooflines["b"], top=top),
+        by_line_view(comparison, rooflines["b"], top=top),
     ]
     return [v for v in views if v is not None and (v.rows or v.note)]
 

@@ -308,13 +308,13 @@ def by_line_view(comparison: Comparison, *, top: int) -> View:
     table = comparison.fusion.by_line.head(top)
     rows = [
         [
-            f"{_short_path(str(r['file']))}:{r['line']}",
+            f"{short_path(str(r['file']))}:{r['line']}",
             str(r["code"]),
             fmt_count(r["eager_kernels"]),
             fmt_us(r["eager_time_us"]),
             _line_kernels(a, str(r["compiled_kernels"]), str(r.get("uncredited_kernels") or "")),
             fmt_us(r["compiled_time_us"]),
-            ", ".join(_short_path(x) for x in str(r["fused_with"]).split(", ") if x) or "–",
+            ", ".join(short_path(x) for x in str(r["fused_with"]).split(", ") if x) or "–",
         ]
         for r in records(table)
     ]
@@ -348,7 +348,7 @@ def _line_kernels(a: str, kernels: str, uncredited: str) -> str:
     return f"{credited} (+ {tail})" if credited else tail
 
 
-def _short_path(path: str) -> str:
+def short_path(path: str) -> str:
     """The last two parts of a path (``models/block.py:12`` rather than the whole path)."""
     parts = path.replace("\\", "/").split("/")
     return "/".join(parts[-2:])
