@@ -106,7 +106,7 @@ ROOFLINE_ARGS = (
     "pct_of_roof",  # achieved over the attainable roof at that intensity, % (float)
     "bound",  # memory / compute / latency / transfer / unknown / no-peak (str)
     "precision",  # fp32 / tf32 / bf16 / fp16 / fp8 of the FLOPs (str)
-    "peaks_basis",  # where the peaks come from: "table", "file", "no-peak" (str)
+    "peaks_basis",  # where the peaks come from: "table", "measured", "file", "no-peak" (str)
 )
 SIDE_SORT_OFFSET = (0, 1_000_000)
 WRITE_BATCH = 4096  # events encoded per write
