@@ -80,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--peaks",
         metavar="FILE",
         help="device peaks for the roofline, JSON or TOML (hbm_tbps, fp32_tflops ... fp8_tflops; "
-        "docs/roofline.md), instead of the table's row for the trace's device",
+        "docs/roofline.md), instead of the table's row for the trace's device (or the CPU "
+        "peaks a CPU run measured)",
     )
 
 
