@@ -1,5 +1,7 @@
 """Blocking host calls (analysis.blocking) and the findings built on them (sync-in-step,
-host-device-copy), on hand-made traces and the real corpus."""
+host-device-copy), on hand-made traces and the real corpus; the runner's step-sync mark hides
+only its own call. Every raw sync of a corpus trace is a blocking call:
+tests/test_summary_matches_raw_json.py."""
 
 from __future__ import annotations
 
@@ -240,3 +242,43 @@ def test_an_unmarked_device_sync_still_blocks(tmp_trace) -> None:
     blocking = blocking_calls(traceviz.load(tmp_trace(_step(events))))
     assert list(blocking.calls[B.name]) == ["cudaDeviceSynchronize"]
     assert blocking.blocked_us == pytest.approx(4000)
+
+
+def test_a100_cudagraph_training_blocks_for_every_reason() -> None:
+    _needs(CUDAGRAPH_TRAIN)
+    calls = blocking_calls(load_trace(CUDAGRAPH_TRAIN)).calls
+    assert set(calls[B.reason]) >= {"sync", "pageable_copy", "stalled_launch"}
+
+
+# The runner's ``traceviz step sync`` annotation hides only the call made directly inside it
+# (the runner's own ``torch.cuda.synchronize``): a model's sync issued by an op nested inside
+# the annotation, or on another thread while it is open, is still a blocking call.
+
+
+def _one_kernel_step(events: list[dict]) -> list[dict]:
+    return _step([launch("cudaLaunchKernel", 10, 5, 1), kernel("k0", 18, 5, 1), *events])
+
+
+def test_a_sync_from_an_op_nested_in_the_mark_still_blocks(tmp_trace) -> None:
+    events = [
+        op(STEP_SYNC_MARK, 4990, 4020, cat="user_annotation"),
+        op("aten::item", 5000, 310),
+        launch("cudaStreamSynchronize", 5005, 300, 99),  # inside aten::item, inside the mark
+        launch("cudaDeviceSynchronize", 5400, 3500, 98),  # the runner's own: directly inside
+    ]
+    blocking = blocking_calls(traceviz.load(tmp_trace(_one_kernel_step(events))))
+    assert blocking.calls[B.name].tolist() == ["cudaStreamSynchronize"]
+    assert blocking.calls[B.op].tolist() == ["aten::item"]
+    assert blocking.blocked_us == pytest.approx(300)
+
+
+def test_a_sync_on_another_thread_while_the_mark_is_open_still_blocks(tmp_trace) -> None:
+    events = [
+        op(STEP_SYNC_MARK, 4990, 4020, cat="user_annotation"),
+        launch("cudaDeviceSynchronize", 5000, 4000, 98),
+        op("aten::item", 6000, 310, tid=2),
+        launch("cudaStreamSynchronize", 6005, 300, 99, tid=2),
+    ]
+    blocking = blocking_calls(traceviz.load(tmp_trace(_one_kernel_step(events))))
+    assert blocking.calls[B.name].tolist() == ["cudaStreamSynchronize"]
+    assert blocking.blocked_us == pytest.approx(300)

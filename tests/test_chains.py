@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import traceviz
@@ -260,3 +261,27 @@ def test_sample_comparisons_evidence_short() -> None:
         eager = analyze(load_trace(rundir.eager), name="eager")
         compiled = analyze(load_trace(rundir.compiled), name="compiled")
         _check_evidence(compare_sides(eager, compiled, run_info=rundir.info).findings)
+
+
+def test_a100_eager_chains_carry_bytes_and_data_keys() -> None:
+    """GIVEN the A100 eager training trace THEN chain groups estimate the bytes they would
+    save and name the op writing the largest intermediate, and each kernel's data key is the
+    largest shape its launching op reads (None where no op is linked)."""
+    from traceviz.analysis.chains import chain_groups as groups_of
+    from traceviz.analysis.timeline import data_keys, largest_shape
+    from traceviz.schema import Kernels, Ops
+
+    path = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
+    if not path.exists():
+        pytest.skip(f"corpus trace not found: {path}")
+    trace = load_trace(path)
+    facts = facts_of_trace(trace)
+    groups = groups_of(trace, chain_members(trace, facts.kernels, kernel_steps(facts)))
+    assert any(g.bytes_saved for g in groups) and any(g.largest_op for g in groups)
+    keys = data_keys(trace, facts.kernels)
+    rows = facts.kernels[Kernels.op_row].astype("Int64").tolist()
+    dims = trace.ops[Ops.input_dims].tolist()
+    want = [None if pd.isna(r) or not isinstance(dims[r], str) else largest_shape(dims[r])
+            for r in rows]  # fmt: skip
+    assert keys.tolist() == want
+    assert sum(k is not None for k in keys) > 1000

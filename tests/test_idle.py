@@ -312,3 +312,64 @@ def test_idle_with_no_recorded_cpu_work_is_not_called_cpu_bound(tmp_trace) -> No
     assert "CPU-bound" not in cpu.title and "no CPU op or Python frame recorded" in cpu.title
     annotated = diagnose_trace(traceviz.load(tmp_trace(_preprocess_step(218_000))))
     assert next(f for f in annotated if f.id == CPU_BOUND_ID).severity.value == "warning"
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_outer_ops_order_is_lexsort(seed: int) -> None:
+    """Starts in order with many ties (and sometimes out of order, or NaN): the order of the
+    outer-ops search equals np.lexsort((-end, ts)) exactly."""
+    from traceviz.analysis.idle import _by_start_longer_first
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    ts = np.sort(rng.integers(0, 12, n).astype(float))
+    end = ts + rng.integers(0, 4, n)
+    if seed % 5 == 3 and n > 2:
+        ts[0], ts[-1] = ts[-1], ts[0]
+    if seed % 5 == 4 and n > 2:
+        ts[n // 2] = np.nan
+    assert _by_start_longer_first(ts, end).tolist() == np.lexsort((-end, ts)).tolist()
+
+
+def test_tied_kernels_a_sync_across_steps_and_an_empty_step(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    """GIVEN kernels tied on their start (k1 400-450, k2 400-480), a sync 900-1200 spanning
+    the boundary of steps 0-1000 and 1000-2000, and a step 2000-2500 with no kernel THEN each
+    step's busy time is the union of its kernels, the sync's blocked time is cut at the
+    boundary (100 + 200 µs), and the empty step is all idle."""
+    from traceviz.analysis.blocking import BlockedStep, blocking_calls
+
+    events = [
+        op("ProfilerStep#1", 0, 1000),
+        op("ProfilerStep#2", 1000, 1000),
+        op("ProfilerStep#3", 2000, 500),
+        op("outer", 5, 300),
+        launch("cudaLaunchKernel", 10, 5, 1),
+        launch("cudaLaunchKernel", 20, 5, 2),
+        kernel("k1", 400, 50, 1),
+        kernel("k2", 400, 80, 2),
+        launch("cudaStreamSynchronize", 900, 300, 99),
+        launch("cudaLaunchKernel", 1250, 5, 3),
+        kernel("k3", 1300, 20, 3),
+    ]
+    trace = traceviz.load(tmp_trace(events))
+    split = launch_overhead(trace).idle
+    per_step = split.per_step
+    assert per_step[P.busy_us].tolist() == [80.0, 20.0, 0.0]
+    assert per_step[P.idle_us].tolist() == [920.0, 980.0, 500.0]
+    assert per_step[P.blocked_us].tolist() == [100.0, 200.0, 0.0]
+    assert per_step[P.cpu_wait_us].iat[2] == 500.0
+    assert [s.tolist() for s in split.blocked_spans] == [[900.0], [1200.0]]
+    parts = per_step[list(PARTS)].sum(axis=1)
+    assert (parts <= per_step[P.idle_us] + 1e-6).all()
+    assert blocking_calls(trace).per_step[BlockedStep.calls].tolist() == [1, 0, 0]
+
+
+def test_a100_compiled_steps_wait_for_the_cpu_and_name_its_work() -> None:
+    """The CUDA-graph training trace: several steps, CPU waits, the CPU work named in them."""
+    path = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
+    if not path.exists():
+        pytest.skip(f"corpus trace not found: {path}")
+    split = _split(path)
+    assert len(split.per_step) > 1
+    assert split.total(P.cpu_wait_us) > 0 and len(split.cpu_work) > 0
+    assert split.total(P.idle_us) <= split.total(P.wall_us)

@@ -652,3 +652,22 @@ def test_every_corpus_kernel_is_classified(path: Path) -> None:
     # the corpus's unclassified kernels are vLLM's custom Triton/HIP kernels, nothing common
     if len(names) and "vllm" not in path.name:
         assert (kinds == "other").mean() < 0.05
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Kelvin_\u212a_gemm", KernelKind.GEMM),  # not ASCII: the case-insensitive rules
+        ("GEMM_\u017f", KernelKind.GEMM),
+        ("SOFTMAX_WARP_FORWARD", KernelKind.NORMALIZATION),
+        ("void at::native::ReduceOp<float>", KernelKind.REDUCTION),
+        ("CatArrayBatchedCopy", KernelKind.COPY),
+        ("nchwToNhwcKernel", KernelKind.COPY),
+        ("fbgemm_only", KernelKind.OTHER),  # the look-behind: not a GEMM
+        ("", KernelKind.OTHER),
+    ],
+)
+def test_kind_of_unusual_names_in_any_case(name: str, kind: KernelKind) -> None:
+    for variant in (name, name.upper(), name.lower(), name.swapcase()):
+        assert kernel_kinds.classify_kind(variant) is kind, variant
+    assert kernel_kinds.classify_kind(name) is kernel_kinds.classify_kind(name)  # remembered

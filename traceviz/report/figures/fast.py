@@ -7,10 +7,9 @@ instead write each figure's final properties as plain dicts — in the key order
 value types plotly's own calls would have stored (lists of Python scalars, numpy arrays
 copied) — and :func:`figure` makes the ``go.Figure`` from them at once.
 
-The result is the same figure: ``fig.to_json()``, ``fig.to_dict()`` and what Panel sends to
-the browser are byte-identical to the plotly-built one (``tests/test_fast_figures.py`` keeps
-the plotly-built builders and compares both on every real trace, key order and value types
-included). The returned figure validates as usual from then on (``update_layout`` etc.).
+The result is a valid figure: rebuilt through ``go.Figure``, every property validated, it
+holds the same JSON (``tests/test_figure_specs.py``, every builder on real traces of each
+device kind). The returned figure validates as usual from then on (``update_layout`` etc.).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
-"""Figures built from finished specs (traceviz.report.figures.fast, issue 14): every builder
-makes the very figure the plotly-built one (tests/_plotly_figures.py, the builders as they
-were) made — same keys in the same order, same value types, the same JSON — on every sample
-run and corpus pair, and on made traces for the branches real traces do not reach. The
-figures still behave as plotly figures afterwards (validation, subplots)."""
+"""Figures built from finished specs (traceviz.report.figures.fast, issue 14) are plotly
+figures: every builder, with every option, on a real report of each device kind (CUDA sample
+runs and corpus pair, ROCm corpus pair, CPU-only made traces, the ONNX Runtime backends, a
+ranks job), makes a figure plotly's own validation accepts as it is — rebuilt through
+``go.Figure``, every property validated, it holds the same JSON. The figures still behave as
+plotly figures afterwards (validation, subplots)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -14,12 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS
+from tests._reference import CORPUS_PAIRS
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
 
 go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
 
-from tests import _plotly_figures as plotly_built  # noqa: E402
 from traceviz.pipeline import compare, open_report  # noqa: E402
 from traceviz.report import figures  # noqa: E402
 from traceviz.report.bundle import Report  # noqa: E402
@@ -34,18 +35,20 @@ OPTIONS: dict[str, list[dict[str, Any]]] = {
     "metrics_figure": [{"names": ("kernel_count",)}, {"names": ()}],
 }
 BUILDERS = [b.__name__ for builders in figures.VIEW_FIGURES.values() for b in builders]
+# H200 CUDA runs: regions and a graph break, provenance lines, CUDA graphs; a CPU-built run
+SAMPLE_RUNS = ["h200/graph-break", "h200/gpt2", "h200/gpt2-reduce-overhead", "pointwise"]
 
 
-def cases(name: str) -> list[dict[str, Any]]:
-    return [{}, *OPTIONS.get(name, [])]
+def valid(fig: Any, label: str) -> None:
+    """``fig`` is a go.Figure that plotly, validating every property, rebuilds unchanged."""
+    assert isinstance(fig, go.Figure), label
+    rebuilt = go.Figure(fig.to_dict())  # raises ValueError on a property plotly refuses
+    assert json.loads(rebuilt.to_json()) == json.loads(fig.to_json()), label
 
 
-def agree(report: Report, name: str) -> None:
-    """Today's builder and the plotly-built one make the same figure, with every option."""
-    for options in cases(name):
-        got = getattr(figures, name)(report, **options)
-        want = getattr(plotly_built, name)(report, **options)
-        plotly_built.same_figure(got, want, f"{name}({options})")
+def all_valid(report: Report, name: str) -> None:
+    for options in [{}, *OPTIONS.get(name, [])]:
+        valid(getattr(figures, name)(report, **options), f"{name}({options})")
 
 
 @cache
@@ -58,27 +61,20 @@ def corpus_report(a: str, b: str) -> Report:
     return compare(load_trace(CORPUS / a), load_trace(CORPUS / b), force=True)
 
 
-def test_every_builder_is_compared() -> None:
-    from traceviz.report.figures.backends import BACKEND_FIGURES
-
-    compared = [*BUILDERS, *(build.__name__ for build in BACKEND_FIGURES), "ranks_figure"]
-    assert sorted(compared) == sorted(
-        n for n in dir(plotly_built) if n.endswith("_figure") and not n.startswith("same")
-    )
-
-
 @pytest.mark.parametrize("run", SAMPLE_RUNS)
 @pytest.mark.parametrize("name", BUILDERS)
-def test_same_figures_on_sample_runs(run: str, name: str) -> None:
-    agree(sample_report(run), name)
+def test_valid_figures_on_sample_runs(run: str, name: str) -> None:
+    all_valid(sample_report(run), name)
 
 
 @pytest.mark.parametrize(("a", "b"), CORPUS_PAIRS, ids=[a for a, _ in CORPUS_PAIRS])
 @pytest.mark.parametrize("name", BUILDERS)
-def test_same_figures_on_corpus_pairs(a: str, b: str, name: str) -> None:
+def test_valid_figures_on_corpus_pairs(a: str, b: str, name: str) -> None:
+    """The A100 (CUDA graphs, memory totals), V100 (memory events without totals) and MI250 /
+    MI300X (ROCm) pairs."""
     if not (CORPUS / a).is_file() or not (CORPUS / b).is_file():
         pytest.skip(f"corpus traces not found in {CORPUS}")
-    agree(corpus_report(a, b), name)
+    all_valid(corpus_report(a, b), name)
 
 
 def _ops_only(tmp_trace: Callable[..., Path]) -> Path:
@@ -90,20 +86,20 @@ def _idle_step(tmp_trace: Callable[..., Path]) -> Path:
     return tmp_trace([step, op("aten::add", 200, 10)])
 
 
-def test_same_figures_when_nothing_ran_on_a_device(tmp_trace: Callable[..., Path]) -> None:
+def test_valid_figures_when_nothing_ran_on_a_device(tmp_trace: Callable[..., Path]) -> None:
     """GIVEN two traces of CPU ops only (no kernel, no memory event, no region), or a step
-    with nothing in it THEN every builder's empty branches make the plotly-built figures."""
+    with nothing in it THEN every builder's empty branches make valid figures."""
     report = compare(load_trace(_ops_only(tmp_trace)), load_trace(_ops_only(tmp_trace)))
     for name in BUILDERS:
-        agree(report, name)
+        all_valid(report, name)
     idle = compare(load_trace(_idle_step(tmp_trace)), load_trace(_idle_step(tmp_trace)))
-    agree(idle, "timeline_figure")
+    all_valid(idle, "timeline_figure")
     fig = figures.timeline_figure(idle)
     assert "no activity in this window" in [a.text for a in fig.layout.annotations]
 
 
-def test_same_figures_on_a_made_gpu_pair(tmp_trace: Callable[..., Path]) -> None:
-    """GIVEN a made eager/compiled pair with launches and kernels THEN the same figures."""
+def test_valid_figures_on_a_made_gpu_pair(tmp_trace: Callable[..., Path]) -> None:
+    """GIVEN a made eager/compiled pair with launches and kernels THEN valid figures."""
     eager = tmp_trace(
         [
             op("aten::add", 0, 10),
@@ -120,13 +116,13 @@ def test_same_figures_on_a_made_gpu_pair(tmp_trace: Callable[..., Path]) -> None
     )  # fmt: skip
     report = compare(load_trace(eager), load_trace(compiled))
     for name in BUILDERS:
-        agree(report, name)
+        all_valid(report, name)
 
 
 def test_figures_still_validate_and_keep_their_subplots() -> None:
     """GIVEN a figure built from specs THEN plotly validates what is set on it afterwards,
     ``row=``/``col=`` find its subplots, and two figures share no layout dict."""
-    report = sample_report(SAMPLE_RUNS[0])
+    report = sample_report("graph-break")
     fig = figures.timeline_figure(report)
     with pytest.raises(ValueError):
         fig.update_layout(not_a_property=1)
@@ -191,9 +187,9 @@ def test_histogram_counts_as_numpy_does() -> None:
     assert _histogram(np.array([]), edges).tolist() == [0] * 8
 
 
-def test_timeline_hover_texts_as_pandas_made_them() -> None:
-    """GIVEN timeline events, with and without a missing name, op or duration THEN the hover
-    texts are the ones pandas' string sums made (a missing part: a missing text)."""
+def test_timeline_hover_texts() -> None:
+    """GIVEN timeline events, with and without a missing name, op or duration THEN each hover
+    text is name, kind · duration, launching op; a missing op gives a missing text."""
     import pandas as pd
 
     from traceviz.report.figures.timeline import _hover_single
@@ -206,23 +202,23 @@ def test_timeline_hover_texts_as_pandas_made_them() -> None:
             "op": pd.array(["aten::mm", "aten::add", "aten::mm", "–"], dtype="str"),
         }
     )
+    got = _hover_single(events)
+    assert got.dtype == object and len(got) == 4
+    assert got[0] == got[2] and got[0].startswith("<b>gemm_kernel</b><br>gemm · ")
+    assert got[0].endswith("<br>launched by aten::mm")
+    assert len(got[1]) < 120 + 60  # the long name cut to length
+    assert got[3] == "<b>add</b><br>pointwise · –<br>launched by –"
     missing_op = events.assign(op=pd.array(["aten::mm", None, "aten::mm", "–"], dtype="str"))
-    missing_name = events.assign(name=["gemm_kernel", None, "gemm_kernel", "add"])
-    for frame in (events, missing_op):
-        want = plotly_built._hover_single(frame).to_numpy()
-        got = _hover_single(frame)
-        assert got.dtype == object and len(got) == len(want)
-        for g, w in zip(got, want, strict=True):
-            assert g == w or (pd.isna(g) and pd.isna(w)), (g, w)
-    assert _hover_single(events)[3] == "<b>add</b><br>pointwise · –<br>launched by –"
-    with pytest.raises(TypeError):  # as before: a missing name cannot be cut to length
-        _hover_single(missing_name)
+    texts = _hover_single(missing_op)
+    assert pd.isna(texts[1]) and texts[0] == got[0] and texts[3] == got[3]
+    with pytest.raises(TypeError):  # a missing name cannot be cut to length
+        _hover_single(events.assign(name=["gemm_kernel", None, "gemm_kernel", "add"]))
 
 
-def test_same_backend_figures(tmp_trace: Callable[..., Path]) -> None:
+def test_valid_backend_figures(tmp_trace: Callable[..., Path]) -> None:
     """GIVEN the run with ONNX Runtime backends (and the same run made to draw a log axis,
     to have no step times, no quartiles, and no op count that changes) THEN the Backends
-    figures are the plotly-built ones; a report without backends too."""
+    figures are valid; a report without backends too."""
     import dataclasses
 
     from traceviz.analysis.backends import BackendRow
@@ -253,17 +249,15 @@ def test_same_backend_figures(tmp_trace: Callable[..., Path]) -> None:
     for label, backends in variants.items():
         made = dataclasses.replace(report, backends=backends)
         for build in BACKEND_FIGURES:
-            name = build.__name__
             for subject in (made, plain):
-                got, want = build(subject), getattr(plotly_built, name)(subject)
-                plotly_built.same_figure(got, want, f"{label}: {name}")
+                valid(build(subject), f"{label}: {build.__name__}")
     log_axis = dataclasses.replace(report, backends=variants["log axis"])
     assert BACKEND_FIGURES[0](log_axis).layout.yaxis.type == "log"
 
 
-def test_same_ranks_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_valid_ranks_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """GIVEN a made job with a straggler (and its table without the straggler column, with a
-    part all missing, empty, cut to a few ranks) THEN the ranks figure is the plotly-built one."""
+    part all missing, empty, cut to a few ranks) THEN the ranks figure is valid."""
     pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
     import traceviz
     from tests.ranks_fixtures import synthetic_job, write_ranks
@@ -282,11 +276,7 @@ def test_same_ranks_figure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     ]
     for made in tables:
         for options in ({}, {"title": "Job"}):
-            got, want = (
-                ranks.ranks_figure(made, **options),
-                plotly_built.ranks_figure(made, **options),
-            )
-            plotly_built.same_figure(got, want, f"ranks_figure({options})")
+            valid(ranks.ranks_figure(made, **options), f"ranks_figure({options})")
     monkeypatch.setattr(ranks, "MAX_RANKS", 3)
-    plotly_built.same_figure(ranks.ranks_figure(table), plotly_built.ranks_figure(table))
+    valid(ranks.ranks_figure(table), "ranks_figure, 3 ranks")
     assert "3 of 8 ranks" in ranks.ranks_figure(table).layout.title.text
