@@ -20,7 +20,8 @@ import pytest
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
 from traceviz.analysis.fusion import EagerOnly, FusionKernels, FusionMap, fusion_map
-from traceviz.analysis.fusion_match import Credits, How, Outcome
+from traceviz.analysis.fusion_match import Credits, How, Outcome, credit_eager_kernels
+from traceviz.analysis.kernels import classify
 from traceviz.schema import ActivityKind, Kernels
 
 MakeTrace = Callable[..., Path]
@@ -400,3 +401,33 @@ def test_unrelated_corpus_pairs_get_no_fusion_figures(a: str, b: str) -> None:
     finding = next(f for f in forced.findings if f.id == "traces-not-comparable")
     assert "forced" in finding.title
     assert forced.fusion.eager_kernels_per_compiled_kernel is not None
+
+
+def assert_one_to_one(eager: traceviz.Trace, compiled: traceviz.Trace) -> None:
+    """Credits "identical" or "alias" (the one-to-one stages: the k-th instance of a signature
+    in an eager step takes the k-th in a compiled step) name a kernel the compiled trace ran,
+    with full confidence; against itself every kernel is identical to its own name (every
+    one-to-one stage pairs)."""
+    credits = credit_eager_kernels(eager, compiled, compiled_classified=classify(compiled))
+    paired = credits[credits[Credits.how].isin([How.IDENTICAL.value, How.ALIAS.value])]
+    ran = set(compiled.kernels[Kernels.name].astype(str))
+    assert set(paired[Credits.kernel].astype(str)) <= ran
+    assert (paired[Credits.confidence] == 1.0).all()
+    itself = credit_eager_kernels(eager, eager, compiled_classified=classify(eager))
+    assert (itself[Credits.how] == How.IDENTICAL.value).all()
+    names = eager.kernels[Kernels.name].astype(str).to_numpy()
+    rows = itself[Credits.eager_row].to_numpy(dtype=np.int64)
+    assert itself[Credits.kernel].astype(str).tolist() == names[rows].tolist()
+
+
+@pytest.mark.parametrize("run", ["h200/gpt2", "h200/gpt2-reduce-overhead", "mlp"])
+def test_one_to_one_stages_take_each_compiled_instance_once(run: str) -> None:
+    eager = load_trace(SAMPLES / run / "eager.pt.trace.json.gz")
+    compiled = load_trace(SAMPLES / run / "compiled.pt.trace.json.gz")
+    assert_one_to_one(eager, compiled)
+    assert_one_to_one(compiled, eager)
+
+
+@pytest.mark.parametrize(("a", "b"), CORPUS_PAIRS[:1] + CORPUS_PAIRS[3:4], ids=["a100", "rocm"])
+def test_one_to_one_stages_on_corpus_pairs(a: str, b: str) -> None:
+    assert_one_to_one(corpus(a), corpus(b))

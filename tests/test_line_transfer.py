@@ -314,3 +314,26 @@ def test_a_real_cuda_run_with_a_lines_trace(name: str) -> None:
     total = measured[K.excl_dur_us].fillna(measured[K.dur_us]).sum()
     assert by_line["eager_kernels"].sum() <= len(measured)
     assert by_line["eager_time_us"].sum() <= total + 1e-6
+
+
+@pytest.mark.parametrize("name", ["h200/gpt2", "h200/graph-break", "mlp"])
+def test_twins_across_different_traces_pair_like_kernels_once(name: str) -> None:
+    """GIVEN a run's eager and compiled traces (mostly different kernels), both ways THEN every
+    twin is a kernel of the same name, stream and device, no kernel is twin to two, and the
+    lines carried are exactly those of the twinned rows."""
+    run = read_run_dir(SAMPLES / name)
+    eager, compiled = load_trace(run.eager), load_trace(run.compiled)
+    for a, b in ((eager, compiled), (compiled, eager)):
+        twins = twin_rows(a, b)
+        assert twins.dtype == np.int64 and len(twins) == len(a.kernels)
+        mine = np.flatnonzero(twins >= 0)
+        assert len(mine)  # library kernels run on both sides
+        theirs = twins[mine]
+        assert len(set(theirs.tolist())) == len(theirs)
+        for column in (K.name, K.stream, K.device):
+            left = a.kernels[column].astype(object).to_numpy()[mine]
+            right = b.kernels[column].astype(object).to_numpy()[theirs]
+            assert [str(v) for v in left] == [str(v) for v in right], column
+        moved = transfer_lines(a, b)
+        assert moved.matched == len(mine)
+        assert set(moved.lines[KL.kernel_row]) <= set(mine.tolist())
