@@ -19,10 +19,13 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 from types import ModuleType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from traceviz._version import __version__
 from traceviz.errors import TraceVizError, UsageError
+
+if TYPE_CHECKING:
+    from traceviz.settings import Settings
 
 
 class Command(NamedTuple):
@@ -104,18 +107,6 @@ def _add_max_bytes(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _apply_max_bytes(args: argparse.Namespace) -> None:
-    """--max-bytes reaches every trace load of this process through the environment."""
-    value = getattr(args, "max_bytes", None)
-    if value is not None:
-        from traceviz.cache_paths import MAX_BYTES_ENV, parse_size  # no parser, no pandas
-
-        try:
-            os.environ[MAX_BYTES_ENV] = str(parse_size(value))
-        except UsageError as err:
-            raise UsageError(f"--max-bytes: {err}") from None
-
-
 def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cache-dir",
@@ -133,22 +124,27 @@ def _add_cache_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _apply_cache_options(args: argparse.Namespace) -> None:
-    """--cache-dir and --no-cache reach every trace load of this process through the
-    environment, as --max-bytes does."""
-    no_cache = bool(getattr(args, "no_cache", False))
-    directory = str(getattr(args, "cache_dir", None) or "")
-    if not (no_cache or directory):
-        return
-    from traceviz.cache_paths import CACHE_DIR_ENV, NO_CACHE_ENV
+def _settings(args: argparse.Namespace) -> Settings:
+    """The settings this command runs with: --cache-dir, --no-cache and --max-bytes over
+    their environment variables (:mod:`traceviz.settings`), which give the rest."""
+    from pathlib import Path
 
-    if no_cache:
-        os.environ[NO_CACHE_ENV] = "1"
-        return
-    if os.path.exists(directory) and not os.path.isdir(directory):
-        raise UsageError(f"--cache-dir: {directory} is not a directory")
-    os.environ[CACHE_DIR_ENV] = directory
-    os.environ.pop(NO_CACHE_ENV, None)
+    from traceviz.settings import Settings, parse_size
+
+    given: dict[str, Any] = {}
+    if (value := getattr(args, "max_bytes", None)) is not None:
+        try:
+            given["max_bytes"] = parse_size(value)
+        except UsageError as err:
+            raise UsageError(f"--max-bytes: {err}") from None
+    directory = str(getattr(args, "cache_dir", None) or "")
+    if getattr(args, "no_cache", False):
+        given.update(cache_dir=None, cache_origin="--no-cache")
+    elif directory:
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise UsageError(f"--cache-dir: {directory} is not a directory")
+        given.update(cache_dir=Path(directory).expanduser(), cache_origin="--cache-dir")
+    return Settings.from_environ(**given)
 
 
 def _silence_stdout() -> None:
@@ -189,9 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        _apply_max_bytes(args)
-        _apply_cache_options(args)
-        code = int(args._module.run(args))
+        from traceviz.settings import using
+
+        with using(_settings(args)):
+            code = int(args._module.run(args))
         if sys.stdout is not None:  # None: started with stdout closed (-o FILE wrote it all)
             sys.stdout.flush()  # a closed pipe shows here, not after main has returned
         return code

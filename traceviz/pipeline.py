@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from traceviz import settings
 from traceviz.analysis.backends import backends_view
 from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.compare import compare_sides as compare_analysed
@@ -47,7 +48,7 @@ SideInput = Trace | Side | str | Path
 
 RUN_NAMES = ("eager", "compiled")
 #: ``TRACEVIZ_CONCURRENT=0``: the two sides one after the other, on the calling thread
-CONCURRENT_ENV = "TRACEVIZ_CONCURRENT"
+CONCURRENT_ENV = settings.CONCURRENT_ENV
 #: the sides run at once only when a file to load holds at least this many bytes of JSON
 #: (below, a thread costs more than the little that overlaps)...
 OVERLAP_MIN_BYTES = 16 * 2**20
@@ -222,7 +223,7 @@ def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None)
     analysed from two threads), nor on one CPU, nor with ``TRACEVIZ_CONCURRENT=0``."""
     if isinstance(a, Side) or isinstance(b, Side):
         return False
-    if os.environ.get(CONCURRENT_ENV, "").strip() == "0" or _cpus() < 2:
+    if not settings.current().concurrent or _cpus() < 2:
         return False
     if all(v is None or isinstance(v, Trace) for v in (a, b, eager_lines)):
         return False  # nothing to load

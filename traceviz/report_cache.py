@@ -13,7 +13,7 @@ an entry keyed by everything that determines the :class:`~traceviz.report.bundle
   ``.py`` file the report can depend on: the parser, analyses, rules and renderers alike; not
   the command, dashboard and ranks front ends), the Python, numpy, pandas, pyarrow and msgspec
   versions (read from their ``dist-info`` directories: nothing is imported) and the
-  ``TRACEVIZ_MAX_BYTES`` cap.
+  byte cap (``--max-bytes``, ``TRACEVIZ_MAX_BYTES``).
 
 Computing a key imports neither pandas nor NumPy nor the parser (this module loads them only
 to read or write a payload), so the rendered-output cache
@@ -55,8 +55,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from traceviz import settings
 from traceviz._version import __version__
-from traceviz.cache_paths import ENTRY_FILE, MAX_BYTES_ENV, cache_dir
+from traceviz.cache_paths import ENTRY_FILE, cache_dir
+from traceviz.cache_paths import MAX_BYTES_ENV as MAX_BYTES_ENV
 
 if TYPE_CHECKING:
     from traceviz.report.bundle import Report
@@ -357,7 +359,7 @@ def _environment() -> dict[str, Any]:
         "source": _source_fingerprint(),
         "python": list(sys.version_info[:3]),
         "versions": package_versions(("numpy", "pandas", "pyarrow", "msgspec")),
-        "max_bytes": os.environ.get(MAX_BYTES_ENV),
+        "max_bytes": settings.current().max_bytes,
     }
 
 

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             cluster=args.cluster,
             workers=args.workers,
             rank_regex=args.rank_regex,
-            max_bytes=None,  # --max-bytes reaches every load through the environment
+            max_bytes=None,  # --max-bytes reaches every load through traceviz.settings
             progress=show,
         )
     finally:

@@ -7,7 +7,7 @@ cache keeps the rendered output itself. Its key holds everything that decides th
 
 - the report cache's key for the command's inputs (each input's path, size, mtime, inode and,
   up to 4 MiB, SHA-256; a run directory's files; the compile log, ``--names``, ``--force``;
-  the versions of Python, NumPy, pandas, pyarrow, msgspec; ``TRACEVIZ_MAX_BYTES``) — for
+  the versions of Python, NumPy, pandas, pyarrow, msgspec; the byte cap) — for
   ``summary``, the one trace's;
 - a fingerprint of every ``.py`` file of traceviz (the commands and the console included) and
   the rich, plotly and orjson versions;

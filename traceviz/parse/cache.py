@@ -7,10 +7,11 @@ directory written by :meth:`~traceviz.trace.Trace.save` (one uncompressed NumPy 
 table, :mod:`traceviz.table_store`; no pyarrow) plus ``entry.json`` (the key and the
 JSON byte count, so ``max_bytes`` is still enforced on a hit).
 
-Where: ``cache=<dir>``, else ``$TRACEVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceviz``, else
-``~/.cache/traceviz``. Off: ``cache=False`` or ``TRACEVIZ_NO_CACHE=1`` (an explicit directory
-still turns it on). Size: at most ``TRACEVIZ_CACHE_MAX_BYTES`` (default
-:data:`DEFAULT_MAX_CACHE_BYTES`); the least recently used entries go first. Files smaller than
+Where: ``cache=<dir>``, else the current :mod:`traceviz.settings`' (``--cache-dir``,
+``$TRACEVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceviz``, else ``~/.cache/traceviz``). Off:
+``cache=False``, ``--no-cache`` or ``TRACEVIZ_NO_CACHE=1`` (an explicit directory still turns
+it on). Size: at most ``TRACEVIZ_CACHE_MAX_BYTES`` (default :data:`DEFAULT_MAX_CACHE_BYTES`);
+the least recently used entries go first. Files smaller than
 :data:`MIN_FILE_BYTES` are not cached: for them a parse costs little more than a hit.
 
 Safe under concurrent runs: an entry is written into a temporary directory and renamed into
@@ -35,18 +36,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from traceviz import settings
 from traceviz._version import __version__
 
-# The cache's names and directory rule live in traceviz.cache_paths (the front ends find the
-# cache without the parser); CACHE_DIR_ENV and NO_CACHE_ENV are still importable from here.
+# The cache's directory rule lives in traceviz.cache_paths and its variables in
+# traceviz.settings (the front ends find the cache without the parser); still importable here.
 from traceviz.cache_paths import CACHE_DIR_ENV as CACHE_DIR_ENV
-from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir, parse_size
+from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir
 from traceviz.cache_paths import NO_CACHE_ENV as NO_CACHE_ENV
-from traceviz.errors import UsageError
+from traceviz.settings import DEFAULT_MAX_CACHE_BYTES as DEFAULT_MAX_CACHE_BYTES
+from traceviz.settings import MAX_CACHE_BYTES_ENV as MAX_CACHE_BYTES_ENV
 from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
 
-MAX_CACHE_BYTES_ENV = "TRACEVIZ_CACHE_MAX_BYTES"
-DEFAULT_MAX_CACHE_BYTES = 2 * 2**30
 # Below this file size a parse (~10 ms per 100 kB of gzip, ~25 ms at least) costs little more
 # than a hit (~12 ms to read the seven .npz tables of a small trace, plus the lookup).
 MIN_FILE_BYTES = 256 * 2**10
@@ -57,15 +58,9 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def max_cache_bytes() -> int:
-    """The size bound of the cache directory: ``$TRACEVIZ_CACHE_MAX_BYTES`` (``"2GiB"``, ...)
-    or :data:`DEFAULT_MAX_CACHE_BYTES`."""
-    env = os.environ.get(MAX_CACHE_BYTES_ENV)
-    if not env:
-        return DEFAULT_MAX_CACHE_BYTES
-    try:
-        return parse_size(env)
-    except UsageError as err:
-        raise UsageError(f"{MAX_CACHE_BYTES_ENV}: {err}") from None
+    """The size bound of the cache directory: the current settings'
+    (``$TRACEVIZ_CACHE_MAX_BYTES``, ``"2GiB"``, ..., else :data:`DEFAULT_MAX_CACHE_BYTES`)."""
+    return settings.current().cache_max_bytes
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,7 +20,6 @@ Python way, whose tables are the same, and whose errors name the file and the pr
 from __future__ import annotations
 
 import logging
-import os
 import queue
 import threading
 from collections.abc import Generator
@@ -31,6 +30,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
+from traceviz import settings
 from traceviz.dense import factorize_in_order
 from traceviz.parse import read
 from traceviz.parse.build import Collector
@@ -41,7 +41,7 @@ from traceviz.trace import Trace
 
 __all__ = ["NATIVE_ENV", "NativeSource", "parse_native", "scan", "scanner_module"]
 
-NATIVE_ENV = "TRACEVIZ_NATIVE"
+NATIVE_ENV = settings.NATIVE_ENV
 # Events scanned into columns at a time (kinds and values: 9 bytes a field, 34 fields: about
 # 10 MB a batch at this size). Chosen by measurement (benchmarks/parse.py, fresh processes):
 # a batch's buffers are new memory, and a page fault costs ~3 us a page on the benchmark VM,
@@ -78,9 +78,9 @@ _module: Any = _UNSET
 
 def scanner_module() -> Any:
     """The ``_scan`` extension module, or ``None`` when it is not built or
-    ``TRACEVIZ_NATIVE=0``."""
+    ``TRACEVIZ_NATIVE=0`` (the current :mod:`traceviz.settings`)."""
     global _module
-    if os.environ.get(NATIVE_ENV, "").strip() == "0":
+    if not settings.current().native:
         return None
     if _module is _UNSET:
         try:

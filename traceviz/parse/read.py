@@ -21,11 +21,15 @@ from typing import Any
 
 import msgspec
 
-# MAX_BYTES_ENV and parse_size live in traceviz.cache_paths (the command line checks
-# --max-bytes without the parser); still importable from here.
-from traceviz.cache_paths import MAX_BYTES_ENV, parse_size
+from traceviz import settings
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse.events import Event, RawTraceDocument, TraceDocument, TraceHeader
+
+# The cap's variable, default and size texts live in traceviz.settings (the command line
+# checks --max-bytes without the parser); still importable from here.
+from traceviz.settings import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
+from traceviz.settings import MAX_BYTES_ENV as MAX_BYTES_ENV
+from traceviz.settings import parse_size as parse_size
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
@@ -33,28 +37,17 @@ READ_CHUNK = 16 * 2**20  # bytes of inflated JSON per read while streaming a gzi
 # Events decoded into structs at a time: their columns are taken before the next batch, so
 # only one batch of structs is ever alive (about 40 MB), and its objects are still in cache.
 BATCH_EVENTS = 32768
-
-# The most JSON bytes a trace may hold (after gzip). Parsing needs about 5x the JSON size in
-# memory (benchmarks/RESULTS.md: 999 MiB peak for 206 MB), and the largest real trace of the
-# corpus is 64 MB: 4 GiB is far above any real trace and still fits a large workstation.
-DEFAULT_MAX_BYTES = 4 * 2**30
 _FIRST_TOKEN = re.compile(rb"\s*")
 
 
 def max_bytes(explicit: int | None = None) -> int:
-    """The cap on a trace's JSON bytes: ``explicit`` when given, else the ``TRACEVIZ_MAX_BYTES``
-    environment variable (a :func:`parse_size` text), else :data:`DEFAULT_MAX_BYTES`."""
+    """The cap on a trace's JSON bytes: ``explicit`` when given, else the current settings'
+    (``--max-bytes``, ``TRACEVIZ_MAX_BYTES``, else :data:`DEFAULT_MAX_BYTES`)."""
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit <= 0:
             raise UsageError(f"max_bytes must be a positive number of bytes, not {explicit!r}")
         return explicit
-    env = os.environ.get(MAX_BYTES_ENV)
-    if env:
-        try:
-            return parse_size(env)
-        except UsageError as err:
-            raise UsageError(f"{MAX_BYTES_ENV}: {err}") from None
-    return DEFAULT_MAX_BYTES
+    return settings.current().max_bytes
 
 
 def read_bytes(path: Path, *, limit: int | None = None) -> bytes | bytearray:
