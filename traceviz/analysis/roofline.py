@@ -39,9 +39,10 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
+from traceviz.analysis.device import is_analysed
 from traceviz.analysis.flops import FlopRule, OpFlops, op_flops
-from traceviz.analysis.kernels import Classified
-from traceviz.analysis.memory import KernelTraffic, MemoryTraffic, split_bytes
+from traceviz.analysis.kernels import Classified, classify
+from traceviz.analysis.memory import KernelTraffic, MemoryTraffic, memory_traffic, split_bytes
 from traceviz.analysis.peaks import PRECISIONS, DevicePeaks, PeakLookup, device_peaks
 from traceviz.dense import unique_inverse
 from traceviz.runs.runinfo import HostPeaks
@@ -62,6 +63,7 @@ __all__ = [
     "RooflineColumns",
     "kernel_roofline",
     "side_roofline",
+    "trace_roofline",
 ]
 
 #: A kernel shorter than this (µs) is latency bound: about what one launch costs end to end.
@@ -408,4 +410,19 @@ def side_roofline(
         kinds=side.kernels[Classified.kind],
         traffic=side.traffic,
         peaks=device_peaks(trace, override=override, host=host),
+    )
+
+
+def trace_roofline(trace: Trace, *, override: DevicePeaks | None = None) -> Roofline | None:
+    """:func:`kernel_roofline` of one trace on its own (``traceviz summary``): its kernels
+    classified and its memory traffic estimated here, the peaks of its device or ``override``
+    (a ``--peaks`` file's). None when traceviz does not model the trace's device."""
+    if not is_analysed(trace):
+        return None
+    kinds = classify(trace)[Classified.kind]
+    return kernel_roofline(
+        trace,
+        kinds=kinds,
+        traffic=memory_traffic(trace, kinds=kinds),
+        peaks=device_peaks(trace, override=override),
     )

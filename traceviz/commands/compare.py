@@ -76,6 +76,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="A and B are ranks datasets (traceviz ingest): compare the two runs rank by rank",
     )
+    add_peaks_argument(parser)
+
+
+def add_peaks_argument(parser: argparse.ArgumentParser) -> None:
+    """``--peaks FILE`` (read by :func:`read_peaks`), shared with ``traceviz summary``."""
     parser.add_argument(
         "--peaks",
         metavar="FILE",

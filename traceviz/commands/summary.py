@@ -3,7 +3,9 @@
 TRACE is a Chrome/Kineto trace (.json, .json.gz), an ONNX Runtime profile (written with
 SessionOptions.enable_profiling: its nodes are the kernels, each session.run a step; see
 docs/onnxruntime-profile.md) or a cache directory written by Trace.save. The JSON form is
-documented in docs/summary-json.md.
+documented in docs/summary-json.md. A short roofline follows the tables: the device peaks
+used (the peak table's row for the trace's device, or --peaks FILE's figures), device time per
+bound, and the top kernels' TB/s, TFLOP/s and % of roof (docs/roofline.md).
 
 With --ranks, TRACE is a ranks dataset made by `traceviz ingest`: one job's ranks —
 stragglers, waiting inside collectives, step and kernel spread, failed ranks, findings
@@ -14,6 +16,7 @@ examples:
   traceviz summary eager.pt.trace.json.gz
   traceviz summary trace.json.gz --format json --top 5 > summary.json
   traceviz summary onnxruntime_profile_2026-11-30_16-16-16.json
+  traceviz summary compiled.pt.trace.json.gz --peaks my-gpu.json  # your own peaks
   traceviz summary ranks-dataset/ --ranks --format json > ranks.json
 """
 
@@ -24,6 +27,7 @@ import argparse
 import traceviz
 from traceviz.commands import output_cache
 from traceviz.commands.collector import collector_off
+from traceviz.commands.compare import add_peaks_argument, read_peaks
 from traceviz.report.formats import SUMMARY, names, renderer
 
 RANKS_FORMATS = ("text", "json", "markdown")  # traceviz.ranks.render.FORMATS
@@ -41,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="output format (markdown: with --ranks)",
     )
     parser.add_argument("--top", type=int, default=10, metavar="N", help="kernels to list (10)")
+    add_peaks_argument(parser)
     parser.add_argument(
         "--ranks",
         action="store_true",
@@ -51,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "ranks", False):
+        if args.peaks is not None:
+            raise traceviz.UsageError("--peaks is for one trace's roofline, not --ranks")
         from traceviz.commands import ranks_summary
 
         return ranks_summary.run(args)
@@ -61,19 +68,22 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
-    # An unchanged trace with the same options: the stored output, without pandas.
-    entry = output_cache.summary_entry(args)
+    peaks = read_peaks(args)  # a bad --peaks file fails before any work
+    # An unchanged trace with the same options: the stored output, without pandas (not with
+    # --peaks: the entry's key does not hold the file)
+    entry = output_cache.summary_entry(args) if peaks is None else None
     if entry is not None and (hit := entry.read()) is not None:
         output_cache.write(hit, None)
         return 0
     with collector_off():  # heavy (pandas, the analyses): made after the collector's freeze
+        from traceviz.analysis.roofline import trace_roofline
         from traceviz.analysis.summary import summarize
         from traceviz.diagnose import diagnose_trace
         from traceviz.parse import load_trace  # noqa: F401  (traceviz.load's parser, imported here)
 
     trace = traceviz.load(args.trace)
     summary = summarize(trace, top=args.top)
-    output_cache.emit_cached(
-        renderer(args.format).summary(summary, diagnose_trace(trace)), None, entry
-    )
+    roofline = trace_roofline(trace, override=peaks)
+    rendered = renderer(args.format).summary(summary, diagnose_trace(trace), roofline)
+    output_cache.emit_cached(rendered, None, entry)
     return 0

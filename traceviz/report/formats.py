@@ -2,7 +2,9 @@
 
 A format is a :class:`Renderer`: ``comparison(report, top=)`` renders a
 :class:`~traceviz.report.bundle.Report` (headline, tables, findings), ``summary(summary,
-findings)`` one trace's :class:`~traceviz.analysis.summary.TraceSummary` and its findings.
+findings, roofline=)`` one trace's :class:`~traceviz.analysis.summary.TraceSummary`, its
+findings and its :class:`~traceviz.analysis.roofline.Roofline` (None: not computed, or the
+device is not modelled).
 Each returns the document as text, or, for the terminal format, a function that draws it on a
 rich console (colours on a terminal, plain text in a file). A format that cannot render a kind
 of result leaves that method out; :func:`names` lists the formats that can.
@@ -23,6 +25,7 @@ from traceviz.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from traceviz.analysis.roofline import Roofline
     from traceviz.analysis.summary import TraceSummary
     from traceviz.diagnose.finding import Finding
     from traceviz.report.bundle import Report
@@ -44,7 +47,9 @@ class Renderer:
     def comparison(self, report: Report, *, top: int) -> Rendered:
         raise UsageError(f"--format {self.name} is not offered for a comparison")
 
-    def summary(self, summary: TraceSummary, findings: Sequence[Finding]) -> Rendered:
+    def summary(
+        self, summary: TraceSummary, findings: Sequence[Finding], roofline: Roofline | None = None
+    ) -> Rendered:
         raise UsageError(f"--format {self.name} is not offered for a trace summary")
 
 
@@ -59,11 +64,13 @@ class TextRenderer(Renderer):
 
         return lambda console: render_comparison(report, console, top=top)
 
-    def summary(self, summary: TraceSummary, findings: Sequence[Finding]) -> Rendered:
+    def summary(
+        self, summary: TraceSummary, findings: Sequence[Finding], roofline: Roofline | None = None
+    ) -> Rendered:
         from traceviz.report.text import render_findings, render_summary
 
         def draw(console: Console) -> None:
-            render_summary(summary, console)
+            render_summary(summary, console, roofline=roofline)
             render_findings(findings, console)
 
         return draw
@@ -80,10 +87,15 @@ class JsonRenderer(Renderer):
 
         return json.dumps(comparison_json(report, top=top), indent=2) + "\n"
 
-    def summary(self, summary: TraceSummary, findings: Sequence[Finding]) -> Rendered:
+    def summary(
+        self, summary: TraceSummary, findings: Sequence[Finding], roofline: Roofline | None = None
+    ) -> Rendered:
         from traceviz.report.json_numbers import whole_counts
 
-        data = whole_counts({**summary.to_json(), "findings": [f.to_json() for f in findings]})
+        shown = roofline.to_json(top=summary.top) if roofline is not None else None
+        data = whole_counts(
+            {**summary.to_json(), "roofline": shown, "findings": [f.to_json() for f in findings]}
+        )
         return json.dumps(data, indent=2) + "\n"
 
 

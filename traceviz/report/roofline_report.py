@@ -10,6 +10,7 @@ override, :attr:`traceviz.report.bundle.Report.peaks`) and
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
@@ -17,17 +18,26 @@ import pandas as pd
 from traceviz.analysis.bridge import BridgeParts, StepBridge, step_bridge
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.fusion_ledger import LedgerColumns, fusion_ledger
-from traceviz.analysis.roofline import Roofline, RooflineByName, side_roofline
+from traceviz.analysis.roofline import (
+    LATENCY_SHARE,
+    LATENCY_US,
+    Roofline,
+    RooflineByName,
+    side_roofline,
+)
 from traceviz.records import records
 from traceviz.report.ledger_lines_report import by_line_json, by_line_of, by_line_view
 from traceviz.report.views import View
 from traceviz.units import fmt_bytes, fmt_pct, fmt_us
 
 __all__ = [
+    "bounds_view",
     "bridge_json",
     "bridge_of",
+    "kernels_view",
     "ledger_json",
     "ledger_of",
+    "peaks_note",
     "roofline_json",
     "roofline_of",
     "roofline_views",
@@ -135,40 +145,68 @@ def _bridge_view(comparison: Comparison) -> View | None:
 def _roofline_view(
     comparison: Comparison, rooflines: dict[str, Roofline | None], *, top: int
 ) -> View | None:
+    named = [
+        (comparison.side(which).name, roofline)
+        for which, roofline in rooflines.items()
+        if roofline is not None
+    ]
+    return kernels_view(named, top=top)
+
+
+def kernels_view(named: Sequence[tuple[str | None, Roofline]], *, top: int) -> View | None:
+    """The ``top`` kernel names by device time of each roofline (:class:`RooflineByName`: count,
+    time, TB/s, TFLOP/s, FLOP/byte, % of roof, bound), with the peaks each used in the note;
+    ``named`` pairs a side's label with its roofline (label None: one trace, no side column)."""
     rows: list[list[str]] = []
-    notes = []
-    for which in ("a", "b"):
-        roofline = rooflines[which]
-        if roofline is None:
-            continue
-        name = comparison.side(which).name
-        peaks = roofline.peaks
-        if peaks.peaks is None:
-            notes.append(f"{name}: no peaks for {peaks.device_name or 'this device'} (no-peak)")
-        else:
-            notes.append(f"{name}: {peaks.peaks.name} ({peaks.basis.value}: {peaks.peaks.source})")
+    notes = [peaks_note(label, roofline) for label, roofline in named]
+    for label, roofline in named:
         for _, row in roofline.by_name.head(top).iterrows():
-            rows.append(_roofline_row(name, row))
+            cells = _roofline_row(label or "", row)
+            rows.append(cells if label is not None else cells[1:])
     if not rows:
         return None
+    columns = ["side", "kernel", "kind", "count", "time", "TB/s", "TFLOP/s", "FLOP/B",
+               "% of roof", "bound"]  # fmt: skip
+    one = all(label is None for label, _ in named)
     return View(
         title="Roofline: kernels by device time",
-        columns=[
-            "side",
-            "kernel",
-            "kind",
-            "count",
-            "time",
-            "TB/s",
-            "TFLOP/s",
-            "FLOP/B",
-            "% of roof",
-            "bound",
-        ],
+        columns=columns[1:] if one else columns,
         rows=rows,
         note="; ".join(notes),
-        names=(1,),
+        names=(0,) if one else (1,),
     )
+
+
+def peaks_note(label: str | None, roofline: Roofline) -> str:
+    """The peaks a roofline used and their basis: ``"<label>: <device> (<basis>: <source>)"``."""
+    peaks = roofline.peaks
+    prefix = f"{label}: " if label is not None else ""
+    if peaks.peaks is None:
+        return f"{prefix}no peaks for {peaks.device_name or 'this device'} (no-peak)"
+    return f"{prefix}{peaks.peaks.name} ({peaks.basis.value}: {peaks.peaks.source})"
+
+
+def bounds_view(roofline: Roofline) -> View | None:
+    """Device time per bound (``Roofline.time_by_bound``), most first, with its share of the
+    time of every kernel, memcpy and memset."""
+    total = sum(roofline.time_by_bound.values())
+    if total <= 0:
+        return None
+    ordered = sorted(roofline.time_by_bound.items(), key=lambda item: -item[1])
+    latency = f"latency: < {LATENCY_US:g} µs or < {LATENCY_SHARE:.0%} of roof"
+    return View(
+        title="Roofline: time by bound",
+        columns=["bound", "device time", "share"],
+        rows=[
+            [_bound_label(bound, latency), fmt_us(time), fmt_pct(100 * time / total)]
+            for bound, time in ordered
+        ],
+    )
+
+
+def _bound_label(bound: str, latency: str) -> str:
+    """A bound as shown, ``latency`` with its rule (short: a table of three columns)."""
+    return latency if bound == "latency" else bound
 
 
 def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int) -> View | None:

@@ -16,12 +16,13 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from traceviz.analysis.roofline import Roofline
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.diagnose.finding import Finding
 from traceviz.records import records
 from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
-from traceviz.report.roofline_report import roofline_views
+from traceviz.report.roofline_report import bounds_view, kernels_view, roofline_views
 from traceviz.report.views import View, comparison_views, headline
 from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
@@ -33,8 +34,11 @@ def print_summary(trace: Trace, console: Console, *, top: int = 10) -> None:
     render_summary(summarize(trace, top=top), console)
 
 
-def render_summary(summary: TraceSummary, console: Console) -> None:
-    """Print a :class:`TraceSummary` as a headline table and detail tables."""
+def render_summary(
+    summary: TraceSummary, console: Console, *, roofline: Roofline | None = None
+) -> None:
+    """Print a :class:`TraceSummary` as a headline table and detail tables, then, given the
+    trace's ``roofline``, its device time by bound and its top kernels against the roof."""
     console.print(_headline(summary))
     if len(summary.activities):
         console.print(_activities(summary))
@@ -44,6 +48,11 @@ def render_summary(summary: TraceSummary, console: Console) -> None:
         console.print(_launch_classes(summary))
     if len(summary.region_kinds):
         console.print(_regions(summary))
+    if roofline is not None:
+        views = [bounds_view(roofline), kernels_view([(None, roofline)], top=summary.top)]
+        for view in views:
+            if view is not None:
+                render_view(view, console)
 
 
 def _headline(s: TraceSummary) -> Table:
