@@ -28,6 +28,7 @@ from traceviz.diagnose.finding import Finding, Severity
 from traceviz.diagnose.rules.gemm import add_share
 from traceviz.pipeline import Report, compare, compare_run
 from traceviz.rundir import is_run_dir
+from traceviz.schema import Kernels
 
 RUNS = sorted(p.parent for p in SAMPLES.glob("**/run.json")) if SAMPLES.is_dir() else []
 PAIRS = [
@@ -168,6 +169,14 @@ def test_reduce_overhead_wait_is_cpu_time_around_the_replays() -> None:
     assert "around its CUDA graph replays" in finding.title
     assert "already replay" in finding.next_step and "reduce-overhead" not in finding.next_step
     assert "Dynamo's guards" in finding.gain_basis
+    evidence = {e.label: e.value for e in finding.evidence if not isinstance(e, str)}
+    assert evidence["kernels replayed by graphs"] > 0.95
+    assert evidence["kernels launched one by one per step"] <= 1
+    before = evidence["waiting for the CPU before the first kernel, per step"]
+    assert before > 0.5 * evidence["device waiting for the CPU per step"]
+    # CUDA graphs cannot remove the wait, and it is not kernels launched outside the graph
+    assert "CUDA graphs remove" not in finding.gain_basis
+    assert "still launched one by one" not in finding.next_step
     # the eager side's wait is launches: there CUDA graphs are the advice
     eager = [f for f in report.findings if f.id == "launch-bound" and f.trace == "eager"]
     assert eager and 'mode="reduce-overhead"' in eager[0].next_step
@@ -185,6 +194,23 @@ def test_reduce_overhead_wait_is_cpu_time_around_the_replays() -> None:
 )
 def test_an_adds_own_share_of_its_kernel(name: str, share: float) -> None:
     assert add_share(name) == pytest.approx(share)
+
+
+def test_matmul_add_gain_is_not_a_whole_fused_kernel() -> None:
+    """block (CPU): the adds fused into kernels that also do cos, gelu… promise their own
+    share, well under half those kernels' time per step."""
+    report = run_report(SAMPLES / "block")
+    found = [f for f in report.findings if f.id == "unfused-matmul-add"]
+    assert found, [f.id for f in report.findings]
+    by_name = {s.name: s for s in (report.comparison.a, report.comparison.b)}
+    for finding in found:
+        side = by_name[finding.trace]
+        kernels = side.trace.kernels
+        names = kernels[Kernels.name].astype(str)
+        more = names.str.contains("_cos_") & names.str.contains("_gelu_")
+        per_step = float(kernels.loc[more, Kernels.dur_us].sum()) / side.summary.step_count
+        assert finding.est_gain_us is not None
+        assert finding.est_gain_us < 0.5 * per_step, (finding.est_gain_us, per_step)
 
 
 def test_a_separate_add_kernel_is_promised_whole() -> None:

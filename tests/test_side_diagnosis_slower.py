@@ -16,8 +16,10 @@ import traceviz
 from tests._reference import CORPUS_PAIRS
 from tests.conftest import kernel, launch, op
 from traceviz.analysis.windows import full_steps
+from traceviz.diagnose import Finding
 from traceviz.diagnose.facts import TraceFacts, facts_of_trace, kernel_times
 from traceviz.diagnose.rules import slower
+from traceviz.pipeline import compare
 from traceviz.schema import Kernels, Steps
 
 
@@ -178,6 +180,15 @@ def test_idle_by_cause_on_the_a100_pair() -> None:
     # each line is a part b has more of: together at most b's measured idle time per step
     b_idle = _part_per_step(report.b, (IdleParts.idle_us,))
     assert 0 < sum(lines.values()) <= b_idle
+    # with the causes b has less of, the lines net to b's extra idle per step (but for the
+    # causes under the 1%-of-b's-step threshold, left out of both)
+    (found,) = [f for f in report.findings if f.id == slower.RULE_ID]
+    less = [e.value for e in found.evidence
+            if not isinstance(e, str) and e.label.startswith("less device idle time")]  # fmt: skip
+    assert less  # b waits less for the CPU
+    extra = b_idle - _part_per_step(report.a, (IdleParts.idle_us,))
+    slack = slower.IDLE_CAUSE_MIN_SHARE * report.b.summary.step_mean_us * len(slower.IDLE_CAUSES)
+    assert sum(lines.values()) - sum(less) <= extra + slack
 
 
 GPU_PAIRS = [
@@ -207,3 +218,42 @@ def test_idle_causes_named_only_from_one_percent(pair: tuple[str, str]) -> None:
         assert line.share is not None and line.share >= slower.IDLE_CAUSE_MIN_SHARE, line
     b_idle = _part_per_step(report.b, (IdleParts.idle_us,))
     assert sum(line.value for line in lines) <= b_idle
+
+
+# The compiled-slower attribution does not blame one outlier kernel (issue 10 §4).
+#
+# A sample run made on a busy machine had one compiled ``aten::addmm`` of 8.4 ms among 0.2-0.3 ms
+# ones (the same library call as in eager; the machine was busy in that one profiled step).
+# Averaged over the steps this read "more gemm kernel time: 2.61 ms (76.2% of step)" and
+# "compiled GEMMs mean 1.58 ms" under a next step that says "a slower GEMM → try max-autotune".
+# The attribution now compares the median step (and the GEMMs' median duration) when there are
+# 3+ steps. The samples were remade on a quiet machine since, so the case is rebuilt by hand.
+
+
+Make = Callable[..., Path]
+
+
+def _slower(findings: list[Finding]) -> Finding:
+    (finding,) = [f for f in findings if f.id == "compiled-slower"]
+    return finding
+
+
+def _trace(make: Make, step_us: float, mm_us: list[float]) -> Path:
+    events = []
+    for i, mm in enumerate(mm_us):
+        start = i * 20_000
+        events.append(op(f"ProfilerStep#{i}", start, step_us, cat="user_annotation"))
+        events.append(op("aten::mm", start + 10, mm, **{"Input Dims": [[64, 64], [64, 64]]}))
+    return make(events)
+
+
+def test_synthetic_outlier_gemm_step_versus_a_real_one(tmp_trace: Make) -> None:
+    eager = _trace(tmp_trace, 1000, [100] * 5)
+    outlier = _trace(tmp_trace, 1500, [100, 100, 5000, 100, 100])
+    comparison = compare(eager, outlier, names=("eager", "compiled"))
+    lines = _slower(comparison.findings).evidence_lines()
+    assert not any(line.startswith("more gemm") for line in lines)
+    slower_gemm = _trace(tmp_trace, 1500, [400] * 5)  # every step's GEMM is slower
+    lines = _slower(compare(eager, slower_gemm, names=("eager", "compiled")).findings)
+    gemm = [line for line in lines.evidence_lines() if line.startswith("more gemm")]
+    assert gemm and "300 µs" in gemm[0]

@@ -86,7 +86,7 @@ def test_onnx_runtime_profiles_keep_every_run(path: Path) -> None:
 def test_a_tiny_last_onnx_runtime_run_is_still_a_run(tmp_path: Path) -> None:
     """A session run is never cut off by a profiler schedule: even a last run far shorter than
     the others counts."""
-    from tests.test_ort_followup import _profile
+    from tests.test_ort_analysis import _profile
 
     path = _profile(tmp_path / "p.json", [1000.0, 1000.0, 1000.0, 20.0], [("a", "MatMul", 10)])
     trace = traceviz.load(path, cache=False)

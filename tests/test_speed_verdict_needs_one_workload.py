@@ -1,4 +1,4 @@
-"""Audit of issues 9 §4 / 10 §4: no speed or memory verdict between traces of different workloads.
+"""No speed or memory verdict between traces of different workloads (issues 9 §4, 10 §4).
 
 GIVEN an eager A100 training trace and a compiled A100 trace of another model (the guard finds
 none of the compiled side's GEMM shapes in the eager one), WHEN they are compared, THEN the

@@ -1,4 +1,4 @@
-"""Rank findings' gains against the per-rank tables they come from (second truth audit).
+"""Rank findings' gains against the per-rank tables they come from.
 
 GIVEN eight ranks made from the corpus' NCCL rank with a planted straggler
 (``traceviz.ranks.synth.make_ranks``: the others' collectives start up to 10 ms earlier, never
@@ -29,7 +29,7 @@ needs_nccl = pytest.mark.skipif(not NCCL_TRACE.is_file(), reason=f"corpus not at
 
 @pytest.fixture(scope="module")
 def job(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    out = tmp_path_factory.mktemp("truth2-ranks")
+    out = tmp_path_factory.mktemp("ranks-gains")
     made = make_ranks(NCCL_TRACE, out, 8, straggler=3)
     paths = sorted(out.glob("rank*.pt.trace.json.gz"))
     assert len(paths) == len(made) == 8

@@ -1,7 +1,7 @@
 """``traceviz run``'s timing table gives a speedup (eager median / compiled median); under it
-the statistical verdict on the same timed samples says whether that ratio is more than noise
-(second truth audit). On sample_traces/h200/block the table says 1.08× while the samples
-cannot tell eager and compiled apart (95% interval 0.86–1.02× for compiled/eager); a user
+the statistical verdict on the same timed samples says whether that ratio is more than noise.
+On sample_traces/h200/block the table says 1.08× while the samples cannot tell eager and
+compiled apart (95% interval 0.86–1.02× for compiled/eager); a user
 who reads the speedup alone acts on noise.
 
 GIVEN a real run directory's run.json, WHEN ``traceviz run`` prints its result, THEN the line

@@ -1,6 +1,5 @@
-"""The last dashboard polish that came with the ranks front ends: the Overview shows its cards
-and charts before the findings, which are one line each (severity, title) and expand to their
-evidence; the Backends tab's tables download as CSV like every other tab's."""
+"""The dashboard's Overview shows its cards and charts before the findings, which are one line
+each (severity, title) and expand to their evidence; the Backends tab's tables download as CSV like every other tab's."""
 
 from __future__ import annotations
 
