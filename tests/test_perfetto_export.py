@@ -272,6 +272,8 @@ def _expected_roofline(row: dict, basis: str) -> dict:
                         ("precision", c.precision)):  # fmt: skip
         if isinstance(row[column], str):
             expected[key] = row[column]
+    if "bytes" not in expected:  # unknown bytes: no basis either
+        assert expected.pop("bytes_basis") == "none"
     return expected
 
 

@@ -99,7 +99,7 @@ KERNEL_ARGS = (
 ROOFLINE_ARGS = (
     "flops",  # floating-point operations, FLOP (float; the op's FLOPs split by duration)
     "bytes",  # bytes read + written (int)
-    "bytes_basis",  # how the bytes are known: "measured", "estimated", ... (str)
+    "bytes_basis",  # how the bytes are known: "measured", "estimated", "compiler" (str)
     "achieved_tbps",  # bytes / device time, TB/s (float)
     "achieved_tflops",  # FLOPs / device time, TFLOP/s (float)
     "intensity",  # FLOPs / byte, FLOP/byte (float)
@@ -471,6 +471,8 @@ def roofline_args(roofline: Roofline, rows: Iterable[int]) -> dict[int, dict[str
         for key, values in texts.items():
             if isinstance(values[row], str) and values[row]:
                 args[key] = values[row]
+        if "bytes" not in args:  # no figure: its basis ("none") says nothing more
+            args.pop("bytes_basis", None)
         args["peaks_basis"] = basis
         out[row] = args
     return out
