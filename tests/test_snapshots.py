@@ -19,6 +19,7 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REPO, SAMPLES
+from traceviz.analysis.roofline import trace_roofline
 from traceviz.analysis.summary import summarize
 from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json
@@ -90,8 +91,11 @@ def test_compare_json(comparison) -> None:  # type: ignore[no-untyped-def]
 
 def test_summary_text_and_json(comparison) -> None:  # type: ignore[no-untyped-def]
     summary = summarize(comparison.b.trace, top=5)
-    _check(f"summary-{RUN}-compiled.txt", _rich(lambda c: render_summary(summary, c)))
-    doc = json.dumps(summary.to_json(), indent=1, sort_keys=True) + "\n"
+    roofline = trace_roofline(comparison.b.trace)  # as `traceviz summary` shows it
+    text = _rich(lambda c: render_summary(summary, c, roofline=roofline))
+    _check(f"summary-{RUN}-compiled.txt", text)
+    shown = {**summary.to_json(), "roofline": roofline.to_json(top=5) if roofline else None}
+    doc = json.dumps(shown, indent=1, sort_keys=True) + "\n"
     _check(f"summary-{RUN}-compiled.json", doc)
 
 
