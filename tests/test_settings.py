@@ -133,3 +133,15 @@ def test_dask_workers_started_by_the_cli_keep_its_cap(
 
 def _traceviz_variables() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name.startswith("TRACEVIZ_")}
+
+
+@pytest.mark.parametrize("option", ["--no-cache", "--cache-dir=x"])
+def test_ingest_takes_no_cache_options(option: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """ingest keeps its own dataset (--cache) and reads none of the parse, report and output
+    caches: their options would do nothing there."""
+    with pytest.raises(SystemExit):
+        main(["ingest", "traces", option])
+    assert "unrecognized arguments" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    assert "--no-cache" in capsys.readouterr().out

@@ -30,12 +30,15 @@ if TYPE_CHECKING:
 
 class Command(NamedTuple):
     """A subcommand: its module under :mod:`traceviz.commands`, the one-sentence summary that
-    ``traceviz --help`` lists, and whether it reads trace files (and so takes --max-bytes).
+    ``traceviz --help`` lists, whether it reads trace files (and so takes --max-bytes) and
+    whether it reads them through the parse, report and output caches (and so takes
+    --cache-dir and --no-cache; ``ingest`` keeps its own dataset instead).
     (A NamedTuple, not a dataclass: dataclasses imports inspect, a tenth of start-up.)"""
 
     module: str
     summary: str
     reads_traces: bool = False
+    cached: bool = True
 
 
 # Subcommand name -> Command, in the order `traceviz --help` lists them.
@@ -49,7 +52,9 @@ COMMANDS: dict[str, Command] = {
         "dashboard", "Open a run, two traces or a ranks dataset in a web dashboard.", True
     ),
     "export": Command("export", "Write both traces and the analysis as one Perfetto trace.", True),
-    "ingest": Command("ingest", "Ingest many ranks' traces into one Parquet dataset.", True),
+    "ingest": Command(
+        "ingest", "Ingest many ranks' traces into one Parquet dataset.", True, cached=False
+    ),
 }
 EXIT_PIPE_CLOSED = 141
 
@@ -84,6 +89,7 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
         module.add_arguments(cmd)
         if command.reads_traces:
             _add_max_bytes(cmd)
+        if command.reads_traces and command.cached:
             _add_cache_options(cmd)
         cmd.set_defaults(_module=module)
     return parser

@@ -88,7 +88,7 @@ class ReportEntry:
     @classmethod
     def of(cls, inputs: dict[str, Any], root: Path) -> ReportEntry:
         """The entry for ``inputs`` (a JSON-able description of the call) under ``root``."""
-        key = {"inputs": inputs, "environment": _environment()}
+        key = {"inputs": inputs, "environment": environment()}
         digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
         return cls(root / f"{ENTRY_PREFIX}{digest}", key)
 
@@ -351,8 +351,9 @@ def _run_info_key(value: Any) -> Any:
     raise _Uncacheable(type(value).__name__)  # a RunInfo object: no file to key on
 
 
-def _environment() -> dict[str, Any]:
-    """What else shapes a report or its pickle: versions, the source, the size cap."""
+def environment() -> dict[str, Any]:
+    """The environment part of every report key (a new dict each call: callers may extend
+    it): what else shapes a report or its pickle: versions, the source, the size cap."""
     return {
         "format": REPORT_FORMAT,
         "traceviz": __version__,
@@ -361,11 +362,6 @@ def _environment() -> dict[str, Any]:
         "versions": package_versions(("numpy", "pandas", "pyarrow", "msgspec")),
         "max_bytes": settings.current().max_bytes,
     }
-
-
-def environment() -> dict[str, Any]:
-    """The environment part of every report key (a copy: callers may extend it)."""
-    return _environment()
 
 
 def package_versions(names: Sequence[str]) -> dict[str, str | None]:

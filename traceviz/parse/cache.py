@@ -10,9 +10,10 @@ JSON byte count, so ``max_bytes`` is still enforced on a hit).
 Where: ``cache=<dir>``, else the current :mod:`traceviz.settings`' (``--cache-dir``,
 ``$TRACEVIZ_CACHE_DIR``, else ``$XDG_CACHE_HOME/traceviz``, else ``~/.cache/traceviz``). Off:
 ``cache=False``, ``--no-cache`` or ``TRACEVIZ_NO_CACHE=1`` (an explicit directory still turns
-it on). Size: at most ``TRACEVIZ_CACHE_MAX_BYTES`` (default :data:`DEFAULT_MAX_CACHE_BYTES`);
-the least recently used entries go first. Files smaller than
-:data:`MIN_FILE_BYTES` are not cached: for them a parse costs little more than a hit.
+it on). Size: at most ``TRACEVIZ_CACHE_MAX_BYTES`` (default 2 GiB,
+:data:`traceviz.settings.DEFAULT_MAX_CACHE_BYTES`); the least recently used entries go first.
+Files smaller than :data:`MIN_FILE_BYTES` are not cached: for them a parse costs little more
+than a hit.
 
 Safe under concurrent runs: an entry is written into a temporary directory and renamed into
 place in one step; an entry that cannot be read (half-deleted, corrupt, another version) is
@@ -44,7 +45,6 @@ from traceviz._version import __version__
 from traceviz.cache_paths import CACHE_DIR_ENV as CACHE_DIR_ENV
 from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir
 from traceviz.cache_paths import NO_CACHE_ENV as NO_CACHE_ENV
-from traceviz.settings import DEFAULT_MAX_CACHE_BYTES as DEFAULT_MAX_CACHE_BYTES
 from traceviz.settings import MAX_CACHE_BYTES_ENV as MAX_CACHE_BYTES_ENV
 from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
 
@@ -58,8 +58,8 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def max_cache_bytes() -> int:
-    """The size bound of the cache directory: the current settings'
-    (``$TRACEVIZ_CACHE_MAX_BYTES``, ``"2GiB"``, ..., else :data:`DEFAULT_MAX_CACHE_BYTES`)."""
+    """The size bound of the cache directory, from the current settings:
+    ``$TRACEVIZ_CACHE_MAX_BYTES`` (``"2GiB"``, ...), else 2 GiB."""
     return settings.current().cache_max_bytes
 
 

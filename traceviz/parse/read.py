@@ -25,9 +25,8 @@ from traceviz import settings
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse.events import Event, RawTraceDocument, TraceDocument, TraceHeader
 
-# The cap's variable, default and size texts live in traceviz.settings (the command line
+# The cap's variable and size texts live in traceviz.settings (the command line
 # checks --max-bytes without the parser); still importable from here.
-from traceviz.settings import DEFAULT_MAX_BYTES as DEFAULT_MAX_BYTES
 from traceviz.settings import MAX_BYTES_ENV as MAX_BYTES_ENV
 from traceviz.settings import parse_size as parse_size
 
@@ -42,7 +41,8 @@ _FIRST_TOKEN = re.compile(rb"\s*")
 
 def max_bytes(explicit: int | None = None) -> int:
     """The cap on a trace's JSON bytes: ``explicit`` when given, else the current settings'
-    (``--max-bytes``, ``TRACEVIZ_MAX_BYTES``, else :data:`DEFAULT_MAX_BYTES`)."""
+    (``--max-bytes``, ``TRACEVIZ_MAX_BYTES``, else
+    :data:`traceviz.settings.DEFAULT_MAX_BYTES`)."""
     if explicit is not None:
         if isinstance(explicit, bool) or not isinstance(explicit, int) or explicit <= 0:
             raise UsageError(f"max_bytes must be a positive number of bytes, not {explicit!r}")
