@@ -49,7 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--cache",
         metavar="DIR",
         help="the dataset directory to write (the dataset is the ranks' cache: the parse "
-        "cache of --cache-dir is not used)",
+        "cache is not used)",
     )
     parser.add_argument(
         "--workers",
