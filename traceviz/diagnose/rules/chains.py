@@ -109,8 +109,9 @@ def _evidence(
 
 
 def _chain_line(facts: TraceFacts, g: ChainGroup) -> str:
-    """``"ops: 2× per step, 4 kernels, 1.2 ms per step (3.4% of profiled step)"``: the figures first,
-    then the op sequence (runs of one op as ``op ×N``), so a long sequence is what gets cut."""
+    """``"ops: 2× per step, 4 kernels, 1.2 ms per step (3.4% of profiled step)"``: the figures
+    first, then the op sequence (runs of one op as ``op ×N``), so a long sequence is what gets
+    cut."""
     n = facts.n_steps
     per_step = g.time_us / n
     share = facts.share(per_step)
