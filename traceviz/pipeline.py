@@ -103,7 +103,9 @@ def compare(
 ) -> Report:
     """Compare two traces (paths, Trace objects or analysed sides) into a report; or, with
     ``a`` alone, a run directory made by ``traceviz run`` (a path or a ``traceviz.Run``:
-    :func:`compare_run`, labels ``eager``/``compiled``, its run.json and compile log).
+    :func:`compare_run`, labels ``eager``/``compiled``, its run.json and compile log), or a
+    ready comparison (its report: :func:`report_of`). The one front door: every front end's
+    report is made here (:func:`open_report` only labels two files by their names).
 
     ``names`` labels the two sides (default ``("a", "b")`` for two traces).
     ``run_info`` is a runner's run.json (a :class:`RunInfo`, or its dict, validated: a bad
@@ -152,22 +154,23 @@ def _compare_one(
     load: Loader,
     eager_lines: Trace | str | Path | None,
 ) -> Report:
-    """:func:`compare` given one input: a run directory (or a ``traceviz.Run``), whose
-    run.json and lines trace are its own; anything else is a UsageError saying what to give."""
+    """:func:`compare` given one input: a comparison (its report), or a run directory (or a
+    ``traceviz.Run``), whose run.json and lines trace are its own; anything else is a
+    UsageError saying what to give (for a path, :func:`compare_run`'s)."""
+    if isinstance(a, Comparison):
+        return report_of(a)
     directory = getattr(a, "directory", a)  # a traceviz.Run, or a run directory path
-    if not isinstance(directory, str | os.PathLike) or not is_run_dir(Path(directory)):
+    if not isinstance(directory, str | os.PathLike):
         raise UsageError(
             f"traceviz.compare({a!r}): give two traces, compare(eager, compiled), or a run "
             "directory made by `traceviz run`, compare(RUN_DIR)"
         )
-    if run_info is not None or eager_lines is not None:
+    if (run_info is not None or eager_lines is not None) and is_run_dir(Path(directory)):
         raise UsageError(
             f"{directory}: a run directory brings its own run.json and lines trace; "
             "run_info= and eager_lines= are for two traces"
         )
-    return compare_run(
-        Path(directory), names=names, compile_log=compile_log, force=force, load=load
-    )
+    return compare_run(directory, names=names, compile_log=compile_log, force=force, load=load)
 
 
 def _compare(
@@ -358,17 +361,12 @@ def open_report(
     force: bool = False,
     load: Loader = _parse,
 ) -> Report:
-    """Whatever a front end was given, as a report: ``a`` alone is a report or comparison
-    (returned, diagnosed if need be), a ``traceviz.Run`` or a run directory; ``a`` and ``b``
-    are two traces (default labels: the file names, or ``a``/``b`` for objects)."""
-    if b is None:
-        if isinstance(a, Comparison):
-            return report_of(a)
-        directory = getattr(a, "directory", a)  # a traceviz.Run, or a run directory path
-        return compare_run(directory, names=names, compile_log=compile_log, force=force, load=load)
-    if names is None:
-        paths = not isinstance(a, Trace | Side) and not isinstance(b, Trace | Side)
-        names = default_names(str(a), str(b)) if paths else ("a", "b")
+    """:func:`compare` for the front ends, whose two trace files are labelled by their file
+    names (:func:`~traceviz.rundir.default_names`; ``a``/``b`` for objects) unless ``names``
+    say otherwise."""
+    paths = b is not None and not isinstance(a, Trace | Side) and not isinstance(b, Trace | Side)
+    if names is None and paths:
+        names = default_names(str(a), str(b))
     return compare(
         a, b, names=names, run_info=run_info, compile_log=compile_log, force=force, load=load
     )
