@@ -170,7 +170,9 @@ def _compare_one(
             f"{directory}: a run directory brings its own run.json and lines trace; "
             "run_info= and eager_lines= are for two traces"
         )
-    return compare_run(directory, names=names, compile_log=compile_log, force=force, load=load)
+    return compare_run(
+        Path(directory), names=names, compile_log=compile_log, force=force, load=load
+    )
 
 
 def _compare(
