@@ -46,7 +46,7 @@ GAP_GAIN_BASIS = (
 
 def graph_breaks(facts: TraceFacts) -> list[Finding]:
     """The graph-break finding: breaks seen in the trace or reported by Dynamo."""
-    if facts.is_onnxruntime:  # ORT profiles: no compiled graphs (rules/ort.py)
+    if facts.is_onnxruntime:  # ORT profiles: no compiled graphs (ort_advice.py)
         return []
     dynamo = facts.dynamo()
     reported = dynamo.graph_break_count or 0
@@ -94,7 +94,7 @@ def graph_breaks(facts: TraceFacts) -> list[Finding]:
 
 def recompiles(facts: TraceFacts) -> list[Finding]:
     """The recompile finding: frames compiled again (X/Y with Y > 0) or Dynamo's count."""
-    if facts.is_onnxruntime:  # ORT profiles: no Dynamo (rules/ort.py)
+    if facts.is_onnxruntime:  # ORT profiles: no Dynamo (ort_advice.py)
         return []
     frames = facts.regions.frames
     recompiled = frames[pd.to_numeric(frames["recompile_id"], errors="coerce") > 0]

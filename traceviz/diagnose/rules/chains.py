@@ -5,7 +5,7 @@ before it as far as shapes and order show, outside optimizer steps) are a derive
 :mod:`traceviz.analysis.chains`; this rule only judges and words them.
 
 In an ONNX Runtime profile (never "compiled") the advice is ORT's graph optimizations and
-its transformers optimizer (:mod:`traceviz.diagnose.rules.ort`).
+its transformers optimizer (:mod:`traceviz.diagnose.ort_advice`).
 
 In an eager trace a chain is the fusion opportunity: ``torch.compile`` would turn it into one
 kernel that keeps the intermediates in registers. In a compiled trace a chain is work left
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from traceviz.analysis import chains as chain_analysis
 from traceviz.analysis.chains import MIN_CHAIN_KERNELS, ChainGroup
-from traceviz.diagnose import docs
+from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import (
     CpuSideGain,
     TraceFacts,
@@ -32,7 +32,7 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
-from traceviz.diagnose.rules import breaks, ort
+from traceviz.diagnose.rules import breaks
 from traceviz.diagnose.rules.gemm import timeline_of
 
 __all__ = ["MIN_CHAIN_KERNELS", "RULE_ID", "ChainGroup", "chain_groups", "unfused_chains"]
@@ -164,11 +164,11 @@ def _eager_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step: f
         evidence=(*_evidence(facts, groups, time_per_step), *_bytes_evidence(facts, groups)),
         est_gain_us=gain.us,
         gain_basis=gain.basis,
-        next_step=ort.CHAIN_STEP
+        next_step=ort_advice.CHAIN_STEP
         if facts.is_onnxruntime
         else "Compile the model (`model = torch.compile(model)`): Inductor fuses chains of "
         "pointwise and reduction ops into one kernel that keeps intermediates in registers.",
-        docs_url=ort.GRAPH_OPTIMIZATIONS if facts.is_onnxruntime else docs.TORCH_COMPILE,
+        docs_url=ort_advice.GRAPH_OPTIMIZATIONS if facts.is_onnxruntime else docs.TORCH_COMPILE,
         trace=facts.name,
     )
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from traceviz.analysis.comparable import DEVICE_VENDOR
-from traceviz.diagnose import docs
+from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules import ort as ort_docs
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
@@ -82,6 +81,6 @@ def not_comparable(comparison: Comparison) -> list[Finding]:
             else "Compare an eager and a compiled trace of the same model, inputs and "
             "device (`traceviz run` makes such a pair); `traceviz compare --force` computes "
             "the fusion figures anyway.",
-            docs_url=ort_docs.GRAPH_OPTIMIZATIONS if ort else docs.TORCH_COMPILE,
+            docs_url=ort_advice.GRAPH_OPTIMIZATIONS if ort else docs.TORCH_COMPILE,
         )
     ]

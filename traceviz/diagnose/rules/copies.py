@@ -26,7 +26,7 @@ from traceviz.analysis.blocking import BlockingColumns as B
 from traceviz.analysis.blocking import BlockReason
 from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.windows import overlap, union
-from traceviz.diagnose import docs
+from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import (
     TraceFacts,
     cpu_side_gain,
@@ -37,7 +37,6 @@ from traceviz.diagnose.facts import (
     window_bounds,
 )
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules import ort
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.units import fmt_bytes
 
@@ -175,8 +174,8 @@ def _ort_copies(facts: TraceFacts) -> list[Finding]:
             est_gain_us=time_us,
             gain_basis="upper bound: the copy nodes' host-side time (measured), if the data "
             "stayed on the device",
-            next_step=ort.IO_BINDING_STEP,
-            docs_url=ort.IO_BINDING,
+            next_step=ort_advice.IO_BINDING_STEP,
+            docs_url=ort_advice.IO_BINDING,
             trace=facts.name,
         )
     ]
@@ -184,7 +183,7 @@ def _ort_copies(facts: TraceFacts) -> list[Finding]:
 
 def syncs(facts: TraceFacts) -> list[Finding]:
     """Calls that block the CPU inside the steps, sized by their measured duration."""
-    if facts.is_onnxruntime:  # ORT profiles: no sync calls (rules/ort.py)
+    if facts.is_onnxruntime:  # ORT profiles: no sync calls (ort_advice.py)
         return []
     if not facts.is_gpu:
         return []

@@ -9,10 +9,9 @@ says so and counts what the trace holds (:class:`traceviz.analysis.device.Device
 from __future__ import annotations
 
 from traceviz.analysis.device import device_activity
-from traceviz.diagnose import docs
+from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import TraceFacts
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules import ort
 
 RULE_ID = "device-not-analysed"
 
@@ -48,7 +47,7 @@ def device_not_analysed(facts: TraceFacts) -> list[Finding]:
             if ort_profile
             else "Use the device vendor's profiler tools for device time; the CPU ops, "
             "steps and compiled regions traceviz shows are still measured.",
-            docs_url=ort.PROFILING if ort_profile else docs.PROFILER,
+            docs_url=ort_advice.PROFILING if ort_profile else docs.PROFILER,
             trace=facts.name,
         )
     ]

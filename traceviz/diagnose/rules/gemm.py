@@ -66,7 +66,7 @@ SHARED_ADD_BASIS = (
 
 def extern_gemms(facts: TraceFacts) -> list[Finding]:
     """Extern GEMMs in a compiled trace that ``max-autotune`` could template."""
-    if facts.is_onnxruntime:  # ORT profiles: no compiled code (rules/ort.py)
+    if facts.is_onnxruntime:  # ORT profiles: no compiled code (ort_advice.py)
         return []
     if not facts.compiled or autotuned(facts.run_info):
         return []
@@ -130,7 +130,7 @@ def timeline_of(facts: TraceFacts) -> pd.DataFrame:
 
 def matmul_add(facts: TraceFacts) -> list[Finding]:
     """A matmul followed directly by an add on its output, as two kernels."""
-    if facts.is_onnxruntime:  # ORT fuses MatMul+Add itself (BASIC and up): rules/ort.py
+    if facts.is_onnxruntime:  # ORT fuses MatMul+Add itself (BASIC and up): ort_advice.py
         return []
     seq = timeline_of(facts)
     if len(seq) < 2:

@@ -24,11 +24,10 @@ only, so launch-bound stays silent on them.
 from __future__ import annotations
 
 from traceviz.analysis.idle import IdleParts
-from traceviz.diagnose import docs
+from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, graphs_requested, is_kernel
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import idle as idle_rules
-from traceviz.diagnose.rules import ort
 from traceviz.schema import DeviceKind, Kernels, LaunchClass, Launches
 
 LAUNCH_BOUND_ID = "launch-bound"
@@ -69,7 +68,7 @@ REPLAYED_STEP = (
 def launch_bound(facts: TraceFacts) -> list[Finding]:
     """CPU-bound or launch-bound steps on a GPU trace (one of them, see the module
     docstring); otherwise an info finding when graphs are in use."""
-    if facts.is_onnxruntime:  # ORT profiles: no launches: node times are host-side (rules/ort.py)
+    if facts.is_onnxruntime:  # ORT profiles: no launches: node times are host-side (ort_advice.py)
         return []
     if not facts.is_gpu or facts.summary.kernel_count == 0:
         return []
@@ -105,7 +104,7 @@ def framework_overhead(facts: TraceFacts) -> list[Finding]:
     step = "Compile the model: Inductor's generated code skips the eager dispatcher per op."
     where = "Python, dispatcher, allocator"
     if facts.is_onnxruntime:
-        step, where = ort.OVERHEAD_STEP, "ORT's executor: scheduling, allocation, threads"
+        step, where = ort_advice.OVERHEAD_STEP, "ORT's executor: scheduling, allocation, threads"
     elif facts.compiled:
         step = (
             "The compiled code is fast; what is left is Python and framework time around it. "
@@ -125,7 +124,7 @@ def framework_overhead(facts: TraceFacts) -> list[Finding]:
                 ),
             ),
             next_step=step,
-            docs_url=ort.THREADING if facts.is_onnxruntime else docs.TORCH_COMPILE,
+            docs_url=ort_advice.THREADING if facts.is_onnxruntime else docs.TORCH_COMPILE,
             trace=facts.name,
         )
     ]

@@ -77,7 +77,7 @@ def peak_memory_up(comparison: Comparison) -> list[Finding]:
 
 def large_intermediates(facts: TraceFacts) -> list[Finding]:
     """Big intermediates of unfused chains in an eager trace."""
-    if facts.is_onnxruntime:  # ORT profiles: no allocator figures (rules/ort.py)
+    if facts.is_onnxruntime:  # ORT profiles: no allocator figures (ort_advice.py)
         return []
     if facts.compiled:
         return []

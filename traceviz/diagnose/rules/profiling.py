@@ -14,7 +14,7 @@
   no speed verdict from its profiled steps (:func:`has_recorded_work`).
 - **Too few steps** (fewer than :data:`MIN_STEPS` ``ProfilerStep`` spans), or **noisy steps**
   (step times, or run.json's timed iterations, spread widely).
-- ONNX Runtime profiles (``model_run`` steps): a first run :data:`~traceviz.diagnose.rules.ort.
+- ONNX Runtime profiles (``model_run`` steps): a first run :data:`~traceviz.diagnose.ort_advice.
   WARMUP_FACTOR` × or more the median of the others is the session's warm-up: the spread is
   judged on the other runs, and when they are steady the finding is ``warm-up-step`` (info),
   not ``noisy-steps``. The compile, compiled-region and record_shapes checks do not apply.
@@ -30,10 +30,9 @@ import pandas as pd
 
 from traceviz.analysis.blocking import is_step_span
 from traceviz.analysis.windows import full_steps
-from traceviz.diagnose import docs
+from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import TraceFacts, points_in_windows, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules import ort
 from traceviz.schema import Ops, Steps
 from traceviz.trace import Trace
 
@@ -216,12 +215,12 @@ def few_steps(facts: TraceFacts) -> list[Finding]:
                 severity=Severity.WARNING,
                 title=f"{facts.name}: too few profiled steps to trust ({count})",
                 evidence=(what, Evidence("steps", count, Unit.COUNT)),
-                next_step=ort.STEPS_STEP
+                next_step=ort_advice.STEPS_STEP
                 if facts.is_onnxruntime
                 else "Profile at least 3 steps after warm-up: `torch.profiler.profile("
                 "schedule=torch.profiler.schedule(wait=1, warmup=1, active=3))` and call "
                 "`prof.step()` at the end of each iteration.",
-                docs_url=ort.PROFILING if facts.is_onnxruntime else docs.PROFILER,
+                docs_url=ort_advice.PROFILING if facts.is_onnxruntime else docs.PROFILER,
                 trace=facts.name,
             )
         ]
@@ -232,7 +231,7 @@ def _noisy(facts: TraceFacts) -> list[Finding]:
     # full steps: a fragment the profiler's stop cut off is not a slow or fast step
     all_durs = full_steps(facts.trace)[Steps.dur_us].to_numpy(dtype=float)
     # ORT: a slow first model_run is the session's warm-up, not noise: judge the others
-    warmup = ort.warmup_factor(all_durs) if facts.is_onnxruntime else None
+    warmup = ort_advice.warmup_factor(all_durs) if facts.is_onnxruntime else None
     durs = all_durs[1:] if warmup is not None else all_durs
     mean = float(np.mean(durs))
     cv = float(np.std(durs)) / mean if mean > 0 else 0.0
@@ -264,11 +263,11 @@ def _noisy(facts: TraceFacts) -> list[Finding]:
             severity=Severity.WARNING if spread > TIMING_IQR_MAX else Severity.INFO,
             title=f"{facts.name}: step times vary widely: small differences are noise",
             evidence=tuple(evidence),
-            next_step=ort.NOISY_STEP
+            next_step=ort_advice.NOISY_STEP
             if facts.is_onnxruntime
             else "Measure on an idle machine with more warm-up and more steps; pin CPU "
             "threads (`torch.set_num_threads`) and compare medians, not single steps.",
-            docs_url=ort.THREADING if facts.is_onnxruntime else docs.PROFILER,
+            docs_url=ort_advice.THREADING if facts.is_onnxruntime else docs.PROFILER,
             trace=facts.name,
         )
     ]
@@ -299,7 +298,7 @@ def _warmup(facts: TraceFacts, durs: npt.NDArray[np.float64], factor: float) -> 
         next_step="Nothing to fix: ORT profiles every run from session creation, so the first "
         "run's allocations are in the profile. Read per-run figures from the later runs and "
         "compare medians (the step-time comparison does); run more times for steadier ones.",
-        docs_url=ort.PROFILING,
+        docs_url=ort_advice.PROFILING,
         trace=facts.name,
     )
 
