@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import traceviz
-from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS
 from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, op
+from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS
 from traceviz import pipeline
 from traceviz.concurrent_sides import side_by_side
 from traceviz.dashboard.loading import TraceCache, load_path

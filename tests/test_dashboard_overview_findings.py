@@ -1,5 +1,6 @@
 """The dashboard's Overview shows its cards and charts before the findings, which are one line
-each (severity, title) and expand to their evidence; the Backends tab's tables download as CSV like every other tab's."""
+each (severity, title) and expand to their evidence; the Backends tab's tables download as CSV
+like every other tab's."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""eager_kernel_lines: the user source line of each eager kernel is a frame the trace file
-holds around its launching op — a plain pass over the raw JSON finds, for every row, a
+"""eager_kernel_lines: the user source line of each eager kernel is a frame the trace file holds
+around its launching op — a plain pass over the raw JSON finds, for every row, a
 ``python_function`` event (or a runner's line mark, when ``exact``) named ``file(line):
-function`` on the op's thread whose span holds the op's start; on every sample and corpus
-trace. Source text the machine does not have is left missing."""
+function`` on the op's thread whose span holds the op's start; on every corpus trace and the
+traces of real_data.SAMPLE_RUNS. Source text the machine does not have is left missing."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests._reference import every_trace_file, raw_events
 from tests.conftest import SAMPLES, load_trace
+from tests.real_data import every_trace_file, raw_events
 from traceviz.analysis import provenance
 from traceviz.analysis.provenance import LINE_MARK_PREFIX, eager_kernel_lines
 from traceviz.schema import KernelLines as KL

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests._reference import CORPUS_PAIRS
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
+from tests.real_data import CORPUS_PAIRS
 
 go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
 

@@ -1,7 +1,7 @@
 """The per-line fusion table without groupbys (fusion_by_line.lines_table_rows, issue 14) equals
-the grouped form (fusion_lines._lines_table_grouped) to the last bit: on every sample run, on
-the corpus eager traces whose kernels have source lines, and on hand-made edge cases; its
-compensated sum is pandas' groupby sum."""
+the grouped form (fusion_lines._lines_table_grouped) to the last bit: on one sample run per code
+path, on the corpus eager traces whose kernels have source lines, and on hand-made edge cases;
+its compensated sum is pandas' groupby sum."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from tests.conftest import CORPUS, SAMPLES, load_trace
+from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from traceviz.analysis import fusion_lines
 from traceviz.analysis.fusion_by_line import group_sums, kahan_sum, lines_table_rows
 from traceviz.analysis.fusion_lines import CREDITED_DTYPES, LineRecord, fusion_evidence, read_log

@@ -10,8 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import SAMPLE_RUNS, measured_kernel_us
 from tests.conftest import SAMPLES, load_trace
+from tests.real_data import SAMPLE_RUNS, measured_kernel_us
 from traceviz.analysis.fusion_by_line import _measured
 from traceviz.analysis.fusion_lines import (
     CREDITED_DTYPES,

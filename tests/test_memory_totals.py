@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import raw_events
 from tests.conftest import SAMPLES, corpus_params, load_trace
+from tests.real_data import raw_events
 from traceviz.analysis import memory as memory_mod
 from traceviz.analysis.memory import (
     AllocatorUse,

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import raw_events
 from tests.conftest import CORPUS, SAMPLES, load_trace
+from tests.real_data import raw_events
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis import regions
 from traceviz.analysis.regions import CodeSpan

@@ -1,9 +1,9 @@
 """Each side's share of the diagnosis done on the side's own thread (traceviz/pipeline.py
-``_side``, :func:`traceviz.diagnose.diagnose_side`): the single-trace rules of side b run on
-the worker beside side a's analysis, none after the join, and the report is the one the plain
-library path gives (sides analysed, then compared, then diagnosed) on every sample run and
-corpus pair, with and without the sides at once; a side diagnosed ahead in another role is
-diagnosed again in its own."""
+``_side``, :func:`traceviz.diagnose.diagnose_side`): the single-trace rules of side b run on the
+worker beside side a's analysis, none after the join, and the report is the one the plain
+library path gives (sides analysed, then compared, then diagnosed) on one sample run per code
+path and corpus pair, with and without the sides at once; a side diagnosed ahead in another role
+is diagnosed again in its own."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 import traceviz
-from tests._reference import CORPUS_PAIRS, SAMPLE_RUNS
 from tests.conftest import CORPUS, SAMPLES
+from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS
 from traceviz import diagnose as diagnose_module
 from traceviz import pipeline
 from traceviz.analysis.compare import Side, analyze

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import traceviz
-from tests._reference import CORPUS_PAIRS
 from tests.conftest import kernel, launch, op
+from tests.real_data import CORPUS_PAIRS
 from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import Finding
 from traceviz.diagnose.facts import TraceFacts, facts_of_trace, kernel_times

@@ -1,6 +1,6 @@
 """The parsed tables say what the trace file says: each check is a plain, independent pass over
-the raw JSON events (``json`` and dicts, no traceviz code), on every sample trace and every
-corpus trace (skipped where the corpus is absent).
+the raw JSON events (``json`` and dicts, no traceviz code), on every corpus trace (skipped where
+the corpus is absent) and the traces of one sample run per code path (CUDA, CUDA graphs, CPU).
 
 What is checked, per trace:
 
@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import raw_events
-from tests.conftest import SAMPLES, corpus_params, load_trace
+from tests.conftest import load_trace
+from tests.real_data import every_trace_file, raw_events
 from traceviz.schema import DeviceKind, Kernels, Ops
 from traceviz.trace import Trace
 
@@ -41,18 +41,7 @@ LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 DIGITS = 3  # µs rounded to the ns when matching a row to its raw event
 
 
-def _real_traces() -> list[Any]:
-    """pytest params: every corpus trace, then every trace file under sample_traces/."""
-    return [
-        *corpus_params(),
-        *(
-            pytest.param(p, id=p.relative_to(SAMPLES).as_posix())
-            for p in sorted(SAMPLES.glob("**/*.pt.trace.json.gz"))
-        ),
-    ]
-
-
-REAL = _real_traces()
+REAL = every_trace_file()
 
 
 def _events(path: Path) -> list[dict[str, Any]]:

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests._reference import same
 from tests.conftest import SAMPLES, load_trace
+from tests.real_data import same
 from traceviz.analysis.top_kernels import NO_OP_LABEL, top_kernels
 from traceviz.pipeline import compare
 from traceviz.schema import Kernels

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 import traceviz
-from tests._reference import CORPUS_PAIRS
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
+from tests.real_data import CORPUS_PAIRS
 from traceviz.analysis.compare import Comparison, compare_sides
 from traceviz.analysis.fusion_lines import read_log
 from traceviz.analysis.memory import MemoryTraffic, memory_traffic

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests._reference import raw_events
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
+from tests.real_data import raw_events
 from traceviz.analysis.blocking import BlockReason, blocking_reasons, issuers
 from traceviz.analysis.idle import _main_thread
 from traceviz.analysis.timeline import _is_gpu, _lanes

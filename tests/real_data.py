@@ -1,5 +1,6 @@
-"""What tests over the real traces share: the traces as pytest params (corpus and sample
-runs), equality to the last bit, the measured kernel time credits must not exceed."""
+"""What tests over the real traces share: the runs and traces they run on, each trace's raw
+events read with a JSON decoder alone, equality to the last bit, the measured kernel time
+credits must not exceed."""
 
 from __future__ import annotations
 
@@ -15,42 +16,6 @@ import pytest
 
 from tests.conftest import SAMPLES, corpus_params
 from traceviz.schema import ActivityKind, Kernels
-
-SAMPLE_TRACES = sorted(SAMPLES.glob("*/*.pt.trace.json.gz")) + sorted(
-    SAMPLES.glob("h200/*/*.pt.trace.json.gz")
-)
-
-
-def real_traces() -> list[object]:
-    """pytest params: every corpus trace, then every sample trace (H200 runs included)."""
-    return [
-        *corpus_params(),
-        *(pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_TRACES),
-    ]
-
-
-def every_trace_file() -> list[object]:
-    """pytest params: every corpus trace, then every trace file under sample_traces/ (the
-    eager_lines traces and the runs' single traces included)."""
-    return [
-        *corpus_params(),
-        *(
-            pytest.param(p, id=p.relative_to(SAMPLES).as_posix())
-            for p in sorted(SAMPLES.glob("**/*.pt.trace.json.gz"))
-        ),
-    ]
-
-
-def kernel_intervals(kernels: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per row of a kernels table, µs: its start (Kernels.ts_us), its end (start plus
-    Kernels.dur_us, a missing duration as 0) and the end of its launch call
-    (Kernels.launch_ts_us + Kernels.launch_dur_us): what idle_split and launch start from."""
-    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
-    issued = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
-        Kernels.launch_dur_us
-    ].to_numpy(dtype=float)
-    return starts, ends, issued
 
 
 def same(got: object, want: object) -> None:
@@ -70,9 +35,34 @@ def same(got: object, want: object) -> None:
         assert got == want or (got != got and want != want), (got, want)
 
 
-# The sample runs (folders with a run.json, relative to sample_traces/) and the corpus pairs
-# (eager, compiled; relative to the corpus) the fusion-map reference tests compare on.
-SAMPLE_RUNS = sorted(p.parent.relative_to(SAMPLES).as_posix() for p in SAMPLES.glob("**/run.json"))
+# The sample runs (relative to sample_traces/) and the corpus pairs (eager, compiled; relative
+# to the corpus) the tests of two paths to one result run on: one run per code path, not all 17
+# (the rest repeat these paths). H200 CUDA: a lines trace and provenance (gpt2), CUDA graphs
+# (gpt2-reduce-overhead), a graph break, eager kernels without lines and a backward
+# (attention-train), layout kernels (conv-bn-relu); CPU: marks in the eager trace and a fused
+# C++ kernel (block), the smallest pair (pointwise); ONNX Runtime levels (gpt2-ort).
+SAMPLE_RUNS = [
+    "h200/gpt2",
+    "h200/gpt2-reduce-overhead",
+    "h200/graph-break",
+    "h200/attention-train",
+    "h200/conv-bn-relu",
+    "block",
+    "pointwise",
+    "gpt2-ort",
+]
+
+
+def every_trace_file() -> list[object]:
+    """pytest params: every corpus trace (each a vendor, format or profiler quirk), then every
+    trace file of the :data:`SAMPLE_RUNS` (eager, compiled and, where recorded, eager_lines)."""
+    samples = [p for run in SAMPLE_RUNS for p in sorted((SAMPLES / run).glob("*.pt.trace.json.gz"))]
+    return [
+        *corpus_params(),
+        *(pytest.param(p, id=p.relative_to(SAMPLES).as_posix()) for p in samples),
+    ]
+
+
 CORPUS_PAIRS = [
     (
         "nvidia/a100_eager_train_control.json.gz",
