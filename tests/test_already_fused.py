@@ -17,7 +17,7 @@ from tests.conftest import SAMPLES, op
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion_match import Credits
 from traceviz.diagnose import Finding
-from traceviz.diagnose.rules.fused import CHAIN_FINDINGS
+from traceviz.diagnose.already_fused import CHAIN_FINDINGS
 from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 

@@ -25,9 +25,8 @@ from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, op
 from traceviz.analysis.chains import ChainMember, chain_members
 from traceviz.analysis.compare import analyze
 from traceviz.diagnose import Evidence, Finding, Severity, diagnose_trace
-from traceviz.diagnose.facts import facts_of_trace, kernel_steps
+from traceviz.diagnose.facts import chain_groups, facts_of_trace, kernel_steps
 from traceviz.diagnose.finding import MAX_EVIDENCE_CHARS, shorten
-from traceviz.diagnose.rules.chains import chain_groups
 from traceviz.pipeline import compare_sides
 from traceviz.rundir import read_run_dir
 

@@ -36,9 +36,8 @@ from traceviz.analysis.memory import memory_traffic
 from traceviz.cli import main
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose import ort_advice as ort
-from traceviz.diagnose.facts import facts_of_trace
+from traceviz.diagnose.facts import chain_groups, facts_of_trace
 from traceviz.diagnose.finding import Finding
-from traceviz.diagnose.rules.chains import chain_groups
 from traceviz.runs.run import load_run
 from traceviz.schema import Kernels, Steps
 

@@ -80,6 +80,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from traceviz.diagnose.already_fused import already_fused
 from traceviz.diagnose.facts import (
     TraceFacts,
     facts_of_side,
@@ -89,7 +90,6 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.diagnose.rules import COMPARISON_RULES, TRACE_RULES
-from traceviz.diagnose.rules.fused import already_fused
 from traceviz.runs.runinfo import RunInfo, run_info_of
 
 if TYPE_CHECKING:

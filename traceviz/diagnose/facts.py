@@ -24,12 +24,15 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis import chains as chain_analysis
+from traceviz.analysis.chains import ChainGroup
 from traceviz.analysis.compare import Side, analyze
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified, issue_us
 from traceviz.analysis.launch import LaunchOverhead, step_windows
 from traceviz.analysis.regions import RegionStats
 from traceviz.analysis.summary import TraceSummary
+from traceviz.analysis.timeline import timeline
 from traceviz.diagnose.finding import Finding, Unit, format_value
 from traceviz.runs.runinfo import DynamoFacts, RunInfo, TimingStats
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
@@ -118,6 +121,14 @@ class TraceFacts:
         launches = self.trace.launches[Launches.launch_class]  # (isin: by code when categorical)
         graph_launch = bool(launches.isin([LaunchClass.GRAPH_LAUNCH.value]).any())
         return graph_launch or bool(self.kernels[Kernels.in_graph].any())
+
+    @property
+    def shows_graph_breaks(self) -> bool:
+        """Dynamo reported graph breaks for this trace, or the trace shows several compiled
+        frames in a step (never an ONNX Runtime profile: it has no compiled graphs)."""
+        if self.is_onnxruntime:
+            return False
+        return bool(self.dynamo().graph_break_count) or self.regions.graph_breaks != 0
 
     @property
     def n_steps(self) -> int:
@@ -334,6 +345,32 @@ def kernel_steps(facts: TraceFacts) -> npt.NDArray[np.int64]:
     """Per kernel row, the index of the step window it was issued in (−1: outside all);
     worked out once per facts object (several rules ask; read-only)."""
     return facts.memo("kernel_steps", lambda: points_in_windows(facts, issue_us(facts.kernels)))
+
+
+def timeline_of(facts: TraceFacts) -> pd.DataFrame:
+    """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timeline.timeline`),
+    built once per facts (the matmul-add rule and the chains share it); without the shape keys
+    (``key`` None), which neither reads: they parse every launching op's shapes."""
+    return facts.memo(
+        "timeline", lambda: timeline(facts.trace, facts.kernels, kernel_steps(facts), keys=False)
+    )
+
+
+def chain_groups(facts: TraceFacts) -> list[ChainGroup]:
+    """Every chain of ``facts``'s trace (:mod:`traceviz.analysis.chains`), grouped by op
+    sequence, largest time first; derived once per facts object (the unfused-chain and
+    large-intermediates rules read them, and the already-fused pass)."""
+    return facts.memo("chain_groups", lambda: _chain_groups(facts))
+
+
+def _chain_groups(facts: TraceFacts) -> list[ChainGroup]:
+    members = facts.memo(
+        "chain_members",
+        lambda: chain_analysis.chain_members(
+            facts.trace, facts.kernels, kernel_steps(facts), lanes=timeline_of(facts)
+        ),
+    )
+    return chain_analysis.chain_groups(facts.trace, members)
 
 
 def points_in_windows(facts: TraceFacts, points: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:

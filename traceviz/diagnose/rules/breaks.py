@@ -46,13 +46,11 @@ GAP_GAIN_BASIS = (
 
 def graph_breaks(facts: TraceFacts) -> list[Finding]:
     """The graph-break finding: breaks seen in the trace or reported by Dynamo."""
-    if facts.is_onnxruntime:  # ORT profiles: no compiled graphs (ort_advice.py)
+    if not facts.shows_graph_breaks:  # (never on ORT profiles: no compiled graphs)
         return []
     dynamo = facts.dynamo()
     reported = dynamo.graph_break_count or 0
     seen = facts.regions.graph_breaks
-    if seen == 0 and reported == 0:
-        return []
     layout = _step_layout(facts)
     evidence: list[Evidence | str] = []
     if reported:

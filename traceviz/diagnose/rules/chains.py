@@ -20,22 +20,19 @@ recorded shapes (:func:`traceviz.analysis.traffic.estimate_op`).
 
 from __future__ import annotations
 
-from traceviz.analysis import chains as chain_analysis
-from traceviz.analysis.chains import MIN_CHAIN_KERNELS, ChainGroup
+from traceviz.analysis.chains import ChainGroup
 from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import (
     CpuSideGain,
     TraceFacts,
-    kernel_steps,
+    chain_groups,
     kernel_time_gain,
     short_name,
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
-from traceviz.diagnose.rules import breaks
-from traceviz.diagnose.rules.gemm import timeline_of
 
-__all__ = ["MIN_CHAIN_KERNELS", "RULE_ID", "ChainGroup", "chain_groups", "unfused_chains"]
+__all__ = ["RULE_ID", "TOP_CHAINS", "unfused_chains"]
 
 RULE_ID = "unfused-chain"
 #: Chains taking under 2% of the step are not worth the reader's time.
@@ -60,22 +57,6 @@ def unfused_chains(facts: TraceFacts) -> list[Finding]:
     if not facts.compiled:
         return [_eager_finding(facts, groups, time_per_step)]
     return [_compiled_finding(facts, groups, time_per_step)]
-
-
-def chain_groups(facts: TraceFacts) -> list[ChainGroup]:
-    """Every chain of ``facts``'s trace (:mod:`traceviz.analysis.chains`), grouped by op
-    sequence, largest time first; derived once per facts object."""
-    return facts.memo("chain_groups", lambda: _chain_groups(facts))
-
-
-def _chain_groups(facts: TraceFacts) -> list[ChainGroup]:
-    members = facts.memo(
-        "chain_members",
-        lambda: chain_analysis.chain_members(
-            facts.trace, facts.kernels, kernel_steps(facts), lanes=timeline_of(facts)
-        ),
-    )
-    return chain_analysis.chain_groups(facts.trace, members)
 
 
 # --- findings ----------------------------------------------------------------------------
@@ -175,8 +156,8 @@ def _eager_finding(facts: TraceFacts, groups: list[ChainGroup], time_per_step: f
 
 def _leftover_step(facts: TraceFacts) -> str:
     """What to do about eager chains in a compiled trace; the graph-break finding is named
-    only when that rule finds one for this trace (so it exists)."""
-    if breaks.graph_breaks(facts):
+    only when the trace shows graph breaks, the fact that rule fires on (so it exists)."""
+    if facts.shows_graph_breaks:
         return (
             "These kernels run outside the compiled graphs, after a graph break: remove the "
             "break (see the graph-break finding; `torch._dynamo.explain(model)(*inputs)` lists "

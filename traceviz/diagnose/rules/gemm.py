@@ -24,16 +24,16 @@ from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
-from traceviz.analysis.timeline import same_context, timeline
+from traceviz.analysis.timeline import same_context
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,
     autotuned,
-    kernel_steps,
     kernel_time_gain,
     kernel_times,
     middle_name,
     short_name,
+    timeline_of,
     top_names,
 )
 from traceviz.diagnose.facts import us as _us
@@ -119,15 +119,6 @@ def extern_gemms(facts: TraceFacts) -> list[Finding]:
     ]
 
 
-def timeline_of(facts: TraceFacts) -> pd.DataFrame:
-    """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timeline.timeline`),
-    built once per facts (this rule and the unfused-chains rule share it); without the shape
-    keys (``key`` None), which neither reads: they parse every launching op's shapes."""
-    return facts.memo(
-        "timeline", lambda: timeline(facts.trace, facts.kernels, kernel_steps(facts), keys=False)
-    )
-
-
 def matmul_add(facts: TraceFacts) -> list[Finding]:
     """A matmul followed directly by an add on its output, as two kernels."""
     if facts.is_onnxruntime:  # ORT fuses MatMul+Add itself (BASIC and up): ort_advice.py
@@ -201,11 +192,11 @@ def _pairs(facts: TraceFacts, seq: pd.DataFrame) -> list[tuple[int, int]]:
     labels = seq["label"]
     # a pair is a GEMM row then a pointwise row: the names tested on those rows only
     plain = np.zeros(len(seq), dtype=bool)
-    plain[gemm] = _per_name(labels[gemm], _is_plain_matmul) | _op_names_are(
-        facts, seq["op"][gemm], _is_plain_matmul
+    plain[gemm] = _per_name(labels[gemm], is_plain_matmul) | _op_names_are(
+        facts, seq["op"][gemm], is_plain_matmul
     )
     adds = np.zeros(len(seq), dtype=bool)
-    adds[pointwise] = _per_name(labels[pointwise], _is_add)
+    adds[pointwise] = _per_name(labels[pointwise], is_add)
     candidate = np.zeros(len(seq), dtype=bool)
     candidate[1:] = gemm[:-1] & pointwise[1:] & plain[:-1] & adds[1:]
     candidate &= same_context(seq)
@@ -245,11 +236,14 @@ def _per_name(names: pd.Series, test: Callable[[str], bool]) -> npt.NDArray[np.b
     return out
 
 
-def _is_plain_matmul(name: str) -> bool:
+def is_plain_matmul(name: str) -> bool:
+    """An op or kernel name of a GEMM whose result still needs a separate add
+    (:data:`PLAIN_MATMULS`)."""
     return eager_op_base(name, strip_inplace=True) in PLAIN_MATMULS
 
 
-def _is_add(name: str) -> bool:
+def is_add(name: str) -> bool:
+    """An add op, or a fused kernel whose name says it adds (:data:`ADD_OPS`)."""
     fused = fused_kernel_ops(name)
     if fused is not None:
         return bool(ADD_OPS & set(fused.ops))

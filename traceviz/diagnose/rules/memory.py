@@ -6,8 +6,8 @@
   top of weights and inputs, and ``torch.cuda.max_memory_allocated``), else from the traces'
   ``[memory]`` events (measured either way).
 - **Large intermediates** (an eager trace): the outputs that chains of pointwise/reduction ops
-  write and the next op reads back (:mod:`traceviz.diagnose.rules.chains`), which fused code
-  never materialises; reported when the largest is big next to the peak allocated memory
+  write and the next op reads back (:func:`traceviz.diagnose.facts.chain_groups`), which fused
+  code never materialises; reported when the largest is big next to the peak allocated memory
   (sizes estimated from the recorded shapes).
 """
 
@@ -16,9 +16,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, facts_of_side, short_name
+from traceviz.diagnose.facts import TraceFacts, chain_groups, facts_of_side, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_value
-from traceviz.diagnose.rules.chains import chain_groups
 from traceviz.runs.runinfo import RunInfo
 
 if TYPE_CHECKING:

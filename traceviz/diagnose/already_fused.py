@@ -13,6 +13,9 @@ Two more eager-side findings get the same treatment when the guard holds a and b
 workload: ``unfused-matmul-add`` when the fusion map credits an eager add and an eager matmul
 to one compiled kernel (Inductor called ``addmm`` or a GEMM template with the add), and
 ``framework-overhead``, whose "compile the model" advice the compiled trace already followed.
+
+A pass of :func:`~traceviz.diagnose.diagnose` over the findings once every rule has run, not a
+rule: it rewords other rules' findings, found by their ids, so it sits above the rules.
 """
 
 from __future__ import annotations
@@ -22,22 +25,24 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from traceviz.analysis.chains import INDUCTOR_SOURCES
+from traceviz.analysis.chains import INDUCTOR_SOURCES, ChainGroup
 from traceviz.analysis.fusion_match import Credits
 from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import Classified
-from traceviz.diagnose.facts import facts_of_side, short_name
+from traceviz.diagnose.facts import chain_groups, facts_of_side, short_name
 from traceviz.diagnose.finding import Finding
-from traceviz.diagnose.rules.chains import TOP_CHAINS, ChainGroup, chain_groups
-from traceviz.diagnose.rules.gemm import MATMUL_ADD_ID, _is_add, _is_plain_matmul
+from traceviz.diagnose.rules.chains import RULE_ID as CHAIN_ID
+from traceviz.diagnose.rules.chains import TOP_CHAINS
+from traceviz.diagnose.rules.gemm import MATMUL_ADD_ID, is_add, is_plain_matmul
 from traceviz.diagnose.rules.launch import OVERHEAD_ID
+from traceviz.diagnose.rules.memory import INTERMEDIATES_ID
 from traceviz.schema import Kernels
 
 if TYPE_CHECKING:
     from traceviz.analysis.compare import Comparison
 
 #: Eager-side findings whose advice is "compile it" for chains of ops.
-CHAIN_FINDINGS = frozenset({"unfused-chain", "large-intermediates"})
+CHAIN_FINDINGS = frozenset({CHAIN_ID, INTERMEDIATES_ID})
 #: Eager op base name → the name Inductor gives the same computation in a kernel name.
 ALIASES = {"clamp_min": "relu", "threshold": "relu", "_softmax": "softmax", "addcmul": "mul"}
 #: Kernel names shown in the reworded advice.
@@ -96,8 +101,8 @@ def _gemms_holding_adds(credits: pd.DataFrame) -> list[str]:
     """Compiled kernels the fusion map credits with both an eager matmul and an eager add."""
     rows = credits.dropna(subset=[Credits.kernel])
     ops = rows[Credits.op].astype(str)
-    adds = set(rows.loc[ops.map(_is_add).to_numpy(dtype=bool), Credits.kernel])
-    matmuls = set(rows.loc[ops.map(_is_plain_matmul).to_numpy(dtype=bool), Credits.kernel])
+    adds = set(rows.loc[ops.map(is_add).to_numpy(dtype=bool), Credits.kernel])
+    matmuls = set(rows.loc[ops.map(is_plain_matmul).to_numpy(dtype=bool), Credits.kernel])
     return sorted(str(k) for k in adds & matmuls)
 
 
