@@ -2,12 +2,12 @@
 and the regions table's fixed cost.
 
 ``native._present`` (two reductions, then an OR of bits) replaced a ``np.bincount`` per field;
-the bincount form is kept here and compared on random kinds and on every kind column of every
-real trace. ``native.BATCH_EVENTS`` went 65536 -> 32768 (fewer fresh pages a process touches):
+the bincount form is kept here and compared on random kinds and on every kind column of the
+real traces. ``native.BATCH_EVENTS`` went 65536 -> 32768 (fewer fresh pages a process touches):
 the tables do not depend on it, checked on the real traces that span several batches.
 ``regions.region_table`` builds its table in final order and dtypes; the general build (object
 columns sorted and cast by pandas, ``regions._region_table_general``) is compared with it on
-every real trace and on hand-made nestings, ties and missing graph keys.
+the real traces and on hand-made nestings, ties and missing graph keys.
 """
 
 from __future__ import annotations
@@ -20,10 +20,14 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, corpus_files, kernel, launch, op, write_trace
+from tests.real_data import SAMPLE_RUNS
 from traceviz.parse import load_trace, native, read, regions
 from traceviz.trace import Trace
 
-REAL = corpus_files() + sorted(SAMPLES.rglob("*.json.gz"))
+# every corpus trace; of the sample runs, one per code path (real_data.SAMPLE_RUNS)
+REAL = corpus_files() + [
+    p for run in SAMPLE_RUNS for p in sorted((SAMPLES / run).glob("*.json.gz"))
+]
 
 
 def present_by_bincount(kinds: np.ndarray) -> int:
