@@ -1,8 +1,9 @@
-"""compiler_credits has two paths in the package, both kept: small inputs without pandas' joins
-and groupbys (fusion_lines_pairs), large ones grouped (fusion_lines._credits_grouped). They give
-the same table on real runs (H200 CUDA with a lines trace, a graph break, attention; a CPU
-run), also with half of each run's eager lines made loose (naming only their function), and
-line_pairs the pairs of fusion_lines._line_pairs in the same order; the compiled lines too."""
+"""compiler_credits through the source lines (fusion_lines_pairs, one form since issue 26) on
+real runs (H200 CUDA with a lines trace, a graph break, attention; a CPU run), also with half
+of each run's eager lines made loose (naming only their function): every pair line_pairs gives
+shares a line (or, for a loose one, a function) with its kernel, once; every credit is one of
+its instance's pairs; and the compiled lines read from the log are each (kernel, line) once,
+with the same columns when the log ties no line to any kernel."""
 
 from __future__ import annotations
 
@@ -16,18 +17,8 @@ from traceviz.analysis import fusion_lines
 from traceviz.analysis.fusion_lines import LineRecord, fusion_evidence, read_log
 from traceviz.analysis.fusion_lines_pairs import line_pairs
 from traceviz.rundir import read_run_dir
-from traceviz.trace import Trace
 
 RUNS = ["h200/gpt2", "h200/graph-break", "h200/attention-train", "block"]
-
-
-def _both(eager: Trace, compiled: Trace, lines: LineRecord, monkeypatch) -> pd.DataFrame:  # type: ignore[no-untyped-def]
-    fast = fusion_lines.compiler_credits(eager, compiled, lines)
-    with monkeypatch.context() as m:
-        m.setattr(fusion_lines, "SMALL_ROWS", -1)
-        grouped = fusion_lines.compiler_credits(eager, compiled, lines)
-    pd.testing.assert_frame_equal(fast, grouped, check_exact=True)
-    return fast
 
 
 def _loose(lines: LineRecord) -> LineRecord:
@@ -36,37 +27,58 @@ def _loose(lines: LineRecord) -> LineRecord:
     return dataclasses.replace(lines, eager=eager)
 
 
+def _expected_pairs(located: pd.DataFrame, held: pd.DataFrame) -> set[tuple[int, str]]:
+    """Every (instance, kernel) sharing a line, or a function for a loose eager line."""
+    on_line = set(zip(held["kernel"], held["file"], held["line"], strict=True))
+    on_function = set(zip(held["kernel"], held["file"], held["function"], strict=True))
+    kernels = set(held["kernel"])
+    found = set()
+    for row in located.itertuples(index=False):
+        exact = bool(getattr(row, "exact", True))
+        for kernel in kernels:
+            if (kernel, row.file, row.line if exact else None) in on_line or (
+                not exact and (kernel, row.file, row.function) in on_function
+            ):
+                found.add((int(row.i), str(kernel)))
+    return found
+
+
 @pytest.mark.parametrize("run", RUNS)
-def test_equal_to_the_grouped_form_on_sample_runs(run: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_credits_follow_the_line_pairs(run: str) -> None:
     r = read_run_dir(SAMPLES / run)
     eager, compiled = load_trace(r.eager), load_trace(r.compiled)
     marked = load_trace(r.eager_lines) if r.eager_lines else None
     _, lines = fusion_evidence(eager, compiled, read_log(r.compile_log), eager_lines=marked)
     if lines is None or lines.compiled.empty:
         pytest.skip("no compiled source lines in this run")
-    credits = _both(eager, compiled, lines, monkeypatch)
-    assert len(credits) and credits["eager_row"].is_unique
-    _both(eager, compiled, _loose(lines), monkeypatch)
     for record in (lines, _loose(lines)):
         located = record.eager.assign(i=range(len(record.eager)))
-        expected = fusion_lines._line_pairs(located, record.compiled)
-        got = line_pairs(located, record.compiled)
-        assert got == list(zip(expected["i"], expected["kernel"], strict=True))
+        pairs = line_pairs(located, record.compiled)
+        assert len(pairs) == len(set(pairs))  # each pair once
+        assert set(pairs) == _expected_pairs(located, record.compiled)
+        credits = fusion_lines.compiler_credits(eager, compiled, record)
+        assert len(credits) and credits["eager_row"].is_unique
+        assert credits["confidence"].between(0, 1, inclusive="right").all()
+        row_of = dict(zip(record.eager["eager_row"], located["i"], strict=True))
+        allowed = {(row, k) for row, i in row_of.items() for j, k in pairs if j == i}
+        credited = zip(credits["eager_row"], credits["kernel"], strict=True)
+        assert all((int(row), str(k)) in allowed for row, k in credited)
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_compiled_lines_equal_the_grouped_form(run: str) -> None:
+def test_compiled_lines_once_per_kernel_line(run: str) -> None:
     r = read_run_dir(SAMPLES / run)
     compiled, log = load_trace(r.compiled), read_log(r.compile_log)
     if log is None:
         pytest.skip("no compile log")
     held, ops = fusion_lines._compiled_lines(compiled, log)
-    expected, expected_ops = fusion_lines._compiled_lines_grouped(compiled, log)
-    pd.testing.assert_frame_equal(held, expected, check_exact=True)
-    assert ops == expected_ops and len(held)
-    # a log whose lines name no kernel of this trace: the empty table, as the grouped form has it
+    assert len(held) and not held.duplicated(["kernel", "file", "line"]).any()
+    assert set(held["kernel"]) <= set(compiled.kernels["name"].astype(str))
+    logged = set(zip(log.lines["file"], log.lines["line"], strict=True))
+    assert set(zip(held["file"], held["line"], strict=True)) <= logged
+    assert set(held["kernel"]) <= set(ops)
+    # a log whose lines name no kernel of this trace: the empty table, the same columns
     empty = dataclasses.replace(log, lines=log.lines.head(0))
-    pd.testing.assert_frame_equal(
-        fusion_lines._compiled_lines(compiled, empty)[0],
-        fusion_lines._compiled_lines_grouped(compiled, empty)[0],
-    )
+    none = fusion_lines._compiled_lines(compiled, empty)[0]
+    assert none.empty
+    pd.testing.assert_series_equal(none.dtypes, held.dtypes)

@@ -47,7 +47,7 @@ from traceviz.analysis.fusion_match import (
 )
 from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
-from traceviz.analysis.fusion_rows import eager_only_rows, kernel_table_rows
+from traceviz.analysis.fusion_rows import kernel_table_rows
 from traceviz.analysis.inductor_record import (
     NAME_MATCH_UNRECORDED_BASIS,
     UnrecordedKernels,
@@ -437,13 +437,6 @@ def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
 
 def _eager_only(credits: pd.DataFrame) -> pd.DataFrame:
     """Eager instances credited to nothing, per (op, outcome)."""
-    if len(credits) <= SMALL_ROWS:  # the same table without groupbys (fusion_rows)
-        return eager_only_rows(credits, EAGER_ONLY_DTYPES)
-    return _eager_only_grouped(credits)
-
-
-def _eager_only_grouped(credits: pd.DataFrame) -> pd.DataFrame:
-    """:func:`_eager_only` by pandas' groupby (large inputs)."""
     left = credits[credits[Credits.outcome] != Outcome.MATCHED.value]
     grouped = left.groupby([Credits.op, Credits.outcome], observed=True, sort=False)
     table = grouped[Credits.time_us].agg(["size", "sum"]).reset_index()

@@ -35,16 +35,9 @@ from traceviz.analysis.fusion_by_line import SMALL_ROWS, lines_table_rows
 from traceviz.analysis.fusion_lines_pairs import line_credits, line_pairs
 from traceviz.analysis.fusion_lines_uncredited import add_uncredited, uncredited_shares
 from traceviz.analysis.fusion_match import (
-    COMPOSITES,
-    HEAVY_KEYS,
     Credits,
-    KernelSide,
     Outcome,
-    instances_by_name,
     kernel_side,
-    layout_kernels,
-    nearest_kernel,
-    own_key,
 )
 from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
 from traceviz.analysis.line_transfer import LineTransfer, transfer_lines
@@ -149,87 +142,10 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     held = lines.compiled[lines.compiled["kernel"].isin(known)]
     at = pd.Index(e.rows).get_indexer(pd.Index(lines.eager["eager_row"].to_numpy(dtype=np.int64)))
     eager_lines = lines.eager.assign(i=at)[at >= 0]
-    if len(eager_lines) <= SMALL_ROWS and len(held) <= SMALL_ROWS:  # without pandas
-        spelled = eager_lines.assign(file=_same_files(eager_lines["file"], held["file"]))
-        pairs = line_pairs(spelled, held)
-        found = line_credits(e, c, pairs, lines.compiled_ops, _runs_heavy_work)
-        return out if found is None else found
-    return _credits_grouped(e, c, eager_lines, held, lines, out)
-
-
-def _credits_grouped(
-    e: KernelSide,
-    c: KernelSide,
-    eager_lines: pd.DataFrame,
-    held: pd.DataFrame,
-    lines: LineRecord,
-    out: pd.DataFrame,
-) -> pd.DataFrame:
-    """:func:`compiler_credits` from the located eager lines and the held compiled ones, by
-    pandas' joins and groupbys (large inputs)."""
-    pairs = _line_pairs(eager_lines, held)
-    if pairs.empty:
-        return out
-    own = own_key(e.label).values()
-    pairs["key"] = own[pairs["i"].to_numpy()]
-    # a layout kernel shares the line of the GEMM/conv it prepares but never does its work
-    layout = layout_kernels(c)
-    pairs = pairs[~(pairs["kernel"].isin(layout) & pairs["key"].isin(HEAVY_KEYS))]
-    # a GEMM/conv/attention's work runs in a library kernel or an Inductor template, never in
-    # a pointwise kernel that only carries its epilogue (the bias add of addmm)
-    pairs = pairs[~pairs["key"].isin(HEAVY_KEYS) | pairs["kernel"].map(_runs_heavy_work)]
-    if pairs.empty:
-        return out
-    ops = {name: lines.compiled_ops.get(name, frozenset()) | frozenset(name_keys(name))
-           for name in set(pairs["kernel"])}  # fmt: skip
-    parts = {
-        n: frozenset(p for k in keys for p in COMPOSITES.get(k, ())) for n, keys in ops.items()
-    }
-    pairs["has_op"] = [
-        2 if k in ops[n] else 1 if k in parts[n] else 0
-        for k, n in zip(pairs["key"], pairs["kernel"], strict=True)
-    ]  # its own op, else a part of one of the kernel's ops (addmm's bias add), else neither
-    best = pairs.groupby("i")["has_op"].transform("max")
-    pairs = pairs[pairs["has_op"] == best]
-    # Sharing a line is evidence only when the line names one compiled kernel: on a coarse
-    # line (a whole model called from one line) a kernel without the eager op is a guess.
-    alone = pairs.groupby("i")["kernel"].transform("nunique") == 1
-    pairs = pairs[(pairs["has_op"] > 0) | alone]
-    if pairs.empty:
-        return out
-    by_name = instances_by_name(c)
-    picked: list[pd.DataFrame] = []
-    # a tuple, not a joined string: library kernel names hold ", " in their template arguments
-    groups: dict[tuple[str, ...], list[int]] = {}
-    for i, kernels in pairs.groupby("i")["kernel"]:
-        groups.setdefault(tuple(sorted(set(kernels))), []).append(int(str(i)))
-    for names, members in groups.items():
-        instances = np.asarray(members, dtype=np.int64)
-        chosen = nearest_kernel(list(names), by_name, e.pos[instances])
-        picked.append(
-            pd.DataFrame(
-                {"eager_row": e.rows[instances], "kernel": chosen, "confidence": 1.0 / len(names)}
-            )
-        )
-    return pd.concat(picked, ignore_index=True) if picked else out
-
-
-def _line_pairs(eager_lines: pd.DataFrame, held: pd.DataFrame) -> pd.DataFrame:
-    """(i, kernel) for each eager instance and each compiled kernel holding its line: on
-    (file, line) for an exact eager line; on (file, function) for a line that only names its
-    function (a ``with_stack`` frame gives the function's first line, not the call's)."""
-    eager_lines = eager_lines.assign(file=_same_files(eager_lines["file"], held["file"]))
-    exact = eager_lines["exact"].fillna(True).astype(bool) if "exact" in eager_lines else None
-    on_line = eager_lines if exact is None else eager_lines[exact.to_numpy()]
-    pairs = [on_line[["i", "file", "line"]].merge(
-        held[["kernel", "file", "line"]].drop_duplicates(), on=["file", "line"]
-    )]  # fmt: skip
-    if exact is not None and "function" in held and (~exact).any():
-        loose = eager_lines[~exact.to_numpy()][["i", "file", "function"]]
-        found = loose.merge(held[["kernel", "file", "function"]].drop_duplicates(),
-                            on=["file", "function"])  # fmt: skip
-        pairs.append(found[["i", "kernel"]])
-    return pd.concat([p[["i", "kernel"]] for p in pairs], ignore_index=True).drop_duplicates()
+    spelled = eager_lines.assign(file=_same_files(eager_lines["file"], held["file"]))
+    pairs = line_pairs(spelled, held)
+    found = line_credits(e, c, pairs, lines.compiled_ops, _runs_heavy_work)
+    return out if found is None else found
 
 
 def _same_files(eager_files: pd.Series, compiled_files: pd.Series) -> pd.Series:
@@ -514,10 +430,7 @@ def _compiled_lines(
         if first[pair] < 0:
             first[pair] = i
             per_kernel.append((*pair, nodes[i], calls[i]))
-    held = _held_lines(per_kernel, log.lines)
-    if held is None:  # no line for any kernel: the grouped form gives the empty table's dtypes
-        return _compiled_lines_grouped(compiled, log)
-    return held, _node_ops(per_kernel)
+    return _held_lines(per_kernel, log.lines), _node_ops(per_kernel)
 
 
 def _calls(compiled: Trace, prov: pd.DataFrame) -> np.ndarray:
@@ -544,12 +457,10 @@ def _calls(compiled: Trace, prov: pd.DataFrame) -> np.ndarray:
     return primary | same
 
 
-def _held_lines(
-    per_kernel: list[tuple[Any, Any, Any, bool]], lines: pd.DataFrame
-) -> pd.DataFrame | None:
+def _held_lines(per_kernel: list[tuple[Any, Any, Any, bool]], lines: pd.DataFrame) -> pd.DataFrame:
     """(kernel, file, line, code, function) of each kernel's provenance lines, in the order
-    of the grouped form's join (kernels first seen first, then the log's lines), each
-    (kernel, file, line) once; None when there is none."""
+    of a join of the two (kernels first seen first, then the log's lines), each
+    (kernel, file, line) once."""
     at: dict[Any, list[int]] = {}
     for j, key in enumerate(lines["prov_kernel"].tolist()):
         at.setdefault(key, []).append(j)
@@ -561,12 +472,10 @@ def _held_lines(
     for name, prov_kernel, _, _ in per_kernel:
         for j in at.get(prov_kernel, []):
             rows.setdefault((name, _same(files[j]), _same(numbers[j])), j)
-    if not rows:
-        return None
     picked = list(rows.items())
     return pd.DataFrame(
         {
-            "kernel": [name for (name, _, _), _ in picked],
+            "kernel": pd.Series([name for (name, _, _), _ in picked], dtype="str"),
             "file": pd.Series([files[j] for _, j in picked], dtype=lines["file"].dtype),
             "line": pd.Series([numbers[j] for _, j in picked], dtype=lines["line"].dtype),
             "code": pd.Series([codes[j] for _, j in picked], dtype=object).fillna("").astype(str),
@@ -612,29 +521,3 @@ def node_op(node: str) -> str:
         if base.endswith(suffix) and len(base) > len(suffix):
             return base[: -len(suffix)]
     return base
-
-
-def _compiled_lines_grouped(
-    compiled: Trace, log: CompileLog
-) -> tuple[pd.DataFrame, dict[str, frozenset[str]]]:
-    """:func:`_compiled_lines` by pandas' joins (the reference form; and the empty table)."""
-
-    prov = compiled_kernel_provenance(compiled, log)
-    if prov is None or prov.empty:
-        return _empty_compiled(), {}
-    prov = prov[prov["prov_kernel"].notna()]
-    names = compiled.kernels[Kernels.name].astype(object).to_numpy()
-    prov = prov.assign(trace_name=names[prov["kernel_row"].to_numpy(dtype=np.int64)])
-    per_kernel = prov.assign(primary=_calls(compiled, prov))
-    per_kernel = per_kernel[["trace_name", "prov_kernel", "post_grad_nodes", "primary"]]
-    per_kernel = per_kernel.drop_duplicates(["trace_name", "prov_kernel"])
-    lines = log.lines
-    columns = ["prov_kernel", "file", "line", "code", "function"]
-    held = per_kernel.merge(lines[columns], on="prov_kernel")
-    held = held.rename(columns={"trace_name": "kernel"})
-    held = held[["kernel", *columns[1:]]].drop_duplicates(["kernel", "file", "line"])
-    held["function"] = held["function"].fillna("").astype(str)
-    held["code"] = held["code"].fillna("").astype(str)
-    nodes_of = zip(per_kernel["trace_name"], per_kernel["prov_kernel"],
-                   per_kernel["post_grad_nodes"], per_kernel["primary"], strict=True)  # fmt: skip
-    return held.reset_index(drop=True), _node_ops(list(nodes_of))

@@ -12,9 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.fusion_by_line import SMALL_ROWS
 from traceviz.analysis.fusion_match import Credits, Outcome
-from traceviz.analysis.fusion_rows import kernel_ops_rows
 
 __all__ = ["KERNEL_OPS_DTYPES", "KernelOps", "kernel_ops"]
 
@@ -39,13 +37,6 @@ KERNEL_OPS_DTYPES: dict[str, str] = {
 def kernel_ops(credits: pd.DataFrame) -> pd.DataFrame:
     """Matched credits summed per (compiled ``kernel``, eager ``op``): ``kernels`` (count)
     and ``time_us`` (µs, measured); largest ``time_us`` first, ties by op name."""
-    if len(credits) <= SMALL_ROWS:  # the same table without groupbys (fusion_rows)
-        return kernel_ops_rows(credits, KERNEL_OPS_DTYPES)
-    return _kernel_ops_grouped(credits)
-
-
-def _kernel_ops_grouped(credits: pd.DataFrame) -> pd.DataFrame:
-    """:func:`kernel_ops` by pandas' groupbys (large inputs)."""
     matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
     # two plain aggregations, not a named ``agg(**…)`` (the same table, ~7x slower in pandas 3)
     grouped = matched.groupby([Credits.kernel, Credits.op], sort=False)[Credits.time_us]

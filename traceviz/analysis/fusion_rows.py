@@ -1,13 +1,19 @@
-"""The fusion map's tables for a run of ordinary size, without pandas' groupbys.
+"""The fusion map's ``kernels`` table for a run of ordinary size, without pandas' groupbys.
 
-The same tables as the grouped forms in :mod:`traceviz.analysis.fusion` (``kernels``,
-``eager_only``) and :mod:`traceviz.analysis.fusion_ops` (``ops``), built with dicts and lists:
-on a sample run's few hundred kernels each grouped form spends milliseconds in groupbys,
-joins and sorts of small frames. Every sum is the one pandas' groupby gives
+:func:`kernel_table_rows` builds the table :func:`traceviz.analysis.fusion._kernel_table_grouped`
+builds, with dicts and lists. Every sum is the one pandas' groupby gives
 (:func:`~traceviz.analysis.fusion_by_line.group_sums`: the same group numbering, the same
-arithmetic), every order the one its stable sorts give, so both forms agree to the last bit;
-the grouped forms stay for large inputs (:data:`~traceviz.analysis.fusion_by_line.SMALL_ROWS`),
-and the tests compare both on every sample run and corpus pair.
+arithmetic), every order the one its stable sorts give, so both forms agree to the last bit (the
+tests compare both on every sample run and corpus pair).
+
+Why both stay (issue 26, measured in one script, best of several, a busy 2-core machine): on
+the H200 gpt2 sample run (110 compiled kernels, 255 credits) this form takes 8 ms, the grouped
+one 37 ms, 3.6% of that run's whole ``traceviz compare`` (0.79 s); on mlp 4 vs 14 ms (2.2% of
+0.45 s). On the benchmarks' 1M-event pair (77,470 compiled kernels, 85,680 credits) the
+grouped form takes 0.26 s, this one 0.73 s: 0.47 s more, 18% of comparing the loaded pair. So
+the size decides (:data:`~traceviz.analysis.fusion_by_line.SMALL_ROWS`). The other fusion
+tables (``ops``, ``eager_only``) had such a form too; it saved 6-7 ms on a sample run (<1% of
+a compare) and cost 20-110 ms at 1M, so only their grouped forms remain.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from traceviz.analysis.fusion_names import fused_kernel_ops
 from traceviz.analysis.op_keys import name_keys
 from traceviz.schema import Kernels
 
-__all__ = ["eager_only_rows", "kernel_ops_rows", "kernel_table_rows"]
+__all__ = ["kernel_table_rows"]
 
 _CLASSIFIED_SOURCE = "source"  # Classified.source (kernels.py): the kernel's KernelSource
 
@@ -51,37 +57,6 @@ def _matched(credits: pd.DataFrame) -> np.ndarray:
     return (credits[Credits.outcome] == Outcome.MATCHED.value).to_numpy(dtype=bool)
 
 
-def _summed_pairs(
-    credits: pd.DataFrame, at: np.ndarray, first: str, second: str
-) -> list[tuple[Any, Any, int, float]]:
-    """The credits at positions ``at`` per distinct (``first``, ``second``) column values, in
-    first-seen order: (first, second, instances, summed ``time_us`` in µs)."""
-    a = credits[first].to_numpy(dtype=object)[at].tolist()
-    b = credits[second].to_numpy(dtype=object)[at].tolist()
-    ids, keys = first_seen(group_key(x, y) for x, y in zip(a, b, strict=True))
-    sums = group_sums(ids, credits[Credits.time_us].to_numpy(dtype=float)[at], len(keys))
-    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
-    return [(x, y, n, t) for (x, y), n, t in zip(keys, sizes, sums, strict=True)]
-
-
-def kernel_ops_rows(credits: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
-    """:func:`~traceviz.analysis.fusion_ops.kernel_ops`: matched credits summed per (compiled
-    kernel, eager op), largest time first, ties by op (then first seen)."""
-    rows = _summed_pairs(credits, np.flatnonzero(_matched(credits)), Credits.kernel, Credits.op)
-    return _frame(largest_first(rows, key=lambda r: r[3], name=lambda r: r[1]), dtypes)
-
-
-def eager_only_rows(credits: pd.DataFrame, dtypes: dict[str, str]) -> pd.DataFrame:
-    """The fusion map's ``eager_only``: eager instances credited to nothing, per (op,
-    outcome), largest time first, ties by op; ``outcome`` keeps the credits' categories."""
-    at = np.flatnonzero(~_matched(credits))
-    rows = _summed_pairs(credits, at, Credits.op, Credits.outcome)
-    table = _frame(largest_first(rows, key=lambda r: r[3], name=lambda r: r[0]), dtypes)
-    outcome = list(dtypes)[1]
-    table[outcome] = table[outcome].astype(object).astype(credits[Credits.outcome].dtype)
-    return table
-
-
 def kernel_table_rows(
     classified: pd.DataFrame,
     credits: pd.DataFrame,
@@ -92,9 +67,9 @@ def kernel_table_rows(
     name_basis: str = NAME_MATCH_BASIS,
 ) -> pd.DataFrame:
     """The fusion map's ``kernels``: one row per compiled kernel name (its kernel rows of
-    ``classified``), with what the credits gave it; ``ops`` is :func:`kernel_ops_rows` of
-    ``credits``, ``recorded`` the names the compile log explains (basis ``compiler``; the
-    others ``name_basis``)."""
+    ``classified``), with what the credits gave it; ``ops`` is
+    :func:`~traceviz.analysis.fusion_ops.kernel_ops` of ``credits``, ``recorded`` the names
+    the compile log explains (basis ``compiler``; the others ``name_basis``)."""
     is_kernel = classified[Kernels.activity] == schema.ActivityKind.KERNEL.value
     at = np.flatnonzero(is_kernel.to_numpy(dtype=bool))
     names = classified[Kernels.name].to_numpy(dtype=object)[at].tolist()
