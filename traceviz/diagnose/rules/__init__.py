@@ -4,6 +4,8 @@ A **trace rule** takes the :class:`~traceviz.diagnose.facts.TraceFacts` of one t
 every trace (both sides of a comparison, and ``traceviz summary``'s single trace); a
 **comparison rule** takes a :class:`~traceviz.analysis.compare.Comparison`. Both return a list
 of findings (empty when nothing applies) and never print, mutate or raise on odd traces.
+No rule module imports another (a contract in pyproject.toml): what rules share lives below
+them, in :mod:`traceviz.diagnose.facts` and the small modules beside it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from traceviz.diagnose.rules import (
     copies,
     device,
     gemm,
+    idle,
     inductor_kernels,
     launch,
     memory,
@@ -38,6 +41,7 @@ TRACE_RULES: list[TraceRule] = [
     chains.unfused_chains,
     breaks.graph_breaks,
     breaks.recompiles,
+    idle.cpu_bound,
     launch.launch_bound,
     launch.framework_overhead,
     gemm.extern_gemms,

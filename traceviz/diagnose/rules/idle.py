@@ -8,22 +8,19 @@ for the CPU takes a large share of the step *and* most of that wait is in long g
 Python between the model's kernels, not launch overhead), the finding is ``cpu-bound`` and
 names the CPU ops and annotations that ran meanwhile (e.g. ``video_classification.preprocess
 218 ms per step before the first kernel``). When the wait is spread over short gaps it is
-``launch-bound`` instead (:mod:`traceviz.diagnose.rules.launch` decides; one of the two, never
-both).
+``launch-bound`` instead (:mod:`traceviz.diagnose.rules.launch`; one of the two, never both:
+both read the condition from :mod:`traceviz.diagnose.cpu_wait`).
 """
 
 from __future__ import annotations
 
 from traceviz.analysis.idle import CpuWork, IdleParts
 from traceviz.diagnose import docs
-from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, short_name, us
-from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.cpu_wait import covered, idle_evidence, is_cpu_bound, top_cpu_work
+from traceviz.diagnose.facts import TraceFacts, cpu_side_gain
+from traceviz.diagnose.finding import Finding, Severity
 
 CPU_BOUND_ID = "cpu-bound"
-#: At least half the CPU wait in long gaps: the CPU was busy with other work, not launching.
-CPU_WORK_LONG_SHARE = 0.5
-#: The CPU ops/annotations named in the evidence.
-CPU_WORK_SHOWN = 3
 #: The title names the top CPU work when it covers at least this share of the wait.
 CPU_WORK_NAMED_SHARE = 0.1
 #: Below this share of the wait covered by recorded CPU ops/annotations/Python frames, the
@@ -34,75 +31,6 @@ GAIN_BASIS = (
     "upper bound: the device time spent waiting for the CPU (measured); only CPU work moved "
     "off the step's critical path (overlapped with device work) is saved"
 )
-PART_LABELS = {
-    IdleParts.cpu_wait_us: "device idle waiting for the CPU",
-    IdleParts.blocked_us: "device idle while the CPU was blocked in a sync",
-    IdleParts.event_wait_us: "device idle waiting on another stream / event",
-    IdleParts.launch_latency_us: "device idle in launch latency",
-    IdleParts.between_us: "device idle between kernels (work already issued)",
-}
-
-
-def is_cpu_work(facts: TraceFacts) -> bool:
-    """Most of the wait for the CPU is in long gaps (CPU work, not launch overhead)."""
-    idle = facts.launch.idle
-    wait = idle.total(IdleParts.cpu_wait_us)
-    return wait > 0 and idle.total(IdleParts.long_cpu_wait_us) >= CPU_WORK_LONG_SHARE * wait
-
-
-def idle_evidence(facts: TraceFacts) -> list[Evidence | str]:
-    """The idle split per step (the four parts and where the wait was), then the CPU work."""
-    idle = facts.launch.idle
-    out: list[Evidence | str] = []
-    for column, label in PART_LABELS.items():
-        value = facts.per_step(idle.total(column))
-        out.append(Evidence(f"{label} per step", value, Unit.US, facts.share(value)))
-    lead = facts.per_step(idle.total(IdleParts.lead_cpu_wait_us))
-    trail = facts.per_step(idle.total(IdleParts.trail_cpu_wait_us))
-    if lead > 0:
-        out.append(Evidence("waiting for the CPU before the first kernel, per step", lead, Unit.US))
-    if trail > 0:
-        out.append(Evidence("waiting for the CPU after the last kernel, per step", trail, Unit.US))
-    work = top_cpu_work(facts)
-    out += [f"CPU work meanwhile: {item}" for item in work]
-    if idle.total(IdleParts.cpu_wait_us) > 0:
-        out.append(
-            Evidence(
-                "wait covered by recorded CPU ops/annotations/Python frames",
-                covered(facts),
-                Unit.RATIO,
-            )
-        )
-    return out
-
-
-def covered(facts: TraceFacts) -> float:
-    """The share of the wait for the CPU during which recorded CPU work ran on the launching
-    thread: a CPU op, an annotation or a Python frame (``python_function``, recorded with
-    ``with_stack=True``; frames that sleep or wait do not count) (0 when there is no wait;
-    :attr:`~traceviz.analysis.idle.IdleSplit.recorded_us`)."""
-    idle = facts.launch.idle
-    wait = idle.total(IdleParts.cpu_wait_us)
-    if wait <= 0:
-        return 0.0
-    ops = float(idle.cpu_work[CpuWork.overlap_us].sum())
-    return min(max(idle.recorded_us, ops) / wait, 1.0)
-
-
-def top_cpu_work(facts: TraceFacts) -> list[str]:
-    """The CPU ops/annotations that overlapped the wait longest: "name 218 ms per step before
-    the first kernel" (their overlap with the wait, per profiled step)."""
-    work = facts.launch.idle.cpu_work
-    if work.empty:
-        return []
-    grouped = work.groupby([CpuWork.name, CpuWork.where], sort=False)[CpuWork.overlap_us].sum()
-    top = grouped.sort_values(ascending=False, kind="stable").head(CPU_WORK_SHOWN)
-    names = top.index.get_level_values(0)
-    wheres = top.index.get_level_values(1)
-    return [
-        f"{short_name(str(name), 60)} {us(facts.per_step(float(value)))} per step {where}"
-        for name, where, value in zip(names, wheres, top.to_numpy(dtype=float), strict=True)
-    ]
 
 
 def _title_work(facts: TraceFacts) -> str:
@@ -120,8 +48,13 @@ def _title_work(facts: TraceFacts) -> str:
     return f" (no CPU op or Python frame recorded for {100 * unexplained:.0f}% of the wait)"
 
 
-def cpu_bound(facts: TraceFacts) -> Finding:
-    """The ``cpu-bound`` finding of ``facts`` (the caller decides that it applies)."""
+def cpu_bound(facts: TraceFacts) -> list[Finding]:
+    """The ``cpu-bound`` finding of a GPU trace whose device waits for the CPU, mostly in
+    long gaps (:func:`~traceviz.diagnose.cpu_wait.is_cpu_bound`)."""
+    return [_finding(facts)] if is_cpu_bound(facts) else []
+
+
+def _finding(facts: TraceFacts) -> Finding:
     wait = facts.per_step(facts.launch.idle.total(IdleParts.cpu_wait_us))
     share = facts.share(wait) or 0.0
     named = _title_work(facts)

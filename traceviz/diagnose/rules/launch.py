@@ -4,7 +4,8 @@ GPU traces (measured, :mod:`traceviz.analysis.launch` and :mod:`traceviz.analysi
 share of the step the device sits idle waiting for the CPU, and the kernels shorter than their
 own launch call. One finding, the true one: when most of the wait is in long gaps the CPU was
 busy with other work and the finding is ``cpu-bound`` (:mod:`traceviz.diagnose.rules.idle`),
-naming that work; when it is spread over short gaps between kernels the step is
+naming that work, while this rule stays silent (both read the condition from
+:mod:`traceviz.diagnose.cpu_wait`); when it is spread over short gaps between kernels the step is
 ``launch-bound`` and the cure is fewer launches: CUDA graphs (``mode="reduce-overhead"``)
 replay the whole step with one. When the CPU's blocked time in syncs is a larger part of the
 idle time than the wait, neither fires: ``sync-in-step`` is the finding. When graphs are
@@ -23,18 +24,15 @@ only, so launch-bound stays silent on them.
 
 from __future__ import annotations
 
-from traceviz.analysis.idle import IdleParts
 from traceviz.diagnose import docs, ort_advice
+from traceviz.diagnose.cpu_wait import idle_evidence, is_cpu_bound, waits_for_cpu
 from traceviz.diagnose.facts import TraceFacts, cpu_side_gain, graphs_requested, is_kernel
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules import idle as idle_rules
 from traceviz.schema import DeviceKind, Kernels, LaunchClass, Launches
 
 LAUNCH_BOUND_ID = "launch-bound"
 GRAPHS_ID = "cuda-graphs-in-use"
 OVERHEAD_ID = "framework-overhead"
-#: The device waits for the CPU a quarter of the step: launches, not kernels, set the pace.
-LAUNCH_BOUND_WAIT_SHARE = 0.25
 #: Half of all kernels finish faster than the CPU call that launched them ...
 SHORT_KERNEL_SHARE = 0.5
 #: ... while the device idles a quarter of the step: launch-bound even when the wait
@@ -66,30 +64,23 @@ REPLAYED_STEP = (
 
 
 def launch_bound(facts: TraceFacts) -> list[Finding]:
-    """CPU-bound or launch-bound steps on a GPU trace (one of them, see the module
+    """Launch-bound steps on a GPU trace (none where the step is CPU-bound, see the module
     docstring); otherwise an info finding when graphs are in use."""
     if facts.is_onnxruntime:  # ORT profiles: no launches: node times are host-side (ort_advice.py)
         return []
     if not facts.is_gpu or facts.summary.kernel_count == 0:
         return []
+    if is_cpu_bound(facts):
+        return []  # the cpu-bound finding (rules/idle.py)
     launch = facts.launch
-    wait_share = launch.cpu_wait_share or 0.0
     idle_share = launch.idle_share or 0.0
     # over all kernels: graph replays have no launch of their own, so they are never "short"
     short_share = launch.short_kernels / facts.summary.kernel_count
-    waiting = wait_share >= LAUNCH_BOUND_WAIT_SHARE and not _sync_dominates(facts)
-    if waiting and idle_rules.is_cpu_work(facts):
-        return [idle_rules.cpu_bound(facts)]
-    bound = waiting or (short_share >= SHORT_KERNEL_SHARE and idle_share >= SHORT_KERNEL_IDLE_SHARE)
+    short = short_share >= SHORT_KERNEL_SHARE and idle_share >= SHORT_KERNEL_IDLE_SHARE
+    bound = waits_for_cpu(facts) or short
     if not bound:
         return [_graphs_info(facts)] if facts.uses_graphs else []
     return [_launch_bound(facts, short_share)]
-
-
-def _sync_dominates(facts: TraceFacts) -> bool:
-    """The device idles longer while the CPU is blocked in syncs than while it waits for it."""
-    idle = facts.launch.idle
-    return idle.total(IdleParts.blocked_us) > idle.total(IdleParts.cpu_wait_us)
 
 
 def framework_overhead(facts: TraceFacts) -> list[Finding]:
@@ -177,7 +168,7 @@ def _launch_bound(facts: TraceFacts, short_share: float) -> Finding:
     evidence: list[Evidence | str] = [
         Evidence("device waiting for the CPU per step", wait, Unit.US, facts.share(wait)),
         Evidence("device idle per step", idle, Unit.US, facts.share(idle)),
-        *idle_rules.idle_evidence(facts)[1:],
+        *idle_evidence(facts)[1:],
         Evidence("kernels per step", facts.per_step(facts.summary.kernel_count), Unit.COUNT),
         Evidence("kernels shorter than their launch call", short_share, Unit.RATIO),
     ]

@@ -11,30 +11,29 @@
 - **Nothing recorded**: no CPU op, annotation or Python frame besides the ``ProfilerStep``
   spans, and no kernel (``empty-trace``): the profiler ran without its activities, or outside
   the code it was meant to see. Every figure of such a trace is zero, and a pair with one gets
-  no speed verdict from its profiled steps (:func:`has_recorded_work`).
+  no speed verdict from its profiled steps
+  (:func:`~traceviz.diagnose.recorded_work.has_recorded_work`).
 - **Too few steps** (fewer than :data:`MIN_STEPS` ``ProfilerStep`` spans), or **noisy steps**
   (step times, or run.json's timed iterations, spread widely).
-- ONNX Runtime profiles (``model_run`` steps): a first run :data:`~traceviz.diagnose.ort_advice.
-  WARMUP_FACTOR` × or more the median of the others is the session's warm-up: the spread is
-  judged on the other runs, and when they are steady the finding is ``warm-up-step`` (info),
-  not ``noisy-steps``. The compile, compiled-region and record_shapes checks do not apply.
+- ONNX Runtime profiles (``model_run`` steps): a first run
+  :data:`~traceviz.diagnose.ort_advice.WARMUP_FACTOR` × or more the median of the others is the
+  session's warm-up: the spread is judged on the other runs, and when they are steady the
+  finding is ``warm-up-step`` (info), not ``noisy-steps``. The compile, compiled-region and
+  record_shapes checks do not apply.
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.blocking import is_step_span
 from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import TraceFacts, points_in_windows, short_name
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
+from traceviz.diagnose.recorded_work import compile_name_mask, has_recorded_work
 from traceviz.schema import Ops, Steps
-from traceviz.trace import Trace
 
 EMPTY_ID = "empty-trace"
 NO_REGION_ID = "no-compiled-region"
@@ -49,22 +48,6 @@ MIN_STEPS = 3
 STEP_CV_MAX = 0.20
 #: run.json timing: an interquartile range half the median means the machine was busy.
 TIMING_IQR_MAX = 0.50
-#: Names of Dynamo/Inductor compile-time spans (torch 2.1 … 2.13 record_function names).
-COMPILE_EVENT = re.compile(
-    r"\(dynamo_timed\)$|^(entire_frame_compile|backend_compile|_compile\.compile_inner|"
-    r"OutputGraph\.call_user_compiler|create_aot_dispatcher_function|compile_fx_inner|"
-    r"fx_codegen_and_compile|GraphLowering\.compile_to_module|async_compile\.wait|"
-    r"TorchDynamo Compile|compile_attempt_\d+|bytecode_tracing)$"
-)
-
-
-def has_recorded_work(trace: Trace) -> bool:
-    """The trace records some work: a kernel (device activity, or a CPU trace's computing op)
-    or a CPU op, annotation or Python frame other than the ``ProfilerStep#`` spans."""
-    if len(trace.kernels):
-        return True
-    ops = trace.ops
-    return bool(len(ops)) and bool((~is_step_span(ops[Ops.name])).any())
 
 
 def empty_trace(facts: TraceFacts) -> list[Finding]:
@@ -301,21 +284,6 @@ def _warmup(facts: TraceFacts, durs: npt.NDArray[np.float64], factor: float) -> 
         docs_url=ort_advice.PROFILING,
         trace=facts.name,
     )
-
-
-def compile_name_mask(names: pd.Series) -> npt.NDArray[np.bool_]:
-    """Per op, its name is a compile-time span (each distinct name matched once; a
-    categorical column's categories, looked up by code)."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        cats = names.cat.categories
-        hit = np.array([bool(COMPILE_EVENT.search(str(c))) for c in cats] + [False], dtype=bool)
-        return np.asarray(hit[names.cat.codes.to_numpy()], dtype=bool)  # code −1: the False
-    codes, uniques = pd.factorize(names)
-    hits = np.array([bool(COMPILE_EVENT.search(str(u))) for u in uniques], dtype=bool)
-    out = np.zeros(len(names), dtype=bool)
-    known = codes >= 0
-    out[known] = hits[codes[known]]
-    return out
 
 
 def _outermost(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:

@@ -17,7 +17,7 @@ steps rests on one profiled window and says so.
   interval includes 1: the difference is within the run-to-run noise; the interval is shown.
 
 Neither fires when either trace records no ops and no kernels
-(:func:`~traceviz.diagnose.rules.profiling.has_recorded_work`) and run.json has no timed
+(:func:`~traceviz.diagnose.recorded_work.has_recorded_work`) and run.json has no timed
 steps: the step spans of an empty trace time nothing (:data:`NO_WORK`: the verdict is
 ``unknown``; ``empty-trace`` says why). Neither fires either when the comparability guard
 finds a and b to be different workloads
@@ -58,7 +58,7 @@ from traceviz.diagnose.facts import (
 )
 from traceviz.diagnose.facts import us as _us
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
-from traceviz.diagnose.rules.profiling import compile_name_mask, has_recorded_work
+from traceviz.diagnose.recorded_work import compile_name_mask, has_recorded_work
 from traceviz.schema import Kernels, Steps
 
 if TYPE_CHECKING:
