@@ -11,8 +11,11 @@ computes its key without them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 from traceviz import settings
 from traceviz.errors import UsageError
@@ -53,3 +56,10 @@ def cache_dir(option: CacheOption = True) -> Path | None:
     if base.exists() and not base.is_dir():
         raise UsageError(f"{origin} {base} is not a directory")
     return base
+
+
+def entry_path(root: Path, key: dict[str, Any], prefix: str = "") -> Path:
+    """The directory of the entry that holds ``key`` under ``root``: ``prefix`` and 40 hex
+    digits of the SHA-256 of the key's JSON (sorted keys), so one key is one directory."""
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+    return root / f"{prefix}{digest}"

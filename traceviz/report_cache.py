@@ -53,15 +53,17 @@ import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 
 from traceviz import settings
 from traceviz._version import __version__
-from traceviz.cache_paths import ENTRY_FILE, cache_dir
+from traceviz.cache_paths import ENTRY_FILE, cache_dir, entry_path
 from traceviz.cache_paths import MAX_BYTES_ENV as MAX_BYTES_ENV
 
 if TYPE_CHECKING:
     from traceviz.report.bundle import Report
+
+T = TypeVar("T")
 
 REPORT_FORMAT = 1
 ENTRY_PREFIX = "report-"
@@ -89,28 +91,19 @@ class ReportEntry:
     def of(cls, inputs: dict[str, Any], root: Path) -> ReportEntry:
         """The entry for ``inputs`` (a JSON-able description of the call) under ``root``."""
         key = {"inputs": inputs, "environment": environment()}
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
-        return cls(root / f"{ENTRY_PREFIX}{digest}", key)
+        return cls(entry_path(root, key, ENTRY_PREFIX), key)
 
     def read(self) -> Report | None:
-        """The cached report; ``None`` on a miss. A damaged entry is removed; one that is not
-        safely ours (owner, permissions, links) is left alone and never unpickled."""
-        header = read_header(self.directory, self.key)
-        if header is None:
-            return None
-        if not sources_unchanged(header):
-            discard(self.directory)  # a user's source file edited: its lines' text changed
-            return None
-        try:
-            from traceviz.report.bundle import Report
+        """The cached report; ``None`` on a miss (:func:`read_entry`: one that is not safely
+        ours is left alone and never unpickled)."""
+        return read_entry(self.directory, self.key, self._payload)
 
-            report = _load_private(self.directory / PAYLOAD_FILE, header.get("payload_bytes"))
-            if not isinstance(report, Report):
-                raise TypeError(f"not a Report: {type(report).__name__}")
-        except Exception:  # any damage at all is a miss, never an error
-            discard(self.directory)
-            return None
-        touch(self.directory)
+    def _payload(self, header: dict[str, Any]) -> Report:
+        from traceviz.report.bundle import Report
+
+        report = _load_private(self.directory / PAYLOAD_FILE, header.get("payload_bytes"))
+        if not isinstance(report, Report):
+            raise TypeError(f"not a Report: {type(report).__name__}")
         return report
 
     def write(self, report: Report) -> bool:
@@ -149,6 +142,28 @@ def sources_unchanged(header: dict[str, Any]) -> bool:
     written (an entry without them has none)."""
     sources = header.get("sources") or {}
     return isinstance(sources, dict) and sources_key(list(sources)) == sources
+
+
+def read_entry(
+    directory: Path, key: dict[str, Any], payload: Callable[[dict[str, Any]], T]
+) -> T | None:
+    """What ``payload`` reads from the entry in ``directory`` given its header, when the
+    entry holds ``key``, is safely ours (:func:`read_header`) and the user source files it
+    shows are unchanged; ``None`` on a miss. A damaged entry, one whose payload raises, or
+    one whose source files changed is removed; the one read is marked recently used."""
+    header = read_header(directory, key)
+    if header is None:
+        return None
+    if not sources_unchanged(header):
+        discard(directory)  # a user's source file edited: its lines' text changed
+        return None
+    try:
+        value = payload(header)
+    except Exception:  # any damage at all is a miss, never an error
+        discard(directory)
+        return None
+    touch(directory)
+    return value
 
 
 def read_header(directory: Path, key: dict[str, Any]) -> dict[str, Any] | None:

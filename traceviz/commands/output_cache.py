@@ -45,7 +45,6 @@ import argparse
 import dataclasses
 import hashlib
 import io
-import json
 import os
 import stat
 from collections.abc import Sequence
@@ -53,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from traceviz import report_cache
-from traceviz.cache_paths import cache_dir
+from traceviz.cache_paths import cache_dir, entry_path
 from traceviz.commands.output import FILE_WIDTH, console, emit
 
 if TYPE_CHECKING:
@@ -100,29 +99,18 @@ class OutputEntry:
     target: Console | None = None
 
     def read(self) -> Output | None:
-        """The stored output; ``None`` on a miss (a damaged entry is removed, one that is not
-        safely ours left alone)."""
-        header = report_cache.read_header(self.directory, self.key)
-        if header is None:
-            return None
-        if not report_cache.sources_unchanged(header):
-            report_cache.discard(self.directory)  # a user's source file edited since
-            return None
-        try:
-            data = report_cache.read_private(
-                self.directory / PAYLOAD_FILE, header.get("payload_bytes")
-            )
-            if hashlib.sha256(data).hexdigest() != header.get("sha256"):
-                raise ValueError("output does not match its checksum")
-            reached = header.get("reached")
-            if not isinstance(reached, list) or not set(reached) <= set(SEVERITIES):
-                raise ValueError(f"bad severities {reached!r}")
-            output = Output(data.decode("utf-8", "surrogatepass"), tuple(reached))
-        except Exception:  # any damage at all is a miss, never an error
-            report_cache.discard(self.directory)
-            return None
-        report_cache.touch(self.directory)
-        return output
+        """The stored output; ``None`` on a miss (:func:`traceviz.report_cache.read_entry`:
+        a damaged entry is removed, one that is not safely ours left alone)."""
+        return report_cache.read_entry(self.directory, self.key, self._payload)
+
+    def _payload(self, header: dict[str, Any]) -> Output:
+        data = report_cache.read_private(self.directory / PAYLOAD_FILE, header.get("payload_bytes"))
+        if hashlib.sha256(data).hexdigest() != header.get("sha256"):
+            raise ValueError("output does not match its checksum")
+        reached = header.get("reached")
+        if not isinstance(reached, list) or not set(reached) <= set(SEVERITIES):
+            raise ValueError(f"bad severities {reached!r}")
+        return Output(data.decode("utf-8", "surrogatepass"), tuple(reached))
 
     def write(self, output: Output, sources: Sequence[str] = ()) -> bool:
         """Store ``output``, shown with the text of lines of the user's ``sources`` files
@@ -210,8 +198,7 @@ def _entry(
             "console": None if target is None else describe(target),
         },
     }
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
-    return OutputEntry(root / f"{ENTRY_PREFIX}{digest}", key, target)
+    return OutputEntry(entry_path(root, key, ENTRY_PREFIX), key, target)
 
 
 def _target(path: str | None) -> Console | None:

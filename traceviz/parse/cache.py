@@ -43,7 +43,7 @@ from traceviz._version import __version__
 # The cache's directory rule lives in traceviz.cache_paths and its variables in
 # traceviz.settings (the front ends find the cache without the parser); still importable here.
 from traceviz.cache_paths import CACHE_DIR_ENV as CACHE_DIR_ENV
-from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir
+from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir, entry_path
 from traceviz.cache_paths import NO_CACHE_ENV as NO_CACHE_ENV
 from traceviz.settings import MAX_CACHE_BYTES_ENV as MAX_CACHE_BYTES_ENV
 from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
@@ -89,8 +89,7 @@ class Entry:
             "format": [CACHE_FORMAT_VERSION, ENTRY_FORMAT],
             "parser": _parser_fingerprint(),
         }
-        digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
-        return cls(root / digest, key)
+        return cls(entry_path(root, key), key)
 
     def read(self) -> tuple[Trace, int] | None:
         """The cached trace and its JSON byte count; ``None`` on a miss. A damaged entry is
