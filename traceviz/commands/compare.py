@@ -114,13 +114,11 @@ def add_pair_arguments(parser: argparse.ArgumentParser, *, force_help: str) -> N
 def build(args: argparse.Namespace) -> Report:
     """The report the arguments ask for (:mod:`traceviz.pipeline` builds it)."""
     with collector_off():  # heavy (pandas, the analysis): made after the collector's freeze
-        from traceviz.pipeline import compare_run, open_report  # not needed by a cached output
+        from traceviz.pipeline import open_report  # not needed by a cached output
 
     if args.top < 0:
         raise traceviz.UsageError("--top must be 0 or more")
     names = tuple(args.names) if args.names else None
-    if args.b is None:
-        return compare_run(args.a, names=names, compile_log=args.compile_log, force=args.force)
     return open_report(args.a, args.b, names=names, compile_log=args.compile_log, force=args.force)
 
 
