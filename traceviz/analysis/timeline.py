@@ -137,16 +137,15 @@ def _lane_keys(trace: Trace, kernels: pd.DataFrame) -> pd.Series:
 def _nested(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
     """Rows that start inside an earlier row's span on the same lane.
 
-    ``frame`` is in lane order (each lane's rows together, as :func:`timeline` sorts them):
-    each lane's running maximum end before a row (missing ends skipped) is taken on its own
-    stretch of rows, with NumPy."""
+    ``frame`` is in lane order (each lane's rows together, as :func:`timeline`, the one caller,
+    sorts them): each lane's running maximum end before a row (missing ends skipped) is taken on
+    its own stretch of rows, with NumPy. (A pandas form for rows in any order went in issue 26:
+    no caller has such rows.)"""
     lane = frame[Lane.lane].to_numpy()
     end = frame[Lane.end].to_numpy(dtype=float)
     nested = np.zeros(len(frame), dtype=bool)
     if len(frame) < 2:
         return nested
-    if (lane[1:] < lane[:-1]).any():  # not in lane order: the general form
-        return _nested_grouped(frame)
     ts = frame[Lane.ts].to_numpy(dtype=float)
     bounds = np.flatnonzero(lane[1:] != lane[:-1]) + 1
     for start, stop in zip(np.r_[0, bounds], np.r_[bounds, len(frame)], strict=True):
@@ -157,13 +156,6 @@ def _nested(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
         inside = ts[start + 1 : stop] < reach - NESTING_TOLERANCE_US
         nested[start + 1 : stop] = inside & ~np.isnan(prev_end)
     return nested
-
-
-def _nested_grouped(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
-    """:func:`_nested` by pandas' groupby, for rows in any order."""
-    prev_end = frame.groupby(Lane.lane)[Lane.end].shift(1)
-    reach = prev_end.groupby(frame[Lane.lane]).cummax()
-    return (frame[Lane.ts] < reach - NESTING_TOLERANCE_US).to_numpy(dtype=bool)
 
 
 def _texts(column: pd.Series, order: npt.NDArray[np.intp]) -> Any:
