@@ -14,7 +14,8 @@ from tests.conftest import CORPUS, corpus_files, kernel, launch, load_trace, op
 from traceviz.analysis.idle import PARTS, IdleParts
 from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.step_parts import GPU_PARTS, step_parts
-from traceviz.analysis.stream_waits import gated_activities, gated_launches, stream_wait_count
+from traceviz.analysis.stream_waits import gated_activities, gated_launches, is_stream_wait
+from traceviz.schema import Launches
 
 P = IdleParts
 
@@ -102,7 +103,7 @@ def test_corpus_traces_with_stream_waits(path: Path) -> None:
     """Every real trace with stream-wait calls: the five parts add to the idle time per step,
     and where an activity follows a wait, some idle time is the wait's, not launch latency."""
     trace = load_trace(path)
-    assert stream_wait_count(trace) > 0
+    assert is_stream_wait(trace.launches[Launches.name]).any()
     split = launch_overhead(trace).idle
     per = split.per_step
     parts = per[list(PARTS)].to_numpy(dtype=float).sum(axis=1)

@@ -49,11 +49,6 @@ def is_stream_wait(names: pd.Series) -> BoolArray:
     return names.astype(str).str.match(STREAM_WAIT).to_numpy(dtype=bool)
 
 
-def stream_wait_count(trace: Trace) -> int:
-    """How many stream-wait-event calls the trace holds."""
-    return int(is_stream_wait(trace.launches[Launches.name]).sum())
-
-
 def gated_launches(trace: Trace) -> BoolArray:
     """Per row of ``trace.launches``: a device-work call made after a stream-wait call on its
     thread, with no device-work call on that thread in between (see the module docstring)."""

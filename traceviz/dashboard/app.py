@@ -36,12 +36,6 @@ RESET_DELAY_MS = 2000  # after a failed upload, until its drop zone is replaced
 log = logging.getLogger(__name__)
 
 
-def build_views(comparison: Report) -> list[tuple[str, Component]]:
-    """Every view the comparison shows as (tab title, component), all built at once (the
-    dashboard itself builds a tab only when it is first opened)."""
-    return [(title, VIEWS[title](comparison)) for title in views_for(comparison)]
-
-
 def tab_class(title: str) -> str:
     """The CSS class of a tab's content (``"Launch overhead"`` → ``tv-tab-launch-overhead``),
     for pages and tests to find a tab's content once it is built."""
