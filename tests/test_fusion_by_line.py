@@ -1,7 +1,9 @@
-"""The per-line fusion table without groupbys (fusion_by_line.lines_table_rows, issue 14) equals
-the grouped form (fusion_lines._lines_table_grouped) to the last bit: on one sample run per code
-path, on the corpus eager traces whose kernels have source lines, and on hand-made edge cases;
-its compensated sum is pandas' groupby sum."""
+"""The per-line fusion table (fusion_by_line.lines_table_rows; one form since issue 26) on one
+sample run per code path, on the corpus eager traces whose kernels have source lines, and on
+hand-made edge cases: one row per located line with its eager kernels, time and ops, the
+compiled kernels credited from it and their share of the measured time, the lines fused with
+it (both ways); a hand-made case's figures worked out by hand; group_sums is pandas' groupby
+sum."""
 
 from __future__ import annotations
 
@@ -15,24 +17,50 @@ import pytest
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from traceviz.analysis import fusion_lines
-from traceviz.analysis.fusion_by_line import group_sums, kahan_sum, lines_table_rows
-from traceviz.analysis.fusion_lines import CREDITED_DTYPES, LineRecord, fusion_evidence, read_log
+from traceviz.analysis.fusion_by_line import group_sums, lines_table_rows
+from traceviz.analysis.fusion_lines import (
+    CREDITED_DTYPES,
+    LineRecord,
+    fusion_evidence,
+    read_log,
+    split_kernel_names,
+)
 from traceviz.analysis.fusion_match import Credits, credit_eager_kernels
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
 from traceviz.schema import ActivityKind, Kernels
 
 
-def _both(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
+def _checked(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
+    """The credited table of ``credits``, checked against the located credits it sums."""
     located = fusion_lines._located(credits, lines)
-    fast = lines_table_rows(located, classified, fusion_lines._generated, CREDITED_DTYPES)
-    grouped = fusion_lines._lines_table_grouped(located, classified)
-    pd.testing.assert_frame_equal(fast, grouped, check_exact=True)
-    return fast
+    table = lines_table_rows(located, classified, fusion_lines._generated, CREDITED_DTYPES)
+    located = located[located["file"].notna() & located["line"].notna()]
+    keys = list(zip(located["file"], located["line"].astype(int), strict=True))
+    spots = list(zip(table["file"], table["line"].astype(int), strict=True))
+    assert len(spots) == len(set(spots)) and set(spots) == set(keys)
+    per_line = located.groupby([located["file"], located["line"].astype(int)], sort=False)
+    by_spot = table.set_index([table["file"], table["line"].astype(int)])
+    assert (by_spot["eager_kernels"] == per_line.size().reindex(by_spot.index)).all()
+    summed = per_line[Credits.time_us].sum().reindex(by_spot.index)
+    np.testing.assert_allclose(by_spot["eager_time_us"], summed, rtol=1e-12)
+    assert table["eager_time_us"].is_monotonic_decreasing
+    matched = located[located[Credits.outcome] == "matched"]
+    for (f, n), rows in matched.groupby([matched["file"], matched["line"].astype(int)]):
+        named = split_kernel_names(by_spot.loc[(f, n), "compiled_kernels"])
+        assert sorted(named) == sorted({str(k) for k in rows[Credits.kernel]})
+    fused = {
+        (f"{f}:{n}", other)
+        for f, n, text in zip(table["file"], table["line"], table["fused_with"], strict=True)
+        for other in filter(None, text.split(", "))
+    }
+    assert all((b, a) in fused for a, b in fused)  # fused with each other, both ways
+    assert table["compiled_time_us"].sum() <= measured_kernel_us(classified) * (1 + 1e-12)
+    return table
 
 
 @pytest.mark.parametrize("run", SAMPLE_RUNS)
-def test_equal_to_the_grouped_form_on_sample_runs(run: str) -> None:
+def test_by_line_on_sample_runs(run: str) -> None:
     r = read_run_dir(SAMPLES / run)
     eager, compiled = load_trace(r.eager), load_trace(r.compiled)
     marked = load_trace(r.eager_lines) if r.eager_lines else None
@@ -44,7 +72,7 @@ def test_equal_to_the_grouped_form_on_sample_runs(run: str) -> None:
     credits = credit_eager_kernels(
         eager, compiled, compiled_classified=classified, compiler=compiler
     )
-    table = _both(credits, classified, lines)
+    table = _checked(credits, classified, lines)
     full = fusion_lines.with_uncredited(table, credits, classified, lines)
     assert fusion_lines.lines_table(credits, classified, lines).equals(full)
     # credits add up to at most what was measured, on both sides
@@ -54,14 +82,14 @@ def test_equal_to_the_grouped_form_on_sample_runs(run: str) -> None:
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
 @pytest.mark.parametrize("pair", CORPUS_PAIRS, ids=[a for a, _ in CORPUS_PAIRS])
-def test_equal_to_the_grouped_form_on_corpus_pairs(pair: tuple[str, str]) -> None:
+def test_by_line_on_corpus_pairs(pair: tuple[str, str]) -> None:
     eager, compiled = load_trace(CORPUS / pair[0]), load_trace(CORPUS / pair[1])
     _, lines = fusion_evidence(eager, compiled)
     if lines is None or lines.eager.empty:
         pytest.skip("the eager trace maps no kernel to a source line")
     classified = classify(compiled)
     credits = credit_eager_kernels(eager, compiled, compiled_classified=classified)
-    _both(credits, classified, lines)
+    _checked(credits, classified, lines)
 
 
 def _classified(names: list[str], times: list[float]) -> pd.DataFrame:
@@ -75,7 +103,7 @@ def _classified(names: list[str], times: list[float]) -> pd.DataFrame:
     )
 
 
-def test_equal_on_hand_made_edge_cases() -> None:
+def test_hand_made_edge_cases() -> None:
     """Lines sharing kernels, unmatched rows, a row without an op or code, a missing line or
     file, a NaN time, zero credited time (even split) and a kernel the trace never ran."""
     fused = "triton_poi_fused_add_mul_0"
@@ -118,8 +146,19 @@ def test_equal_on_hand_made_edge_cases() -> None:
     )
     lines = LineRecord(eager=eager)
     classified = _classified([fused, fused, "sm80_gemm", "other_0"], [2.0, 3.0, 7.0, 0.25])
-    table = _both(credits, classified, lines)
-    assert table["fused_with"].tolist() != [""] * len(table)  # the shared kernel shows
+    table = _checked(credits, classified, lines)
+    # no file or no line: left out; a NaN time sums as nothing; m.py:3's code from its 2nd row
+    assert list(zip(table["file"], table["line"], strict=True)) == [
+        ("m.py", 3), ("m.py", 4), ("o.py", 9), ("n.py", 7), ("n.py", 9)
+    ]  # fmt: skip
+    assert table["code"].tolist() == ["x + y", "", "mul", "relu", ""]
+    assert table["eager_kernels"].tolist() == [2, 1, 1, 2, 1]
+    assert table["eager_ops"].iloc[3] == "aten::add (1), aten::relu (1)"
+    # the fused kernel's 5 µs split 1.5 : 0.1 (n.py:7's NaN credits nothing); other_0's
+    # 0.25 µs all to o.py:9 (1e-9 µs against 0); gone_kernel never ran: nothing
+    assert table["compiled_time_us"].tolist() == [4.6875, 0.3125, 0.25, 0.0, 0.0]
+    assert table["fused_with"].iloc[0] == "m.py:4, n.py:7"
+    assert table["compiled_kernels"].iloc[3] == f"gone_kernel, {fused}"
     empty = credits.iloc[:0]
     assert fusion_lines.lines_table(empty, classified, lines).empty
 
@@ -149,10 +188,3 @@ def test_group_sums_are_pandas_groupby_sums(sort: bool, with_nan: bool) -> None:
             a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, expected, strict=True)
         )
         assert list(uniques) == expected.index.tolist()
-
-
-def test_kahan_sum_is_pandas_compensated_sum() -> None:
-    values = [1e16, 1.0, 1.0, -1e16, math.nan, math.inf, 1.0]
-    expected = pd.Series(values).groupby([0, 0, 0, 0, 0, 1, 1]).sum()  # NaN: the Kahan path
-    assert kahan_sum(values[:5]) == expected.iloc[0] == 2.0  # left to right would give 0.0
-    assert kahan_sum(values[5:]) == expected.iloc[1] == math.inf

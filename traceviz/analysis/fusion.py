@@ -33,27 +33,23 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.comparable import Comparability, comparability
-from traceviz.analysis.fusion_by_line import SMALL_ROWS
 from traceviz.analysis.fusion_lines import BY_LINE_DTYPES, LineRecord, lines_table
 from traceviz.analysis.fusion_match import (
-    COMPILER_BASIS,
     CREDITS_DTYPES,
     NAME_MATCH_BASIS,
     Credits,
     Outcome,
     credit_eager_kernels,
-    is_layout_kernel,
     mark_unrecorded,
 )
-from traceviz.analysis.fusion_names import fused_kernel_ops
-from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
+from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, kernel_ops
 from traceviz.analysis.fusion_rows import kernel_table_rows
 from traceviz.analysis.inductor_record import (
     NAME_MATCH_UNRECORDED_BASIS,
     UnrecordedKernels,
     unrecorded_inductor_kernels,
 )
-from traceviz.analysis.kernels import Classified, classify
+from traceviz.analysis.kernels import classify
 from traceviz.analysis.memory import (
     Basis,
     KernelTraffic,
@@ -341,18 +337,8 @@ def _is_kernel(kernels: pd.DataFrame) -> pd.Series:
     return kernels[Kernels.activity] == ActivityKind.KERNEL.value
 
 
-def _kernel_rows(kernels: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
-    """``columns`` of the kernel rows (not memcpy/memset) of a kernels table."""
-    return kernels.loc[_is_kernel(kernels).to_numpy(dtype=bool), columns]
-
-
 def _kernel_count(trace: Trace) -> int:
     return int(_is_kernel(trace.kernels).sum())
-
-
-def _time(rows: pd.DataFrame) -> pd.Series:
-    """Exclusive device time, µs (``dur_us`` where the exclusive time is missing)."""
-    return rows[Kernels.excl_dur_us].fillna(rows[Kernels.dur_us])
 
 
 def _kernel_table(
@@ -364,75 +350,10 @@ def _kernel_table(
 ) -> pd.DataFrame:
     """One row per distinct compiled kernel name with what the credits gave it; ``recorded``
     names the kernels the compile log explains (basis ``compiler``), the others have
-    ``name_basis``."""
-    if len(classified) <= SMALL_ROWS and len(credits) <= SMALL_ROWS:  # without groupbys
-        return kernel_table_rows(
-            classified, credits, ops, recorded, FUSION_KERNELS_DTYPES, name_basis=name_basis
-        )
-    return _kernel_table_grouped(classified, credits, ops, recorded, name_basis)
-
-
-def _kernel_table_grouped(
-    classified: pd.DataFrame,
-    credits: pd.DataFrame,
-    ops: pd.DataFrame,
-    recorded: set[str],
-    name_basis: str = NAME_MATCH_BASIS,
-) -> pd.DataFrame:
-    """:func:`_kernel_table` by pandas' groupbys and joins (large inputs)."""
-    columns = [Kernels.name, Kernels.op_name, Kernels.dur_us, Kernels.excl_dur_us,
-               Classified.source]  # fmt: skip
-    rows = _kernel_rows(classified, columns)
-    rows = rows.assign(**{Kernels.dur_us: _time(rows)})
-    table = _totals(rows, Kernels.name).rename(columns={EagerOnly.kernels: FusionKernels.calls})
-    table = table.rename_axis(FusionKernels.kernel).reset_index()
-    names = table[FusionKernels.kernel]
-    sources = _most_common(rows, Classified.source)
-    own_ops = _ops_by_kernel(rows)
-    decoded = [fused_kernel_ops(name) for name in names]
-    extern_keys = {
-        key
-        for name, d in zip(names, decoded, strict=True)
-        if d is None
-        for key in _own_keys(own_ops.get(name) or [name])
-    }
-    table[FusionKernels.source] = [sources.get(name) for name in names]
-    table[FusionKernels.is_fusion] = [d is not None for d in decoded]
-    table[FusionKernels.fused_ops] = [", ".join(d.ops) if d else "" for d in decoded]
-    table[FusionKernels.op_names] = [", ".join(own_ops.get(name, [])) for name in names]
-    table[FusionKernels.is_layout] = [is_layout_kernel(name, extern_keys) for name in names]
-    table[FusionKernels.basis] = [
-        COMPILER_BASIS if name in recorded else name_basis for name in names
-    ]
-    out = table.join(_credited(credits, ops), on=FusionKernels.kernel)
-    out[FusionKernels.eager_ops] = out[FusionKernels.eager_ops].fillna("")
-    out[FusionKernels.eager_kernels] = out[FusionKernels.eager_kernels].fillna(0)
-    out[FusionKernels.eager_time_us] = out[FusionKernels.eager_time_us].fillna(0.0)
-    out = out.sort_values(
-        [FusionKernels.time_us, FusionKernels.kernel], ascending=[False, True], kind="stable"
+    ``name_basis`` (:func:`~traceviz.analysis.fusion_rows.kernel_table_rows`)."""
+    return kernel_table_rows(
+        classified, credits, ops, recorded, FUSION_KERNELS_DTYPES, name_basis=name_basis
     )
-    return schema.conform(out.reset_index(drop=True), FUSION_KERNELS_DTYPES)
-
-
-def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> pd.DataFrame:
-    """Per compiled kernel credited (``ops``: :func:`kernel_ops` of ``credits``):
-    ``eager_ops`` text, ``eager_kernels``, ``eager_time_us`` and the time-weighted
-    ``confidence``."""
-    matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
-    per_op = ops.rename(columns={KernelOps.kernels: "n", KernelOps.time_us: "t"})
-    per_op["text"] = per_op[KernelOps.op] + " (" + per_op["n"].astype(str) + ")"
-    weight = matched[Credits.time_us].where(matched[Credits.time_us] > 0, 1e-9)
-    weighted = (matched[Credits.confidence] * weight).groupby(matched[Credits.kernel]).sum()
-    grouped = per_op.groupby(KernelOps.kernel, sort=False)
-    summary = pd.DataFrame(
-        {
-            FusionKernels.eager_ops: grouped["text"].agg(", ".join),
-            FusionKernels.eager_kernels: grouped["n"].sum(),
-            FusionKernels.eager_time_us: grouped["t"].sum(),
-        }
-    )
-    summary[FusionKernels.confidence] = weighted / weight.groupby(matched[Credits.kernel]).sum()
-    return summary
 
 
 def _eager_only(credits: pd.DataFrame) -> pd.DataFrame:
@@ -446,38 +367,6 @@ def _eager_only(credits: pd.DataFrame) -> pd.DataFrame:
         [EagerOnly.time_us, EagerOnly.op], ascending=[False, True], kind="stable"
     )
     return schema.conform(table.reset_index(drop=True), EAGER_ONLY_DTYPES)
-
-
-def _totals(rows: pd.DataFrame, by: str) -> pd.DataFrame:
-    """``kernels`` (count) and ``time_us`` (summed device time) per distinct value of ``by``,
-    indexed by that value as text."""
-    grouped = rows.groupby(by, observed=True, sort=False)[Kernels.dur_us]
-    table = pd.DataFrame(
-        {EagerOnly.kernels: grouped.size(), EagerOnly.time_us: grouped.sum(min_count=0)}
-    )
-    table.index = pd.Index([str(v) for v in table.index], dtype=object)
-    return table
-
-
-def _own_keys(ops: list[str]) -> list[str]:
-    return list(dict.fromkeys(key for op in ops for key in name_keys(op)))
-
-
-def _most_common(rows: pd.DataFrame, column: str) -> dict[str, str]:
-    """Per kernel name, the value of ``column`` most of its calls have."""
-    counts = rows.groupby([Kernels.name, column], observed=True, sort=False).size()
-    top = counts.sort_values(ascending=False, kind="stable")
-    top = top[~top.index.get_level_values(0).duplicated()]
-    return {str(name): str(value) for name, value in top.index}
-
-
-def _ops_by_kernel(rows: pd.DataFrame) -> dict[str, list[str]]:
-    """Per kernel name, the distinct ops its calls ran under, most calls first."""
-    counts = rows.groupby([Kernels.name, Kernels.op_name], observed=True, sort=False).size()
-    ops: dict[str, list[str]] = {}
-    for name, op in counts.sort_values(ascending=False, kind="stable").index:
-        ops.setdefault(str(name), []).append(str(op))
-    return ops
 
 
 # --- headline ----------------------------------------------------------------------------

@@ -1,24 +1,23 @@
-"""The fusion map per source line for a run of ordinary size, without pandas' groupbys.
+"""The fusion map per source line from the located credits, and the grouping helpers the
+fusion tables share.
 
-:func:`lines_table_rows` builds the same table as the grouped form
-(:func:`traceviz.analysis.fusion_lines.lines_table`, :class:`~traceviz.analysis.fusion_lines.
-ByLine`) from the located credits (one row per eager kernel instance with a source line) with
-dicts and lists. Every sum is the one pandas' groupby gives (:func:`group_sums`: the same group
-numbering, then the same arithmetic), so the two forms agree to the last bit (the tests compare
-both on every sample and corpus trace); the helpers here serve
-:mod:`traceviz.analysis.fusion_rows` too.
+:func:`lines_table_rows` builds :func:`traceviz.analysis.fusion_lines.lines_table`'s credited
+columns (:class:`~traceviz.analysis.fusion_lines.ByLine`) from the located credits (one row per
+eager kernel instance with a source line): rows are numbered per key once (:func:`first_seen`,
+pandas' factorize of each column), summed by one groupby on those codes (:func:`group_sums`),
+and the per-line text is built with dicts over the distinct keys, never the rows.
 
-Why both stay (issue 26, measured in one script, a busy 2-core machine): on the sample runs
-this form takes 2-3 ms, the grouped one 16-21 ms, 2.1-3.2% of each run's whole ``traceviz
-compare`` (H200 gpt2: 2.8 vs 20.6 ms of 0.79 s); at 2,550 located rows (gpt2 replicated 10
-times) still 11 vs 25 ms. At 25,500 (replicated 100 times) the grouped form wins, 110 vs
-227 ms, and keeps scaling with pandas' vectorised groupbys: beyond :data:`SMALL_ROWS` it is used.
+One form since issue 26. A pandas form (a dozen groupbys, merges and sorts) gave the same table
+to the last bit; measured in one script on a busy 2-core machine, this form took 4-5 ms on the
+sample runs where it took 17-22 ms (H200 gpt2: 4.8 vs 21.7 ms, 2.7% of its 0.79 s compare), and
+43-60 ms where it took 38-46 ms at 26,000 located rows (gpt2 replicated 100 times), under 1% of
+that compare: it went.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,76 +29,45 @@ from traceviz.analysis.fusion_match import Credits, Outcome
 from traceviz.schema import ActivityKind, Kernels
 
 __all__ = [
-    "SMALL_ROWS",
     "first_seen",
-    "group_key",
     "group_sums",
-    "kahan_sum",
     "largest_first",
     "lines_table_rows",
 ]
 
-#: Located credits up to which the per-row form is used (beyond it, the grouped form).
-SMALL_ROWS = 5_000
-
 
 def group_sums(ids: npt.ArrayLike, values: npt.ArrayLike, groups: int) -> list[float]:
-    """Per group 0..groups-1, the sum pandas' ``groupby(...).sum()`` gives for float64
-    ``values`` whose rows pandas numbered ``ids`` (-1: a dropped missing key). pandas 3 takes
-    ``np.add.reduceat`` over the segments when the ids never decrease and no value is NaN,
-    else its compensated (Kahan) loop that skips NaN (:func:`kahan_sum`); so does this."""
+    """Per group 0..groups-1, the sum of the float64 ``values`` whose rows are numbered ``ids``
+    (-1: a row with a missing key, left out): pandas' groupby sum (its compensated sum, NaN
+    skipped; 0.0 for a group with none), one groupby on integer codes."""
     codes = np.asarray(ids, dtype=np.intp)
     data = np.asarray(values, dtype=np.float64)
-    if not groups:
-        return []
-    monotonic = bool(np.all(codes[1:] >= codes[:-1]))
-    if monotonic and not np.isnan(data).any():
-        dropped = int((codes < 0).sum())
-        codes, data = codes[dropped:], data[dropped:]
-        if codes.size:
-            out = np.zeros(groups)
-            starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
-            out[codes[starts]] = np.add.reduceat(data, starts)
-            return [float(v) for v in out]
-    members: list[list[float]] = [[] for _ in range(groups)]
-    for code, value in zip(codes.tolist(), data.tolist(), strict=True):
-        if code >= 0:
-            members[code].append(value)
-    return [kahan_sum(m) for m in members]
+    keep = codes >= 0
+    sums = pd.Series(data[keep]).groupby(codes[keep]).sum()
+    return sums.reindex(range(groups), fill_value=0.0).tolist()
 
 
-def kahan_sum(values: Iterable[float]) -> float:
-    """pandas' compensated groupby sum of one group (``group_sum``): Kahan summation in the
-    given order, NaN skipped, 0.0 for none; a non-finite compensation is reset to 0."""
-    total = 0.0
-    compensation = 0.0
-    for value in values:
-        if value != value:  # NaN: skipped, as groupby's sum skips it
-            continue
-        y = value - compensation
-        t = total + y
-        compensation = t - total - y
-        if not math.isfinite(compensation):  # an infinity: keep it, not NaN
-            compensation = 0.0
-        total = t
-    return total
-
-
-def first_seen(keys: Iterable[Hashable | None]) -> tuple[list[int], list[Any]]:
-    """pandas' numbering of ``groupby(sort=False)``: per row the code of its key in order of
-    first appearance (-1 for None: a row with a missing key part), and the keys."""
-    codes: dict[Any, int] = {}
-    ids = [-1 if key is None else codes.setdefault(key, len(codes)) for key in keys]
-    return ids, list(codes)
-
-
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
-
-
-def group_key(*parts: Any) -> tuple[Any, ...] | None:
-    """A group key, None when a part is missing (pandas' groupby drops such rows)."""
-    return None if any(_missing(p) for p in parts) else parts
+def first_seen(*columns: Any) -> tuple[npt.NDArray[np.intp], list[tuple[Any, ...]]]:
+    """pandas' numbering of ``groupby(columns, sort=False)``: per row the code of its key (one
+    value per column: a Series, a Categorical, an array or a list) in order of first
+    appearance, -1 for a row with a missing part (None, NaN, NA: groupby drops it); and the
+    keys. Each column is factorized as it is (a categorical by its codes), then the codes."""
+    n = len(columns[0])
+    combined = np.zeros(n, dtype=np.int64)
+    missing = np.zeros(n, dtype=bool)
+    parts = []
+    for column in columns:
+        as_array = np.asarray(column, dtype=object) if isinstance(column, list) else column
+        codes, uniques = pd.factorize(as_array)
+        codes = np.asarray(codes, dtype=np.int64)
+        parts.append((codes, np.asarray(uniques, dtype=object)))
+        missing |= codes < 0
+        combined = pd.factorize(combined * (len(uniques) + 1) + codes)[0]
+    ids = np.full(n, -1, dtype=np.intp)
+    kept = np.flatnonzero(~missing)
+    ids[kept] = pd.factorize(combined[kept])[0]
+    first = kept[np.unique(ids[kept], return_index=True)[1]]
+    return ids, list(zip(*(uniques[codes[first]] for codes, uniques in parts), strict=True))
 
 
 def largest_first(
@@ -120,23 +88,22 @@ def lines_table_rows(
     ``located`` (the credits joined to their eager lines: ``file``, ``line``, ``code`` and the
     Credits columns) and ``classified`` (the compiled kernels, for their measured time);
     ``generated`` tells an Inductor-generated kernel name (for ``fused_with``)."""
-    files = located["file"].tolist()
-    numbers = located["line"].tolist()
-    codes = located["code"].tolist()
-    ops = located[Credits.op].tolist()
+    files = located["file"].to_numpy(dtype=object)
+    numbers = located["line"].to_numpy(dtype=object)
+    codes = located["code"].to_numpy(dtype=object)
+    ops = located[Credits.op].to_numpy(dtype=object)
     times = located[Credits.time_us].to_numpy(dtype=float)
     matched = (located[Credits.outcome] == Outcome.MATCHED.value).to_numpy(dtype=bool)
-    kernels = located[Credits.kernel].tolist()
+    kernels = located[Credits.kernel].to_numpy(dtype=object)
 
-    line_ids, line_keys = first_seen(group_key(f, n) for f, n in zip(files, numbers, strict=True))
+    line_ids, line_keys = first_seen(files, numbers)
     eager_time = group_sums(line_ids, times, len(line_keys))
-    count = [0] * len(line_keys)
+    count = np.bincount(line_ids[line_ids >= 0], minlength=len(line_keys)).tolist()
     code: list[Any] = [None] * len(line_keys)
-    for i, g in enumerate(line_ids):
-        if g >= 0:
-            count[g] += 1
-            if code[g] is None and not _missing(codes[i]):
-                code[g] = codes[i]
+    coded = np.flatnonzero((line_ids >= 0) & ~pd.isna(codes))  # groupby's first(): NA skipped
+    groups, first = np.unique(line_ids[coded], return_index=True)
+    for g, row in zip(groups.tolist(), coded[first].tolist(), strict=True):
+        code[g] = codes[row]
     ops_text = _ops_text(files, numbers, ops, times, line_keys)
     share = _share(files, numbers, kernels, times, matched, classified)
     compiled_time = _per_line_share(share, line_keys)
@@ -170,16 +137,16 @@ def lines_table_rows(
 
 
 def _ops_text(
-    files: list[Any],
-    numbers: list[Any],
-    ops: list[Any],
+    files: npt.NDArray[np.object_],
+    numbers: npt.NDArray[np.object_],
+    ops: npt.NDArray[np.object_],
     times: npt.NDArray[np.float64],
     line_keys: Sequence[tuple[Any, ...]],
 ) -> dict[tuple[Any, ...], str]:
     """Per line with an op: ``"op (kernels), ..."`` of its rows, by time, largest first."""
-    ids, keys = first_seen(group_key(f, n, o) for f, n, o in zip(files, numbers, ops, strict=True))
+    ids, keys = first_seen(files, numbers, ops)
     sums = group_sums(ids, times, len(keys))
-    sizes = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    sizes = np.bincount(ids[ids >= 0], minlength=len(keys)).tolist()
     per_line: dict[tuple[Any, ...], list[tuple[Any, int, float]]] = {}
     for (f, n, op), size, total in zip(keys, sizes, sums, strict=True):
         per_line.setdefault((f, n), []).append((op, size, total))
@@ -192,9 +159,9 @@ def _ops_text(
 
 
 def _share(
-    files: list[Any],
-    numbers: list[Any],
-    kernels: list[Any],
+    files: npt.NDArray[np.object_],
+    numbers: npt.NDArray[np.object_],
+    kernels: npt.NDArray[np.object_],
     times: npt.NDArray[np.float64],
     matched: npt.NDArray[np.bool_],
     classified: pd.DataFrame,
@@ -202,8 +169,8 @@ def _share(
     """Per (line, compiled kernel) of the matched rows, in order of first appearance: the
     kernel's measured time times the share of its credited eager time that came from the line
     (evenly when it got none)."""
-    rows = np.flatnonzero(matched).tolist()
-    ids, cells = first_seen(group_key(files[i], numbers[i], kernels[i]) for i in rows)
+    rows = np.flatnonzero(matched)
+    ids, cells = first_seen(files[rows], numbers[rows], kernels[rows])
     sums = group_sums(ids, times[rows], len(cells))
     cell_kernels = [kernel for _, _, kernel in cells]
     kernel_ids, kernel_names = pd.factorize(pd.Series(cell_kernels, dtype=object), sort=True)
@@ -235,7 +202,7 @@ def _per_line_share(
     share: list[tuple[Any, Any, Any, float]], line_keys: Sequence[tuple[Any, ...]]
 ) -> dict[tuple[Any, ...], float]:
     """Per line with a share: the sum of its kernels' shares (µs)."""
-    ids, keys = first_seen((f, n) for f, n, _, _ in share)
+    ids, keys = first_seen([f for f, _, _, _ in share], [n for _, n, _, _ in share])
     sums = group_sums(ids, [s for _, _, _, s in share], len(keys))
     return dict(zip(keys, sums, strict=True))
 

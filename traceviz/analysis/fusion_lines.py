@@ -31,12 +31,11 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.fusion_by_line import SMALL_ROWS, lines_table_rows
+from traceviz.analysis.fusion_by_line import lines_table_rows
 from traceviz.analysis.fusion_lines_pairs import line_credits, line_pairs
 from traceviz.analysis.fusion_lines_uncredited import add_uncredited, uncredited_shares
 from traceviz.analysis.fusion_match import (
     Credits,
-    Outcome,
     kernel_side,
 )
 from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
@@ -48,7 +47,7 @@ from traceviz.analysis.provenance import (
     extern_op_name,
 )
 from traceviz.parse.compile_log import CompileLog, read_compile_log
-from traceviz.schema import ActivityKind, Kernels
+from traceviz.schema import Kernels
 from traceviz.source_files import locate
 from traceviz.trace import Trace
 
@@ -85,7 +84,8 @@ class ByLine:
     uncredited_kernels = "uncredited_kernels"
 
 
-#: The columns of the table built from the credits alone (both forms build these).
+#: The columns of the table built from the credits alone (fusion_by_line.lines_table_rows),
+#: before the uncredited kernels are added.
 CREDITED_DTYPES: dict[str, str] = {
     ByLine.file: "object",
     ByLine.line: schema.I64,
@@ -179,10 +179,7 @@ def lines_table(
     located = _located(credits, lines)
     if located.empty:
         return schema.conform(_frame(list(BY_LINE_DTYPES)), BY_LINE_DTYPES)
-    if len(located) <= SMALL_ROWS:  # the same table without groupbys (fusion_by_line)
-        table = lines_table_rows(located, compiled_classified, _generated, CREDITED_DTYPES)
-    else:
-        table = _lines_table_grouped(located, compiled_classified)
+    table = lines_table_rows(located, compiled_classified, _generated, CREDITED_DTYPES)
     return with_uncredited(table, credits, compiled_classified, lines)
 
 
@@ -210,74 +207,6 @@ def _generated(kernel: str) -> bool:
     return fused_kernel_ops(kernel) is not None
 
 
-def _lines_table_grouped(located: pd.DataFrame, compiled_classified: pd.DataFrame) -> pd.DataFrame:
-    """:func:`lines_table` of the located credits by pandas' groupbys (large inputs)."""
-    keys = [ByLine.file, ByLine.line]
-    # plain aggregations, not a named ``agg(**…)`` (the same table, ~7x slower in pandas 3)
-    grouped = located.groupby(keys, sort=False)
-    table = pd.DataFrame(
-        {
-            ByLine.code: grouped["code"].first(),
-            ByLine.eager_kernels: grouped.size(),
-            ByLine.eager_time_us: grouped[Credits.time_us].sum(),
-        }
-    )
-    table[ByLine.eager_ops] = _ops_text(located, keys)
-    matched = located[located[Credits.outcome] == Outcome.MATCHED.value]
-    share = _compiled_share(matched, compiled_classified)
-    per_line = share.groupby(keys, sort=False)
-    table = table.join(
-        pd.DataFrame(
-            {
-                ByLine.compiled_kernels: _names_by_time(share, keys),
-                ByLine.compiled_time_us: per_line["share_us"].sum(),
-            }
-        )
-    )  # both indexed by (file, line): joined on the index
-    table = table.reset_index()
-    table[ByLine.fused_with] = _fused_with(share, table)
-    table[ByLine.code] = table[ByLine.code].fillna("").astype(str)
-    table[ByLine.compiled_kernels] = table[ByLine.compiled_kernels].fillna("")
-    table[ByLine.compiled_time_us] = table[ByLine.compiled_time_us].fillna(0.0)
-    table = table.sort_values(
-        [ByLine.eager_time_us, ByLine.file, ByLine.line],
-        ascending=[False, True, True],
-        kind="stable",
-    )
-    return schema.conform(table.reset_index(drop=True), CREDITED_DTYPES)
-
-
-def _ops_text(located: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Per line: ``"op (kernels), ..."`` of its eager kernels, by time."""
-    per_op = located.groupby([*keys, Credits.op], sort=False)[Credits.time_us].agg(["size", "sum"])
-    per_op = per_op.reset_index().sort_values(["sum", Credits.op], ascending=[False, True])
-    per_op["text"] = per_op[Credits.op] + " (" + per_op["size"].astype(str) + ")"
-    return per_op.groupby(keys, sort=False)["text"].agg(", ".join)
-
-
-def _compiled_share(matched: pd.DataFrame, classified: pd.DataFrame) -> pd.DataFrame:
-    """Per (line, compiled kernel): ``share_us``, the kernel's measured time times the share
-    of its credited eager time that came from that line (evenly when it got none)."""
-    keys = [ByLine.file, ByLine.line, Credits.kernel]
-    grouped = matched.groupby(keys, sort=False)[Credits.time_us].agg(["sum", "size"])
-    grouped = grouped.reset_index()
-    total = grouped.groupby(Credits.kernel)["sum"].transform("sum")
-    lines = grouped.groupby(Credits.kernel)["sum"].transform("size")
-    fraction = np.where(total > 0, grouped["sum"] / total.where(total > 0, 1), 1 / lines)
-    is_kernel = classified[Kernels.activity] == ActivityKind.KERNEL.value
-    rows = classified[is_kernel]
-    times = (
-        rows[Kernels.excl_dur_us]
-        .fillna(rows[Kernels.dur_us])
-        .groupby(rows[Kernels.name].astype(object))
-        .sum()
-    )
-    measured = grouped[Credits.kernel].map(times).fillna(0.0).to_numpy(dtype=float)
-    grouped["share_us"] = measured * fraction
-    grouped["eager_us"] = grouped["sum"]
-    return grouped
-
-
 def split_kernel_names(joined: object) -> list[str]:
     """The kernel names of a comma-joined list (``ByLine.compiled_kernels``,
     ``uncredited_kernels``). Only commas outside brackets part names: a library kernel's
@@ -295,37 +224,6 @@ def split_kernel_names(joined: object) -> list[str]:
             start = i + 1
     names.append(text[start:])
     return [name.strip() for name in names if name.strip()]
-
-
-def _names_by_time(share: pd.DataFrame, keys: list[str]) -> pd.Series:
-    """Per line: its compiled kernels, comma-joined, by their time share, largest first
-    (:func:`split_kernel_names` reads them back)."""
-    ordered = share.sort_values(["share_us", Credits.kernel], ascending=[False, True])
-    return ordered.groupby(keys, sort=False)[Credits.kernel].agg(lambda s: ", ".join(map(str, s)))
-
-
-def _fused_with(share: pd.DataFrame, table: pd.DataFrame) -> list[str]:
-    """Per row of ``table``: the other lines whose credits went to an Inductor-generated kernel
-    it shares. Library calls (``aten::addmm``, ``aten::copy_``) are one row per name for every
-    call, so lines that each call one were not fused together."""
-    generated = share[Credits.kernel].astype(str).map(lambda k: fused_kernel_ops(k) is not None)
-    share = share[generated.to_numpy(dtype=bool)]
-    if share.empty:
-        return [""] * len(table)
-    where = share[Credits.kernel].to_numpy(dtype=object)
-    spots = [f"{f}:{int(n)}" for f, n in zip(share[ByLine.file], share[ByLine.line], strict=True)]
-    lines_of: dict[str, list[str]] = {}
-    for kernel, spot in zip(where, spots, strict=True):
-        lines_of.setdefault(str(kernel), []).append(spot)
-    kernels_of: dict[str, list[str]] = {}
-    for kernel, spot in zip(where, spots, strict=True):
-        kernels_of.setdefault(spot, []).append(str(kernel))
-    out = []
-    for f, n in zip(table[ByLine.file], table[ByLine.line], strict=True):
-        spot = f"{f}:{int(n)}"
-        others = {o for k in kernels_of.get(spot, []) for o in lines_of[k] if o != spot}
-        out.append(", ".join(sorted(others)))
-    return out
 
 
 def fusion_evidence(

@@ -1,19 +1,16 @@
-"""The fusion map's ``kernels`` table for a run of ordinary size, without pandas' groupbys.
+"""The fusion map's ``kernels`` table: one row per compiled kernel name.
 
-:func:`kernel_table_rows` builds the table :func:`traceviz.analysis.fusion._kernel_table_grouped`
-builds, with dicts and lists. Every sum is the one pandas' groupby gives
-(:func:`~traceviz.analysis.fusion_by_line.group_sums`: the same group numbering, the same
-arithmetic), every order the one its stable sorts give, so both forms agree to the last bit (the
-tests compare both on every sample run and corpus pair).
+:func:`kernel_table_rows` numbers the kernel rows per name once
+(:func:`~traceviz.analysis.fusion_by_line.first_seen`, a categorical by its codes), sums them
+by one groupby on those codes (:func:`~traceviz.analysis.fusion_by_line.group_sums`) and builds
+each row with dicts over the distinct names, never the rows.
 
-Why both stay (issue 26, measured in one script, best of several, a busy 2-core machine): on
-the H200 gpt2 sample run (110 compiled kernels, 255 credits) this form takes 8 ms, the grouped
-one 37 ms, 3.6% of that run's whole ``traceviz compare`` (0.79 s); on mlp 4 vs 14 ms (2.2% of
-0.45 s). On the benchmarks' 1M-event pair (77,470 compiled kernels, 85,680 credits) the
-grouped form takes 0.26 s, this one 0.73 s: 0.47 s more, 18% of comparing the loaded pair. So
-the size decides (:data:`~traceviz.analysis.fusion_by_line.SMALL_ROWS`). The other fusion
-tables (``ops``, ``eager_only``) had such a form too; it saved 6-7 ms on a sample run (<1% of
-a compare) and cost 20-110 ms at 1M, so only their grouped forms remain.
+One form since issue 26. The pandas form (groupbys and joins of the kernel rows) gave the same
+table to the last bit; measured in one script on a busy 2-core machine it took 22 ms where this
+one takes 7 ms on the H200 gpt2 sample run (1.8% of its 0.79 s compare), and 75 ms where this
+one takes 46 ms on the benchmarks' 1M-event pair (77,470 compiled kernels, 85,680 credits): it
+went. So did the per-row forms of ``ops`` and ``eager_only``, for the opposite reason: they
+saved 6-7 ms on a sample run (under 1% of a compare) and cost 20-110 ms at 1M.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.fusion_by_line import first_seen, group_key, group_sums, largest_first
+from traceviz.analysis.fusion_by_line import first_seen, group_sums, largest_first
 from traceviz.analysis.fusion_match import (
     COMPILER_BASIS,
     NAME_MATCH_BASIS,
@@ -72,14 +69,14 @@ def kernel_table_rows(
     the compile log explains (basis ``compiler``; the others ``name_basis``)."""
     is_kernel = classified[Kernels.activity] == schema.ActivityKind.KERNEL.value
     at = np.flatnonzero(is_kernel.to_numpy(dtype=bool))
-    names = classified[Kernels.name].to_numpy(dtype=object)[at].tolist()
-    op_names = classified[Kernels.op_name].to_numpy(dtype=object)[at].tolist()
-    sources = classified[_CLASSIFIED_SOURCE].to_numpy(dtype=object)[at].tolist()
+    names = classified[Kernels.name].iloc[at]
+    op_names = classified[Kernels.op_name].iloc[at]
+    sources = classified[_CLASSIFIED_SOURCE].iloc[at]
     excl = classified[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[at]
     dur = classified[Kernels.dur_us].to_numpy(dtype=float, na_value=np.nan)[at]
-    ids, keys = first_seen(group_key(n) for n in names)
+    ids, keys = first_seen(names)
     sums = group_sums(ids, np.where(np.isnan(excl), dur, excl), len(keys))
-    calls = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    calls = np.bincount(ids[ids >= 0], minlength=len(keys)).tolist()
     kernels = [str(k[0]) for k in keys]
     source_of = _most_common(names, sources)
     own_ops = _most_common_all(names, op_names)
@@ -114,11 +111,11 @@ def kernel_table_rows(
     return _frame(largest_first(rows, key=lambda r: r[6], name=lambda r: r[0]), dtypes)
 
 
-def _counted(names: list[Any], values: list[Any]) -> dict[str, list[str]]:
+def _counted(names: pd.Series, values: pd.Series) -> dict[str, list[str]]:
     """Per name, its distinct values, most rows first, ties by first appearance (pandas'
     ``groupby([name, value], sort=False).size()`` sorted by count, stable)."""
-    ids, keys = first_seen(group_key(n, v) for n, v in zip(names, values, strict=True))
-    counts = np.bincount([g for g in ids if g >= 0], minlength=len(keys)).tolist()
+    ids, keys = first_seen(names, values)
+    counts = np.bincount(ids[ids >= 0], minlength=len(keys)).tolist()
     order = sorted(range(len(keys)), key=lambda g: -counts[g])
     out: dict[str, list[str]] = {}
     for g in order:
@@ -126,17 +123,17 @@ def _counted(names: list[Any], values: list[Any]) -> dict[str, list[str]]:
     return out
 
 
-def _most_common(names: list[Any], values: list[Any]) -> dict[str, str]:
+def _most_common(names: pd.Series, values: pd.Series) -> dict[str, str]:
     return {name: found[0] for name, found in _counted(names, values).items()}
 
 
-def _most_common_all(names: list[Any], values: list[Any]) -> dict[str, list[str]]:
+def _most_common_all(names: pd.Series, values: pd.Series) -> dict[str, list[str]]:
     return _counted(names, values)
 
 
 def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> dict[str, tuple[str, int, float, float]]:
     """Per compiled kernel credited: ``eager_ops`` text, eager kernels, their time and the
-    time-weighted confidence (as the grouped form's ``_credited``)."""
+    time-weighted confidence (a kernel of no time weighs 1e-9 µs)."""
     at = np.flatnonzero(_matched(credits))
     kernel = credits[Credits.kernel].to_numpy(dtype=object)[at]
     time = credits[Credits.time_us].to_numpy(dtype=float)[at]
@@ -149,7 +146,7 @@ def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> dict[str, tuple[str, 
     op_kernels = ops.iloc[:, 0].tolist()
     op_names = ops.iloc[:, 1].tolist()
     op_counts = ops.iloc[:, 2].tolist()
-    op_ids, op_keys = first_seen(group_key(k) for k in op_kernels)
+    op_ids, op_keys = first_seen(op_kernels)
     op_time = group_sums(op_ids, ops.iloc[:, 3].to_numpy(dtype=float), len(op_keys))
     texts: list[list[str]] = [[] for _ in op_keys]
     counts = [0] * len(op_keys)
