@@ -35,8 +35,8 @@ OPTIONS: dict[str, list[dict[str, Any]]] = {
     "metrics_figure": [{"names": ("kernel_count",)}, {"names": ()}],
 }
 BUILDERS = [b.__name__ for builders in figures.VIEW_FIGURES.values() for b in builders]
-# H200 CUDA runs: regions and a graph break, provenance lines, CUDA graphs; a CPU-built run
-SAMPLE_RUNS = ["h200/graph-break", "h200/gpt2", "h200/gpt2-reduce-overhead", "pointwise"]
+# H200 CUDA runs: regions and a graph break, CUDA graphs; a CPU-built run
+SAMPLE_RUNS = ["h200/graph-break", "h200/gpt2-reduce-overhead", "pointwise"]
 
 
 def valid(fig: Any, label: str) -> None:

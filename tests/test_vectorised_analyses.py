@@ -74,15 +74,25 @@ def _crossed(spans: dict[tuple[str, bool], list[tuple[float, float, str]]]) -> s
     return crossed
 
 
-def _innermost(spans: list[tuple[float, float, str]], at: float) -> str | bool | None:
+Spans = tuple[np.ndarray, np.ndarray, list[str]]  # starts, ends (µs), names
+NO_SPANS: Spans = (np.zeros(0), np.zeros(0), [])
+
+
+def _arrays(spans: list[tuple[float, float, str]]) -> Spans:
+    return np.array([s[0] for s in spans]), np.array([s[1] for s in spans]), [s[2] for s in spans]
+
+
+def _innermost(spans: Spans, at: float) -> str | bool | None:
     """The name of the innermost span holding ``at`` (latest start, then shortest); False
     where two spans of different names tie for it (either may be the innermost)."""
-    holding = [s for s in spans if s[0] <= at < s[1]]
-    if not holding:
+    starts, ends, names = spans
+    holding = np.flatnonzero((starts <= at) & (at < ends))
+    if not holding.size:
         return None
-    best = max(holding, key=lambda s: (s[0], -(s[1] - s[0])))
-    tied = {s[2] for s in holding if s[0] == best[0] and s[1] == best[1]}
-    return best[2] if len(tied) == 1 else False
+    latest = holding[starts[holding] == starts[holding].max()]
+    inner = latest[ends[latest] == ends[latest].min()]
+    tied = {names[i] for i in inner.tolist()}
+    return names[int(inner[0])] if len(tied) == 1 else False
 
 
 @pytest.mark.parametrize("path", TRACES, ids=lambda p: "/".join(p.parts[-2:]))
@@ -90,6 +100,7 @@ def test_issuers_are_the_innermost_raw_op_and_frame(path: Path) -> None:
     trace = _load(path)
     spans = _raw_spans(path)
     crossed = _crossed(spans)
+    arrays = {key: _arrays(found) for key, found in spans.items()}
     rows = np.arange(min(len(trace.launches), CALLS), dtype=np.int64)
     got_ops, got_frames = issuers(trace, rows)
     calls = trace.launches.iloc[rows]
@@ -98,7 +109,7 @@ def test_issuers_are_the_innermost_raw_op_and_frame(path: Path) -> None:
         zip(calls[Launches.ts_us].tolist(), calls[Launches.thread].astype(str), strict=True)
     ):
         for got, frame in ((got_ops[i], False), (got_frames[i], True)):
-            want = _innermost(spans.get((thread, frame), []), ts)
+            want = _innermost(arrays.get((thread, frame), NO_SPANS), ts)
             if want is not False and not (got is None and thread in crossed):
                 assert got == want, (i, ts, thread, frame)
                 checked += want is not None
