@@ -15,7 +15,7 @@ import pytest
 import traceviz
 from tests.conftest import SAMPLES, op
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.fusion_match import Credits
+from traceviz.analysis.fusion.match import Credits
 from traceviz.diagnose import Finding
 from traceviz.diagnose.already_fused import CHAIN_FINDINGS
 from traceviz.pipeline import compare

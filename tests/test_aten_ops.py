@@ -10,10 +10,10 @@ import pytest
 import traceviz
 from tests.conftest import CORPUS, load_trace, op
 from traceviz import aten_ops
+from traceviz.analysis.fusion.op_keys import NO_WORK_OPS, op_key
 from traceviz.analysis.kernel_kinds import KernelKind, classify_kind
-from traceviz.analysis.op_keys import NO_WORK_OPS, op_key
-from traceviz.analysis.traffic import TrafficRule, estimate_op
-from traceviz.analysis.traffic_rules import OP_RULES
+from traceviz.analysis.traffic.estimates import TrafficRule, estimate_op
+from traceviz.analysis.traffic.rules import OP_RULES
 from traceviz.parse.cpu_kernels import NON_COMPUTE
 from traceviz.schema import Kernels
 

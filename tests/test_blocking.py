@@ -10,7 +10,7 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
-from traceviz.analysis.blocking import (
+from traceviz.analysis.timing.blocking import (
     STALL_FACTOR,
     STALL_MIN_US,
     BlockedStep,

@@ -1,5 +1,5 @@
-"""The step bridge (traceviz.analysis.bridge): eager − compiled step time split into parts whose
-sum plus the remainder is the measured difference, on every sample run (CPU and H200, the runs
+"""The step bridge (traceviz.analysis.roofline.bridge): eager − compiled step time split into parts
+whose sum plus the remainder is the measured difference, on every sample run (CPU and H200, the runs
 where compiling does not pay included) and on plain trace pairs."""
 
 from __future__ import annotations
@@ -11,8 +11,14 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLES
-from traceviz.analysis.bridge import BRIDGE_PARTS, PROFILED, TIMED, BridgeParts, step_bridge
-from traceviz.analysis.launch import StepOverhead, step_windows
+from traceviz.analysis.roofline.bridge import (
+    BRIDGE_PARTS,
+    PROFILED,
+    TIMED,
+    BridgeParts,
+    step_bridge,
+)
+from traceviz.analysis.timing.launch import StepOverhead, step_windows
 from traceviz.pipeline import compare, compare_run
 from traceviz.schema import Kernels
 

@@ -1,7 +1,7 @@
 """§4 of issue 10: ``unfused-chain`` fires only on true chains, and evidence stays short.
 
 GIVEN ops that follow each other (hand-made CPU traces, whose ops are the kernels, and the real
-corpus and sample traces), WHEN chains are derived (:mod:`traceviz.analysis.chains`) and the
+corpus and sample traces), WHEN chains are derived (:mod:`traceviz.analysis.fusion.chains`) and the
 rule words them, THEN a chain is ops under one parent, each reading the previous op's output as
 far as shapes show, outside optimizer steps; it never points to a finding that does not exist;
 every evidence string of every finding is at most 200 characters plus a "… N more" tail; and
@@ -23,8 +23,8 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, op
-from traceviz.analysis.chains import ChainMember, chain_members
 from traceviz.analysis.compare import analyze
+from traceviz.analysis.fusion.chains import ChainMember, chain_members
 from traceviz.diagnose import Evidence, Finding, Severity, diagnose_trace
 from traceviz.diagnose.facts import chain_groups, facts_of_trace, kernel_steps
 from traceviz.diagnose.finding import MAX_EVIDENCE_CHARS, shorten
@@ -267,8 +267,8 @@ def test_a100_eager_chains_carry_bytes_and_data_keys() -> None:
     """GIVEN the A100 eager training trace THEN chain groups estimate the bytes they would
     save and name the op writing the largest intermediate, and each kernel's data key is the
     largest shape its launching op reads (None where no op is linked)."""
-    from traceviz.analysis.chains import chain_groups as groups_of
-    from traceviz.analysis.timeline import data_keys, largest_shape
+    from traceviz.analysis.fusion.chains import chain_groups as groups_of
+    from traceviz.analysis.timing.timeline import data_keys, largest_shape
     from traceviz.schema import Kernels, Ops
 
     path = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"

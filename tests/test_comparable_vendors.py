@@ -8,7 +8,7 @@ from pathlib import Path
 
 import traceviz
 from tests.conftest import kernel, launch, op
-from traceviz.analysis.comparable import DEVICE_KIND, DEVICE_VENDOR, SIGNATURES
+from traceviz.analysis.fusion.comparable import DEVICE_KIND, DEVICE_VENDOR, SIGNATURES
 from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json
 from traceviz.report.views import headline

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, load_trace
-from traceviz.analysis.memory import memory_traffic, peak_allocated
 from traceviz.analysis.summary import summarize
+from traceviz.analysis.traffic.memory import memory_traffic, peak_allocated
 from traceviz.commands.output import console
 from traceviz.pipeline import compare_run
 from traceviz.report.formats import renderer
@@ -80,7 +80,7 @@ def test_summary_given_a_peak_keeps_it_and_none_is_a_value() -> None:
 
 def test_provenance_asked_twice_is_computed_once_and_copied(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     from traceviz.analysis import provenance
-    from traceviz.analysis.fusion_lines import read_log
+    from traceviz.analysis.fusion.lines import read_log
 
     run = SAMPLES / "attention"
     trace = load_trace(run / "compiled.pt.trace.json.gz")
@@ -111,7 +111,7 @@ def test_compare_computes_provenance_once(monkeypatch) -> None:  # type: ignore[
 
 
 def test_kernel_names_decoded_once_and_never_raise() -> None:
-    from traceviz.analysis.fusion_names import _decoded, fused_kernel_ops
+    from traceviz.analysis.inductor_names import _decoded, fused_kernel_ops
 
     _decoded.cache_clear()
     name = "graph_0_cpp_fused_add_cos_mul_relu_sigmoid_sin_0"

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import kernel, launch, load_trace, op, write_trace
-from traceviz.analysis.chains import chain_members
+from traceviz.analysis.fusion.chains import chain_members
 from traceviz.analysis.kernels import classify
 from traceviz.pipeline import compare
 

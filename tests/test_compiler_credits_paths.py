@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, load_trace
-from traceviz.analysis import fusion_lines
-from traceviz.analysis.fusion_lines import LineRecord, fusion_evidence, read_log
-from traceviz.analysis.fusion_lines_pairs import line_pairs
+from traceviz.analysis.fusion import lines as fusion_lines
+from traceviz.analysis.fusion.lines import LineRecord, fusion_evidence, read_log
+from traceviz.analysis.fusion.lines_pairs import line_pairs
 from traceviz.rundir import read_run_dir
 
 RUNS = ["h200/gpt2", "h200/graph-break", "h200/attention-train", "block"]

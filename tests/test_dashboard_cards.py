@@ -12,7 +12,7 @@ from tests.conftest import CORPUS, SAMPLES, load_trace
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
 
 from traceviz.analysis.compare import Metric
-from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.dashboard.tabs.overview import _card
 from traceviz.pipeline import compare, open_report
 from traceviz.report import figures

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import traceviz
 from tests.conftest import kernel, launch, op
-from traceviz.analysis.speed import UNKNOWN
+from traceviz.analysis.timing.speed import UNKNOWN
 from traceviz.diagnose.rules.profiling import EMPTY_ID
 from traceviz.diagnose.rules.slower import NO_WORK, comparison_speed
 from traceviz.pipeline import compare

@@ -16,16 +16,16 @@ import pytest
 
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
-from traceviz.analysis import fusion_lines
-from traceviz.analysis.fusion_by_line import group_sums, lines_table_rows
-from traceviz.analysis.fusion_lines import (
+from traceviz.analysis.fusion import lines as fusion_lines
+from traceviz.analysis.fusion.by_line import group_sums, lines_table_rows
+from traceviz.analysis.fusion.lines import (
     CREDITED_DTYPES,
     LineRecord,
     fusion_evidence,
     read_log,
     split_kernel_names,
 )
-from traceviz.analysis.fusion_match import Credits, credit_eager_kernels
+from traceviz.analysis.fusion.match import Credits, credit_eager_kernels
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
 from traceviz.schema import ActivityKind, Kernels

@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion_match import Credits, Outcome
-from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
+from traceviz.analysis.fusion.match import Credits, Outcome
+from traceviz.analysis.inductor_names import TritonSubkind, fused_kernel_ops
 from traceviz.analysis.provenance import compiled_kernel_provenance
 from traceviz.parse.compile_log import read_compile_log
 from traceviz.pipeline import compare_run

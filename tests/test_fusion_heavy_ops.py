@@ -11,7 +11,7 @@ credited to a pointwise/reduction Triton kernel that merely names the op (the bi
 the heavy op, and crediting it made the map and the per-line view say that 233 µs of GEMMs
 became 28 µs of layer norms on the H200 ``gpt2-reduce-overhead`` run.
 
-The same rule the compiler stage already keeps (:func:`traceviz.analysis.fusion_lines.
+The same rule the compiler stage already keeps (:func:`traceviz.analysis.fusion.lines.
 compiler_credits`), now kept by the name-match stage too.
 """
 
@@ -24,10 +24,10 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES, kernel, launch, op
-from traceviz.analysis.fusion import fusion_map
-from traceviz.analysis.fusion_match import HEAVY_KEYS, Credits, Outcome
-from traceviz.analysis.fusion_names import TritonSubkind, fused_kernel_ops
-from traceviz.analysis.op_keys import name_keys
+from traceviz.analysis.fusion.fusion_map import fusion_map
+from traceviz.analysis.fusion.match import HEAVY_KEYS, Credits, Outcome
+from traceviz.analysis.fusion.op_keys import name_keys
+from traceviz.analysis.inductor_names import TritonSubkind, fused_kernel_ops
 from traceviz.rundir import is_run_dir, read_run_dir
 
 MakeTrace = Callable[..., Path]

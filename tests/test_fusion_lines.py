@@ -19,9 +19,9 @@ import pytest
 import traceviz
 from tests.conftest import SAMPLES, op
 from traceviz import cli
-from traceviz.analysis.fusion import FusionKernels, fusion_map
-from traceviz.analysis.fusion_lines import ByLine, LineRecord, compiler_credits, lines_table
-from traceviz.analysis.fusion_match import Credits
+from traceviz.analysis.fusion.fusion_map import FusionKernels, fusion_map
+from traceviz.analysis.fusion.lines import ByLine, LineRecord, compiler_credits, lines_table
+from traceviz.analysis.fusion.match import Credits
 from traceviz.analysis.kernels import classify
 from traceviz.parse.compile_log import is_library
 from traceviz.rundir import is_run_dir, read_run_dir

@@ -12,7 +12,7 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion_names import fused_kernel_ops
+from traceviz.analysis.inductor_names import fused_kernel_ops
 from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 

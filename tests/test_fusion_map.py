@@ -11,7 +11,7 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
-from traceviz.analysis.fusion import (
+from traceviz.analysis.fusion.fusion_map import (
     EagerOnly,
     FusionKernels,
     FusionMap,

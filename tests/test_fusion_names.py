@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceviz.analysis.fusion_names import (
+from traceviz.analysis.inductor_names import (
     FusedName,
     TritonSubkind,
     eager_op_base,
@@ -238,8 +238,8 @@ def test_generator_keeps_functional_aten_base_names() -> None:
 def test_analysis_modules_do_not_import_torch() -> None:
     code = (
         "import sys\n"
-        "import traceviz.analysis.fusion_names as f, traceviz.analysis.kernel_kinds, "
-        "traceviz.analysis.traffic\n"
+        "import traceviz.analysis.inductor_names as f, traceviz.analysis.kernel_kinds, "
+        "traceviz.analysis.traffic.estimates\n"
         "f.known_aten_ops()\n"
         "assert 'torch' not in sys.modules, 'torch was imported'\n"
     )

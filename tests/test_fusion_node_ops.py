@@ -19,8 +19,8 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion import FusionKernels
-from traceviz.analysis.fusion_lines import fusion_evidence, node_op
+from traceviz.analysis.fusion.fusion_map import FusionKernels
+from traceviz.analysis.fusion.lines import fusion_evidence, node_op
 from traceviz.analysis.provenance import compiled_kernel_provenance
 from traceviz.parse.compile_log import read_compile_log
 from traceviz.rundir import is_run_dir, read_run_dir

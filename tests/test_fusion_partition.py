@@ -19,8 +19,8 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
-from traceviz.analysis.fusion import EagerOnly, FusionKernels, FusionMap, fusion_map
-from traceviz.analysis.fusion_match import Credits, How, Outcome, credit_eager_kernels
+from traceviz.analysis.fusion.fusion_map import EagerOnly, FusionKernels, FusionMap, fusion_map
+from traceviz.analysis.fusion.match import Credits, How, Outcome, credit_eager_kernels
 from traceviz.analysis.kernels import classify
 from traceviz.schema import ActivityKind, Kernels
 

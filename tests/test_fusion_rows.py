@@ -12,10 +12,11 @@ import pytest
 
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
-from traceviz.analysis import fusion, fusion_ops
-from traceviz.analysis.fusion_lines import fusion_evidence, read_log
-from traceviz.analysis.fusion_match import Credits, Outcome, credit_eager_kernels
-from traceviz.analysis.fusion_rows import kernel_table_rows
+from traceviz.analysis.fusion import fusion_map as fusion
+from traceviz.analysis.fusion import ops as fusion_ops
+from traceviz.analysis.fusion.lines import fusion_evidence, read_log
+from traceviz.analysis.fusion.match import Credits, Outcome, credit_eager_kernels
+from traceviz.analysis.fusion.rows import kernel_table_rows
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
 from traceviz.schema import ActivityKind, Kernels

@@ -22,8 +22,8 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES
-from traceviz.analysis.peaks import DevicePeaks, PeakBasis
-from traceviz.analysis.roofline import RooflineColumns
+from traceviz.analysis.roofline.peaks import DevicePeaks, PeakBasis
+from traceviz.analysis.roofline.per_kernel import RooflineColumns
 from traceviz.report.roofline_report import roofline_json, roofline_of, roofline_views
 from traceviz.runs.runinfo import (
     COMPILED_TRACE,

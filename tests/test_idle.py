@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 import traceviz
 from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
-from traceviz.analysis.idle import LEADING, LONG_GAP_US, PARTS, CpuWork, IdleParts
-from traceviz.analysis.launch import StepOverhead, launch_overhead
+from traceviz.analysis.timing.idle import LEADING, LONG_GAP_US, PARTS, CpuWork, IdleParts
+from traceviz.analysis.timing.launch import StepOverhead, launch_overhead
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose.rules.idle import CPU_BOUND_ID
 from traceviz.diagnose.rules.launch import LAUNCH_BOUND_ID
@@ -318,7 +318,7 @@ def test_idle_with_no_recorded_cpu_work_is_not_called_cpu_bound(tmp_trace) -> No
 def test_outer_ops_order_is_lexsort(seed: int) -> None:
     """Starts in order with many ties (and sometimes out of order, or NaN): the order of the
     outer-ops search equals np.lexsort((-end, ts)) exactly."""
-    from traceviz.analysis.idle import _by_start_longer_first
+    from traceviz.analysis.timing.idle import _by_start_longer_first
 
     rng = np.random.default_rng(seed)
     n = int(rng.integers(0, 60))
@@ -336,7 +336,7 @@ def test_tied_kernels_a_sync_across_steps_and_an_empty_step(tmp_trace) -> None: 
     the boundary of steps 0-1000 and 1000-2000, and a step 2000-2500 with no kernel THEN each
     step's busy time is the union of its kernels, the sync's blocked time is cut at the
     boundary (100 + 200 µs), and the empty step is all idle."""
-    from traceviz.analysis.blocking import BlockedStep, blocking_calls
+    from traceviz.analysis.timing.blocking import BlockedStep, blocking_calls
 
     events = [
         op("ProfilerStep#1", 0, 1000),

@@ -11,10 +11,10 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, corpus_files, kernel, launch, load_trace, op
-from traceviz.analysis.idle import PARTS, IdleParts
-from traceviz.analysis.launch import launch_overhead
-from traceviz.analysis.step_parts import GPU_PARTS, step_parts
-from traceviz.analysis.stream_waits import gated_activities, gated_launches, is_stream_wait
+from traceviz.analysis.timing.idle import PARTS, IdleParts
+from traceviz.analysis.timing.launch import launch_overhead
+from traceviz.analysis.timing.step_parts import GPU_PARTS, step_parts
+from traceviz.analysis.timing.stream_waits import gated_activities, gated_launches, is_stream_wait
 from traceviz.schema import Launches
 
 P = IdleParts

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, corpus_files, load_trace
-from traceviz.analysis.fusion_lines import ByLine, split_kernel_names
-from traceviz.analysis.onnx_fusion import _line_kernels
+from traceviz.analysis.fusion.lines import ByLine, split_kernel_names
+from traceviz.analysis.onnx.fusion import _line_kernels
 from traceviz.pipeline import compare_run
 from traceviz.report.perfetto import _lines_of_kernels
 from traceviz.rundir import is_run_dir

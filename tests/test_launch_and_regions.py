@@ -6,8 +6,8 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, kernel, launch, op
-from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.regions import region_stats
+from traceviz.analysis.timing.launch import launch_overhead
 
 
 def test_idle_time_waiting_for_the_cpu(tmp_trace) -> None:

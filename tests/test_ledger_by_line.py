@@ -1,4 +1,4 @@
-"""The fusion ledger per source line (traceviz.analysis.fusion_ledger.ledger_by_line) on every
+"""The fusion ledger per source line (traceviz.analysis.roofline.ledger.ledger_by_line) on every
 sample run with source lines: each eager kernel counts once, on its own line, so the lines add
 up to at most the per-kernel ledger and to at most what the traces measured; a fused kernel
 whose eager kernels all have lines is split over them whole."""
@@ -13,13 +13,13 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion_ledger import (
+from traceviz.analysis.fusion.match import Credits
+from traceviz.analysis.roofline.ledger import (
     LedgerByLineColumns,
     LedgerColumns,
     fusion_ledger,
     ledger_by_line,
 )
-from traceviz.analysis.fusion_match import Credits
 from traceviz.pipeline import Report, compare_run
 from traceviz.report.roofline_report import roofline_of
 from traceviz.schema import ActivityKind, Kernels

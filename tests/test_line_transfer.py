@@ -20,8 +20,8 @@ import pytest
 from conftest import SAMPLES, corpus_params, kernel, launch, load_trace, op, write_trace
 
 import traceviz
-from traceviz.analysis.fusion_lines import fusion_evidence
-from traceviz.analysis.line_transfer import transfer_lines, twin_rows
+from traceviz.analysis.fusion.line_transfer import transfer_lines, twin_rows
+from traceviz.analysis.fusion.lines import fusion_evidence
 from traceviz.analysis.provenance import eager_kernel_lines
 from traceviz.parse.compile_log import LINE_MARK_PREFIX
 from traceviz.pipeline import compare, compare_run

@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import SAMPLES, load_trace
 from tests.real_data import SAMPLE_RUNS, measured_kernel_us
-from traceviz.analysis.fusion_by_line import _measured
-from traceviz.analysis.fusion_lines import (
+from traceviz.analysis.fusion.by_line import _measured
+from traceviz.analysis.fusion.lines import (
     CREDITED_DTYPES,
     ByLine,
     LineRecord,
@@ -22,7 +22,7 @@ from traceviz.analysis.fusion_lines import (
     read_log,
     with_uncredited,
 )
-from traceviz.analysis.fusion_match import Credits, Outcome, credit_eager_kernels
+from traceviz.analysis.fusion.match import Credits, Outcome, credit_eager_kernels
 from traceviz.analysis.kernels import classify
 from traceviz.rundir import read_run_dir
 from traceviz.schema import ActivityKind, Kernels

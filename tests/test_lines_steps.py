@@ -13,8 +13,8 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
-from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.summary import summarize
+from traceviz.analysis.timing.launch import launch_overhead
 from traceviz.analysis.windows import PARTIAL_STEP_SHARE, full_steps, partial_steps, step_windows
 from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json

@@ -14,8 +14,8 @@ import pytest
 
 from tests.conftest import SAMPLES, corpus_params, load_trace
 from tests.real_data import raw_events
-from traceviz.analysis import memory as memory_mod
-from traceviz.analysis.memory import (
+from traceviz.analysis.traffic import memory as memory_mod
+from traceviz.analysis.traffic.memory import (
     AllocatorUse,
     KernelTraffic,
     TrafficByKind,

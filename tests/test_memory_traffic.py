@@ -12,7 +12,8 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
-from traceviz.analysis.memory import (
+from traceviz.analysis.traffic.estimates import TrafficRule
+from traceviz.analysis.traffic.memory import (
     AllocatorUse,
     Basis,
     KernelTraffic,
@@ -21,7 +22,6 @@ from traceviz.analysis.memory import (
     memory_traffic,
     split_bytes,
 )
-from traceviz.analysis.traffic import TrafficRule
 from traceviz.schema import ActivityKind, Kernels
 
 F4 = "float"

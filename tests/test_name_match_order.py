@@ -24,7 +24,7 @@ import pytest
 
 import traceviz
 from tests.conftest import REPO, SAMPLES
-from traceviz.analysis.fusion_match import (
+from traceviz.analysis.fusion.match import (
     Credits,
     Outcome,
     anchor_coordinates,

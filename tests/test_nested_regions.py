@@ -16,9 +16,9 @@ import pytest
 import traceviz
 from tests.conftest import SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.kernels import issued_inside
-from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.regions import Gap, graph_break_gaps, region_stats
 from traceviz.analysis.summary import summarize
+from traceviz.analysis.timing.launch import launch_overhead
 from traceviz.diagnose.facts import facts_of_trace
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules.breaks import graph_breaks

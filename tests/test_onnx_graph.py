@@ -12,11 +12,11 @@ import pandas as pd
 import pytest
 
 from tests import ort_fixtures as fx
-from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES
-from traceviz.analysis.onnx_fusion import CrossFusion, cross_fusion
-from traceviz.analysis.onnx_graph import GraphMapping, Mapped, map_graph, op_counts
-from traceviz.analysis.onnx_nodes import Graph, aten_name, graph_of, read_graph
-from traceviz.analysis.ort_profile_nodes import read_profile_nodes
+from traceviz.analysis.fusion.ops import KERNEL_OPS_DTYPES
+from traceviz.analysis.onnx.fusion import CrossFusion, cross_fusion
+from traceviz.analysis.onnx.graph import GraphMapping, Mapped, map_graph, op_counts
+from traceviz.analysis.onnx.nodes import Graph, aten_name, graph_of, read_graph
+from traceviz.analysis.onnx.profile_nodes import read_profile_nodes
 from traceviz.errors import TraceFormatError
 
 pytest.importorskip("onnxruntime")

@@ -24,7 +24,7 @@ import pytest
 import traceviz
 from tests.conftest import SAMPLES
 from tests.test_ort_profile import write_profile
-from traceviz.analysis.comparable import comparability
+from traceviz.analysis.fusion.comparable import comparability
 from traceviz.analysis.kernel_kinds import (
     KernelKind,
     classify_kinds,
@@ -32,7 +32,7 @@ from traceviz.analysis.kernel_kinds import (
     trace_kinds,
 )
 from traceviz.analysis.kernels import Classified, classify, kind_table
-from traceviz.analysis.memory import memory_traffic
+from traceviz.analysis.traffic.memory import memory_traffic
 from traceviz.cli import main
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose import ort_advice as ort

@@ -31,8 +31,8 @@ from tests.mutation_fixtures import (
     load_or_format_error,
     mutate,
 )
-from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic
-from traceviz.analysis.traffic import TrafficRule
+from traceviz.analysis.traffic.estimates import TrafficRule
+from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
 from traceviz.cli import main
 from traceviz.errors import TraceFormatError
 from traceviz.parse import readers

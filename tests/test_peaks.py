@@ -1,5 +1,5 @@
-"""Device peaks (traceviz.analysis.peaks): the table, the lookup by device properties on real
-traces, and the --peaks file."""
+"""Device peaks (traceviz.analysis.roofline.peaks): the table, the lookup by device properties on
+real traces, and the --peaks file."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import CORPUS, SAMPLES
 from traceviz import UsageError, load
-from traceviz.analysis.peaks import (
+from traceviz.analysis.roofline.peaks import (
     PEAK_TABLE,
     PRECISIONS,
     PeakBasis,

@@ -20,9 +20,9 @@ import pytest
 import traceviz
 from tests.conftest import CORPUS, kernel, launch, op, read_json
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.fusion import FusionKernels
-from traceviz.analysis.fusion_match import Credits
-from traceviz.analysis.roofline import RooflineColumns
+from traceviz.analysis.fusion.fusion_map import FusionKernels
+from traceviz.analysis.fusion.match import Credits
+from traceviz.analysis.roofline.per_kernel import RooflineColumns
 from traceviz.cli import main
 from traceviz.commands import compare as compare_command
 from traceviz.report.perfetto import FLOW_CAT, KERNEL_ARGS, OVERLAY, ROOFLINE_ARGS

@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import REPO, SAMPLES
 from traceviz import source_files
-from traceviz.analysis.fusion_lines import ByLine
+from traceviz.analysis.fusion.lines import ByLine
 from traceviz.pipeline import compare_run
 from traceviz.report.json_report import comparison_json
 from traceviz.runner.portable import make_portable

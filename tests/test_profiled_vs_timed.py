@@ -22,13 +22,13 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import SAMPLES
-from traceviz.analysis.profiled_timing import (
+from traceviz.analysis.timing.profiled import (
     PROFILER_ALLOWANCE,
     ProfiledVsTimed,
     SideTiming,
     profiled_vs_timed,
 )
-from traceviz.analysis.speed import median_interval
+from traceviz.analysis.timing.speed import median_interval
 from traceviz.pipeline import open_report
 from traceviz.report.json_report import comparison_json
 from traceviz.report.markdown import comparison_markdown

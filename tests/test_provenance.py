@@ -203,7 +203,7 @@ def _bare_copies(trace: Any, rows: set[int]) -> set[int]:
 
 @pytest.mark.parametrize("run", SAMPLE_RUNS, ids=[p.name for p in SAMPLE_RUNS])
 def test_every_eager_kernel_of_a_sample_run_has_its_exact_line(run: Path) -> None:
-    from traceviz.analysis.line_transfer import transfer_lines
+    from traceviz.analysis.fusion.line_transfer import transfer_lines
 
     marked = traceviz.load(run / "eager_lines.pt.trace.json.gz")  # the run's lines trace
     lines = eager_kernel_lines(marked)
@@ -227,7 +227,7 @@ def test_every_eager_kernel_of_a_sample_run_has_its_exact_line(run: Path) -> Non
 
 
 def test_compiler_estimates_fill_unestimated_kernel_calls_once(tmp_path: Path, log: Any) -> None:
-    from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic
+    from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
 
     trace = traceviz.load(write(tmp_path / "c.json", compiled_call(0) + compiled_call(200)))
     plain = memory_traffic(trace)
@@ -253,7 +253,7 @@ def test_compiler_estimates_fill_unestimated_kernel_calls_once(tmp_path: Path, l
 
 
 def test_shape_estimates_are_kept_where_the_trace_has_shapes(tmp_path: Path, log: Any) -> None:
-    from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic
+    from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
 
     events = compiled_call(0)
     events[3]["args"] = {"Input Dims": [[16], [8, 16], [16, 16], [], []],
@@ -266,7 +266,7 @@ def test_shape_estimates_are_kept_where_the_trace_has_shapes(tmp_path: Path, log
 
 @pytest.mark.parametrize("run", SAMPLE_RUNS, ids=[p.name for p in SAMPLE_RUNS])
 def test_compiler_bytes_on_sample_runs_cover_every_fused_kernel(run: Path) -> None:
-    from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic
+    from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
 
     trace = traceviz.load(run / "compiled.pt.trace.json.gz")
     log = read_compile_log(run)

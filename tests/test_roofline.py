@@ -1,6 +1,7 @@
-"""The roofline per kernel (traceviz.analysis.roofline, FLOP rules in traceviz.analysis.flops):
-no kernel of the real H200 runs above the H200's peaks, GEMM FLOPs and bytes equal to an
-independent count from the raw JSON on the real corpus traces, and the bounds on tiny traces.
+"""The roofline per kernel (traceviz.analysis.roofline.per_kernel, FLOP rules in
+traceviz.analysis.roofline.flops): no kernel of the real H200 runs above the H200's peaks, GEMM
+FLOPs and bytes equal to an independent count from the raw JSON on the real corpus traces, and the
+bounds on tiny traces.
 
 TraceLens's public MI300X / H100 Hugging Face test traces are not in the corpus: the GEMM check
 runs on the compiled MI300X traces (Flux, a LLaMA block, vLLM) and the NVIDIA ones that are."""
@@ -18,9 +19,9 @@ import pytest
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op, read_json
 from traceviz import load
 from traceviz.analysis.compare import analyze
-from traceviz.analysis.flops import FlopRule, op_flops
-from traceviz.analysis.peaks import DevicePeaks, PeakBasis
-from traceviz.analysis.roofline import LATENCY_US, Bound, RooflineColumns, side_roofline
+from traceviz.analysis.roofline.flops import FlopRule, op_flops
+from traceviz.analysis.roofline.peaks import DevicePeaks, PeakBasis
+from traceviz.analysis.roofline.per_kernel import LATENCY_US, Bound, RooflineColumns, side_roofline
 from traceviz.schema import Kernels, Ops
 
 H200_RUNS = sorted(p for p in (SAMPLES / "h200").glob("*") if (p / "run.json").is_file())

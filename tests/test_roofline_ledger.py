@@ -1,4 +1,4 @@
-"""The fusion ledger (traceviz.analysis.fusion_ledger) on the H200 runs: eager credits never add
+"""The fusion ledger (traceviz.analysis.roofline.ledger) on the H200 runs: eager credits never add
 up to more than the eager kernels' time, no fused kernel beats its memory roof, and GPT-2's
 fused GELU replaces its 16 eager kernels per step."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion_ledger import LedgerColumns, fusion_ledger
+from traceviz.analysis.roofline.ledger import LedgerColumns, fusion_ledger
 from traceviz.pipeline import compare_run
 from traceviz.report.roofline_report import roofline_of
 from traceviz.schema import Kernels

@@ -5,7 +5,7 @@ compiled apart (95% interval 0.86–1.02× for compiled/eager); a user
 who reads the speedup alone acts on noise.
 
 GIVEN a real run directory's run.json, WHEN ``traceviz run`` prints its result, THEN the line
-under the table carries :func:`traceviz.analysis.speed.compare_samples`'s verdict on
+under the table carries :func:`traceviz.analysis.timing.speed.compare_samples`'s verdict on
 run.json's samples, as ``traceviz compare`` does.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from traceviz.analysis.speed import SAME, compare_samples, ratio_words
+from traceviz.analysis.timing.speed import SAME, compare_samples, ratio_words
 from traceviz.commands import output
 from traceviz.commands import run as run_command
 from traceviz.commands.speed_line import speed_line

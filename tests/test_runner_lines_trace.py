@@ -17,7 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from traceviz.analysis.line_transfer import transfer_lines  # noqa: E402
+from traceviz.analysis.fusion.line_transfer import transfer_lines  # noqa: E402
 from traceviz.parse import load_trace  # noqa: E402
 from traceviz.parse.compile_log import LINE_MARK_PREFIX  # noqa: E402
 from traceviz.pipeline import compare, compare_run  # noqa: E402

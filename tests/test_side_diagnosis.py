@@ -19,7 +19,7 @@ from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS
 from traceviz import diagnose as diagnose_module
 from traceviz import pipeline
 from traceviz.analysis.compare import Side, analyze
-from traceviz.analysis.fusion_lines import read_log
+from traceviz.analysis.fusion.lines import read_log
 from traceviz.diagnose import diagnose_side
 from traceviz.diagnose.facts import facts_of_side, side_facts
 from traceviz.diagnose.rules import TRACE_RULES

@@ -152,7 +152,7 @@ def test_idle_by_cause_on_the_a100_pair() -> None:
     more, queued behind work already issued and blocked in syncs: the attribution says so
     and calls none of it launch/CPU overhead (it called all 126 ms a step so)."""
     from tests.conftest import CORPUS
-    from traceviz.analysis.idle import IdleParts
+    from traceviz.analysis.timing.idle import IdleParts
     from traceviz.pipeline import compare
 
     a, b = (
@@ -203,7 +203,7 @@ def test_idle_causes_named_only_from_one_percent(pair: tuple[str, str]) -> None:
     least 1% of its step more of (the mi250/mi300x pair's +0.01 µs is not a cause), and
     together they stay within b's idle time per step."""
     from tests.conftest import CORPUS
-    from traceviz.analysis.idle import IdleParts
+    from traceviz.analysis.timing.idle import IdleParts
     from traceviz.pipeline import compare
 
     a, b = (CORPUS / p for p in pair)

@@ -19,7 +19,7 @@ import pytest
 from rich.console import Console
 
 from tests.conftest import REPO, SAMPLES
-from traceviz.analysis.roofline import trace_roofline
+from traceviz.analysis.roofline.per_kernel import trace_roofline
 from traceviz.analysis.summary import summarize
 from traceviz.pipeline import compare
 from traceviz.report.json_report import comparison_json

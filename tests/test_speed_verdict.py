@@ -19,7 +19,7 @@ import pytest
 import traceviz
 from tests.conftest import SAMPLES, op
 from tests.runinfo_builder import run_info
-from traceviz.analysis.speed import (
+from traceviz.analysis.timing.speed import (
     FASTER,
     ONE_WINDOW,
     PROFILED_STEPS,

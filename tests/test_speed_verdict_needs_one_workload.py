@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import CORPUS, load_trace
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.speed import SAME
+from traceviz.analysis.timing.speed import SAME
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.pipeline import compare
 from traceviz.report.views import headline

@@ -13,9 +13,9 @@ import pytest
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op, write_trace
 from traceviz.analysis.compare import Comparison, analyze
-from traceviz.analysis.fusion_match import CREDITS_DTYPES, Credits, Outcome
-from traceviz.analysis.fusion_ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
-from traceviz.analysis.timeline import Lane, same_context, timeline
+from traceviz.analysis.fusion.match import CREDITS_DTYPES, Credits, Outcome
+from traceviz.analysis.fusion.ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
+from traceviz.analysis.timing.timeline import Lane, same_context, timeline
 from traceviz.analysis.top_kernels import TOP_KERNELS_DTYPES, TopKernels, top_kernels
 from traceviz.diagnose.facts import TraceFacts, kernel_steps
 from traceviz.pipeline import compare
@@ -227,8 +227,8 @@ def test_window_events_hold_every_activity_of_the_window_once(name: str) -> None
 
 @pytest.mark.parametrize("name", GPU_TRACES)
 def test_step_parts_add_up_to_at_most_the_step(name: str) -> None:
-    from traceviz.analysis.idle import IdleParts
-    from traceviz.analysis.step_parts import GPU_PARTS, step_parts
+    from traceviz.analysis.timing.idle import IdleParts
+    from traceviz.analysis.timing.step_parts import GPU_PARTS, step_parts
 
     side = analyze(gpu_trace(name), name="t")
     parts = step_parts(side.trace, side.launch)
@@ -240,8 +240,8 @@ def test_step_parts_add_up_to_at_most_the_step(name: str) -> None:
 
 
 def test_step_parts_of_a_cpu_run(pairs: list[Comparison]) -> None:
-    from traceviz.analysis.launch import StepOverhead
-    from traceviz.analysis.step_parts import CPU_PARTS, step_parts
+    from traceviz.analysis.timing.launch import StepOverhead
+    from traceviz.analysis.timing.step_parts import CPU_PARTS, step_parts
 
     for c in pairs:
         for side in (c.a, c.b):

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from tests.conftest import LAUNCH_NAMES, corpus_params, load_trace, read_json
-from traceviz.analysis.blocking import BlockingColumns, blocking_calls
 from traceviz.analysis.kernel_diff import GROUPS, kernel_diff
 from traceviz.analysis.kernels import classify
-from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.summary import summarize
+from traceviz.analysis.timing.blocking import BlockingColumns, blocking_calls
+from traceviz.analysis.timing.launch import launch_overhead
 from traceviz.schema import DeviceKind, Kernels
 
 DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}

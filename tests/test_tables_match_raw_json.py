@@ -251,7 +251,7 @@ def test_window_events_hold_each_device_event_of_the_window(pair: tuple[Trace, l
 
 
 def test_chains_are_runs_of_real_kernels(pair: tuple[Trace, list[dict]]) -> None:
-    from traceviz.analysis import chains
+    from traceviz.analysis.fusion import chains
     from traceviz.diagnose.facts import facts_of_trace, kernel_steps
 
     trace, events = pair

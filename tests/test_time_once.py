@@ -18,9 +18,9 @@ import pytest
 import traceviz
 from tests.conftest import SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis import kernels as kernel_analysis
-from traceviz.analysis.launch import launch_overhead
 from traceviz.analysis.regions import region_stats
 from traceviz.analysis.summary import summarize
+from traceviz.analysis.timing.launch import launch_overhead
 from traceviz.parse.cpu_kernels import exclusive_durations
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, Regions
 from traceviz.trace import Trace

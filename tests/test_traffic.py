@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from traceviz.analysis import traffic
-from traceviz.analysis.traffic import (
+from traceviz.analysis.traffic import estimates as traffic
+from traceviz.analysis.traffic.estimates import (
     Traffic,
     TrafficEstimate,
     TrafficRule,

@@ -1,5 +1,5 @@
 """The memory-traffic coverage guard: two totals get a Δ and ratio only when their estimates
-cover about the same share of each side's kernel time (analysis/traffic_compare.py)."""
+cover about the same share of each side's kernel time (analysis/traffic/coverage.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
 from tests.real_data import CORPUS_PAIRS
 from traceviz.analysis.compare import Comparison, compare_sides
-from traceviz.analysis.fusion_lines import read_log
-from traceviz.analysis.memory import MemoryTraffic, memory_traffic
+from traceviz.analysis.fusion.lines import read_log
 from traceviz.analysis.provenance import compiled_kernel_provenance
-from traceviz.analysis.traffic_compare import COVERAGE_GAP, coverage, traffic_gap_note
+from traceviz.analysis.traffic.coverage import COVERAGE_GAP, coverage, traffic_gap_note
+from traceviz.analysis.traffic.memory import MemoryTraffic, memory_traffic
 from traceviz.pipeline import compare_run
 from traceviz.records import records
 from traceviz.report.views import metrics_view

@@ -16,14 +16,14 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
-from traceviz.analysis.fusion_lines import read_log
-from traceviz.analysis.memory import Basis, KernelTraffic, MemoryTraffic, memory_traffic
-from traceviz.analysis.traffic_args import dtype_bytes
-from traceviz.analysis.traffic_foreach import (
+from traceviz.analysis.fusion.lines import read_log
+from traceviz.analysis.traffic.args import dtype_bytes
+from traceviz.analysis.traffic.foreach import (
     copy_itemsizes,
     foreach_copy_estimate,
     tensor_list_numels,
 )
+from traceviz.analysis.traffic.memory import Basis, KernelTraffic, MemoryTraffic, memory_traffic
 from traceviz.schema import ActivityKind, Kernels, Ops
 
 NS = "at::native::(anonymous namespace)::"

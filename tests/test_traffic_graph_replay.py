@@ -9,9 +9,9 @@ import pandas as pd
 
 import traceviz
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion_lines import read_log
-from traceviz.analysis.memory import Basis, KernelTraffic, memory_traffic
+from traceviz.analysis.fusion.lines import read_log
 from traceviz.analysis.provenance import compiled_kernel_provenance
+from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
 from traceviz.parse.compile_log import CompileLog
 from traceviz.schema import KernelProvenance as KP
 from traceviz.schema import Kernels
@@ -67,8 +67,8 @@ def test_no_traffic_saved_while_the_replayed_library_kernels_have_no_figure() ->
     """Every fused kernel with the compiler's bytes but the replayed GEMMs and attention with
     none (their rows alone, no log table): eager − compiled would count their traffic as saved,
     so there is no figure; with their bytes from the log there is one."""
-    from traceviz.analysis.fusion import _bytes_saved
-    from traceviz.analysis.memory import is_inductor_kernel
+    from traceviz.analysis.fusion.fusion_map import _bytes_saved
+    from traceviz.analysis.traffic.memory import is_inductor_kernel
     from traceviz.pipeline import compare_run
 
     report = compare_run(RO)
@@ -163,7 +163,7 @@ def _replay(names: list[str], handles: dict[int, int]) -> tuple[pd.DataFrame, pd
 def _credit(
     kernels: pd.DataFrame, prov: pd.DataFrame, log: pd.DataFrame | None = None, **open_: bool
 ) -> dict[int, tuple[int, int]]:
-    from traceviz.analysis.traffic_graph import graph_library_bytes
+    from traceviz.analysis.traffic.graph_replay import graph_library_bytes
 
     n = len(kernels)
     open_rows = np.array([open_.get(f"r{i}", True) for i in range(n)])

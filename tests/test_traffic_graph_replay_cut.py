@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.traffic_graph import graph_library_bytes
+from traceviz.analysis.traffic.graph_replay import graph_library_bytes
 from traceviz.schema import KernelProvenance as KP
 from traceviz.schema import Kernels
 from traceviz.schema import ProvenanceKernels as P

@@ -25,11 +25,11 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES
-from traceviz.analysis.fusion_match import Credits, Outcome
-from traceviz.analysis.inductor_record import (
+from traceviz.analysis.fusion.inductor_record import (
     NAME_MATCH_UNRECORDED_BASIS,
     unrecorded_inductor_kernels,
 )
+from traceviz.analysis.fusion.match import Credits, Outcome
 from traceviz.diagnose.rules.inductor_kernels import NO_PROVENANCE_ID, NOT_RECORDED_ID
 from traceviz.parse.compile_log import NODE_MAPPINGS, PROVENANCE_SETTING, STACK_TRACES
 from traceviz.pipeline import compare_run

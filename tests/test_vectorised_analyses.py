@@ -13,9 +13,9 @@ import pytest
 
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
 from tests.real_data import raw_events
-from traceviz.analysis.blocking import BlockReason, blocking_reasons, issuers
-from traceviz.analysis.idle import _main_thread
-from traceviz.analysis.timeline import _is_gpu, _lanes
+from traceviz.analysis.timing.blocking import BlockReason, blocking_reasons, issuers
+from traceviz.analysis.timing.idle import _main_thread
+from traceviz.analysis.timing.timeline import _is_gpu, _lanes
 from traceviz.diagnose.facts import facts_of_trace
 from traceviz.schema import Kernels, Launches
 

@@ -1,10 +1,11 @@
 """The aten op vocabulary: which op base names belong to which family.
 
 One place for the op-name sets that the CPU-kernel rule (:mod:`traceviz.parse.cpu_kernels`),
-the traffic rules (:mod:`traceviz.analysis.traffic_rules`), the op keys of the fusion map
-(:mod:`traceviz.analysis.op_keys`) and the kernel kinds (:mod:`traceviz.analysis.kernel_kinds`)
-share. Names are base names without namespace or overload (``aten::add_.Tensor`` → ``add_``;
-in-place forms are listed only where a user needs them, see :func:`with_inplace`).
+the traffic rules (:mod:`traceviz.analysis.traffic.rules`), the op keys of the fusion map
+(:mod:`traceviz.analysis.fusion.op_keys`) and the kernel kinds
+(:mod:`traceviz.analysis.kernel_kinds`) share. Names are base names without namespace or overload
+(``aten::add_.Tensor`` → ``add_``; in-place forms are listed only where a user needs them, see
+:func:`with_inplace`).
 
 Ops that move no data, in three groups (their union is :data:`NO_DATA_OPS`):
 

@@ -26,7 +26,7 @@ from traceviz import settings
 from traceviz.analysis.backends import backends_view
 from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.compare import compare_sides as compare_analysed
-from traceviz.analysis.fusion_lines import read_log
+from traceviz.analysis.fusion.lines import read_log
 from traceviz.concurrent_sides import side_by_side
 from traceviz.diagnose import diagnose, diagnose_side, sort_findings
 from traceviz.diagnose.backends import backend_findings

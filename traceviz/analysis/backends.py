@@ -7,10 +7,10 @@ comparison, and gives a :class:`BackendsView`:
 
 - ``rows`` (:class:`BackendRow`): one row per backend or level;
 - ``op_counts``: nodes per ``domain:op_type`` of the exported graph and of each level
-  (:func:`~traceviz.analysis.onnx_graph.op_counts`);
+  (:func:`~traceviz.analysis.onnx.graph.op_counts`);
 - ``fusion``: each node group ORT fused, mapped back to the exported nodes and aten ops it
   replaced, its time, and the Inductor kernels that fused the same ops
-  (:func:`~traceviz.analysis.onnx_fusion.cross_fusion`);
+  (:func:`~traceviz.analysis.onnx.fusion.cross_fusion`);
 - ``folded``: exported nodes no optimized node stands for (constant-folded, removed).
 
 A run without ONNX Runtime data has no view (None). A level whose files are missing or
@@ -32,16 +32,16 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.compare import Comparison, Metric
-from traceviz.analysis.onnx_fusion import CROSS_FUSION_DTYPES, cross_fusion
-from traceviz.analysis.onnx_graph import (
+from traceviz.analysis.onnx.fusion import CROSS_FUSION_DTYPES, cross_fusion
+from traceviz.analysis.onnx.graph import (
     EXPORTED,
     FOLDED_DTYPES,
     GraphMapping,
     map_graph,
     op_counts,
 )
-from traceviz.analysis.onnx_nodes import Graph, read_graph
-from traceviz.analysis.ort_profile_nodes import ProfileNodes, read_profile_nodes
+from traceviz.analysis.onnx.nodes import Graph, read_graph
+from traceviz.analysis.onnx.profile_nodes import ProfileNodes, read_profile_nodes
 from traceviz.errors import TraceFormatError, UsageError
 
 __all__ = [
@@ -111,8 +111,8 @@ BACKEND_DTYPES: dict[str, str] = {
 class BackendsView:
     """The backends of a run side by side (module docstring). ``export`` is run.json's
     export record (exporter, opset, seconds, fallback_reason) as a dict; ``mappings`` each
-    level's :class:`~traceviz.analysis.onnx_graph.GraphMapping`; ``profiles`` each level's
-    :class:`~traceviz.analysis.ort_profile_nodes.ProfileNodes`."""
+    level's :class:`~traceviz.analysis.onnx.graph.GraphMapping`; ``profiles`` each level's
+    :class:`~traceviz.analysis.onnx.profile_nodes.ProfileNodes`."""
 
     rows: pd.DataFrame
     op_counts: pd.DataFrame

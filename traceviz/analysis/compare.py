@@ -22,15 +22,15 @@ import pandas as pd
 
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis.device import NOT_ANALYSED, is_analysed
-from traceviz.analysis.fusion import FusionMap, fusion_map
-from traceviz.analysis.fusion_lines import fusion_evidence, read_log
-from traceviz.analysis.launch import LaunchOverhead, launch_overhead
-from traceviz.analysis.line_transfer import LineTransfer
-from traceviz.analysis.memory import MemoryTraffic, memory_traffic
-from traceviz.analysis.profiled_timing import ProfiledVsTimed, profiled_vs_timed
+from traceviz.analysis.fusion.fusion_map import FusionMap, fusion_map
+from traceviz.analysis.fusion.line_transfer import LineTransfer
+from traceviz.analysis.fusion.lines import fusion_evidence, read_log
 from traceviz.analysis.regions import RegionStats, region_stats
 from traceviz.analysis.summary import TraceSummary, summarize
-from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.timing.launch import LaunchOverhead, launch_overhead
+from traceviz.analysis.timing.profiled import ProfiledVsTimed, profiled_vs_timed
+from traceviz.analysis.traffic.coverage import traffic_gap_note
+from traceviz.analysis.traffic.memory import MemoryTraffic, memory_traffic
 from traceviz.runs.runinfo import DynamoFacts, RunInfo
 from traceviz.schema import DeviceKind
 from traceviz.trace import Trace
@@ -72,7 +72,7 @@ class Comparison:
     - ``metrics``: columns :class:`Metric`;
     - ``kinds``: ``side``, ``kind``, ``source``, ``count``, ``time_us`` (device time, µs);
     - ``regions``: ``side`` plus :class:`traceviz.analysis.regions.Frame` columns;
-    - ``fusion``: the fusion map of a → b (:class:`traceviz.analysis.fusion.FusionMap`).
+    - ``fusion``: the fusion map of a → b (:class:`traceviz.analysis.fusion.fusion_map.FusionMap`).
 
     Findings are not part of it: :class:`traceviz.report.bundle.Report` (a subclass) adds them.
     """
@@ -113,11 +113,11 @@ def compare_sides(
     eager_lines: Trace | None = None,
 ) -> Comparison:
     """Compare two analysed traces (lets callers analyse each trace once for many pairs).
-    ``compile_log`` is b's compile log (read by :func:`~traceviz.analysis.fusion_lines.read_log`)
+    ``compile_log`` is b's compile log (read by :func:`~traceviz.analysis.fusion.lines.read_log`)
     for a fusion map on the compiler's record; ``force`` computes the fusion figures even when
     the traces are not the same workload; ``eager_lines`` is a's lines trace (a run's eager
     steps profiled again under the line marks), where a's kernels find their source lines
-    (:func:`~traceviz.analysis.line_transfer.transfer_lines`; else in a itself)."""
+    (:func:`~traceviz.analysis.fusion.line_transfer.transfer_lines`; else in a itself)."""
     compiler, lines = fusion_evidence(a.trace, b.trace, compile_log, eager_lines=eager_lines)
     fusion = fusion_map(
         a.trace,
@@ -420,7 +420,7 @@ def _metrics(side_a: Side, side_b: Side, fusion: FusionMap) -> pd.DataFrame:
 def _guard_traffic(rows: list[list[Any]], side_a: Side, side_b: Side) -> None:
     """Withhold the ``est_bytes`` row's Δ and ratio (NaN), saying why in its description,
     when the two sides' estimates cover different shares of their kernel time
-    (:func:`~traceviz.analysis.traffic_compare.traffic_gap_note`)."""
+    (:func:`~traceviz.analysis.traffic.coverage.traffic_gap_note`)."""
     why = traffic_gap_note(side_a.traffic, side_b.traffic, (side_a.name, side_b.name))
     if why is None:
         return

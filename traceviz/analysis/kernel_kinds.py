@@ -5,7 +5,7 @@ codes, so a million-row kernels table with a thousand distinct names costs a tho
 evaluations.
 
 **Kinds.** ``memcpy``/``memset`` activities are :attr:`KernelKind.MEMCPY`/``MEMSET`` whatever
-their name. Inductor kernels (see :mod:`traceviz.analysis.fusion_names`) are classified by
+their name. Inductor kernels (see :mod:`traceviz.analysis.inductor_names`) are classified by
 their decoded ops (:func:`_inductor_kind`). Every other name goes through :data:`KIND_RULES`, a
 table of case-insensitive regexes tried in order, the first match winning; names of the form
 ``namespace::op`` (CPU ops: kernels of CPU-only traces) first through :data:`OP_KIND_RULES` on
@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.fusion_names import (
+from traceviz.analysis.inductor_names import (
     FusedName,
     TritonSubkind,
     eager_op_base,

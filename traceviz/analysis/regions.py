@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from traceviz.analysis.kernels import issue_us, issued_inside
-from traceviz.analysis.launch import step_windows
 from traceviz.analysis.regions_graphs import FRAME, GraphPart, graph_parts
+from traceviz.analysis.timing.launch import step_windows
 from traceviz.runs.runinfo import DynamoFacts
 from traceviz.schema import ActivityKind, Kernels, RegionKind, Regions
 from traceviz.trace import Trace

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz.analysis.device import NOT_ANALYSED, DeviceActivity, device_activity, is_analysed
-from traceviz.analysis.memory import peak_allocated
+from traceviz.analysis.traffic.memory import peak_allocated
 from traceviz.analysis.windows import full_steps
 from traceviz.records import records
 from traceviz.schema import (

@@ -14,9 +14,9 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Side
 from traceviz.analysis.kernels import Classified
+from traceviz.analysis.timing.blocking import BlockingColumns
 from traceviz.schema import DeviceKind, Kernels, Launches, RegionKind, Regions
 
 __all__ = ["WindowEvent", "window_events"]

@@ -46,7 +46,7 @@ from traceviz.commands.output import check_output, output_format
 from traceviz.report.formats import COMPARISON, names, renderer
 
 if TYPE_CHECKING:
-    from traceviz.analysis.peaks import DevicePeaks
+    from traceviz.analysis.roofline.peaks import DevicePeaks
     from traceviz.pipeline import Report
 
 FORMATS = names(COMPARISON)
@@ -172,6 +172,6 @@ def read_peaks(args: argparse.Namespace) -> DevicePeaks | None:
     path = getattr(args, "peaks", None)
     if path is None:
         return None
-    from traceviz.analysis.peaks import read_peaks_file
+    from traceviz.analysis.roofline.peaks import read_peaks_file
 
     return read_peaks_file(path)

@@ -3,14 +3,14 @@ leads their output when the profiled steps do not look like the timed ones.
 
 The table's last row is compiled's median step against eager's; on a noisy machine that
 ratio alone can read 2× slower while the timed samples cannot tell the two apart. This line
-gives the verdict of :func:`traceviz.analysis.speed.compare_samples` on the same samples (run.json's
-``timing.*.samples_us``), the one ``traceviz compare`` prints.
+gives the verdict of :func:`traceviz.analysis.timing.speed.compare_samples` on the same samples
+(run.json's ``timing.*.samples_us``), the one ``traceviz compare`` prints.
 """
 
 from __future__ import annotations
 
-from traceviz.analysis.profiled_timing import profiled_vs_timed
-from traceviz.analysis.speed import SAME, compare_samples, ratio_words
+from traceviz.analysis.timing.profiled import profiled_vs_timed
+from traceviz.analysis.timing.speed import SAME, compare_samples, ratio_words
 from traceviz.report.profiled_note import profiled_note
 from traceviz.runs.run import Run
 from traceviz.runs.runinfo import RunInfo
@@ -19,7 +19,7 @@ from traceviz.runs.runinfo import RunInfo
 def speed_line(info: RunInfo) -> str | None:
     """``"speed verdict: compiled is 1.28× faster than eager (95% interval …)"`` for a run
     with timed eager and compiled steps, else None; ratios one way round
-    (:func:`~traceviz.analysis.speed.ratio_words`)."""
+    (:func:`~traceviz.analysis.timing.speed.ratio_words`)."""
     timing = info.timing
     if timing.compiled is None:
         return None

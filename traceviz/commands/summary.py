@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         output_cache.write(hit, None)
         return 0
     with collector_off():  # heavy (pandas, the analyses): made after the collector's freeze
-        from traceviz.analysis.roofline import trace_roofline
+        from traceviz.analysis.roofline.per_kernel import trace_roofline
         from traceviz.analysis.summary import summarize
         from traceviz.diagnose import diagnose_trace
         from traceviz.parse import load_trace  # noqa: F401  (traceviz.load's parser, imported here)

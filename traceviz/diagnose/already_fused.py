@@ -4,7 +4,7 @@ In an eager-versus-compiled comparison (a has no compiled code, b has Inductor k
 eager side's fusion findings (``unfused-chain``, ``large-intermediates``) would advise
 compiling the model, which the compiled trace has done. :func:`already_fused` rewords them: a
 chain is **already fused** when every one of its ops is named by one of b's Inductor kernels
-(:func:`traceviz.analysis.fusion_names.fused_kernel_ops` decodes ``triton_poi_fused_add_mul_0``
+(:func:`traceviz.analysis.inductor_names.fused_kernel_ops` decodes ``triton_poi_fused_add_mul_0``
 / ``cpp_fused_…`` names; eager ops that Inductor names differently, such as ``clamp_min`` for
 ``relu``, are matched through :data:`ALIASES`). When all the finding's chains are, its next
 step says so and points to the fusion map; when some are, an evidence line names them.
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from traceviz.analysis.chains import INDUCTOR_SOURCES, ChainGroup
-from traceviz.analysis.fusion_match import Credits
-from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.fusion.chains import INDUCTOR_SOURCES, ChainGroup
+from traceviz.analysis.fusion.match import Credits
+from traceviz.analysis.inductor_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import Classified
 from traceviz.diagnose.facts import chain_groups, facts_of_side, short_name
 from traceviz.diagnose.finding import Finding

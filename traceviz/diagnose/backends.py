@@ -24,7 +24,7 @@ import math
 from typing import Any
 
 from traceviz.analysis.backends import ORT_PREFIX, BackendRow, BackendsView
-from traceviz.analysis.speed import TOLERANCE
+from traceviz.analysis.timing.speed import TOLERANCE
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.records import records
 
@@ -35,7 +35,7 @@ ORT_SLOWER_ID = "ort-level-slower"
 #: The ONNX Runtime level every other level is judged against: no graph optimization.
 BASELINE_LEVEL = "disable"
 #: A level this much slower than the baseline (and clearly, see ort-level-slower) is a finding:
-#: the tolerance of compiled-slower (:data:`~traceviz.analysis.speed.TOLERANCE`).
+#: the tolerance of compiled-slower (:data:`~traceviz.analysis.timing.speed.TOLERANCE`).
 ORT_SLOWER_TOLERANCE = TOLERANCE
 
 

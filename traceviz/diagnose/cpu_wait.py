@@ -7,12 +7,12 @@ CPU :data:`WAIT_SHARE` of the step or more, and not mostly while the CPU is bloc
 (:mod:`traceviz.diagnose.rules.idle`); otherwise it is ``launch-bound``
 (:mod:`traceviz.diagnose.rules.launch`). One of the two, never both; both show the idle split
 and the CPU work that ran meanwhile (:func:`idle_evidence`). Measured:
-:mod:`traceviz.analysis.idle`.
+:mod:`traceviz.analysis.timing.idle`.
 """
 
 from __future__ import annotations
 
-from traceviz.analysis.idle import CpuWork, IdleParts
+from traceviz.analysis.timing.idle import CpuWork, IdleParts
 from traceviz.diagnose.facts import TraceFacts, short_name, us
 from traceviz.diagnose.finding import Evidence, Unit
 
@@ -90,7 +90,7 @@ def covered(facts: TraceFacts) -> float:
     """The share of the wait for the CPU during which recorded CPU work ran on the launching
     thread: a CPU op, an annotation or a Python frame (``python_function``, recorded with
     ``with_stack=True``; frames that sleep or wait do not count) (0 when there is no wait;
-    :attr:`~traceviz.analysis.idle.IdleSplit.recorded_us`)."""
+    :attr:`~traceviz.analysis.timing.idle.IdleSplit.recorded_us`)."""
     idle = facts.launch.idle
     wait = idle.total(IdleParts.cpu_wait_us)
     if wait <= 0:

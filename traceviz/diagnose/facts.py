@@ -24,15 +24,15 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis import chains as chain_analysis
-from traceviz.analysis.chains import ChainGroup
 from traceviz.analysis.compare import Side, analyze
+from traceviz.analysis.fusion import chains as chain_analysis
+from traceviz.analysis.fusion.chains import ChainGroup
 from traceviz.analysis.kernel_kinds import KernelSource
 from traceviz.analysis.kernels import Classified, issue_us
-from traceviz.analysis.launch import LaunchOverhead, step_windows
 from traceviz.analysis.regions import RegionStats
 from traceviz.analysis.summary import TraceSummary
-from traceviz.analysis.timeline import timeline
+from traceviz.analysis.timing.launch import LaunchOverhead, step_windows
+from traceviz.analysis.timing.timeline import timeline
 from traceviz.diagnose.finding import Finding, Unit, format_value
 from traceviz.runs.runinfo import DynamoFacts, RunInfo, TimingStats
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
@@ -280,7 +280,7 @@ def cpu_side_gain(facts: TraceFacts, profiled_us: float, basis: str) -> CpuSideG
 
     The profiler lengthens CPU-side time but not the device's kernels. With run.json's timed
     median step: on a GPU trace, the timed step less the device's busy time per profiled step
-    (:attr:`~traceviz.analysis.launch.LaunchOverhead.wall_us` less ``idle_us``, per step) is
+    (:attr:`~traceviz.analysis.timing.launch.LaunchOverhead.wall_us` less ``idle_us``, per step) is
     the idle a timed step has at most; the figure is scaled by that over the profiled step's
     device idle. On a CPU trace (its compute ops are CPU time, lengthened alike) it is scaled
     by the timed step over the profiled one. Neither scale exceeds 1. Without a timed step
@@ -348,7 +348,7 @@ def kernel_steps(facts: TraceFacts) -> npt.NDArray[np.int64]:
 
 
 def timeline_of(facts: TraceFacts) -> pd.DataFrame:
-    """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timeline.timeline`),
+    """The kernels of ``facts`` in lane order (:func:`~traceviz.analysis.timing.timeline.timeline`),
     built once per facts (the matmul-add rule and the chains share it); without the shape keys
     (``key`` None), which neither reads: they parse every launching op's shapes."""
     return facts.memo(
@@ -357,7 +357,7 @@ def timeline_of(facts: TraceFacts) -> pd.DataFrame:
 
 
 def chain_groups(facts: TraceFacts) -> list[ChainGroup]:
-    """Every chain of ``facts``'s trace (:mod:`traceviz.analysis.chains`), grouped by op
+    """Every chain of ``facts``'s trace (:mod:`traceviz.analysis.fusion.chains`), grouped by op
     sequence, largest time first; derived once per facts object (the unfused-chain and
     large-intermediates rules read them, and the already-fused pass)."""
     return facts.memo("chain_groups", lambda: _chain_groups(facts))

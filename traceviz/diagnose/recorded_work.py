@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.blocking import is_step_span
+from traceviz.analysis.timing.blocking import is_step_span
 from traceviz.schema import Ops
 from traceviz.trace import Trace
 

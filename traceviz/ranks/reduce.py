@@ -1,6 +1,6 @@
 """One rank's Trace → three small tables, computed while that rank is in memory.
 
-:func:`reduce_rank` runs the single-trace analyses (:mod:`traceviz.analysis.launch` for busy,
+:func:`reduce_rank` runs the single-trace analyses (:mod:`traceviz.analysis.timing.launch` for busy,
 idle and launch figures, :mod:`traceviz.analysis.regions` for compiled regions) and keeps what
 the cross-rank analyses (:mod:`traceviz.ranks.stragglers`, ``collectives``, ``spread``,
 ``compare``) need: a one-row **summary**, a **kernel summary** (one row per kernel name) and
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.launch import StepOverhead, launch_overhead
 from traceviz.analysis.regions import region_stats
+from traceviz.analysis.timing.launch import StepOverhead, launch_overhead
 from traceviz.analysis.windows import full_steps, step_windows
 from traceviz.errors import TraceVizError
 from traceviz.ranks.comm_args import DTYPE_BYTES, CommArgs, collective_args

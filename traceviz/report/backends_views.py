@@ -11,8 +11,8 @@ from typing import Any
 import pandas as pd
 
 from traceviz.analysis.backends import BackendRow, BackendsView
-from traceviz.analysis.onnx_fusion import CrossFusion
-from traceviz.analysis.onnx_graph import EXPORTED, Folded, OpCounts
+from traceviz.analysis.onnx.fusion import CrossFusion
+from traceviz.analysis.onnx.graph import EXPORTED, Folded, OpCounts
 from traceviz.records import records
 from traceviz.report.views import View, fmt_ratio
 from traceviz.units import fmt_bytes, fmt_count, fmt_us

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from traceviz.analysis.backends import BackendsView
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.peaks import DevicePeaks
+from traceviz.analysis.roofline.peaks import DevicePeaks
 from traceviz.diagnose.finding import Finding
 from traceviz.report.snippet import comparison_html_snippet
 
@@ -30,7 +30,7 @@ class Report(Comparison):
     #: eager, compiled and each ONNX Runtime level side by side (run directories with ORT
     #: backends; :func:`traceviz.analysis.backends.backends_view`), else None
     backends: BackendsView | None = None
-    #: the user's device peaks (``--peaks FILE``, :func:`traceviz.analysis.peaks.
+    #: the user's device peaks (``--peaks FILE``, :func:`traceviz.analysis.roofline.peaks.
     #: read_peaks_file`) for every side's roofline; None: each device's row of the peak table
     peaks: DevicePeaks | None = None
 

@@ -3,8 +3,8 @@
 A format is a :class:`Renderer`: ``comparison(report, top=)`` renders a
 :class:`~traceviz.report.bundle.Report` (headline, tables, findings), ``summary(summary,
 findings, roofline=)`` one trace's :class:`~traceviz.analysis.summary.TraceSummary`, its
-findings and its :class:`~traceviz.analysis.roofline.Roofline` (None: not computed, or the
-device is not modelled).
+findings and its :class:`~traceviz.analysis.roofline.per_kernel.Roofline` (None: not computed, or
+the device is not modelled).
 Each returns the document as text, or, for the terminal format, a function that draws it on a
 rich console (colours on a terminal, plain text in a file). A format that cannot render a kind
 of result leaves that method out; :func:`names` lists the formats that can.
@@ -25,7 +25,7 @@ from traceviz.errors import UsageError
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from traceviz.analysis.roofline import Roofline
+    from traceviz.analysis.roofline.per_kernel import Roofline
     from traceviz.analysis.summary import TraceSummary
     from traceviz.diagnose.finding import Finding
     from traceviz.report.bundle import Report

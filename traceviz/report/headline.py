@@ -6,7 +6,7 @@ Overview, the HTML report, the terminal and the notebook all draw the same parts
 the same thing in the same words (the HTML form: :mod:`traceviz.report.headline_html`). Ratios
 read in one direction only: ``"compiled is 2.57× faster"`` or ``"compiled is 1.35× slower"``
 (never a ``0.39×`` beside a ``2.57×``): a ratio below 1 is turned over
-(:func:`traceviz.analysis.speed.ratio_words`, :func:`change_text`).
+(:func:`traceviz.analysis.timing.speed.ratio_words`, :func:`change_text`).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.speed import FASTER, SAME, SLOWER, UNKNOWN, SpeedVerdict
-from traceviz.analysis.speed import interval_words as interval_text
-from traceviz.analysis.speed import ratio_words as speed_ratio_text
+from traceviz.analysis.timing.speed import FASTER, SAME, SLOWER, UNKNOWN, SpeedVerdict
+from traceviz.analysis.timing.speed import interval_words as interval_text
+from traceviz.analysis.timing.speed import ratio_words as speed_ratio_text
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules.slower import NO_WORK, NOISE_ID, RULE_ID, comparison_speed
 from traceviz.report.finding_parts import severity_and_title

@@ -9,8 +9,8 @@ from typing import Any
 import msgspec
 import pandas as pd
 
-from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Side
+from traceviz.analysis.timing.blocking import BlockingColumns
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
 from traceviz.report.backends_json import backends_json, onnxruntime_json

@@ -2,7 +2,7 @@
 docs/compare-json.md) and a table after the ledger in the text, Markdown and HTML reports,
 shown only when the eager kernels have source lines (docs/roofline.md).
 
-The analysis is :func:`traceviz.analysis.fusion_ledger.ledger_by_line`; this module only
+The analysis is :func:`traceviz.analysis.roofline.ledger.ledger_by_line`; this module only
 shapes it.
 """
 
@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.fusion_ledger import LedgerByLineColumns, ledger_by_line
-from traceviz.analysis.roofline import Roofline
+from traceviz.analysis.roofline.ledger import LedgerByLineColumns, ledger_by_line
+from traceviz.analysis.roofline.per_kernel import Roofline
 from traceviz.records import records
 from traceviz.report.views import View, short_path
 from traceviz.units import fmt_bytes, fmt_us

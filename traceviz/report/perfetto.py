@@ -25,8 +25,8 @@ describes the file; in short:
   the fusion map's partition credits (``FusionMap.kernels``/``credits``/``by_line``). Every
   kernel, memcpy and memset event of both sides gets ``args.traceviz.roofline`` (see
   :data:`ROOFLINE_ARGS`): its own execution's row of the side's roofline
-  (:attr:`traceviz.analysis.roofline.Roofline.per_kernel`, the row of the same kernels-table
-  row the event was matched to by name and start), unknown figures left out. A flow
+  (:attr:`traceviz.analysis.roofline.per_kernel.Roofline.per_kernel`, the row of the same
+  kernels-table row the event was matched to by name and start), unknown figures left out. A flow
   (``s`` → ``f``, ``bp`` ``"e"``, id ``flow_id_base + eager kernels-table row``) links each
   credited eager kernel to the compiled kernel of that name nearest in aligned time. A
   ``traceviz`` process holds blocking calls and graph-break gaps (spans, ``X``) and the
@@ -52,14 +52,14 @@ import numpy.typing as npt
 import orjson
 import pandas as pd
 
-from traceviz.analysis.blocking import BlockingColumns
 from traceviz.analysis.compare import Comparison, Side
-from traceviz.analysis.fusion import FusionKernels
-from traceviz.analysis.fusion_lines import ByLine, split_kernel_names
-from traceviz.analysis.fusion_match import Credits
-from traceviz.analysis.memory import KernelTraffic
+from traceviz.analysis.fusion.fusion_map import FusionKernels
+from traceviz.analysis.fusion.lines import ByLine, split_kernel_names
+from traceviz.analysis.fusion.match import Credits
 from traceviz.analysis.regions import Gap
-from traceviz.analysis.roofline import Roofline, RooflineColumns
+from traceviz.analysis.roofline.per_kernel import Roofline, RooflineColumns
+from traceviz.analysis.timing.blocking import BlockingColumns
+from traceviz.analysis.traffic.memory import KernelTraffic
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.report.bundle import Report
 from traceviz.report.roofline_report import roofline_of
@@ -94,8 +94,9 @@ KERNEL_ARGS = (
     "confidence",  # credited-time-weighted confidence, 0–1 (float or null)
 )
 #: Keys of ``args.traceviz.roofline`` on a kernel, memcpy or memset event of either side: that
-#: one execution's roofline figures (:class:`~traceviz.analysis.roofline.RooflineColumns`); a
-#: figure that is unknown (NaN, no precision) is left out, never written as NaN.
+#: one execution's roofline figures
+#: (:class:`~traceviz.analysis.roofline.per_kernel.RooflineColumns`); a figure that is unknown (NaN,
+#: no precision) is left out, never written as NaN.
 ROOFLINE_ARGS = (
     "flops",  # floating-point operations, FLOP (float; the op's FLOPs split by duration)
     "bytes",  # bytes read + written (int)
@@ -374,7 +375,7 @@ def _lines_of_kernels(by_line: pd.DataFrame) -> dict[str, list[str]]:
 def kernel_bytes_saved(comparison: Comparison) -> dict[str, int | None]:
     """Compiled kernel name → estimated bytes its credited eager kernels moved minus what its
     own calls moved (× the fusion map's step scale); None where a figure is missing or the
-    difference is negative. Bytes, **estimated** (:mod:`traceviz.analysis.memory`)."""
+    difference is negative. Bytes, **estimated** (:mod:`traceviz.analysis.traffic.memory`)."""
     fusion = comparison.fusion
     credits = fusion.credits
     eager_bytes = fusion.eager_traffic.per_kernel[KernelTraffic.est_bytes]

@@ -1,11 +1,11 @@
-"""The words for :class:`~traceviz.analysis.profiled_timing.ProfiledVsTimed`: the note that
+"""The words for :class:`~traceviz.analysis.timing.profiled.ProfiledVsTimed`: the note that
 leads every report (text, Markdown, HTML, ``traceviz run``/``demo``) when a run's profiled
 steps do not look like its timed ones, so that no per-kernel ratio is read as a saving first.
 """
 
 from __future__ import annotations
 
-from traceviz.analysis.profiled_timing import ProfiledVsTimed, SideTiming
+from traceviz.analysis.timing.profiled import ProfiledVsTimed, SideTiming
 from traceviz.units import fmt_us
 
 #: What the kernel-count line says instead of the device times when the note is shown.

@@ -2,9 +2,9 @@
 (``roofline``, ``bridge``; docs/compare-json.md) and two tables shown at the end of the text
 and Markdown reports (docs/roofline.md).
 
-The analyses are :func:`traceviz.analysis.roofline.side_roofline` (with the report's ``--peaks``
-override, :attr:`traceviz.report.bundle.Report.peaks`) and
-:func:`traceviz.analysis.bridge.step_bridge`; this module only shapes them.
+The analyses are :func:`traceviz.analysis.roofline.per_kernel.side_roofline` (with the report's
+``--peaks`` override, :attr:`traceviz.report.bundle.Report.peaks`) and
+:func:`traceviz.analysis.roofline.bridge.step_bridge`; this module only shapes them.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import pandas as pd
 
-from traceviz.analysis.bridge import BridgeParts, StepBridge, step_bridge
 from traceviz.analysis.compare import Comparison, Side
-from traceviz.analysis.fusion_ledger import LedgerColumns, fusion_ledger
-from traceviz.analysis.roofline import (
+from traceviz.analysis.roofline.bridge import BridgeParts, StepBridge, step_bridge
+from traceviz.analysis.roofline.ledger import LedgerColumns, fusion_ledger
+from traceviz.analysis.roofline.per_kernel import (
     LATENCY_SHARE,
     LATENCY_US,
     Roofline,
@@ -210,7 +210,7 @@ def _bound_label(bound: str, latency: str) -> str:
 
 
 def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int) -> View | None:
-    """The fusion ledger (:mod:`traceviz.analysis.fusion_ledger`), the most time saved first;
+    """The fusion ledger (:mod:`traceviz.analysis.roofline.ledger`), the most time saved first;
     ``compiled`` is b's roofline."""
     ledger = ledger_of(comparison, compiled)
     if ledger is None:

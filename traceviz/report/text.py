@@ -16,7 +16,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from traceviz.analysis.roofline import Roofline
+from traceviz.analysis.roofline.per_kernel import Roofline
 from traceviz.analysis.summary import TraceSummary, summarize
 from traceviz.diagnose.finding import Finding
 from traceviz.records import records

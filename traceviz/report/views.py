@@ -13,9 +13,9 @@ import pandas as pd
 
 from traceviz.analysis.compare import NOT_APPLICABLE, Comparison, Metric, Side
 from traceviz.analysis.device import NOT_ANALYSED
-from traceviz.analysis.fusion_ops import KernelOps
-from traceviz.analysis.speed import TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
-from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.fusion.ops import KernelOps
+from traceviz.analysis.timing.speed import TIMED, TOLERANCE, UNKNOWN, SpeedVerdict
+from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.analysis.windows import full_steps
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import records
@@ -235,7 +235,7 @@ def withheld_note(comparison: Comparison) -> str:
 def eager_ops_texts(ops: pd.DataFrame) -> dict[str, str]:
     """Per compiled kernel, the eager ops credited to it as ``"aten::add (3), aten::mul (3)"``
     (op (eager kernels), largest device time first), from the structured
-    :class:`~traceviz.analysis.fusion_ops.KernelOps` rows (``FusionMap.ops``)."""
+    :class:`~traceviz.analysis.fusion.ops.KernelOps` rows (``FusionMap.ops``)."""
     texts: dict[str, list[str]] = {}
     for kernel, op, n in zip(
         ops[KernelOps.kernel], ops[KernelOps.op], ops[KernelOps.kernels], strict=True

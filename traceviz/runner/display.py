@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from traceviz.analysis.speed import ratio_words
+from traceviz.analysis.timing.speed import ratio_words
 from traceviz.runs.run import Run
 from traceviz.runs.runinfo import Correctness, RunInfo, TimingStats
 from traceviz.units import fmt_bytes, fmt_us

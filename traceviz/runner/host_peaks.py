@@ -1,6 +1,6 @@
 """The CPU's peaks, measured: a STREAM-like copy and a dense GEMM, with torch, on the run's threads.
 
-A GPU's peaks come from its datasheet (:data:`traceviz.analysis.peaks.PEAK_TABLE`); a CPU's
+A GPU's peaks come from its datasheet (:data:`traceviz.analysis.roofline.peaks.PEAK_TABLE`); a CPU's
 depend on the part, its memory channels and how many threads the run uses, so the runner
 measures them once per CPU run and stores them in run.json (:class:`~traceviz.runs.runinfo.
 HostPeaks`). A peak is the best seen, so each figure is the best of a few timed calls:

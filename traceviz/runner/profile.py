@@ -326,7 +326,7 @@ def _profile_lines(passes: _Passes, trace: Path) -> str | None:
     took 4.3x the timed ones (9.52 vs 2.21 ms), which skewed every per-step metric (idle time,
     launch time) in compiled's favour when they were in the measured trace. So they get a
     trace of their own, used only to give the measured eager kernels their lines
-    (:func:`traceviz.analysis.line_transfer.transfer_lines`)."""
+    (:func:`traceviz.analysis.fusion.line_transfer.transfer_lines`)."""
     try:
         with lines.mark_lines():
             passes.profile(trace, "eager: profiling source lines")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import panel as pn
 
 from traceviz.analysis.backends import BackendsView, has_backends
-from traceviz.analysis.onnx_fusion import CrossFusion
+from traceviz.analysis.onnx.fusion import CrossFusion
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, table_csv, view_table
 from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report

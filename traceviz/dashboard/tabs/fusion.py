@@ -13,7 +13,7 @@ import param
 
 from traceviz import source_files
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.fusion_lines import split_kernel_names
+from traceviz.analysis.fusion.lines import split_kernel_names
 from traceviz.dashboard.tabs.common import (
     STRETCH,
     html_pane,

@@ -12,7 +12,7 @@ import panel as pn
 import param
 
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.fusion_ops import KernelOps
+from traceviz.analysis.fusion.ops import KernelOps
 from traceviz.analysis.top_kernels import top_kernels
 from traceviz.dashboard.tabs.common import STRETCH, html_pane, selectable_table, table_csv
 from traceviz.dashboard.tabs.kernel_diff import KernelDiffView

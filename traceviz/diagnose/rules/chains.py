@@ -1,8 +1,9 @@
-"""Unfused chains: the ``unfused-chain`` finding, worded from :mod:`traceviz.analysis.chains`.
+"""Unfused chains: the ``unfused-chain`` finding, worded from
+:mod:`traceviz.analysis.fusion.chains`.
 
 The chains themselves (runs of fusible kernels under one parent op, each consuming the one
 before it as far as shapes and order show, outside optimizer steps) are a derived table in
-:mod:`traceviz.analysis.chains`; this rule only judges and words them.
+:mod:`traceviz.analysis.fusion.chains`; this rule only judges and words them.
 
 In an ONNX Runtime profile (never "compiled") the advice is ORT's graph optimizations and
 its transformers optimizer (:mod:`traceviz.diagnose.ort_advice`).
@@ -15,12 +16,12 @@ finding only when the trace shows graph breaks) or Inductor kernels it kept apar
 Estimates (labelled as such): the **time** a chain would save is its time minus its longest
 kernel (a fused memory-bound kernel streams the data about once); the **bytes** are two passes
 (write + read back) over each intermediate, the chain's members' outputs but the last, from the
-recorded shapes (:func:`traceviz.analysis.traffic.estimate_op`).
+recorded shapes (:func:`traceviz.analysis.traffic.estimates.estimate_op`).
 """
 
 from __future__ import annotations
 
-from traceviz.analysis.chains import ChainGroup
+from traceviz.analysis.fusion.chains import ChainGroup
 from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import (
     CpuSideGain,

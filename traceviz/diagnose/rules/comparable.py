@@ -1,7 +1,7 @@
 """Traces that are not the same workload: the fusion figures are withheld (or forced).
 
-Reads :attr:`FusionMap.comparability <traceviz.analysis.fusion.FusionMap.comparability>`
-(:func:`traceviz.analysis.comparable.comparability`): when a and b are not an eager and a
+Reads :attr:`FusionMap.comparability <traceviz.analysis.fusion.fusion_map.FusionMap.comparability>`
+(:func:`traceviz.analysis.fusion.comparable.comparability`): when a and b are not an eager and a
 compiled run of one model (different devices, a compiled "eager" side, GEMM shapes or fused
 ops that do not meet), the fusion map, eager kernels per compiled kernel and the bytes saved
 mean nothing, so they are left out and this warning says why, naming the failed checks. The
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from traceviz.analysis.comparable import DEVICE_VENDOR
+from traceviz.analysis.fusion.comparable import DEVICE_VENDOR
 from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 

@@ -7,7 +7,7 @@
   (synchronous or pageable copies), whichever union is larger: a 45 µs copy whose call waits
   114 ms for the device is 114 ms of the step. The finding warns on the copies' own device
   time only; the blocked CPU time is the blocking-call finding's warning (one warning per cost).
-- **Blocking calls** (:mod:`traceviz.analysis.blocking`): syncs (``*Synchronize``),
+- **Blocking calls** (:mod:`traceviz.analysis.timing.blocking`): syncs (``*Synchronize``),
   synchronous or pageable copies and stalled launches inside a step: the CPU stops until the
   device has drained its queue, so the next kernels are not queued in time. Severity follows
   the measured blocked share of the step; the evidence names the longest calls, the op and
@@ -22,9 +22,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.blocking import BlockingColumns as B
-from traceviz.analysis.blocking import BlockReason
-from traceviz.analysis.idle import IdleParts
+from traceviz.analysis.timing.blocking import BlockingColumns as B
+from traceviz.analysis.timing.blocking import BlockReason
+from traceviz.analysis.timing.idle import IdleParts
 from traceviz.analysis.windows import overlap, union
 from traceviz.diagnose import docs, ort_advice
 from traceviz.diagnose.facts import (

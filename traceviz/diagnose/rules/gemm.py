@@ -20,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.fusion_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.inductor_names import eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
 from traceviz.analysis.kernels import Classified
 from traceviz.analysis.shapes import tensor_shapes
-from traceviz.analysis.timeline import same_context
+from traceviz.analysis.timing.timeline import same_context
 from traceviz.diagnose import docs
 from traceviz.diagnose.facts import (
     TraceFacts,

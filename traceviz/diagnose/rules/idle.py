@@ -1,11 +1,11 @@
 """CPU-bound steps: the device idles because the CPU has not issued its next work.
 
-GPU traces (measured, :mod:`traceviz.analysis.idle`): each step's device idle time is split
+GPU traces (measured, :mod:`traceviz.analysis.timing.idle`): each step's device idle time is split
 into waiting for the CPU, blocked by a sync, waiting on another stream / event, launch latency
 and between kernels. When waiting
 for the CPU takes a large share of the step *and* most of that wait is in long gaps
-(≥ :data:`~traceviz.analysis.idle.LONG_GAP_US`: CPU work such as preprocessing, data loading or
-Python between the model's kernels, not launch overhead), the finding is ``cpu-bound`` and
+(≥ :data:`~traceviz.analysis.timing.idle.LONG_GAP_US`: CPU work such as preprocessing, data loading
+or Python between the model's kernels, not launch overhead), the finding is ``cpu-bound`` and
 names the CPU ops and annotations that ran meanwhile (e.g. ``video_classification.preprocess
 218 ms per step before the first kernel``). When the wait is spread over short gaps it is
 ``launch-bound`` instead (:mod:`traceviz.diagnose.rules.launch`; one of the two, never both:
@@ -14,7 +14,7 @@ both read the condition from :mod:`traceviz.diagnose.cpu_wait`).
 
 from __future__ import annotations
 
-from traceviz.analysis.idle import CpuWork, IdleParts
+from traceviz.analysis.timing.idle import CpuWork, IdleParts
 from traceviz.diagnose import docs
 from traceviz.diagnose.cpu_wait import covered, idle_evidence, is_cpu_bound, top_cpu_work
 from traceviz.diagnose.facts import TraceFacts, cpu_side_gain

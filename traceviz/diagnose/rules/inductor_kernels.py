@@ -3,7 +3,7 @@
 - **No Inductor kernels recorded** (``inductor-kernels-not-recorded``, warning): the
   compiled side is a CPU trace whose Inductor graph calls ran no recorded ``cpp_fused_*``
   kernel while eager work is left without a counterpart (the fusion map's ``unrecorded``,
-  :mod:`~traceviz.analysis.inductor_record`): the model was compiled without
+  :mod:`~traceviz.analysis.fusion.inductor_record`): the model was compiled without
   ``torch._inductor.config.cpp.enable_kernel_profile = True``. Its fusion rows say basis
   ``name-match (no Inductor kernels recorded)``. Not raised when run.json says the kernel
   profile was on (the graphs then generated no kernel).
@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from traceviz.analysis.inductor_record import ENABLE_KERNEL_PROFILE, NAME_MATCH_UNRECORDED_BASIS
+from traceviz.analysis.fusion.inductor_record import (
+    ENABLE_KERNEL_PROFILE,
+    NAME_MATCH_UNRECORDED_BASIS,
+)
 from traceviz.diagnose import docs
 from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit
 from traceviz.parse.compile_log import NODE_MAPPINGS, PROVENANCE_SETTING, CompileLog

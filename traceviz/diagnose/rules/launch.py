@@ -1,10 +1,11 @@
 """Launch-bound steps: the device waits for the CPU to issue kernels.
 
-GPU traces (measured, :mod:`traceviz.analysis.launch` and :mod:`traceviz.analysis.idle`): the
-share of the step the device sits idle waiting for the CPU, and the kernels shorter than their
-own launch call. One finding, the true one: when most of the wait is in long gaps the CPU was
-busy with other work and the finding is ``cpu-bound`` (:mod:`traceviz.diagnose.rules.idle`),
-naming that work, while this rule stays silent (both read the condition from
+GPU traces (measured, :mod:`traceviz.analysis.timing.launch` and
+:mod:`traceviz.analysis.timing.idle`): the share of the step the device sits idle waiting for the
+CPU, and the kernels shorter than their own launch call. One finding, the true one: when most of the
+wait is in long gaps the CPU was busy with other work and the finding is ``cpu-bound``
+(:mod:`traceviz.diagnose.rules.idle`), naming that work, while this rule stays silent (both read the
+condition from
 :mod:`traceviz.diagnose.cpu_wait`); when it is spread over short gaps between kernels the step is
 ``launch-bound`` and the cure is fewer launches: CUDA graphs (``mode="reduce-overhead"``)
 replay the whole step with one. When the CPU's blocked time in syncs is a larger part of the

@@ -1,12 +1,12 @@
 """Speed verdicts with statistical support: compiled slower than eager, or within the noise.
 
-The verdict is :func:`traceviz.analysis.speed.speed_verdict`'s: run.json's timed samples (many
-iterations outside the profiler) when there are some, else the traces' ``ProfilerStep`` times,
+The verdict is :func:`traceviz.analysis.timing.speed.speed_verdict`'s: run.json's timed samples
+(many iterations outside the profiler) when there are some, else the traces' ``ProfilerStep`` times,
 compared by a bootstrap interval of the ratio of medians; a trace-only compare with too few
 steps rests on one profiled window and says so.
 
 - ``compiled-slower``: b (compiled) is significantly slower (the whole interval above 1 and at
-  least :data:`~traceviz.analysis.speed.TOLERANCE` slower): a warning, an error when even the
+  least :data:`~traceviz.analysis.timing.speed.TOLERANCE` slower): a warning, an error when even the
   interval's low end is :data:`SLOWER_ERROR` slower. Untested (one profiled window): a
   warning at most. The difference is then attributed, per step, from the traces (measured):
   kernel device time by kind (GEMMs split out with their mean duration and source), device
@@ -21,7 +21,7 @@ Neither fires when either trace records no ops and no kernels
 steps: the step spans of an empty trace time nothing (:data:`NO_WORK`: the verdict is
 ``unknown``; ``empty-trace`` says why). Neither fires either when the comparability guard
 finds a and b to be different workloads
-(:attr:`~traceviz.analysis.comparable.Comparability.other_workload`, not forced): the step
+(:attr:`~traceviz.analysis.fusion.comparable.Comparability.other_workload`, not forced): the step
 times of two different models are no speed verdict.
 """
 
@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from traceviz.analysis.idle import IdleParts
 from traceviz.analysis.kernel_kinds import KernelKind
-from traceviz.analysis.speed import (
+from traceviz.analysis.timing.idle import IdleParts
+from traceviz.analysis.timing.speed import (
     LEVEL,
     SAME,
     SLOWER,
@@ -134,7 +134,7 @@ def slower_next_step(info: RunInfo | None) -> str:
 
 
 def comparison_speed(comparison: Comparison) -> SpeedVerdict:
-    """The speed verdict of b against a (:func:`traceviz.analysis.speed.speed_verdict`).
+    """The speed verdict of b against a (:func:`traceviz.analysis.timing.speed.speed_verdict`).
 
     The rule and the report's headline both ask for it: the last pair's verdict (a bootstrap,
     a few ms) is kept, with weak references to its traces, and given again for the same
@@ -236,7 +236,7 @@ def _attribution(comparison: Comparison, a: TraceFacts, b: TraceFacts) -> list[E
     return out
 
 
-#: The GPU idle split's parts (:class:`~traceviz.analysis.idle.IdleParts`) named apart in the
+#: The GPU idle split's parts (:class:`~traceviz.analysis.timing.idle.IdleParts`) named apart in the
 #: attribution: only the device's wait for the CPU to issue work is launch/CPU overhead.
 IDLE_CAUSES = (
     ((IdleParts.cpu_wait_us, IdleParts.launch_latency_us), "launch/CPU overhead"),

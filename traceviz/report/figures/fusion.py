@@ -6,8 +6,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.fusion import FusionKernels
-from traceviz.analysis.fusion_ops import KernelOps
+from traceviz.analysis.fusion.fusion_map import FusionKernels
+from traceviz.analysis.fusion.ops import KernelOps
 from traceviz.report.figures.fast import figure
 from traceviz.report.figures.style import (
     SIDE_COLORS,
@@ -39,7 +39,7 @@ def opaque_fusions(kernels: pd.DataFrame) -> str | None:
     """Why the fusion figure cannot be drawn when the compiled kernels' names say nothing (old
     Triton ``triton__0d1d2d…``: Inductor-made, no op names) and no compiler record stands in
     for them; None when the names, or the compile log, are enough. ``kernels``:
-    ``FusionMap.kernels`` (columns :class:`~traceviz.analysis.fusion.FusionKernels`)."""
+    ``FusionMap.kernels`` (columns :class:`~traceviz.analysis.fusion.fusion_map.FusionKernels`)."""
     fusions = kernels[kernels[FusionKernels.is_fusion].astype(bool)]
     if fusions.empty:
         return None

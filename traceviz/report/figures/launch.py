@@ -8,9 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison, Side
-from traceviz.analysis.idle import IdleParts
-from traceviz.analysis.launch import StepOverhead
-from traceviz.analysis.step_parts import step_parts
+from traceviz.analysis.timing.idle import IdleParts
+from traceviz.analysis.timing.launch import StepOverhead
+from traceviz.analysis.timing.step_parts import step_parts
 from traceviz.report.figures.fast import figure, scalars, subplots
 from traceviz.report.figures.style import (
     _sides,
@@ -86,7 +86,7 @@ def _histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.bincount(bins, minlength=len(edges) - 1)
 
 
-#: Display name and colour of each part of a step (the idle parts from analysis.idle).
+#: Display name and colour of each part of a step (the idle parts from analysis.timing.idle).
 _STEP_PARTS: dict[str, tuple[str, str]] = {
     IdleParts.busy_us: ("device busy", "#54A24B"),
     IdleParts.blocked_us: ("device idle, CPU blocked in a sync", "#B279A2"),
@@ -110,7 +110,7 @@ _CPU_LABELS = {
 
 def _idle_parts(side: Side) -> list[tuple[str, float]]:
     """(display name, mean µs per step) of each part of a step, measured
-    (:func:`~traceviz.analysis.step_parts.step_parts`)."""
+    (:func:`~traceviz.analysis.timing.step_parts.step_parts`)."""
     labels = _CPU_LABELS if side.trace.device_kind is DeviceKind.CPU else _GPU_LABELS
     return [(labels[part], value) for part, value in step_parts(side.trace, side.launch)]
 
@@ -119,7 +119,8 @@ def idle_figure(c: Comparison) -> go.Figure:
     """Where a step's wall time goes (mean per step, measured, ms): device busy, and the idle
     time split into blocked by a sync, waiting for the CPU, waiting on another stream / event,
     launch latency and between kernels
-    (:mod:`traceviz.analysis.idle`); on CPU traces, kernels computing and framework overhead."""
+    (:mod:`traceviz.analysis.timing.idle`); on CPU traces, kernels computing and framework
+    overhead."""
     title = "Step time breakdown (measured, mean per step, ms)"
     colors = {label: color for label, color in _STEP_PARTS.values()} | _CPU_PARTS
     shown: set[str] = set()

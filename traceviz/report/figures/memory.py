@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.report.figures.fast import figure
 from traceviz.report.figures.style import (
     _nan_to_none,

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison, Metric
-from traceviz.analysis.traffic_compare import traffic_gap_note
+from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.report.figures.fast import figure
 from traceviz.report.figures.style import (
     HEADLINE_METRICS,
@@ -104,7 +104,7 @@ def _pattern(shapes: list[str]) -> dict[str, Any]:
 def traffic_partial(c: Comparison) -> bool:
     """True when either side has more than :data:`PARTIAL_SHARE` of its kernel time with no
     traffic estimate, or the two sides' estimates cover shares of their kernel time too far
-    apart to compare (:func:`~traceviz.analysis.traffic_compare.traffic_gap_note`)."""
+    apart to compare (:func:`~traceviz.analysis.traffic.coverage.traffic_gap_note`)."""
     shares = [s.traffic.unestimated_time_share for s in (c.a, c.b)]
     if any(x is not None and x > PARTIAL_SHARE for x in shares):
         return True

@@ -13,10 +13,10 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from traceviz.analysis.bridge import BridgeParts
 from traceviz.analysis.compare import Comparison
-from traceviz.analysis.peaks import PRECISIONS, DevicePeaks
-from traceviz.analysis.roofline import RooflineByName
+from traceviz.analysis.roofline.bridge import BridgeParts
+from traceviz.analysis.roofline.peaks import PRECISIONS, DevicePeaks
+from traceviz.analysis.roofline.per_kernel import RooflineByName
 from traceviz.report.figures.style import SIDE_COLORS, layout_spec, template
 from traceviz.report.roofline_report import bridge_of, roofline_of
 from traceviz.units import fmt_us

@@ -1,0 +1,969 @@
+"""Unfused chains: consecutive pointwise/reduction kernels that consume each other's outputs.
+
+A **chain** is a run of at least :data:`MIN_CHAIN_KERNELS` kernels from at least
+:data:`MIN_CHAIN_OPS` ops, one after the other on one **lane** (a GPU stream, or the thread of
+a CPU-only trace) within one step and one compiled-region status, where each consecutive pair
+is **linked**:
+
+- both kernels are of a fusible kind (pointwise, reduction, normalization);
+- both launching ops are known, outside optimizer steps (an ancestor span named
+  ``Optimizer.step#…``/``Optimizer.zero_grad#…``/``optimizer_step``/``## optimizer ##``, or
+  an ``aten::_foreach_*`` op: per-parameter updates of unrelated tensors are not a chain);
+- both ops are under the same **parent**: the nearest enclosing span that is neither an aten
+  op nor a Python frame (``with_stack`` traces wrap every call in one): the step, a
+  ``record_function`` annotation, an autograd node;
+- the second consumes the first's output, as far as the recorded shapes show: the same
+  top-level op (its several kernels), or the second op reads a tensor of the first's output
+  shape (in-place ops: their first input; other pointwise ops: their inputs broadcast; a
+  reduction, whose output shape is not recorded: the second op also reads the reduced
+  tensor). Without recorded shapes the link is by order only (``link`` says so).
+
+Kernels nested inside another kernel's span on the same lane (a CPU op's helper ``copy_``) are
+skipped, not chain breakers.
+
+:func:`chain_members` returns one row per chain member (columns :class:`ChainMember`);
+:func:`chain_groups` sums chains with the same op sequence (:class:`ChainGroup`). Estimates
+(labelled as such): a chain would save its time minus its longest kernel; its intermediates
+(the members' outputs but the last op's) are written and read back once each
+(:func:`traceviz.analysis.traffic.estimates.estimate_op`). Kernel time credited to chains is at most
+the kernels' measured time: each kernel is in at most one chain.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import pairwise
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
+from traceviz.analysis.shapes import tensor_shapes
+from traceviz.analysis.timing.timeline import Lane, timeline
+from traceviz.analysis.traffic.estimates import _group_rows, estimate_op
+from traceviz.dense import first_of_codes, sorted_unique
+from traceviz.schema import OpCategory, Ops
+from traceviz.trace import Trace
+
+FUSIBLE_KINDS = frozenset(
+    {KernelKind.POINTWISE.value, KernelKind.REDUCTION.value, KernelKind.NORMALIZATION.value}
+)
+INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
+#: Two adjacent fusible kernels are common and often deliberate (a reduction, then a pointwise
+#: op on its result); three or more on the same data are a clear missed fusion.
+MIN_CHAIN_KERNELS = 3
+#: One op's several kernels are not a chain of ops.
+MIN_CHAIN_OPS = 2
+#: Spans whose ops update unrelated tensors one after another (optimizers, foreach ops).
+OPTIMIZER = re.compile(r"optimizer|^aten::_foreach_", re.IGNORECASE)
+SEPARATOR = "\x1f"  # joins op labels into one chain signature
+
+
+class ChainMember:
+    """Columns of :func:`chain_members` (one row per kernel in a chain, in lane order)."""
+
+    row = "row"  # row in the kernels table
+    chain = "chain"  # chain id (int), shared by the chain's members
+    lane = "lane"  # lane code (int): GPU device/stream, or CPU thread
+    ts_us = "ts_us"  # kernel start, µs
+    dur_us = "dur_us"  # kernel duration, µs (measured)
+    step = "step"  # step window index
+    in_region = "in_region"  # issued inside a compiled region (bool)
+    kind = "kind"  # KernelKind value
+    source = "source"  # KernelSource value
+    label = "label"  # the eager op for eager/extern GPU kernels and CPU ops, else kernel name
+    op = "op"  # row in Trace.ops of the launching op (float)
+    link = "link"  # how it links to the member before it: "first", "same op", "shapes", "order"
+    written_bytes = "written_bytes"  # estimated bytes its op writes (NaN: unknown)
+
+
+@dataclass(frozen=True)
+class ChainGroup:
+    """Chains with the same sequence of ops, summed over the trace.
+
+    ``time_us`` is the chains' summed kernel device time (measured); ``saving_us`` their
+    summed time minus each chain's longest kernel, ``bytes_saved`` the intermediates written
+    and read back, ``largest_bytes`` the largest intermediate of one chain (all estimated,
+    None when shapes do not allow it).
+    """
+
+    ops: tuple[str, ...]
+    occurrences: int
+    kernels: int
+    time_us: float
+    saving_us: float
+    bytes_saved: int | None
+    largest_bytes: int | None
+    largest_op: str  # the op that writes the largest intermediate ("" when unknown)
+    eager_kernels: bool  # some kernels are not Inductor's (eager leftovers in a compiled trace)
+    shapes_known: bool  # every link was confirmed by the same op or by shapes
+
+
+def chain_members(
+    trace: Trace,
+    kernels: pd.DataFrame,
+    kernel_step: npt.NDArray,
+    *,
+    lanes: pd.DataFrame | None = None,
+) -> pd.DataFrame:
+    """The members of every chain of ``trace`` (see the module docstring).
+
+    ``kernels`` is ``analysis.kernels.classify(trace)``; ``kernel_step`` gives, per kernel
+    row, the step window it was issued in (−1: outside every step); ``lanes`` is
+    :func:`~traceviz.analysis.timing.timeline.timeline` of the same three, when the caller has it
+    (its shape keys are not used), else it is built here. Columns: :class:`ChainMember`.
+    """
+    # The lanes as they are (no renamed copy): every column read here but ts and dur has
+    # this table's name; the kept rows' columns are renamed when the members are built.
+    if lanes is None:
+        lanes = timeline(trace, kernels, np.asarray(kernel_step), keys=False)
+    seq = lanes
+    if len(seq) < MIN_CHAIN_KERNELS or trace.ops.empty:
+        return _empty()  # (no ops: no kernel has a launching op to link by)
+    # Only a fusible kernel's op is asked about: a link needs both kernels fusible, and a
+    # chain's members are linked ones (their top ops, and the reducing ops, are fusible).
+    fusible, reduction = _kind_flags(seq, kernels)
+    op = seq[ChainMember.op].to_numpy(dtype=float)
+    asked = np.flatnonzero(fusible & np.isfinite(op) & (op >= 0) & (op < len(trace.ops)))
+    context, top, optimizer = _context_of_rows(trace.ops, op[asked].astype(np.int64))
+    # per kernel: ok (fusible, known op, outside optimizers), its op's context and top op
+    ok = np.zeros(len(seq), dtype=bool)
+    ok[asked] = ~optimizer
+    ctx = np.full(len(seq), -2, dtype=np.int64)
+    ctx[asked] = context
+    op_top = np.full(len(seq), -1, dtype=np.int64)
+    op_top[asked] = top
+    link = _link_codes_of(seq, trace.ops, ok, ctx, op_top, reduction)
+    chain = np.cumsum(link == _BREAK)
+    sizes = np.bincount(chain)[chain]
+    long = sizes >= MIN_CHAIN_KERNELS
+    keep = np.flatnonzero(_several_ops(chain, op_top, long))
+    if not keep.size:
+        return _empty()
+    renamed = {Lane.ts: ChainMember.ts_us, Lane.dur: ChainMember.dur_us}
+    columns = {
+        renamed.get(name, name): _take(seq[name], keep)
+        for name in seq.columns
+        if name not in (Lane.end, Lane.key)
+    }
+    columns[ChainMember.chain] = chain[keep]
+    # (a chain's first member, its link a break, is spelled "first"; texts on kept rows only)
+    columns[ChainMember.link] = _texts_of_codes(_MEMBER_LINKS, link[keep])
+    columns[ChainMember.written_bytes] = _written_bytes(trace.ops, pd.Series(op[keep]))
+    return pd.DataFrame(columns)
+
+
+def _kind_flags(
+    seq: pd.DataFrame, kernels: pd.DataFrame
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+    """Per lane row: its kind is one of :data:`FUSIBLE_KINDS`; it is a reduction. Read by
+    code from the kernels table's categorical kind at the lanes' kernel rows (the lanes'
+    kind is that column at those rows), else tested on the lanes' texts."""
+    kind = kernels[ChainMember.kind] if ChainMember.kind in kernels.columns else None
+    if kind is None or not isinstance(kind.dtype, pd.CategoricalDtype):
+        texts = seq[ChainMember.kind]
+        return (
+            texts.isin(FUSIBLE_KINDS).to_numpy(dtype=bool),
+            (texts == KernelKind.REDUCTION.value).to_numpy(dtype=bool),
+        )
+    categories = kind.cat.categories.tolist()
+    fusible = np.array([c in FUSIBLE_KINDS for c in categories] + [False], dtype=bool)
+    reduction = np.array(
+        [c == KernelKind.REDUCTION.value for c in categories] + [False], dtype=bool
+    )
+    codes = kind.cat.codes.to_numpy()[seq[Lane.row].to_numpy()]
+    return fusible[codes], reduction[codes]
+
+
+def _texts_of_codes(texts: npt.NDArray[np.object_], codes: npt.NDArray[np.int8]) -> object:
+    """``texts[codes]`` as the column pandas would infer from it: taken by Arrow when that
+    column is Arrow-backed strings (pandas 3's ``str``; no inference over every value)."""
+    dtype = _inferred_text_dtype()
+    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
+        import pyarrow as pa
+
+        taken = pa.array(texts.tolist(), type=pa.large_string()).take(pa.array(codes))
+        return pd.array(taken, dtype=dtype)
+    return texts[codes]
+
+
+@lru_cache(maxsize=1)
+def _inferred_text_dtype() -> object:
+    """The dtype pandas gives a column made from an object array of strings."""
+    return pd.DataFrame({"x": np.array(["first"], dtype=object)})["x"].dtype
+
+
+def _take(column: pd.Series, rows: npt.NDArray[np.intp]) -> object:
+    """``column``'s values at ``rows`` (positions), keeping its dtype: ``seq[keep]``'s column
+    without the frame's boolean filter over every column."""
+    values = column.array
+    if isinstance(values, pd.arrays.NumpyExtensionArray):
+        return values.to_numpy()[rows]
+    return values.take(rows)
+
+
+def _distinct_per_chain(
+    chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int64]:
+    """Per row of ``rows``, how many distinct top ops its chain has (``groupby(chain)``'s
+    ``nunique``; chain ids are non-negative); 0 on the other rows. Counted over the
+    ``rows`` only (the long chains: every row of a chain, or none), so that the many chains
+    of one kernel are not grouped at all."""
+    out = np.zeros(chain.size, dtype=np.int64)
+    if not rows.any():
+        return out
+    ids, tops = chain[rows], op_top[rows] + 1  # (−1, no op, is a value of its own)
+    pairs = np.unique(ids * (int(tops.max()) + 1) + tops)
+    per_chain = np.bincount(pairs // (int(tops.max()) + 1), minlength=int(ids.max()) + 1)
+    out[rows] = per_chain[ids]
+    return out
+
+
+def _several_ops(
+    chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.bool_]:
+    """Per row, whether it is one of ``rows`` and its chain has at least
+    :data:`MIN_CHAIN_OPS` distinct top ops (``_distinct_per_chain(...) >= MIN_CHAIN_OPS``).
+    For two: the chain's least and greatest top op differ, over its run of rows (a chain's
+    rows are consecutive), no sort."""
+    if MIN_CHAIN_OPS != 2:
+        return rows & (_distinct_per_chain(chain, op_top, rows) >= MIN_CHAIN_OPS)
+    out = np.zeros(chain.size, dtype=bool)
+    at = np.flatnonzero(rows)
+    if not at.size:
+        return out
+    ids, tops = chain[at], op_top[at]
+    starts = np.flatnonzero(np.r_[True, ids[1:] != ids[:-1]])
+    several = np.minimum.reduceat(tops, starts) != np.maximum.reduceat(tops, starts)
+    out[at] = np.repeat(several, np.diff(np.r_[starts, at.size]))
+    return out
+
+
+def chain_groups(trace: Trace, members: pd.DataFrame) -> list[ChainGroup]:
+    """:func:`chain_members` grouped by op sequence, largest total time first."""
+    if members.empty:
+        return []
+    return _group_table(_chain_table(members), trace.ops)
+
+
+def _empty() -> pd.DataFrame:
+    columns = [v for k, v in vars(ChainMember).items() if not k.startswith("_")]
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+
+
+# --- lanes --------------------------------------------------------------------------------
+
+
+# --- op context ---------------------------------------------------------------------------
+
+
+def _op_context(
+    ops: pd.DataFrame, rows: npt.NDArray[np.int64] | None = None
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Per op row: its parent context (row of the nearest enclosing span that is neither an
+    aten op nor a Python frame, −1 at the root), its top op (the outermost aten op of a nest of
+    aten ops, itself if not aten), and whether it runs inside an optimizer step.
+
+    With ``rows`` (valid op rows: the chains' launching ops), only those rows' entries are
+    computed, by walking up each one's parents (the other entries are the op itself, −1 and
+    False); when a parent on the way is not shallower than its child, the depth levels below
+    would not see it as the walk does, so the whole table goes by levels as before."""
+    flags = _op_flags(ops)
+    if rows is not None:
+        walked = _walk_up(flags, rows)
+        if walked is not None:
+            return walked
+    parent, depth, aten, optimizer, transparent = flags
+    optimizer = optimizer.copy()
+    n = len(parent)
+    rows_all = np.arange(n, dtype=np.int64)
+    holder = np.where(transparent, -1, rows_all)  # nearest context span at or above each op
+    top = rows_all.copy()
+    for at in _by_depth(rows_all[parent >= 0], depth):
+        up = parent[at]
+        optimizer[at] |= optimizer[up]
+        holder[at] = np.where(transparent[at], holder[up], at)
+        top[at] = np.where(aten[at] & aten[up], top[up], at)
+    context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
+    return context, top, optimizer
+
+
+#: Per op row: parent (−1: none), depth, aten op, optimizer span, transparent (no context).
+_OpFlags = tuple[
+    npt.NDArray[np.int64],
+    npt.NDArray[np.int64],
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.bool_],
+    npt.NDArray[np.bool_],
+]
+
+
+def _op_flags(ops: pd.DataFrame) -> _OpFlags:
+    """What :func:`_op_context` reads of each op (its own name's tests, its parent, depth)."""
+    n = len(ops)
+    # Tested once per distinct name (the name column is categorical), then spread by code.
+    names = ops[Ops.name].astype("category")
+    codes = names.cat.codes.to_numpy()
+    distinct = [str(c) for c in names.cat.categories]
+    is_aten = np.array([c.startswith("aten::") for c in distinct] + [False], dtype=bool)
+    in_optimizer = np.array([bool(OPTIMIZER.search(c)) for c in distinct] + [False], dtype=bool)
+    parent = _integers(ops[Ops.parent_row], -1)
+    parent = np.where((parent >= 0) & (parent < n), parent, -1)
+    depth = _integers(ops[Ops.depth], 0)
+    aten = is_aten[codes]  # code −1 (missing name) picks the trailing False
+    python = _equals(ops[Ops.category], OpCategory.PYTHON_FUNCTION.value)
+    return parent, depth, aten, in_optimizer[codes], aten | python  # transparent spans
+
+
+def _walk_up(
+    flags: _OpFlags, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None:
+    """:func:`_op_context` at ``rows`` only: each row's parents walked up together, one level
+    per pass (None when a parent is not shallower than its child: see :func:`_op_context`)."""
+    parent, depth, aten, in_optimizer, transparent = flags
+    n = len(parent)
+    optimizer = in_optimizer[rows]  # (a copy)
+    context = np.full(rows.size, -1, dtype=np.int64)
+    found = np.zeros(rows.size, dtype=bool)  # the context is the first non-transparent parent
+    top = rows.copy()
+    chain = aten[rows]  # still on the row's run of nested aten ops
+    node = rows.copy()
+    live = np.flatnonzero(parent[rows] >= 0)
+    while live.size:
+        child = node[live]
+        up = parent[child]
+        if (depth[up] >= depth[child]).any():
+            return None
+        optimizer[live] |= in_optimizer[up]
+        newly = ~found[live] & ~transparent[up]
+        context[live[newly]] = up[newly]
+        found[live[newly]] = True
+        extend = chain[live] & aten[up]
+        top[live[extend]] = up[extend]
+        chain[live] = extend
+        node[live] = up
+        live = live[parent[up] >= 0]
+    return _spread(n, rows, context, top, optimizer)
+
+
+def _spread(
+    n: int,
+    rows: npt.NDArray[np.int64],
+    context: npt.NDArray[np.int64],
+    top: npt.NDArray[np.int64],
+    optimizer: npt.NDArray[np.bool_],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """The figures at ``rows`` spread over a table of ``n`` ops; the other entries: −1, the op
+    itself, False."""
+    out_context = np.full(n, -1, dtype=np.int64)
+    out_top = np.arange(n, dtype=np.int64)
+    out_optimizer = np.zeros(n, dtype=bool)
+    out_context[rows], out_top[rows], out_optimizer[rows] = context, top, optimizer
+    return out_context, out_top, out_optimizer
+
+
+def _context_of_rows(
+    ops: pd.DataFrame, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Per row of ``rows`` (valid op rows), what ``_op_context(ops, rows)`` gives at it:
+    context, top op, optimizer; with less walking: each row walked up only to its context
+    (its run of aten ops, the top op, never goes past it: a context is not an aten op), the
+    optimizer test above the contexts once per distinct context, the names' and categories'
+    tests only for the ops on the way. The same ops are walked up as in :func:`_walk_up`,
+    so the same fallback to the whole table (a parent not shallower than its child)."""
+    lookup = _NodeFlags.of(ops)
+    walked = None if lookup is None else _walk_to_context(lookup, rows)
+    if lookup is None or walked is None:
+        return tuple(a[rows] for a in _op_context(ops, None if lookup else rows))  # type: ignore[return-value]
+    context, top, optimizer = walked
+    has = np.flatnonzero(context >= 0)
+    if has.size:
+        contexts = sorted_unique(context[has]).astype(np.int64, copy=False)
+        above = _optimizer_above(lookup, contexts)
+        if above is None:
+            return tuple(a[rows] for a in _op_context(ops))  # type: ignore[return-value]
+        position = np.empty(len(ops), dtype=np.intp)
+        position[contexts] = np.arange(contexts.size)
+        optimizer[has] |= above[position[context[has]]]
+    return context, top, optimizer
+
+
+_ATEN, _OPTIMIZER, _FRAME = 1, 2, 4  # bits of _NodeFlags.bits
+
+
+def _walk_to_context(
+    lookup: _NodeFlags, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None:
+    """Per row: its context (−1: none), its top op, and whether it or an op below its
+    context is an optimizer span; the rows still walking carried as compact arrays, one
+    level per pass (None when a parent is not shallower than its child)."""
+    parent, depth = lookup.parent, lookup.depth
+    bits = lookup.bits(rows)
+    optimizer = (bits & _OPTIMIZER) != 0
+    context = np.full(rows.size, -1, dtype=np.int64)
+    top = rows.copy()
+    up = parent[rows]
+    go = up >= 0
+    at, up, below, chain = np.flatnonzero(go), up[go], depth[rows][go], (bits & _ATEN)[go] != 0
+    while at.size:
+        level = depth[up]
+        if (level >= below).any():
+            return None
+        bits = lookup.bits(up)
+        optimizer[at[(bits & _OPTIMIZER) != 0]] = True
+        found = (bits & (_ATEN | _FRAME)) == 0  # (a context ends the run of aten ops too)
+        context[at[found]] = up[found]
+        chain &= (bits & _ATEN) != 0
+        top[at[chain]] = up[chain]
+        above = parent[up]
+        go = ~found & (above >= 0)
+        at, up, below, chain = at[go], above[go], level[go], chain[go]
+    return context, top, optimizer
+
+
+def _optimizer_above(
+    lookup: _NodeFlags, rows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_] | None:
+    """Per row, whether it or an op above it is an optimizer span (None when a parent is
+    not shallower than its child)."""
+    parent, depth = lookup.parent, lookup.depth
+    optimizer = (lookup.bits(rows) & _OPTIMIZER) != 0
+    up = parent[rows]
+    go = up >= 0
+    at, up, below = np.flatnonzero(go), up[go], depth[rows][go]
+    while at.size:
+        level = depth[up]
+        if (level >= below).any():
+            return None
+        optimizer[at[(lookup.bits(up) & _OPTIMIZER) != 0]] = True
+        above = parent[up]
+        go = above >= 0
+        at, up, below = at[go], above[go], level[go]
+    return optimizer
+
+
+@dataclass(frozen=True)
+class _NodeFlags:
+    """What :func:`_op_flags` tests of each op, read at the ops asked about only: the parent
+    (negative: none) and depth of every op, and per name code the name's tests."""
+
+    parent: npt.NDArray[np.int64]
+    depth: npt.NDArray[np.int64]
+    name_codes: npt.NDArray[np.integer]
+    category_codes: npt.NDArray[np.integer]
+    name_bits: npt.NDArray[np.uint8]  # per name code _ATEN, _OPTIMIZER; a last 0 (code −1)
+    python: int  # the category code of Python frames (−2: none)
+
+    @classmethod
+    def of(cls, ops: pd.DataFrame) -> _NodeFlags | None:
+        """None when the name or category column is not categorical."""
+        names, category = ops[Ops.name].array, ops[Ops.category].array
+        if not all(isinstance(c, pd.Categorical) for c in (names, category)):
+            return None
+        n = len(ops)
+        parent = _integers(ops[Ops.parent_row], -1)
+        if parent.size and int(parent.max()) >= n:
+            parent = np.where(parent < n, parent, -1)
+        distinct = [str(c) for c in names.categories.tolist()]
+        bits = [
+            (_ATEN if c.startswith("aten::") else 0) | (_OPTIMIZER if OPTIMIZER.search(c) else 0)
+            for c in distinct
+        ]
+        python = category.categories.get_indexer(pd.Index([OpCategory.PYTHON_FUNCTION.value]))
+        return cls(
+            parent=parent,
+            depth=_integers(ops[Ops.depth], 0),
+            name_codes=names.codes,
+            category_codes=category.codes,
+            name_bits=np.array([*bits, 0], dtype=np.uint8),
+            python=int(python[0]) if python[0] >= 0 else -2,
+        )
+
+    def bits(self, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
+        """Per row, its _ATEN, _OPTIMIZER and _FRAME (Python frame) bits."""
+        frame = (self.category_codes[rows] == self.python).view(np.uint8) << 2
+        return self.name_bits[self.name_codes[rows]] | frame
+
+
+def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
+    """An integer column as int64, ``missing`` for <NA> (a nullable integer column without a
+    float round trip; any other dtype through float, truncated, as before)."""
+    if pd.api.types.is_integer_dtype(column.dtype):
+        return column.to_numpy(dtype=np.int64, na_value=missing)
+    return column.to_numpy(dtype=float, na_value=float(missing)).astype(np.int64)
+
+
+def _equals(column: pd.Series, value: str) -> npt.NDArray[np.bool_]:
+    """Per row, ``column == value`` (False where missing); by code when categorical."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        at = column.cat.categories.get_indexer(pd.Index([value]))[0]
+        if at < 0:
+            return np.zeros(len(column), dtype=bool)
+        return np.asarray(column.cat.codes.to_numpy() == at, dtype=bool)
+    return column.isin([value]).to_numpy(dtype=bool)
+
+
+def _by_depth(
+    rows: npt.NDArray[np.int64], depth: npt.NDArray[np.int64]
+) -> list[npt.NDArray[np.int64]]:
+    """``rows`` grouped by their ``depth``, shallowest first, each group in ascending row
+    order: one stable sort and a split (was a pass over every op per depth level)."""
+    if not rows.size:
+        return []
+    levels = depth[rows]
+    if levels.min() >= np.iinfo(np.int16).min and levels.max() <= np.iinfo(np.int16).max:
+        levels = levels.astype(np.int16)  # a stable sort of int16 is a radix sort
+    by_level = np.argsort(levels, kind="stable")
+    bounds = np.flatnonzero(np.diff(levels[by_level])) + 1
+    return np.split(rows[by_level], bounds)
+
+
+def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
+    """``values[rows]`` for float op rows, −1 where the row is unknown."""
+    known = np.isfinite(rows) & (rows >= 0) & (rows < len(values))
+    out = np.full(len(rows), -1, dtype=np.int64)
+    out[known] = values[rows[known].astype(np.int64)]
+    return out
+
+
+# --- links --------------------------------------------------------------------------------
+
+
+#: Link codes of :func:`_link_codes_of`: no link (the row starts a chain), and the three links.
+_BREAK, _SAME_OP, _SHAPES, _ORDER = 0, 1, 2, 3
+_LINK_TEXTS = np.array(["", "same op", "shapes", "order"], dtype=object)
+_MEMBER_LINKS = np.array(["first", "same op", "shapes", "order"], dtype=object)
+_LINK_CODES = {text: code for code, text in enumerate(_LINK_TEXTS.tolist())}
+
+
+def _link_codes_of(
+    seq: pd.DataFrame,
+    ops: pd.DataFrame,
+    ok: npt.NDArray[np.bool_],
+    ctx: npt.NDArray[np.int64],
+    top_op: npt.NDArray[np.int64],
+    reduction: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.int8]:
+    """Per row of ``seq``, how it continues the chain of the row before it (``_BREAK``,
+    ``_SAME_OP``, ``_SHAPES``, ``_ORDER``), from its per-kernel figures (``reduction``: per
+    kernel, a reduction, when the caller has it): ``ok`` (fusible, a known op, outside
+    optimizers), the op's context (−2: no op) and top op (−1: no op). ``ctx`` is read where
+    ``ok`` only, ``top_op`` there and at every reduction kernel with a known op (whether a
+    link's first op reduces); elsewhere they may be −2 and −1."""
+    lane, step = seq[ChainMember.lane].to_numpy(), seq[ChainMember.step].to_numpy()
+    region = seq[ChainMember.in_region].to_numpy()
+    candidate = np.zeros(len(seq), dtype=bool)
+    candidate[1:] = (
+        ok[1:] & ok[:-1] & (lane[1:] == lane[:-1]) & (step[1:] == step[:-1]) & (step[1:] >= 0)
+        & (region[1:] == region[:-1]) & (ctx[1:] == ctx[:-1])
+    )  # fmt: skip
+    out = np.zeros(len(seq), dtype=np.int8)
+    at = np.flatnonzero(candidate)
+    a, b = top_op[at - 1], top_op[at]
+    same = a == b
+    out[at[same]] = _SAME_OP
+    at, a, b = at[~same], a[~same], b[~same]
+    if not len(at):
+        return out
+    # Decided once per distinct (a's shapes text, a's name, a reduces, b's shapes text): the
+    # links of a long trace repeat a few hundred op pairs thousands of times.
+    dims, names = ops[Ops.input_dims], ops[Ops.name]
+    reduces = _reducing_table(seq, top_op, len(ops), reduction)[a]  # (a: −1, the op unknown)
+    categorical = all(isinstance(c.dtype, pd.CategoricalDtype) for c in (dims, names))
+    if (
+        categorical
+        and (len(dims.cat.categories) + 1) ** 2 * (len(names.cat.categories) + 1) < 2**61
+    ):
+        out[at] = _links_by_code(dims, names, a, reduces, b, codes=True)
+        return out
+    decided: dict[tuple[object, str, bool, object], int] = {}
+    links = []
+    for key in zip(
+        _texts(dims.iloc[a]),
+        map(str, names.iloc[a].to_numpy(dtype=object)),
+        reduces.tolist(),
+        _texts(dims.iloc[b]),
+        strict=True,
+    ):
+        link = decided.get(key)
+        if link is None:
+            dims_a, name_a, reduces_a, dims_b = key
+            link = _LINK_CODES[_data_link(_shapes(dims_a), name_a, reduces_a, _shapes(dims_b))]
+            decided[key] = link
+        links.append(link)
+    out[at] = links
+    return out
+
+
+def _links_by_code(
+    dims: pd.Series,
+    names: pd.Series,
+    a: npt.NDArray[np.int64],
+    reduces: npt.NDArray[np.bool_],
+    b: npt.NDArray[np.int64],
+    *,
+    codes: bool = False,
+) -> npt.NDArray[np.object_] | npt.NDArray[np.int8]:
+    """:func:`_data_link` of each (a, b) op pair, decided once per distinct (a's shapes, a's
+    name, a reduces, b's shapes), told apart by the categorical columns' codes (no text per
+    link): the texts are those :func:`_texts` and ``str`` give (a missing shapes text is
+    None, a missing name ``"nan"``). With ``codes``, the links as :func:`_link_codes`'s."""
+    dim_codes, name_codes = dims.cat.codes.to_numpy(), names.cat.codes.to_numpy()
+    n_dims, n_names = len(dims.cat.categories) + 1, len(names.cat.categories) + 1
+    # one int64 per (a's shapes, a's name, a reduces, b's shapes): below n_dims² · n_names · 2
+    key = ((dim_codes[a].astype(np.int64) + 1) * n_names + name_codes[a] + 1) * 2 + reduces
+    key = key * n_dims + dim_codes[b] + 1
+    inverse, unique_keys = pd.factorize(key)
+    rest, dims_b = np.divmod(np.asarray(unique_keys, dtype=np.int64), n_dims)
+    rest, reduces_a = np.divmod(rest, 2)
+    dims_a, name_a = np.divmod(rest, n_names)
+    distinct = zip(
+        (dims_a - 1).tolist(), (name_a - 1).tolist(), reduces_a.tolist(), (dims_b - 1).tolist(),
+        strict=True,
+    )  # fmt: skip
+    dim_texts = [v if isinstance(v, str) else None for v in dims.cat.categories.tolist()]
+    name_texts = [str(v) for v in names.cat.categories.tolist()]
+
+    def text(code: int) -> str | None:
+        return dim_texts[code] if code >= 0 else None
+
+    links = [
+        _data_link(
+            _shapes(text(dims_a)),
+            name_texts[name_a] if name_a >= 0 else str(np.nan),
+            bool(reduces_a),
+            _shapes(text(dims_b)),
+        )
+        for dims_a, name_a, reduces_a, dims_b in distinct
+    ]
+    if codes:
+        return np.array([_LINK_CODES[link] for link in links], dtype=np.int8)[inverse]
+    return np.asarray(links, dtype=object)[inverse]
+
+
+def _texts(values: pd.Series) -> list[str | None]:
+    """Each value if it is a string, else None (hashable keys for the per-pair decisions)."""
+    return [v if isinstance(v, str) else None for v in values.to_numpy(dtype=object).tolist()]
+
+
+def _reducing_table(
+    seq: pd.DataFrame,
+    top_op: npt.NDArray[np.int64],
+    n_ops: int,
+    reduction: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.bool_]:
+    """Per op row, whether it launched a reduction kernel (its output is not its inputs'
+    shape), plus a last False that the unknown top op (−1) reads: a lookup, no sort
+    (``reduction``: per row of ``seq``, a reduction kernel, when the caller has it)."""
+    if reduction is None:
+        reduction = (seq[ChainMember.kind] == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
+    table = np.zeros(n_ops + 1, dtype=bool)
+    table[top_op[reduction & (top_op >= 0)]] = True
+    return table
+
+
+def _data_link(
+    shapes_a: tuple[tuple[int, ...], ...] | None,
+    name_a: str,
+    reduces: bool,
+    shapes_b: tuple[tuple[int, ...], ...] | None,
+) -> str:
+    """ "shapes" when b reads a's output (as far as shapes show), "order" when shapes were not
+    recorded for one of them, "" when the shapes show b does not read a's output (or a only
+    reads 0-d tensors and scalars, such as a counter's ``add_(1)``).
+
+    A reducing op's output shape is not recorded: b reads it when b reads a's largest input
+    and a smaller tensor of that input's shape reduced (dims set to 1 or dropped), as in
+    ``x - x.amax(-1, keepdim=True)``."""
+    if shapes_a is None or shapes_b is None:
+        return "order"
+    if not shapes_a or not shapes_b:
+        return ""
+    if reduces:
+        full = max(shapes_a, key=_numel)
+        reduced = any(_reduced_from(s, full) for s in shapes_b)
+        return "shapes" if _numel(full) > 1 and full in shapes_b and reduced else ""
+    produced = _output_shape(shapes_a, name_a)
+    return "shapes" if _numel(produced) > 1 and produced in shapes_b else ""
+
+
+def _reduced_from(shape: tuple[int, ...], full: tuple[int, ...]) -> bool:
+    """``shape`` is ``full`` reduced over some dims (kept as 1, or dropped), and smaller."""
+    if _numel(shape) >= _numel(full):
+        return False
+    if len(shape) == len(full):
+        return all(d in (f, 1) for d, f in zip(shape, full, strict=True))
+    it = iter(full)
+    return all(any(d == f for f in it) for d in shape)
+
+
+def _output_shape(shapes: tuple[tuple[int, ...], ...], name: str) -> tuple[int, ...]:
+    """An op's output shape from its inputs: in-place and normalization ops write their first
+    input's shape; other pointwise ops write their inputs broadcast together."""
+    if name.endswith("_") or "norm" in name:
+        return shapes[0]
+    try:
+        return tuple(int(d) for d in np.broadcast_shapes(*shapes))
+    except ValueError:
+        return max(shapes, key=_numel)
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    """The product of the dims (1 for none), as ``np.prod`` gives it (an int64 product: the
+    exact one when it fits, else NumPy's wrapped one)."""
+    if not shape:
+        return 1
+    exact = math.prod(shape)
+    return exact if -(2**63) <= exact < 2**63 else int(np.prod(shape))
+
+
+def _shapes(dims: object) -> tuple[tuple[int, ...], ...] | None:
+    """The tensor shapes (at least one dimension) of an ``Input Dims`` JSON text; None when
+    shapes were not recorded."""
+    return tensor_shapes(dims) if isinstance(dims, str) else None
+
+
+# --- bytes and grouping -------------------------------------------------------------------
+
+
+def _written_bytes(
+    ops: pd.DataFrame, op_rows: pd.Series | npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Estimated bytes each member's launching op writes (NaN: unknown)."""
+    rows = np.asarray(op_rows, dtype=float)
+    out = np.full(len(rows), np.nan)
+    known = np.isfinite(rows) & (rows >= 0) & (rows < len(ops))
+    if not known.any():
+        return out
+    at = rows[known].astype(np.int64)
+    columns = [ops[c] for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)]
+    # estimated once per distinct (name, dims, types, concrete inputs), spread by group
+    grouped = _group_codes(columns, at)
+    if grouped is None:
+        key, groups = _group_rows([c.iloc[at] for c in columns])
+    else:
+        key, groups = grouped
+    per_group = np.array([_written(*(_text(v) for v in values)) for values in groups], dtype=float)
+    out[known] = per_group[key]
+    return out
+
+
+def _group_codes(
+    columns: list[pd.Series], rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.intp], list[list[object]]] | None:
+    """:func:`~traceviz.analysis.traffic.estimates._group_rows` of ``columns`` at ``rows`` told
+    apart by the categorical columns' codes (no rows of the ops table picked, no text per row):
+    a group number per row and each group's values (None where missing), the groups in
+    another order. None when a column is not categorical or the codes do not fit an int64."""
+    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
+        return None
+    sizes = [len(c.cat.categories) + 1 for c in columns]
+    if float(np.prod(np.asarray(sizes, dtype=float))) >= 2.0**62:
+        return None
+    key = np.zeros(rows.size, dtype=np.int64)
+    for column, size in zip(columns, sizes, strict=True):
+        key = key * size + column.cat.codes.to_numpy()[rows].astype(np.int64) + 1
+    inverse, distinct = pd.factorize(key)
+    codes = []
+    rest = np.asarray(distinct, dtype=np.int64)
+    for size in reversed(sizes):
+        rest, code = np.divmod(rest, size)
+        codes.append(code - 1)
+    picked = []
+    for column, code in zip(columns, reversed(codes), strict=True):
+        values = column.cat.categories.tolist()
+        picked.append([values[c] if c >= 0 else None for c in code.tolist()])
+    return np.asarray(inverse, dtype=np.intp), [list(v) for v in zip(*picked, strict=True)]
+
+
+@lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
+def _written(name: str | None, dims: str | None, types: str | None, concrete: str | None) -> float:
+    estimate = estimate_op(name or "", dims, types, concrete)
+    return float(estimate.bytes_written) if estimate is not None else np.nan
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
+    """Per chain occurrence, in order: chain id, signature, kernels, time, longest kernel,
+    intermediates, as arrays.
+
+    A member's output counts as an intermediate when it is the first kernel of its op in the
+    chain and that op is not the chain's last (an op's several kernels share one output).
+
+    A chain's members are consecutive rows (chain ids only grow down the lane order), so each
+    figure is taken over its run of rows with NumPy; the two float sums by pandas' groupby
+    (its compensated sum, as before), the maxima skipping NaN, the first row of a tie.
+
+    The signatures come as numbers (``signature_codes``: per chain, its signature's number
+    in order of first appearance; ``signature_texts``: per number, the signature), told apart
+    by the labels' codes (:func:`_signature_numbers`); where the codes cannot tell them apart,
+    as texts (``signature``: a list).
+    """
+    chain = members[ChainMember.chain].to_numpy()
+    n = chain.size
+    starts = np.flatnonzero(np.r_[True, chain[1:] != chain[:-1]]) if n else np.zeros(0, int)
+    run = np.repeat(np.arange(starts.size), np.diff(np.r_[starts, n]))
+    positions = np.arange(n)
+    written = members[ChainMember.written_bytes].to_numpy(dtype=float)
+    op = members[ChainMember.op].to_numpy(dtype=float)
+    dur = members[ChainMember.dur_us].to_numpy(dtype=float)
+    # each chain's last known op (groupby "last" skips NaN)
+    last_at = np.maximum.reduceat(np.where(np.isnan(op), -1, positions), starts) if n else run
+    last_op = np.where(last_at >= starts, op[np.maximum(last_at, 0)], np.nan)[run]
+    first_of_op = _first_of_op(run, op)
+    counted = first_of_op & (op != last_op)
+    moved = np.where(counted, 2.0 * np.nan_to_num(written), 0.0)
+    unknown = (counted & np.isnan(written)) | np.isnan(op)
+    out = np.where(counted, written, np.nan)
+    eager = ~members[ChainMember.source].isin(INDUCTOR_SOURCES).to_numpy(dtype=bool)
+    confirmed = (members[ChainMember.link] != "order").to_numpy(dtype=bool)
+    sums = pd.DataFrame({"time_us": dur, "moved": moved}).groupby(run, sort=False).sum()
+    filled = np.where(np.isnan(out), -1.0, out)
+    peak = np.maximum.reduceat(filled, starts) if n else filled
+    largest_row = (
+        np.minimum.reduceat(np.where(filled == peak[run], positions, n), starts) if n else run
+    )
+    numbered = _signature_numbers(members[ChainMember.label], starts)
+    if numbered is None:
+        labels = members[ChainMember.label].astype(str)
+        signature: dict[str, Any] = {"signature": _signatures(members[ChainMember.chain], labels)}
+    else:
+        signature = {"signature_codes": numbered[0], "signature_texts": numbered[1]}
+    return {
+        ChainMember.chain: chain[starts],
+        **signature,
+        "kernels": np.diff(np.r_[starts, n]).astype(np.int64),
+        "time_us": sums["time_us"].to_numpy(),
+        "longest_us": np.fmax.reduceat(dur, starts) if n else dur,
+        "moved": sums["moved"].to_numpy(),
+        "unknown": np.logical_or.reduceat(unknown, starts) if n else unknown,
+        "largest": np.fmax.reduceat(out, starts) if n else out,
+        "eager": np.logical_or.reduceat(eager, starts) if n else eager,
+        "shapes_known": np.logical_and.reduceat(confirmed, starts) if n else confirmed,
+        "largest_op": op[largest_row],
+    }
+
+
+def _first_of_op(run: npt.NDArray[np.intp], op: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Per row, whether it is the first row of its (run, op) pair (NaN equals NaN): numbered
+    by one hash in order of first appearance, the first of each number where it first
+    appears (was a sort of the pairs)."""
+    first = np.zeros(op.size, dtype=bool)
+    if not op.size:
+        return first
+    op_codes = pd.factorize(op, use_na_sentinel=False)[0].astype(np.int64)
+    pairs = pd.factorize(run.astype(np.int64) * (int(op_codes.max()) + 1) + op_codes)[0]
+    first[first_of_codes(pairs)] = True
+    return first
+
+
+def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
+    """Per chain, in order, its members' labels joined by :data:`SEPARATOR` (a chain's
+    members are consecutive rows: chain ids only grow down the lane order)."""
+    ids = chain.to_numpy()
+    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]])) if len(ids) else ids
+    ends = np.append(starts[1:], len(ids))
+    texts = labels.tolist()
+    return [SEPARATOR.join(texts[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+
+
+def _signature_numbers(
+    labels: pd.Series, starts: npt.NDArray[np.intp]
+) -> tuple[npt.NDArray[np.intp], list[str]] | None:
+    """Per chain (runs of rows from ``starts``), its signature's number in order of first
+    appearance, and each number's signature (what ``pd.factorize`` of :func:`_signatures`
+    gives): the chains told apart by their labels' codes, each signature joined once. None
+    when a label is missing or holds :data:`SEPARATOR` (the texts could then tell chains
+    apart differently)."""
+    codes, uniques = pd.factorize(labels)
+    names = [str(u) for u in np.asarray(uniques, dtype=object).tolist()]
+    if (codes < 0).any() or any(SEPARATOR in name for name in names):
+        return None
+    runs = codes.tolist()
+    bounds = [*starts.tolist(), len(runs)]
+    number: dict[tuple[int, ...], int] = {}
+    per_chain = [number.setdefault(tuple(runs[a:b]), len(number)) for a, b in pairwise(bounds)]
+    texts = [SEPARATOR.join(names[c] for c in key) for key in number]
+    return np.asarray(per_chain, dtype=np.intp), texts
+
+
+def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
+    """Sum the chains of :func:`_chain_table` with the same op sequence; largest total time
+    first.
+
+    Signatures numbered in order of first appearance (as groupby without sorting); the sums
+    by one groupby over the numbers (pandas' compensated float sums, as before), the other
+    figures with NumPy: counts, any/all, the largest skipping NaN, and the op of the chain
+    with the largest intermediate (the first such chain on a tie); the order by a stable
+    sort of the negated times (``sort_values(ascending=False, kind="stable")``: ties in
+    order of first appearance)."""
+    if "signature_codes" in table:
+        codes, signatures = table["signature_codes"], table["signature_texts"]
+    else:
+        codes, signatures = pd.factorize(np.asarray(table["signature"], dtype=object))
+    n = len(signatures)
+    time_us = np.asarray(table["time_us"], dtype=float)
+    largest_per_chain = np.asarray(table["largest"], dtype=float)
+    summed = {
+        "kernels": table["kernels"],
+        "time_us": time_us,
+        "saving_us": time_us - np.asarray(table["longest_us"], dtype=float),
+        "moved": table["moved"],
+    }
+    sums = pd.DataFrame(summed).groupby(codes, sort=False).sum()
+    kernels, time_sum, saving, moved = (sums[c].to_numpy() for c in summed)
+    occurrences = np.bincount(codes, minlength=n)
+    unknown = np.bincount(codes[np.asarray(table["unknown"], dtype=bool)], minlength=n) > 0
+    eager = np.bincount(codes[np.asarray(table["eager"], dtype=bool)], minlength=n) > 0
+    known = np.bincount(codes[~np.asarray(table["shapes_known"], dtype=bool)], minlength=n) == 0
+    largest = np.full(n, np.nan)
+    np.fmax.at(largest, codes, largest_per_chain)
+    key = np.where(np.isnan(largest_per_chain), -1.0, largest_per_chain)
+    by_key = np.lexsort((np.arange(len(codes)), -key, codes))  # per signature: largest first
+    first = by_key[np.r_[True, codes[by_key][1:] != codes[by_key][:-1]]]
+    largest_op = np.asarray(table["largest_op"], dtype=float)[first]
+    valid = np.isfinite(largest_op) & (largest_op >= 0) & (largest_op < len(ops))
+    op_names = [""] * n
+    for i, name in zip(
+        np.flatnonzero(valid).tolist(),
+        _names_at(ops[Ops.name], largest_op[valid].astype(np.int64)),
+        strict=True,
+    ):
+        op_names[i] = name
+    groups = []
+    for i in np.argsort(-time_sum, kind="stable").tolist():
+        lost = bool(unknown[i])
+        top = float(largest[i])
+        groups.append(
+            ChainGroup(
+                ops=tuple(str(signatures[i]).split(SEPARATOR)),
+                occurrences=int(occurrences[i]),
+                kernels=int(kernels[i]),
+                time_us=float(time_sum[i]),
+                saving_us=float(saving[i]),
+                bytes_saved=None if lost else int(moved[i]),
+                largest_bytes=None if lost or not np.isfinite(top) else int(top),
+                largest_op=op_names[i],
+                eager_kernels=bool(eager[i]),
+                shapes_known=bool(known[i]),
+            )
+        )
+    return groups
+
+
+def _names_at(names: pd.Series, rows: npt.NDArray[np.int64]) -> list[str]:
+    """``str(names.iloc[row])`` per row (a missing name: "nan"); by code when categorical
+    (no take of the column)."""
+    values = names.array
+    if isinstance(values, pd.Categorical):
+        categories = [str(c) for c in values.categories.tolist()]
+        return [categories[c] if c >= 0 else str(np.nan) for c in values.codes[rows].tolist()]
+    return [str(v) for v in names.iloc[rows].tolist()]

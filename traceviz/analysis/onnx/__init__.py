@@ -1,0 +1,1 @@
+"""ONNX Runtime: the exported graph, what each optimisation level fused, its profile."""

@@ -1,0 +1,247 @@
+"""Launch overhead: how much CPU time goes into launching kernels, and how long the device
+waits for the CPU.
+
+Per step (``ProfilerStep#N``; the whole trace as one window when there are none):
+
+- **launch API time**: CPU time inside kernel/graph launch calls;
+- **launch delay**: device start − launch call end, per kernel;
+- **device idle**: step wall time minus the union of device activity inside the step;
+- **waiting for the CPU**: on GPU traces, the idle time in which the CPU had not yet issued
+  the device's next work — before the first kernel of the step, between kernels, and after the
+  last one — less the time the CPU was blocked in a sync (:mod:`traceviz.analysis.timing.idle`
+  splits the whole idle time; :mod:`traceviz.analysis.timing.blocking` lists the blocking calls);
+- **kernels shorter than their launch**: kernels whose duration is below their launch call's;
+- on CPU-only traces, **framework overhead**: step wall time − CPU kernel time.
+
+All figures are measured from the trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from traceviz.analysis.timing.blocking import BlockingCalls, blocking_calls
+from traceviz.analysis.timing.idle import IdleParts, IdleSplit, idle_split
+from traceviz.analysis.windows import SortedTimes, StepWindows, step_windows
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
+from traceviz.trace import Trace
+
+__all__ = ["LaunchOverhead", "StepOverhead", "StepWindows", "launch_overhead", "step_windows"]
+
+LAUNCH_CLASSES = (LaunchClass.KERNEL_LAUNCH.value, LaunchClass.GRAPH_LAUNCH.value)
+
+
+class StepOverhead:
+    """Columns of :attr:`LaunchOverhead.per_step` (one row per step window)."""
+
+    step = "step"  # ProfilerStep number (Int64; <NA> for the whole-trace window)
+    wall_us = "wall_us"  # step wall time, µs
+    kernel_count = "kernel_count"  # kernels (not memcpy/memset) starting in the step
+    kernel_time_us = "kernel_time_us"  # their summed duration, µs
+    busy_us = "busy_us"  # union of device activity inside the step, µs
+    idle_us = "idle_us"  # wall_us − busy_us, µs (on CPU traces: framework overhead)
+    cpu_wait_us = "cpu_wait_us"  # idle time waiting for the CPU (IdleParts.cpu_wait_us), µs
+    launch_calls = "launch_calls"  # kernel/graph launch API calls in the step
+    launch_api_us = "launch_api_us"  # CPU time inside them, µs
+
+
+@dataclass(frozen=True)
+class LaunchOverhead:
+    """Launch-overhead figures of one trace (see the module docstring)."""
+
+    device_kind: DeviceKind
+    per_step: pd.DataFrame  # columns: StepOverhead
+    launch_calls: int
+    launch_api_us: float
+    mean_launch_us: float | None
+    delay_p50_us: float | None
+    delay_p90_us: float | None
+    delay_mean_us: float | None
+    delays_us: np.ndarray  # every kernel's launch delay (graph replays excluded), µs
+    short_kernels: int  # kernels shorter than their own launch call
+    kernel_count: int
+    idle_us: float
+    cpu_wait_us: float
+    wall_us: float
+    blocking: BlockingCalls  # the calls that block the CPU, per step
+    idle: IdleSplit  # each step's idle time split (GPU traces; CPU traces: all idle is overhead)
+
+    @property
+    def idle_share(self) -> float | None:
+        return self.idle_us / self.wall_us if self.wall_us > 0 else None
+
+    @property
+    def cpu_wait_share(self) -> float | None:
+        return self.cpu_wait_us / self.wall_us if self.wall_us > 0 else None
+
+
+def launch_overhead(trace: Trace) -> LaunchOverhead:
+    """Launch-overhead figures of ``trace``."""
+    kernels = trace.kernels
+    is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy()
+    launches = trace.launches
+    counted = launches[Launches.launch_class].isin(LAUNCH_CLASSES).to_numpy()
+    direct = is_kernel & ~kernels[Kernels.in_graph].to_numpy()
+    delays = kernels[Kernels.launch_delay_us].to_numpy(dtype=float)[direct]
+    delays = delays[np.isfinite(delays)]
+    durs = kernels[Kernels.dur_us].to_numpy(dtype=float)
+    launch_durs = kernels[Kernels.launch_dur_us].to_numpy(dtype=float)
+    blocking = blocking_calls(trace)
+    idle = idle_split(trace, step_windows(trace), blocking)
+    per_step = _per_step(trace, is_kernel, counted, idle)
+    api = launches[Launches.dur_us].to_numpy(dtype=float)[counted]
+    return LaunchOverhead(
+        device_kind=trace.device_kind,
+        per_step=per_step,
+        launch_calls=int(counted.sum()),
+        launch_api_us=float(np.nansum(api)),
+        mean_launch_us=float(np.nanmean(api)) if api.size else None,
+        delay_p50_us=float(np.percentile(delays, 50)) if delays.size else None,
+        delay_p90_us=float(np.percentile(delays, 90)) if delays.size else None,
+        delay_mean_us=float(delays.mean()) if delays.size else None,
+        delays_us=delays,
+        short_kernels=int((direct & (durs < launch_durs)).sum()),
+        kernel_count=int(is_kernel.sum()),
+        idle_us=float(per_step[StepOverhead.idle_us].sum()),
+        cpu_wait_us=float(per_step[StepOverhead.cpu_wait_us].sum()),
+        wall_us=float(per_step[StepOverhead.wall_us].sum()),
+        blocking=blocking,
+        idle=idle,
+    )
+
+
+def _per_step(
+    trace: Trace, is_kernel: np.ndarray, counted: np.ndarray, idle: IdleSplit
+) -> pd.DataFrame:
+    windows = step_windows(trace)
+    kernels = trace.kernels
+    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
+    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
+        Kernels.launch_dur_us
+    ].to_numpy(dtype=float)
+    launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
+    launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
+    kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested CPU kernels once
+    gpu = trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+    waits = idle.per_step[IdleParts.cpu_wait_us].to_numpy(dtype=float)
+    if windows.in_order():
+        parts = _steps_at_once(windows, starts, ends, issue_end, launch_ts)
+    else:
+        parts = _step_by_step(windows, starts, ends, issue_end, launch_ts)
+    rows = []
+    for i, ((step, lo, hi), (inside, busy, wait, in_step)) in enumerate(
+        zip(windows, parts, strict=True)
+    ):
+        in_step = in_step[counted[in_step]]
+        wall = hi - lo
+        inside_kernels = inside[is_kernel[inside]]
+        kernel_time = float(np.nansum(kernel_durs[inside_kernels]))
+        if trace.device_kind is DeviceKind.CPU:
+            busy = min(kernel_time, wall)
+        if gpu:
+            wait = float(waits[i])
+        rows.append(
+            {
+                StepOverhead.step: step,
+                StepOverhead.wall_us: wall,
+                StepOverhead.kernel_count: int(inside_kernels.size),
+                StepOverhead.kernel_time_us: kernel_time,
+                StepOverhead.busy_us: busy,
+                StepOverhead.idle_us: max(wall - busy, 0.0),
+                StepOverhead.cpu_wait_us: wait,
+                StepOverhead.launch_calls: int(in_step.size),
+                StepOverhead.launch_api_us: float(np.nansum(launch_durs[in_step])),
+            }
+        )
+    table = pd.DataFrame(rows)
+    table[StepOverhead.step] = table[StepOverhead.step].astype("Int64")
+    return table
+
+
+#: Per step: its device rows in row order, busy time, wait time, its launch rows in row order.
+_StepParts = tuple[np.ndarray, float, float, np.ndarray]
+
+
+def _step_by_step(
+    windows: StepWindows,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    issue_end: np.ndarray,
+    launch_ts: np.ndarray,
+) -> list[_StepParts]:
+    """Each step's rows by binary search, in row order (the sums over them add the same
+    values in the same order as masks over every row did), its busy and wait times."""
+    kernel_times, launch_times = SortedTimes(starts), SortedTimes(launch_ts)
+    parts = []
+    for _, lo, hi in windows:
+        inside = kernel_times.rows_in(lo, hi)
+        inside = inside[np.isfinite(starts[inside])]  # (±inf only at an infinite window end)
+        busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
+        parts.append((inside, busy, wait, launch_times.rows_in(lo, hi)))
+    return parts
+
+
+def _steps_at_once(
+    windows: StepWindows,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    issue_end: np.ndarray,
+    launch_ts: np.ndarray,
+) -> list[_StepParts]:
+    """:func:`_step_by_step` for windows in order (:meth:`StepWindows.in_order`): every
+    step's rows found at once, :func:`_busy_and_wait`'s arithmetic over all of them (each
+    step's activities by start, ties in row order, one run after the other; the running
+    reach over all: an earlier step's clipped ends never pass a later step's start), and
+    each step's sums over its own slice, in the same order as before."""
+    rows, window, bounds = windows.rows_by_window(starts)
+    launch_rows, _, launch_bounds = windows.rows_by_window(launch_ts)
+    order = np.lexsort((starts[rows], window))  # stable: ties by start in row order
+    by_start, w = rows[order], window[order]
+    lo, hi = windows.start_us[w], windows.end_us[w]
+    s, e = np.clip(starts[by_start], lo, hi), np.clip(ends[by_start], lo, hi)
+    issued = issue_end[by_start]
+    reach = np.maximum.accumulate(e) if e.size else e
+    first = np.ones(w.size, dtype=bool)
+    first[1:] = w[1:] != w[:-1]
+    previous_reach = s.copy()
+    previous_reach[~first] = reach[:-1][~first[1:]]
+    lengths = e - s
+    overlaps = np.clip(np.minimum(e, previous_reach) - s, 0.0, None)
+    gaps = np.clip(s - previous_reach, 0.0, None)
+    waiting = np.where(np.isfinite(issued), np.clip(issued - previous_reach, 0.0, None), 0.0)
+    waits = np.minimum(gaps, waiting)
+    parts = []
+    for i in range(len(windows.steps)):
+        at = slice(bounds[i], bounds[i + 1])
+        busy = float(lengths[at].sum() - float(overlaps[at].sum())) if at.stop > at.start else 0.0
+        wait = float(waits[at].sum()) if at.stop > at.start else 0.0
+        parts.append((rows[at], busy, wait, launch_rows[launch_bounds[i] : launch_bounds[i + 1]]))
+    return parts
+
+
+def _busy_and_wait(
+    starts: np.ndarray, ends: np.ndarray, issue_end: np.ndarray, lo: float, hi: float
+) -> tuple[float, float]:
+    """Union of [start, end) intervals clipped to [lo, hi), and the idle time spent waiting
+    for launches (see the module docstring)."""
+    if starts.size == 0:
+        return 0.0, 0.0
+    order = np.argsort(starts, kind="stable")
+    s = np.clip(starts[order], lo, hi)
+    e = np.clip(ends[order], lo, hi)
+    issued = issue_end[order]
+    reach = np.maximum.accumulate(e)
+    previous_reach = np.concatenate([[s[0]], reach[:-1]])
+    gaps = np.clip(s - previous_reach, 0.0, None)
+    busy = float((e - s).sum() - _overlap(s, e, previous_reach))
+    waiting = np.where(np.isfinite(issued), np.clip(issued - previous_reach, 0.0, None), 0.0)
+    return busy, float(np.minimum(gaps, waiting).sum())
+
+
+def _overlap(s: np.ndarray, e: np.ndarray, previous_reach: np.ndarray) -> float:
+    """Summed overlap of each interval with everything before it (so union = total − overlap)."""
+    return float(np.clip(np.minimum(e, previous_reach) - s, 0.0, None).sum())

@@ -1,0 +1,1 @@
+"""Memory traffic: the bytes each kernel moved, measured or estimated from shapes."""
