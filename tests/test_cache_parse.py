@@ -16,7 +16,7 @@ import pytest
 import traceviz
 import traceviz.parse as parse_pkg
 from tests.conftest import CORPUS, REPO, SAMPLES, corpus_files, kernel, launch, op, write_trace
-from traceviz import report_cache
+from traceviz import report_cache, settings
 from traceviz.commands import output_cache
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse import cache
@@ -178,21 +178,21 @@ def test_another_version_misses(
 
 def test_off_writes_nothing(small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "c"
-    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(root))
+    monkeypatch.setenv(settings.CACHE_DIR_ENV, str(root))
     traceviz.load(small, cache=False)
     assert not root.exists()
-    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    monkeypatch.setenv(settings.NO_CACHE_ENV, "1")
     traceviz.load(small)
     assert not root.exists()
     traceviz.load(small, cache=root)  # an explicit directory wins over the variable
     assert len(_entries(root)) == 1
-    monkeypatch.setenv(cache.NO_CACHE_ENV, "0")
+    monkeypatch.setenv(settings.NO_CACHE_ENV, "0")
     assert cache.cache_dir() == root
 
 
 def test_default_directory_is_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv(cache.CACHE_DIR_ENV, raising=False)
-    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    monkeypatch.delenv(settings.CACHE_DIR_ENV, raising=False)
+    monkeypatch.delenv(settings.NO_CACHE_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.cache_dir() == tmp_path / "traceviz"
     monkeypatch.delenv("XDG_CACHE_HOME")
@@ -270,14 +270,14 @@ def test_eviction_removes_least_recently_used_first(
     assert cache.evict(root, limit=0, keep=_entries(root)[0]) != []
     assert len(_entries(root)) == 1
     # The bound from the environment applies after each write.
-    monkeypatch.setenv(cache.MAX_CACHE_BYTES_ENV, "1")
+    monkeypatch.setenv(settings.MAX_CACHE_BYTES_ENV, "1")
     traceviz.load(paths[2], cache=root)
     assert len(_entries(root)) == 1
 
 
 def test_bad_size_bound_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cache.MAX_CACHE_BYTES_ENV, "lots")
-    with pytest.raises(UsageError, match=cache.MAX_CACHE_BYTES_ENV):
+    monkeypatch.setenv(settings.MAX_CACHE_BYTES_ENV, "lots")
+    with pytest.raises(UsageError, match=settings.MAX_CACHE_BYTES_ENV):
         cache.max_cache_bytes()
 
 
@@ -330,7 +330,7 @@ def test_cli_cache_options(tmp_path: Path) -> None:
     done = _cli("summary", str(path), "--no-cache", "--cache-dir", str(root))
     assert done.returncode == 0, done.stderr
     assert not root.exists()
-    first = _cli("summary", str(path), "--cache-dir", str(root), env={cache.NO_CACHE_ENV: "1"})
+    first = _cli("summary", str(path), "--cache-dir", str(root), env={settings.NO_CACHE_ENV: "1"})
     assert first.returncode == 0, first.stderr
     assert len(_entries(root)) == 1
     second = _cli("summary", str(path), "--cache-dir", str(root))

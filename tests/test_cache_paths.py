@@ -14,7 +14,6 @@ from traceviz import cache_paths, report_cache
 from traceviz.commands import output_cache
 from traceviz.errors import UsageError
 from traceviz.parse import cache as parse_cache
-from traceviz.parse import read
 
 
 @pytest.fixture
@@ -72,13 +71,9 @@ def test_a_file_in_the_way_is_a_usage_error_naming_it(
 
 
 def test_every_cache_uses_the_one_definition() -> None:
-    """The old import places still work, and they are the same objects, not copies."""
+    """The caches' directory rule and entry file are one definition, not copies."""
     assert parse_cache.cache_dir is cache_paths.cache_dir
-    assert parse_cache.CACHE_DIR_ENV is cache_paths.CACHE_DIR_ENV
-    assert parse_cache.NO_CACHE_ENV is cache_paths.NO_CACHE_ENV
     assert parse_cache.ENTRY_FILE is report_cache.ENTRY_FILE is cache_paths.ENTRY_FILE
-    assert read.parse_size is cache_paths.parse_size
-    assert read.MAX_BYTES_ENV is report_cache.MAX_BYTES_ENV is cache_paths.MAX_BYTES_ENV
     assert output_cache.cache_dir is report_cache.cache_dir is cache_paths.cache_dir
 
 

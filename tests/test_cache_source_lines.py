@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
+from traceviz import settings
 from traceviz.cli import main
-from traceviz.parse import cache as parse_cache
 
 RUN = SAMPLES / "pointwise"
 MARKED = "/work/main/traceviz/runner/zoo.py"  # the file the run's line marks name
@@ -36,8 +36,8 @@ def run_with_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Pat
     with gzip.open(run / lines.name, "wt", encoding="utf-8") as out:
         out.write(text.replace(MARKED, str(model)))
     model.write_text("\n" * 35 + "        return before(x)\n")
-    monkeypatch.setenv(parse_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(parse_cache.NO_CACHE_ENV, raising=False)
+    monkeypatch.setenv(settings.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(settings.NO_CACHE_ENV, raising=False)
     return run, model
 
 

@@ -28,8 +28,9 @@ from traceviz.dashboard.loading import TraceCache, load_path
 from traceviz.errors import TraceFormatError
 from traceviz.gc_pause import collector_paused
 from traceviz.parse import cache as parse_cache
-from traceviz.pipeline import CONCURRENT_ENV, compare, compare_run
+from traceviz.pipeline import compare, compare_run
 from traceviz.report.formats import renderer
+from traceviz.settings import CONCURRENT_ENV
 from traceviz.trace import Trace
 
 WORKER = "traceviz-side-b"

@@ -29,10 +29,11 @@ from tests.conftest import (
 from traceviz import TraceFormatError, UsageError
 from traceviz.cli import EXIT_PIPE_CLOSED, main
 from traceviz.parse.durations import impossible
-from traceviz.parse.read import MAX_BYTES_ENV, decode_events, parse_size, read_bytes
+from traceviz.parse.read import decode_events, read_bytes
 from traceviz.parse.structs import StructSource
 from traceviz.report.json_numbers import whole_counts
 from traceviz.schema import Kernels, Ops
+from traceviz.settings import MAX_BYTES_ENV, parse_size
 
 SMALL = CORPUS / "nvidia" / "v100_small_plain.json"
 TINY_GZ = CORPUS / "amd" / "mi300x_compiled_llama_block_tiny.json.gz"

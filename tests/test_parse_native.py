@@ -21,6 +21,7 @@ import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, corpus_params
+from traceviz import settings
 from traceviz.errors import TraceFormatError
 from traceviz.parse import load_trace, native, read
 from traceviz.parse.columns import _Numbering
@@ -57,7 +58,7 @@ def scanner(request: pytest.FixtureRequest) -> Any:
 def python_trace(path: Path, monkeypatch: pytest.MonkeyPatch) -> Trace:
     """The trace parsed the Python way (TRACEVIZ_NATIVE=0)."""
     with monkeypatch.context() as patch:
-        patch.setenv(native.NATIVE_ENV, "0")
+        patch.setenv(settings.NATIVE_ENV, "0")
         return load_trace(path, cache=False)
 
 
@@ -86,7 +87,7 @@ def _check(path: Path, scanner: Any, monkeypatch: pytest.MonkeyPatch, *, scanned
     assert (got is not None) == scanned
     if got is None:
         monkeypatch.setattr(native, "_module", scanner)
-        monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+        monkeypatch.delenv(settings.NATIVE_ENV, raising=False)
         got = load_trace(path, cache=False)
     assert_same(expected, got)
     return expected
@@ -325,7 +326,7 @@ def test_refused_errors_unchanged(
     path = tmp_path / f"{case}.json"
     path.write_text(BROKEN[case])
     with monkeypatch.context() as patch:
-        patch.setenv(native.NATIVE_ENV, "0")
+        patch.setenv(settings.NATIVE_ENV, "0")
         with pytest.raises(TraceFormatError) as python_error:
             load_trace(path, cache=False)
     assert native_trace(path, scanner) is None
@@ -373,10 +374,10 @@ def test_native_env_switch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         pytest.skip("_scan not built")
     spy = _Spy(_real_module())
     monkeypatch.setattr(native, "_module", spy)
-    monkeypatch.setenv(native.NATIVE_ENV, "0")
+    monkeypatch.setenv(settings.NATIVE_ENV, "0")
     off = load_trace(path, cache=False)
     assert spy.made == 0
-    monkeypatch.delenv(native.NATIVE_ENV)
+    monkeypatch.delenv(settings.NATIVE_ENV)
     on = load_trace(path, cache=False)
     assert spy.made == 1
     assert_same(off, on)
@@ -386,7 +387,7 @@ def test_without_extension_python_path(tmp_path: Path, monkeypatch: pytest.Monke
     path = tmp_path / "t.json"
     path.write_text(json.dumps({"traceEvents": BASE}))
     monkeypatch.setattr(native, "_module", None)
-    monkeypatch.delenv(native.NATIVE_ENV, raising=False)
+    monkeypatch.delenv(settings.NATIVE_ENV, raising=False)
     assert native.scanner_module() is None
     assert native.parse_native(path, path.read_bytes()) is None
     assert load_trace(path, cache=False).stats.rows["kernels"] == 1

@@ -25,13 +25,13 @@ import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace
 from traceviz.cli import main
 from traceviz.errors import TraceFormatError, UsageError
-from traceviz.parse.read import MAX_BYTES_ENV
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.detect import RankBasis, detect_rank, read_prefix
 from traceviz.ranks.ingestion import ingest
 from traceviz.ranks.load import load_ranks, open_dataset
 from traceviz.ranks.reduce import reduce_rank
 from traceviz.ranks.synth import make_ranks
+from traceviz.settings import MAX_BYTES_ENV
 
 NCCL_TRACE = CORPUS / "nvidia" / "a100_eager_nccl_rank.json.gz"
 SAMPLE_TRACE = SAMPLES / "mlp" / "eager.pt.trace.json.gz"

@@ -19,13 +19,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, SAMPLES
-from traceviz import report_cache
+from traceviz import report_cache, settings
 from traceviz.cli import main
 from traceviz.commands import compare as compare_command
 from traceviz.commands import output_cache
 from traceviz.commands.output import FILE_WIDTH, console
 from traceviz.commands.output_cache import ENTRY_PREFIX, PAYLOAD_FILE
-from traceviz.parse import cache as parse_cache
 
 GRAPH_BREAK = SAMPLES / "graph-break"  # a warning finding
 LINEAR_ADD = SAMPLES / "linear-add"  # an error finding
@@ -44,8 +43,8 @@ HEAVY = (
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "cache"
-    monkeypatch.setenv(parse_cache.CACHE_DIR_ENV, str(root))
-    monkeypatch.delenv(parse_cache.NO_CACHE_ENV, raising=False)
+    monkeypatch.setenv(settings.CACHE_DIR_ENV, str(root))
+    monkeypatch.delenv(settings.NO_CACHE_ENV, raising=False)
     for name in output_cache.RICH_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("COLUMNS", "120")
@@ -91,7 +90,7 @@ def uncached(
 ) -> tuple[int, str]:
     """The output without any cache (the old path: rendered straight onto the console)."""
     with monkeypatch.context() as patch:
-        patch.setenv(parse_cache.NO_CACHE_ENV, "1")
+        patch.setenv(settings.NO_CACHE_ENV, "1")
         return run_cli(capsys, argv)
 
 
@@ -447,7 +446,7 @@ def test_output_entries_share_the_size_bound(cache: Path, capsys: pytest.Capture
     run_cli(capsys, ["compare", str(ATTENTION), "--format", "json"])
     (first,) = outputs(cache)
     os.utime(first / "entry.json", (1, 1))  # the least recently used
-    monkeypatch.setenv(parse_cache.MAX_CACHE_BYTES_ENV, "1")
+    monkeypatch.setenv(settings.MAX_CACHE_BYTES_ENV, "1")
     run_cli(capsys, ["compare", str(ATTENTION), "--format", "markdown"])
     assert first not in outputs(cache) and len(outputs(cache)) == 1
 

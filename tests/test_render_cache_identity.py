@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CORPUS, SAMPLES, load_trace
-from traceviz import pipeline
+from traceviz import pipeline, settings
 from traceviz.analysis.summary import summarize
 from traceviz.commands import output_cache
 from traceviz.commands.output import emit
 from traceviz.diagnose import diagnose_trace
-from traceviz.parse import cache as parse_cache
 from traceviz.report.bundle import Report
 from traceviz.report.formats import renderer
 
@@ -83,8 +82,8 @@ def _check(
     scenarios: dict[str, tuple[dict[str, str], bool]],
 ) -> None:
     """Old path (emit) and cached path (emit_cached, then the entry read back) agree."""
-    monkeypatch.setenv(parse_cache.CACHE_DIR_ENV, str(tmp_path / "cache"))
-    monkeypatch.delenv(parse_cache.NO_CACHE_ENV, raising=False)
+    monkeypatch.setenv(settings.CACHE_DIR_ENV, str(tmp_path / "cache"))
+    monkeypatch.delenv(settings.NO_CACHE_ENV, raising=False)
     for name, (env, to_file) in scenarios.items():
         _set(monkeypatch, env)
         target = tmp_path / f"{name}.out" if to_file else None

@@ -20,9 +20,9 @@ from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, write_trace
 from tests.light_import_fixtures import assert_imports_none
 from traceviz import pipeline
 from traceviz.cli import main
-from traceviz.parse.cache import CACHE_DIR_ENV, NO_CACHE_ENV
 from traceviz.report.formats import renderer
 from traceviz.report_cache import ENTRY_PREFIX, PAYLOAD_FILE
+from traceviz.settings import CACHE_DIR_ENV, NO_CACHE_ENV
 
 RUNS = ("attention", "graph-break", "block")
 RUN_JSON = json.loads((SAMPLES / "attention" / "run.json").read_text())

@@ -23,9 +23,10 @@ from traceviz.analysis.fusion.lines import read_log
 from traceviz.diagnose import diagnose_side
 from traceviz.diagnose.facts import facts_of_side, side_facts
 from traceviz.diagnose.rules import TRACE_RULES
-from traceviz.pipeline import CONCURRENT_ENV, compare, compare_sides
+from traceviz.pipeline import compare, compare_sides
 from traceviz.report.formats import renderer
 from traceviz.rundir import RunDir, read_run_dir
+from traceviz.settings import CONCURRENT_ENV
 
 WORKER = "traceviz-side-b"
 NAMES = ("eager", "compiled")

@@ -20,12 +20,6 @@ from typing import Any
 from traceviz import settings
 from traceviz.errors import UsageError
 
-# The variables' names and the size texts live in traceviz.settings; still importable here.
-from traceviz.settings import CACHE_DIR_ENV as CACHE_DIR_ENV
-from traceviz.settings import MAX_BYTES_ENV as MAX_BYTES_ENV
-from traceviz.settings import NO_CACHE_ENV as NO_CACHE_ENV
-from traceviz.settings import parse_size as parse_size
-
 #: Every cache entry's key file (a directory without it is not an entry).
 ENTRY_FILE = "entry.json"
 

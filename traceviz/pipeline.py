@@ -48,7 +48,6 @@ SideInput = Trace | Side | str | Path
 
 RUN_NAMES = ("eager", "compiled")
 #: ``TRACEVIZ_CONCURRENT=0``: the two sides one after the other, on the calling thread
-CONCURRENT_ENV = settings.CONCURRENT_ENV
 #: the sides run at once only when a file to load holds at least this many bytes of JSON
 #: (below, a thread costs more than the little that overlaps)...
 OVERLAP_MIN_BYTES = 16 * 2**20

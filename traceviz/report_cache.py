@@ -58,7 +58,6 @@ from typing import TYPE_CHECKING, Any, BinaryIO, TypeVar
 from traceviz import settings
 from traceviz._version import __version__
 from traceviz.cache_paths import ENTRY_FILE, cache_dir, entry_path
-from traceviz.cache_paths import MAX_BYTES_ENV as MAX_BYTES_ENV
 
 if TYPE_CHECKING:
     from traceviz.report.bundle import Report

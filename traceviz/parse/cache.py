@@ -40,12 +40,9 @@ from typing import Any
 from traceviz import settings
 from traceviz._version import __version__
 
-# The cache's directory rule lives in traceviz.cache_paths and its variables in
-# traceviz.settings (the front ends find the cache without the parser); still importable here.
-from traceviz.cache_paths import CACHE_DIR_ENV as CACHE_DIR_ENV
+# The cache's directory rule lives in traceviz.cache_paths (the front ends find the cache
+# without the parser) and its variables in traceviz.settings.
 from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir, entry_path
-from traceviz.cache_paths import NO_CACHE_ENV as NO_CACHE_ENV
-from traceviz.settings import MAX_CACHE_BYTES_ENV as MAX_CACHE_BYTES_ENV
 from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
 
 # Below this file size a parse (~10 ms per 100 kB of gzip, ~25 ms at least) costs little more

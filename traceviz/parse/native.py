@@ -39,9 +39,8 @@ from traceviz.parse.events import MISSING_INT, Args, RawTraceDocument, TraceEven
 from traceviz.parse.structs import pairs_encoded, raw_bytes
 from traceviz.trace import Trace
 
-__all__ = ["NATIVE_ENV", "NativeSource", "parse_native", "scan", "scanner_module"]
+__all__ = ["NativeSource", "parse_native", "scan", "scanner_module"]
 
-NATIVE_ENV = settings.NATIVE_ENV
 # Events scanned into columns at a time (kinds and values: 9 bytes a field, 34 fields: about
 # 10 MB a batch at this size). Chosen by measurement (benchmarks/parse.py, fresh processes):
 # a batch's buffers are new memory, and a page fault costs ~3 us a page on the benchmark VM,

@@ -27,8 +27,7 @@ from traceviz.parse.events import Event, RawTraceDocument, TraceDocument, TraceH
 
 # The cap's variable and size texts live in traceviz.settings (the command line
 # checks --max-bytes without the parser); still importable from here.
-from traceviz.settings import MAX_BYTES_ENV as MAX_BYTES_ENV
-from traceviz.settings import parse_size as parse_size
+from traceviz.settings import MAX_BYTES_ENV
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
