@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -10,6 +11,9 @@ import pytest
 
 from tests.conftest import SAMPLES
 from traceviz import cli
+from traceviz.analysis.roofline.peaks import DevicePeaks, PeakBasis, PeakLookup
+from traceviz.pipeline import compare_run
+from traceviz.report.roofline_report import kernels_view, peaks_note, roofline_of
 
 RUN = SAMPLES / "h200" / "pointwise"
 
@@ -57,3 +61,19 @@ def test_a_bad_peaks_file_exits_2_naming_it(
     assert cli.main(["compare", str(RUN), "--peaks", str(peaks)]) == 2
     err = capsys.readouterr().err
     assert str(peaks) in err and "positive" in err
+
+
+def test_the_peaks_note_names_each_side_only_when_their_peaks_differ() -> None:
+    """Two sides on one device: one note for both; different peaks: one note per side."""
+    report = compare_run(RUN)
+    a, b = roofline_of(report, "a"), roofline_of(report, "b")
+    assert a is not None and b is not None
+    same = kernels_view([("eager", a), ("compiled", b)], top=3)
+    assert same is not None
+    assert same.note == f"both sides: {peaks_note(None, a)}"
+    assert "NVIDIA H200 SXM (table: " in same.note
+    other = DevicePeaks("my GPU", 1.0, 10.0, None, None, None, None, "a test")
+    b_other = dataclasses.replace(b, peaks=PeakLookup(other, PeakBasis.FILE, "my GPU"))
+    differ = kernels_view([("eager", a), ("compiled", b_other)], top=3)
+    assert differ is not None
+    assert differ.note == f"{peaks_note('eager', a)}; compiled: my GPU (file: a test)"

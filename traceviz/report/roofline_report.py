@@ -158,7 +158,7 @@ def kernels_view(named: Sequence[tuple[str | None, Roofline]], *, top: int) -> V
     time, TB/s, TFLOP/s, FLOP/byte, % of roof, bound), with the peaks each used in the note;
     ``named`` pairs a side's label with its roofline (label None: one trace, no side column)."""
     rows: list[list[str]] = []
-    notes = [peaks_note(label, roofline) for label, roofline in named]
+    notes = _peaks_notes(named)
     for label, roofline in named:
         for _, row in roofline.by_name.head(top).iterrows():
             cells = _roofline_row(label or "", row)
@@ -175,6 +175,15 @@ def kernels_view(named: Sequence[tuple[str | None, Roofline]], *, top: int) -> V
         note="; ".join(notes),
         names=(0,) if one else (1,),
     )
+
+
+def _peaks_notes(named: Sequence[tuple[str | None, Roofline]]) -> list[str]:
+    """One :func:`peaks_note` per roofline, or one for both sides when they used the same
+    peaks (a run's two sides on one device: the same text twice says nothing more)."""
+    alike = {peaks_note(None, roofline) for _, roofline in named}
+    if len(named) > 1 and len(alike) == 1:
+        return [f"both sides: {alike.pop()}"]
+    return [peaks_note(label, roofline) for label, roofline in named]
 
 
 def peaks_note(label: str | None, roofline: Roofline) -> str:
