@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,25 @@ def test_second_look_at_a_sample_run_is_read_back_whole(
     # the sides' traces come back too (the Python API hands them out)
     assert second.a.trace.kernels.equals(first.a.trace.kernels)
     assert second.b.trace.meta == first.b.trace.meta
+
+
+def test_a_look_from_another_directory_shows_paths_from_there(
+    tmp_path: Path, cache: Path, builds: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph-break finding names the user's file relative to the working directory: a
+    report cached in one directory is not read back in another, where that path would name
+    nothing."""
+    run = SAMPLES.resolve() / "graph-break"
+    monkeypatch.chdir(SAMPLES.parent)
+    here = as_json(pipeline.compare_run(run))
+    monkeypatch.chdir(tmp_path)
+    there = as_json(pipeline.compare_run(run))
+    assert builds == ["run", "run"], "the other directory read the first one's report"
+    assert as_json(pipeline.compare_run(run)) == there and builds == ["run", "run"]
+    assert set(re.findall(r"at (\S*zoo\.py):\d+", here)) == {"traceviz/runner/zoo.py"}
+    assert set(re.findall(r"at (\S*zoo\.py):\d+", there)) == {
+        str(SAMPLES.parent.resolve() / "traceviz" / "runner" / "zoo.py")
+    }
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")

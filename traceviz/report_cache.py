@@ -367,8 +367,10 @@ def _run_info_key(value: Any) -> Any:
 
 def environment() -> dict[str, Any]:
     """The environment part of every report key (a new dict each call: callers may extend
-    it): what else shapes a report or its pickle: versions, the source, the size cap."""
+    it): what else shapes a report or its pickle: versions, the source, the size cap, and
+    the working directory (a finding shows a user's source file relative to it)."""
     return {
+        "cwd": os.getcwd(),
         "format": REPORT_FORMAT,
         "traceviz": __version__,
         "source": _source_fingerprint(),
