@@ -94,6 +94,10 @@ class KernelSource(str, Enum):
     ONNXRUNTIME = "onnxruntime"  # a node of an ONNX Runtime profile
 
 
+#: The sources of kernels Inductor generated (Triton on GPUs, C++ on CPUs), as values.
+INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
+
+
 class KindRule(NamedTuple):
     """One row of a kind table: names matching ``pattern`` are ``kind``."""
 

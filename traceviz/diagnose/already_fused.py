@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from traceviz.analysis.fusion.chains import INDUCTOR_SOURCES, ChainGroup
+from traceviz.analysis.fusion.chains import ChainGroup
 from traceviz.analysis.fusion.match import Credits
 from traceviz.analysis.inductor_names import eager_op_base, fused_kernel_ops
+from traceviz.analysis.kernel_kinds import INDUCTOR_SOURCES
 from traceviz.analysis.kernels import Classified
 from traceviz.diagnose.facts import chain_groups, facts_of_side, short_name
 from traceviz.diagnose.finding import Finding

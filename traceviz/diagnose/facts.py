@@ -27,7 +27,7 @@ import pandas as pd
 from traceviz.analysis.compare import Side, analyze
 from traceviz.analysis.fusion import chains as chain_analysis
 from traceviz.analysis.fusion.chains import ChainGroup
-from traceviz.analysis.kernel_kinds import KernelSource
+from traceviz.analysis.kernel_kinds import INDUCTOR_SOURCES
 from traceviz.analysis.kernels import Classified, issue_us
 from traceviz.analysis.regions import RegionStats
 from traceviz.analysis.summary import TraceSummary
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 EAGER = "eager"
 COMPILED = "compiled"
-INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
 T = TypeVar("T")
 
 

@@ -42,7 +42,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.kernel_kinds import KernelKind, KernelSource
+from traceviz.analysis.kernel_kinds import INDUCTOR_SOURCES, KernelKind
 from traceviz.analysis.shapes import tensor_shapes
 from traceviz.analysis.timing.timeline import Lane, timeline
 from traceviz.analysis.traffic.estimates import _group_rows, estimate_op
@@ -53,7 +53,6 @@ from traceviz.trace import Trace
 FUSIBLE_KINDS = frozenset(
     {KernelKind.POINTWISE.value, KernelKind.REDUCTION.value, KernelKind.NORMALIZATION.value}
 )
-INDUCTOR_SOURCES = (KernelSource.INDUCTOR_TRITON.value, KernelSource.INDUCTOR_CPP.value)
 #: Two adjacent fusible kernels are common and often deliberate (a reduction, then a pointwise
 #: op on its result); three or more on the same data are a clear missed fusion.
 MIN_CHAIN_KERNELS = 3
