@@ -87,13 +87,18 @@ def _tables_equal(a: Trace, b: Trace) -> None:
 
 @pytest.mark.skipif(native.scanner_module() is None, reason="_scan not built")
 def test_batch_size_changes_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The traces that span several batches of the default size: the same Trace with the old
-    size (65536), the default and small batches."""
-    big = [p for p in REAL if load_trace(p, cache=False).stats.events_in > native.BATCH_EVENTS]
-    assert big
-    for path in big:
+    """The same Trace whatever the batch size: the traces that span several batches of the
+    default size (the corpus's) with the old size (65536) and small batches, and the three
+    largest sample traces cut into several small batches (so that the property is checked
+    in a clone without the corpus too)."""
+    events = {p: load_trace(p, cache=False).stats.events_in for p in REAL}
+    big = [p for p, n in events.items() if n > native.BATCH_EVENTS]
+    samples = sorted((p for p in REAL if p.is_relative_to(SAMPLES)), key=events.__getitem__)
+    checks = [(p, (65536, 5000)) for p in big] + [(p, (1000, 777)) for p in samples[-3:]]
+    assert all(events[p] > min(sizes) for p, sizes in checks) and checks
+    for path, sizes in checks:
         default = load_trace(path, cache=False)
-        for size in (65536, 5000):
+        for size in sizes:
             with monkeypatch.context() as patch:
                 patch.setattr(native, "BATCH_EVENTS", size)
                 _tables_equal(default, load_trace(path, cache=False))
