@@ -16,7 +16,7 @@ from traceviz.records import plain, records
 from traceviz.report.backends_json import backends_json, onnxruntime_json
 from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
-from traceviz.report.roofline_report import bridge_json, ledger_json, roofline_json
+from traceviz.report.roofline_report import bridge_json, ledger_json, roofline_json, rooflines_of
 
 #: Rows of the longest tables kept per side (the calls/ops with most time come first).
 BLOCKING_CALLS_SHOWN = 50
@@ -29,6 +29,7 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
     """A JSON-ready dict; ``top`` bounds the long lists (fusion kernels, eager-only ops).
     Counts, ids and byte sizes are ints (:func:`~traceviz.report.json_numbers.whole_counts`)."""
     fusion = comparison.fusion
+    rooflines = rooflines_of(comparison)  # the roofline and the ledger use b's: once each
     data = {
         "schema_version": COMPARE_SCHEMA_VERSION,
         "names": {"a": comparison.names[0], "b": comparison.names[1]},
@@ -52,9 +53,9 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "backends": backends_json(comparison.backends),
         "onnxruntime": onnxruntime_json(comparison.backends),
         "speed": comparison_speed(comparison).to_json(),
-        "roofline": roofline_json(comparison, top=top),
+        "roofline": roofline_json(comparison, top=top, rooflines=rooflines),
         "bridge": bridge_json(comparison),
-        "fusion_ledger": ledger_json(comparison, top=top),
+        "fusion_ledger": ledger_json(comparison, rooflines["b"], top=top),
         "profiled_vs_timed": _profiled_vs_timed(comparison),
         "findings": [_finding(f) for f in comparison.findings],
     }

@@ -41,6 +41,7 @@ __all__ = [
     "roofline_json",
     "roofline_of",
     "roofline_views",
+    "rooflines_of",
 ]
 
 
@@ -61,13 +62,22 @@ def bridge_of(comparison: Comparison) -> StepBridge | None:
     return step_bridge(comparison.a, comparison.b, run_info=comparison.run_info)
 
 
-def roofline_json(comparison: Comparison, *, top: int) -> dict[str, Any]:
-    """``roofline``: per side, the peaks used and the ``top`` kernel names (or null)."""
-    out: dict[str, Any] = {}
-    for which in ("a", "b"):
-        roofline = roofline_of(comparison, which)
-        out[which] = roofline.to_json(top=top) if roofline is not None else None
-    return out
+def rooflines_of(comparison: Comparison) -> dict[str, Roofline | None]:
+    """Both sides' :func:`roofline_of`, for a caller that needs them more than once (each is
+    a pass over every kernel of its side)."""
+    return {which: roofline_of(comparison, which) for which in ("a", "b")}
+
+
+def roofline_json(
+    comparison: Comparison, *, top: int, rooflines: dict[str, Roofline | None] | None = None
+) -> dict[str, Any]:
+    """``roofline``: per side, the peaks used and the ``top`` kernel names (or null);
+    ``rooflines``: :func:`rooflines_of`, when the caller has them already."""
+    rooflines = rooflines_of(comparison) if rooflines is None else rooflines
+    return {
+        which: roofline.to_json(top=top) if roofline is not None else None
+        for which, roofline in rooflines.items()
+    }
 
 
 def ledger_of(comparison: Comparison, compiled: Roofline | None) -> pd.DataFrame | None:
@@ -81,10 +91,11 @@ def ledger_of(comparison: Comparison, compiled: Roofline | None) -> pd.DataFrame
     )
 
 
-def ledger_json(comparison: Comparison, *, top: int) -> dict[str, Any] | None:
+def ledger_json(
+    comparison: Comparison, compiled: Roofline | None, *, top: int
+) -> dict[str, Any] | None:
     """``fusion_ledger``: ``kernels``, the ``top`` rows of the ledger, and ``by_line``, the
-    ``top`` source lines, each most time saved first (or null)."""
-    compiled = roofline_of(comparison, "b")
+    ``top`` source lines, each most time saved first (or null); ``compiled``: b's roofline."""
     ledger = ledger_of(comparison, compiled)
     if ledger is None:
         return None
@@ -101,7 +112,7 @@ def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
 def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
     """The step bridge, the roofline tables and the ledger by source line (empty ones left
     out)."""
-    rooflines = {which: roofline_of(comparison, which) for which in ("a", "b")}  # once each
+    rooflines = rooflines_of(comparison)  # once each
     views = [
         _bridge_view(comparison),
         _roofline_view(comparison, rooflines, top=top),
