@@ -28,7 +28,7 @@ from traceviz.analysis.fusion.fusion_map import fusion_map
 from traceviz.analysis.fusion.match import HEAVY_KEYS, Credits, Outcome
 from traceviz.analysis.fusion.op_keys import name_keys
 from traceviz.analysis.inductor_names import TritonSubkind, fused_kernel_ops
-from traceviz.rundir import is_run_dir, read_run_dir
+from traceviz.rundir import is_run_dir
 
 MakeTrace = Callable[..., Path]
 
@@ -64,11 +64,7 @@ def heavy_on_epilogues(credits: traceviz.Comparison | object) -> list[tuple[str,
 
 @pytest.mark.parametrize("path", run_dirs(), ids=lambda p: str(p.relative_to(SAMPLES)))
 def test_no_sample_run_credits_a_heavy_op_to_an_epilogue_kernel(path: Path) -> None:
-    run = read_run_dir(path)
-    comparison = traceviz.compare(
-        run.eager, run.compiled, names=("eager", "compiled"), run_info=run.info,
-        compile_log=run.compile_log, eager_lines=run.eager_lines,
-    )  # fmt: skip
+    comparison = traceviz.compare(path)  # the run directory: its run.json, log, lines
     bad = heavy_on_epilogues(comparison)
     assert not bad, sorted(set(bad))
 
@@ -77,11 +73,7 @@ def test_the_reduce_overhead_gemms_are_not_credited_to_layer_norms() -> None:
     path = SAMPLES / "h200" / "gpt2-reduce-overhead"
     if not is_run_dir(path):
         pytest.skip(f"{path} not found")
-    run = read_run_dir(path)
-    comparison = traceviz.compare(
-        run.eager, run.compiled, names=("eager", "compiled"), run_info=run.info,
-        compile_log=run.compile_log, eager_lines=run.eager_lines,
-    )  # fmt: skip
+    comparison = traceviz.compare(path)  # the run directory: its run.json, log, lines
     credits = comparison.fusion.credits
     gemm = credits[credits[Credits.op].astype(str).isin(["aten::addmm", "aten::mm"])]
     assert len(gemm) == 55  # 50 addmm (cuBLAS + cutlass + split-K) and the lm_head's mm

@@ -24,7 +24,8 @@ from traceviz.analysis.fusion.lines import ByLine, LineRecord, compiler_credits,
 from traceviz.analysis.fusion.match import Credits
 from traceviz.analysis.kernels import classify
 from traceviz.parse.compile_log import is_library
-from traceviz.rundir import is_run_dir, read_run_dir
+from traceviz.pipeline import compare_run
+from traceviz.rundir import is_run_dir
 from traceviz.schema import ActivityKind, Kernels
 
 
@@ -34,13 +35,6 @@ def sample_dirs() -> list[Path]:
     return sorted(
         p for p in SAMPLES.iterdir() if is_run_dir(p) and (p / "compile_log.jsonl.gz").is_file()
     )
-
-
-def compare_run(path: Path) -> traceviz.Comparison:
-    run = read_run_dir(path)
-    return traceviz.compare(run.eager, run.compiled, names=("eager", "compiled"),
-                            run_info=run.info, compile_log=run.compile_log,
-                            eager_lines=run.eager_lines)  # fmt: skip
 
 
 def kernel_time(trace: traceviz.Trace) -> pd.Series:

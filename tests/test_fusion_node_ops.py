@@ -78,11 +78,7 @@ def test_the_gpt2_gemm_line_is_not_given_to_one_kernel_with_full_confidence() ->
     path = GPT2
     if not is_run_dir(path):
         pytest.skip(f"{path} not found")
-    run = read_run_dir(path)
-    comparison = traceviz.compare(
-        run.eager, run.compiled, names=("eager", "compiled"), run_info=run.info,
-        compile_log=run.compile_log, eager_lines=run.eager_lines,
-    )  # fmt: skip
+    comparison = traceviz.compare(path)  # the run directory: its run.json, log, lines
     kernels = comparison.fusion.kernels
     gemm = kernels[kernels[FusionKernels.eager_ops].astype(str).str.contains("aten::addmm")]
     # the Conv1D line's GEMMs run in three compiled library kernels: the nearest in the step
