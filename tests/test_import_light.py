@@ -1,5 +1,7 @@
 """The design promise: parsing, comparing and the text/JSON outputs never import torch,
-plotly or panel (so they run, and start fast, on any machine)."""
+plotly or panel (so they run, and start fast, on any machine); JSON and Markdown outputs never
+import rich (only the text format draws on a console); the text report of a comparison never
+imports the HTML machinery."""
 
 from __future__ import annotations
 
@@ -15,6 +17,17 @@ from tests.conftest import SAMPLES
 from tests.light_import_fixtures import assert_imports_none
 
 HEAVY = ("torch", "plotly", "panel", "bokeh")
+POINTWISE = SAMPLES / "pointwise"
+
+
+def _cli(*argv: list[str], setup: str = "") -> str:
+    """Code that runs ``traceviz.cli.main`` on each ``argv`` (exit 0) with stdout captured."""
+    return (
+        f"import io, contextlib\n{setup}from traceviz.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        + "".join(f"    assert main({a!r}) == 0\n" for a in argv)
+        + "assert out.getvalue()\n"
+    )
 
 
 def test_load_compare_and_summary_stay_light() -> None:
@@ -99,3 +112,36 @@ def test_ranks_serially_import_no_dask(tmp_path: Path) -> None:
         f"t = traceviz.load({str(tmp_path / 'ds')!r}, rank=1)"
     )
     assert_imports_none(code, DASK_EXTRAS + HEAVY)
+
+
+@pytest.mark.parametrize("fmt", ["json", "markdown"])
+def test_compare_json_and_markdown_import_no_rich(fmt: str, tmp_path: Path) -> None:
+    """Both through the output cache (a miss, then a hit) and without it, to stdout and -o."""
+    base = ["compare", str(POINTWISE), "--format", fmt]
+    extras = ([], [], ["--no-cache"], ["-o", f"{tmp_path}/r.{fmt}"])
+    setup = f"import os\nos.environ['TRACEVIZ_CACHE_DIR'] = {str(tmp_path)!r}\n"
+    assert_imports_none(_cli(*([*base, *e] for e in extras), setup=setup), ("rich",))
+
+
+def test_summary_json_imports_no_rich() -> None:
+    trace = POINTWISE / "compiled.pt.trace.json.gz"
+    code = _cli(["summary", str(trace), "--format", "json", "--no-cache"])
+    assert_imports_none(code, ("rich",))
+
+
+def test_compare_text_draws_with_rich_and_imports_no_html() -> None:
+    code = _cli(["compare", str(POINTWISE), "--no-cache"])
+    assert_imports_none(code, ("html", "html.entities", "jinja2", "plotly"))
+    with pytest.raises(AssertionError, match="imported \\['rich'\\]"):  # the check can fail
+        assert_imports_none(code, ("rich",))
+
+
+def test_the_html_snippet_still_escapes() -> None:
+    from traceviz.report.snippet import view_html
+    from traceviz.report.views import View
+
+    view = View(title="a<b", columns=["x&y"], rows=[["<td>"]])
+    assert view_html(view) == (
+        "<h3>a&lt;b</h3><table><thead><tr><th>x&amp;y</th></tr></thead>"
+        "<tbody><tr><td>&lt;td&gt;</td></tr></tbody></table>"
+    )
