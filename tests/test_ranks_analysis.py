@@ -4,7 +4,7 @@ findings, render) on jobs made in the test (tests/ranks_fixtures.py) and the cor
 GIVEN ranks with known clock offsets and a planted straggler, WHEN they are reduced one by one
 and analysed together, THEN the straggler is found, the offsets recovered, the collective time
 split into transfer and waiting that add up to what was measured, and nothing is flagged in a
-uniform job.
+uniform job. Every gain a rank finding credits is at most what the per-rank tables measured.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import traceviz
 from tests.conftest import CORPUS, corpus_params, load_trace
 from tests.light_import_fixtures import assert_imports_none
 from tests.ranks_fixtures import Job, ranks_from_trace, synthetic_job, write_ranks
+from traceviz.analysis.summary import summarize
+from traceviz.analysis.windows import partial_steps
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks.analyse import analyse_pair, analyse_ranks
 from traceviz.ranks.collectives import Arrival, Instance, bus_factor, match_collectives
@@ -32,10 +34,13 @@ from traceviz.ranks.compare import compare_ranks, odd_compile_ranks
 from traceviz.ranks.reduce import Collectives, RankSummary, canonical_collective, reduce_rank
 from traceviz.ranks.render import render_pair, render_ranks
 from traceviz.ranks.spread import kernel_spread, step_spread
-from traceviz.ranks.stragglers import find_stragglers, robust_outliers
+from traceviz.ranks.stragglers import Lateness, find_stragglers, robust_outliers
+from traceviz.ranks.synth import make_ranks
+from traceviz.schema import Steps
 
 NCCL_TRACE = CORPUS / "nvidia" / "a100_eager_nccl_rank.json.gz"
 needs_nccl = pytest.mark.skipif(not NCCL_TRACE.is_file(), reason=f"corpus not at {CORPUS}")
+MI250 = CORPUS / "amd" / "mi250_eager_train_rocm62.json.gz"
 
 
 def reduced(paths: list[Path]) -> SimpleNamespace:
@@ -143,6 +148,19 @@ def test_reduce_rank_on_sample_runs_has_no_collectives(run: str) -> None:
     assert tables.kernel_summary["total_us"].sum() == pytest.approx(s[RankSummary.kernel_time_us])
     frames = trace.regions.loc[trace.regions["kind"] == "compiled_region", "frame_id"].nunique()
     assert s[RankSummary.compiled_frames] == frames
+
+
+@pytest.mark.skipif(not MI250.is_file(), reason=f"corpus not at {CORPUS}")
+def test_rank_steps_leave_the_cut_off_step_out() -> None:
+    """The MI250 trace ends with a 49 µs fragment after a 9.3 ms step: left out of the rank's
+    step figures, as the single-trace summary does (analysis.windows.full_steps)."""
+    trace = load_trace(MI250)
+    assert partial_steps(trace) == 1 and len(trace.steps) == 2
+    row = reduce_rank(trace, 0, str(MI250)).summary.iloc[0]
+    full = trace.steps[Steps.dur_us].to_numpy(dtype=float)[:1]  # the first, whole step
+    assert row[RankSummary.steps] == 1 == summarize(trace).step_count
+    assert row[RankSummary.step_mean_us] == pytest.approx(float(np.mean(full)))
+    assert row[RankSummary.step_p50_us] == pytest.approx(float(np.median(full)))
 
 
 def test_collective_sizes_are_missing_not_guessed_without_the_file(tmp_path: Path) -> None:
@@ -540,3 +558,51 @@ def test_stragglers_are_grouped_by_node(tmp_path: Path) -> None:
     assert by_node["ranks"].tolist() == [4, 4]
     finding = next(f for f in analyse_ranks(t).findings if f.id == "rank-straggler")
     assert any("node-b (2 of 4 ranks)" in str(e) for e in finding.evidence)
+
+
+# --- gains against the per-rank tables (ranks made by traceviz.ranks.synth.make_ranks) ------
+
+
+@pytest.fixture(scope="module")
+def made_job(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """Eight ranks made from the corpus' NCCL rank, rank 3 a straggler: the others'
+    collectives start up to 10 ms earlier, never before the previous kernel on their stream."""
+    out = tmp_path_factory.mktemp("ranks-gains")
+    made = make_ranks(NCCL_TRACE, out, 8, straggler=3)
+    paths = sorted(out.glob("rank*.pt.trace.json.gz"))
+    assert len(paths) == len(made) == 8
+    ranks = reduced(paths)
+    return SimpleNamespace(ranks=ranks, analysis=analyse_ranks(ranks))
+
+
+@needs_nccl
+def test_straggler_gain_is_at_most_what_the_other_ranks_waited(made_job: SimpleNamespace) -> None:
+    """No rank's step can shrink by more than it waited inside collectives."""
+    analysis = made_job.analysis
+    assert analysis.stragglers.ranks == [3]
+    per = analysis.stragglers.per_rank.set_index(Lateness.rank)
+    steps = float(made_job.ranks.summary[RankSummary.steps].median())
+    most_waited_per_step = float(per.drop(index=3)[Lateness.wait_us].max()) / steps
+    late_bound = float(per.loc[3, Lateness.lateness_p50_us]) * int(per.loc[3, Lateness.instances])
+    # the planted lateness (10 ms) is more than the others could wait: the cap must bite here
+    assert late_bound / steps > most_waited_per_step
+    (finding,) = [f for f in analysis.findings if f.id == "rank-straggler" and f.trace == "rank 3"]
+    assert finding.est_gain_us <= most_waited_per_step + 1e-6
+    assert finding.est_gain_us == pytest.approx(most_waited_per_step)
+    assert "waited" in finding.gain_basis
+
+
+@needs_nccl
+def test_collective_wait_gain_is_the_mean_ranks_wait(made_job: SimpleNamespace) -> None:
+    per = made_job.analysis.stragglers.per_rank
+    summary = made_job.ranks.summary.set_index(RankSummary.rank)
+    for row in per.to_dict("records"):
+        comm = float(summary.loc[row[Lateness.rank], RankSummary.comm_time_us])
+        assert row[Lateness.transfer_us] + row[Lateness.wait_us] == pytest.approx(comm)
+        assert 0 <= row[Lateness.wait_us] <= comm
+    steps = float(made_job.ranks.summary[RankSummary.steps].median())
+    (finding,) = [f for f in made_job.analysis.findings if f.id == "collective-wait"]
+    assert finding.est_gain_us == pytest.approx(
+        float(per[Lateness.wait_us].sum()) / len(per) / steps
+    )
+    assert finding.est_gain_us <= float(per[Lateness.wait_us].max()) / steps
