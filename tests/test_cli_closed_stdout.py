@@ -1,7 +1,8 @@
-"""A command run with its standard output closed (``traceviz compare … >&-``, a cron job):
-Python then has no ``sys.stdout`` at all. With ``-o FILE`` the report goes to the file and
-the exit code is the command's; without, nowhere to write is one line on stderr and exit 2 —
-on a rendered-output cache hit as on a miss, never a traceback."""
+"""A command whose standard output cannot take the report: closed (``traceviz compare … >&-``,
+a cron job: Python then has no ``sys.stdout`` at all) or in an encoding that cannot write it
+(``PYTHONIOENCODING=ascii``, a Latin-1 locale). With ``-o FILE`` the report goes to the file and
+the exit code is the command's; without, one line on stderr saying what to do and exit 2 — on
+a rendered-output cache hit as on a miss, never a traceback."""
 
 from __future__ import annotations
 
@@ -18,30 +19,35 @@ RUN = SAMPLES / "pointwise"
 needs_run = pytest.mark.skipif(not (RUN / "run.json").is_file(), reason="sample run missing")
 
 
-def _closed_stdout(args: list[str], cache: Path | None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    args: list[str], cache: Path | None, *, ascii_out: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``traceviz ARGS`` with stdout closed (or, with ``ascii_out``, in ASCII)."""
     env = {**os.environ, "COLUMNS": "120"}
     env.pop("TRACEVIZ_NO_CACHE", None)
     if cache is None:
         env["TRACEVIZ_NO_CACHE"] = "1"
     else:
         env["TRACEVIZ_CACHE_DIR"] = str(cache)
+    if ascii_out:
+        env["PYTHONIOENCODING"] = "ascii"
     return subprocess.run(
         [sys.executable, "-m", "traceviz.cli", *args],
-        stdout=subprocess.DEVNULL,  # replaced by a closed fd 1 in the child
+        stdout=subprocess.PIPE if ascii_out else subprocess.DEVNULL,  # closed in the child
         stderr=subprocess.PIPE,
         text=True,
         env=env,
-        preexec_fn=lambda: os.close(1),
+        preexec_fn=None if ascii_out else lambda: os.close(1),
         timeout=300,
         check=False,
     )
 
 
-def _one_line_error(proc: subprocess.CompletedProcess[str]) -> None:
+def _one_line_error(proc: subprocess.CompletedProcess[str], *words: str) -> None:
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert "error" in lines[0] and "standard output" in lines[0] and "-o" in lines[0]
+    assert all(word in lines[0] for word in ("-o", *words)), lines[0]
     assert "Traceback" not in proc.stderr
 
 
@@ -52,7 +58,7 @@ def test_report_to_a_file_with_stdout_closed(tmp_path: Path, cached: bool) -> No
     cache = tmp_path / "cache" if cached else None
     for look in ("first", "second"):  # with the cache: a miss, then a hit
         out.unlink(missing_ok=True)
-        proc = _closed_stdout(["compare", str(RUN), "-o", str(out)], cache)
+        proc = _cli(["compare", str(RUN), "-o", str(out)], cache)
         assert proc.returncode == 0, (look, proc.stderr)
         assert proc.stderr == ""
         text = out.read_text(encoding="utf-8")
@@ -62,14 +68,21 @@ def test_report_to_a_file_with_stdout_closed(tmp_path: Path, cached: bool) -> No
 @needs_run
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_compare_to_a_closed_stdout_is_one_error(tmp_path: Path, fmt: str) -> None:
-    cache = tmp_path / "cache"
-    _one_line_error(_closed_stdout(["compare", str(RUN), "--format", fmt], None))
-    _one_line_error(_closed_stdout(["compare", str(RUN), "--format", fmt], cache))  # miss
-    _one_line_error(_closed_stdout(["compare", str(RUN), "--format", fmt], cache))  # hit
+    for cache in (None, tmp_path / "cache", tmp_path / "cache"):  # no cache, a miss, a hit
+        proc = _cli(["compare", str(RUN), "--format", fmt], cache)
+        _one_line_error(proc, "error", "standard output")
 
 
 def test_summary_to_a_closed_stdout_is_one_error(tmp_path: Path) -> None:
     path = write_trace(tmp_path / "t.json", [op("a", 0, 1)])
-    cache = tmp_path / "cache"
     for _ in range(2):  # a miss, then a hit
-        _one_line_error(_closed_stdout(["summary", str(path)], cache))
+        proc = _cli(["summary", str(path)], tmp_path / "cache")
+        _one_line_error(proc, "error", "standard output")
+
+
+@needs_run
+@pytest.mark.parametrize("fmt", ["text", "markdown"])
+def test_an_ascii_stdout_is_one_error(tmp_path: Path, fmt: str) -> None:
+    for _ in ("miss", "hit"):
+        proc = _cli(["compare", str(RUN), "--format", fmt], tmp_path / "cache", ascii_out=True)
+        _one_line_error(proc, "ascii", "PYTHONIOENCODING=utf-8")
