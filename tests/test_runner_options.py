@@ -11,9 +11,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-import msgspec
 import pytest
 
+from tests.runinfo_builder import run_info
 from traceviz import cli
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.runner import BUILTIN_MODELS, DEFAULT_MODEL, Options, load_model, load_run
@@ -238,56 +238,36 @@ def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
     return code, out, err
 
 
-def test_cli_unknown_model_exits_2_with_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch", reason="torch not installed (runner extra)")
-    code, _, err = run_cli(capsys, "run", "nope", "--device", "cpu")
-    assert code == 2
-    assert err.count("\n") == 1 and err.startswith("traceviz run: error: unknown model 'nope'")
-
-
-def test_cli_unknown_factory_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    pytest.importorskip("torch", reason="torch not installed (runner extra)")
-    path = write_factory(tmp_path, FACTORY)
-    code, _, err = run_cli(capsys, "run", f"{path}:missing", "--device", "cpu")
-    assert code == 2 and "has no callable 'missing'" in err and err.count("\n") == 1
-
-
-def test_cli_unknown_backend_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch", reason="torch not installed (runner extra)")
-    code, _, err = run_cli(capsys, "run", "pointwise", "--device", "cpu", "--backend", "nope")
-    assert code == 2 and "unknown torch.compile backend 'nope'" in err
-
-
-def test_cli_cuda_without_cuda_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    torch = pytest.importorskip("torch")
-    if torch.cuda.is_available():
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["nope", "--device", "cpu"], "unknown model 'nope'"),
+        (["{factory}:missing", "--device", "cpu"], "has no callable 'missing'"),
+        (["pointwise", "--device", "cpu", "--backend", "nope"], "unknown torch.compile backend"),
+        (["pointwise", "--device", "cuda"], "--device cuda asked for, but CUDA is not available"),
+        (["pointwise", "--steps", "0"], "--steps must be an integer >= 1"),
+    ],
+)
+def test_cli_bad_run_exits_2_with_one_line(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    torch = pytest.importorskip("torch", reason="torch not installed (runner extra)")
+    if "cuda" in argv and torch.cuda.is_available():
         pytest.skip("CUDA is available here")
-    code, _, err = run_cli(capsys, "run", "pointwise", "--device", "cuda")
-    assert code == 2
-    assert "--device cuda asked for, but CUDA is not available" in err and err.count("\n") == 1
+    factory = write_factory(tmp_path, FACTORY)
+    code, _, err = run_cli(capsys, "run", *(a.format(factory=factory) for a in argv))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("traceviz run: error: ") and fragment in err
 
 
-def test_cli_zero_steps_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("torch", reason="torch not installed (runner extra)")
-    code, _, err = run_cli(capsys, "run", "pointwise", "--steps", "0")
-    assert code == 2 and "--steps must be an integer >= 1" in err
-
-
-def test_models_lists_one_line_per_model(
+def test_models_lists_one_line_per_model_or_fits_the_columns(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("COLUMNS", raising=False)  # a pipe without a width: one line each
     code, out, _ = run_cli(capsys, "models")
     lines = out.splitlines()
-    assert code == 0 and len(lines) == len(BUILTIN_MODELS)
-    for line, name in zip(lines, BUILTIN_MODELS, strict=True):
-        assert line.split()[0] == name
+    assert code == 0 and [line.split()[0] for line in lines] == list(BUILTIN_MODELS)
     assert "[default" in next(line for line in lines if line.startswith(DEFAULT_MODEL + " "))
-
-
-def test_models_fit_the_columns_asked_for(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run_cli(capsys, "models")
     lines = out.splitlines()
@@ -311,30 +291,11 @@ def test_runner_registry_and_run_reader_import_no_torch() -> None:
 
 def sample_info() -> RunInfo:
     """A small, valid run.json record (as a compile failure leaves it)."""
-    raw = {
-        "traceviz_version": "0.1.0",
-        "created_utc": "2026-01-01T00:00:00+00:00",
-        "model": {"name": "m", "class_name": "M", "parameters": 0, "parameter_bytes": 0,
-                  "training": False, "inputs": [
-                      {"path": "args[0]", "shape": [2], "dtype": "float32", "device": "cpu"}]},
-        "options": {"device": "cpu", "mode": "default", "backend": "inductor", "dtype": None,
-                    "batch_size": None, "train": False, "steps": 1, "warmup": 0, "iters": 1},
-        "environment": {"device": "cpu", "device_name": "x", "device_count": 0,
-                        "cpu_threads": 1, "torch": "2", "triton": None, "cuda": None,
-                        "python": "3", "platform": "p", "hostname": "h"},
-        "profiler": {"activities": ["CPU"], "wait": 1, "warmup": 1, "active": 1,
-                     "record_shapes": True, "profile_memory": True, "cpp_kernel_profile": True},
-        "compile": {"backend": "inductor", "mode": "default", "ok": False,
-                    "error": {"phase": "compile", "type": "E", "message": "boom"}},
-        "timing": {"method": "m", "eager": {"iters": 1, "median_us": 1.0, "q1_us": 1.0,
-                   "q3_us": 1.0, "iqr_us": 0.0, "min_us": 1.0, "max_us": 1.0, "mean_us": 1.0,
-                   "samples_us": [1.0]}},
-        "correctness": {"checked": False},
-        "dynamo": {},
-        "memory": {"eager": {}},
-        "traces": {"eager": "eager.pt.trace.json.gz"},
-    }  # fmt: skip
-    return msgspec.convert(raw, type=RunInfo)
+    return run_info(
+        compile={"ok": False, "error": {"phase": "compile", "type": "E", "message": "boom"}},
+        timing={"method": "m", "eager": {"samples_us": [1.0]}},
+        traces={"eager": "eager.pt.trace.json.gz"},
+    )
 
 
 def test_run_json_round_trips(tmp_path: Path) -> None:
