@@ -1,4 +1,4 @@
-"""The hostile-input property tests' shared pieces (tests/test_bad_input.py on Kineto traces,
+"""The hostile-input property tests' shared pieces (tests/test_hostile_input.py on Kineto traces,
 tests/test_ort_profile.py on an ONNX Runtime profile): one byte mutation of a real file, odd
 JSON values for one field, and the one outcome every such file must have."""
 
