@@ -1,23 +1,36 @@
-"""What `traceviz run` prints and returns for the ONNX Runtime backend, from run.json alone.
+"""What `traceviz run` prints and returns, from run.json alone.
 
 GIVEN run.json records with ORT levels (one failing its check, with a culprit; one failing
 with an error) WHEN `traceviz run` prints them THEN every level, its check and its latency show,
 and the exit status is 1 exactly when a level's outputs differ from eager's.
+
+Under the timing table's speedup (eager median / compiled median) the statistical verdict on
+the same timed samples (:func:`traceviz.analysis.timing.speed.compare_samples`, as ``traceviz
+compare`` gives it) says whether that ratio is more than noise: on sample_traces/h200/block the
+table says 1.08× while the samples cannot tell eager and compiled apart.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rich.console import Console
 
+from tests.conftest import SAMPLES
 from tests.runinfo_builder import run_info
+from traceviz.analysis.timing.speed import SAME, compare_samples, ratio_words
+from traceviz.commands import output
 from traceviz.commands import run as run_command
+from traceviz.commands.speed_line import speed_line
+from traceviz.rundir import read_run_dir
 from traceviz.runner import Run
 from traceviz.runner.onnx.display import print_backends
+
+RUNS = sorted(p.parent for p in SAMPLES.rglob("run.json"))
 
 
 def _level(name: str, *, passed: bool | None = True, **fields: Any) -> dict[str, Any]:
@@ -94,7 +107,7 @@ def test_exit_status_is_1_when_a_level_differs(
     assert run_command.run(argparse.Namespace()) == status
 
 
-SAMPLE = Path(__file__).resolve().parents[1] / "sample_traces" / "gpt2-ort"
+SAMPLE = SAMPLES / "gpt2-ort"
 
 
 @pytest.mark.skipif(not (SAMPLE / "run.json").is_file(), reason="no sample_traces/gpt2-ort yet")
@@ -129,3 +142,41 @@ def test_the_gpt2_ort_sample_is_whole_and_its_profiles_add_up() -> None:
             assert inside and sum(inside) <= step["dur"]
     size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
     assert size < 3 * 2**20
+
+
+def _run_printed(directory: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    run = Run(directory, read_run_dir(directory).info)
+    console = Console(file=io.StringIO(), width=200)
+    monkeypatch.setattr(run_command, "profile_from_args", lambda args: run)
+    monkeypatch.setattr(output, "console", lambda: console)
+    run_command.run(argparse.Namespace())
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("directory", RUNS, ids=[str(p.relative_to(SAMPLES)) for p in RUNS])
+def test_run_prints_the_verdict_of_its_timed_samples(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    timing = read_run_dir(directory).info.timing
+    assert timing.compiled is not None
+    verdict = compare_samples(timing.eager.samples_us, timing.compiled.samples_us)
+    text = _run_printed(directory, monkeypatch)
+    said = "no significant difference" if verdict.verdict == SAME else verdict.verdict
+    line = next(x for x in text.splitlines() if x.startswith("speed verdict:"))
+    assert said in line
+    assert ratio_words(verdict.ratio) in line  # one way round: "1.28× faster", never 0.78×
+    assert verdict.interval_text() in line
+    assert text.index("speed verdict:") > text.index("step time,")
+    if directory == SAMPLES / "h200" / "block":  # a speedup within the noise says so
+        assert timing.speedup is not None and timing.speedup > 1.05
+        assert "speed verdict: no significant difference" in line
+
+
+def test_no_compiled_timing_no_verdict() -> None:
+    info = read_run_dir(SAMPLES / "block").info
+    failed = type(info.timing)(**{**_fields(info.timing), "compiled": None, "speedup": None})
+    assert speed_line(type(info)(**{**_fields(info), "timing": failed})) is None
+
+
+def _fields(value: object) -> dict[str, object]:
+    return {name: getattr(value, name) for name in value.__struct_fields__}  # type: ignore[attr-defined]
