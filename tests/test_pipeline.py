@@ -1,9 +1,12 @@
-"""The front door (:mod:`traceviz.pipeline`): every input becomes one report, the same for
-every front end, each trace analysed once; bad input is one clear error."""
+"""The front door (:mod:`traceviz.pipeline`): every input (two traces, analysed sides, a run
+directory, a ready comparison) becomes one report, the same for every front end, each trace
+analysed once; :func:`~traceviz.pipeline.open_report` only adds labels from the file names; bad
+input is one clear error that says what to give."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -49,12 +52,15 @@ def test_a_run_directory_becomes_one_diagnosed_report() -> None:
     report = open_report(run)
     assert isinstance(report, Report) and isinstance(report, Comparison)
     assert report.names == ("eager", "compiled")
+    assert report.metrics.equals(compare(run).metrics)
     assert isinstance(report.run_info, RunInfo)
     assert report.run_info == read_run_dir(run).info  # typed, as the run directory has it
     plain = compare_sides(report.a, report.b, run_info=report.run_info)
     assert [f.id for f in report.findings] == [f.id for f in sort_findings(diagnose(plain))]
     assert report.findings, "the graph-break sample has findings"
-    assert report_of(report) is report  # never diagnosed twice
+    assert report_of(report) is report and compare(report) is report  # never diagnosed twice
+    ready = compare(plain)  # a ready comparison: its report
+    assert isinstance(ready, Report) and ready.names == report.names
 
 
 def test_every_front_end_gets_the_same_report() -> None:
@@ -81,8 +87,6 @@ def _pair(run: Path) -> tuple[Path, Path]:
 
 
 def _run_kwargs(run: Path) -> dict:  # type: ignore[type-arg]
-    from traceviz.rundir import read_run_dir
-
     info = read_run_dir(run)
     return {"names": ("eager", "compiled"), "run_info": info.info, "compile_log": info.compile_log}
 
@@ -114,6 +118,7 @@ def test_two_tiny_traces_by_path(tmp_trace) -> None:  # type: ignore[no-untyped-
     assert report.names == (a.stem, b.stem)
     assert report.metric("kernel_count").a == report.metric("kernel_count").b == 4
     assert report.metric("kernel_time_us").b == pytest.approx(2 * report.metric("kernel_time_us").a)
+    assert report.metrics.equals(compare(a, b, names=(a.stem, b.stem)).metrics)
     by_objects = open_report(traceviz.load(a), traceviz.load(b))
     assert by_objects.names == ("a", "b")
     assert by_objects.metrics.equals(report.metrics)
@@ -127,6 +132,12 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, tmp_trace) -> None:  # typ
         open_report(missing, _tiny(tmp_trace, 1.0))
     with pytest.raises(UsageError, match="two non-empty labels"):
         compare(_tiny(tmp_trace, 1.0), _tiny(tmp_trace, 1.0), names=("a", ""))
+    with pytest.raises(UsageError, match=r"a run directory brings its own run\.json"):
+        open_report(_run(), run_info={})
+    with pytest.raises(UsageError, match=f"{re.escape(str(tmp_path))}: give two traces"):
+        compare(tmp_path, run_info={})  # not a run directory: that is the error
+    with pytest.raises(UsageError, match=r"traceviz.compare\(3\): give two traces"):
+        compare(3)
 
 
 def test_trace_facts_derive_from_the_one_analysed_side() -> None:
