@@ -28,8 +28,7 @@ if not CHROMIUM.exists():
 sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
 
-from traceviz.dashboard.app import tab_class  # noqa: E402
-from traceviz.dashboard.tabs.common import NAME_WIDTH  # noqa: E402
+from traceviz.dashboard.tabs.common import NAME_WIDTH, tab_class  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -46,7 +46,7 @@ VIEWS = {
 
 sync_api = require_browser()
 
-from traceviz.dashboard.app import tab_class  # noqa: E402
+from traceviz.dashboard.tabs.common import tab_class  # noqa: E402
 
 
 def sample_run(*names: str) -> Path:

@@ -35,7 +35,7 @@ from tests.ranks_fixtures import synthetic_job, write_ranks
 sync_api = require_browser()
 pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
 
-from traceviz.dashboard.ranks_app import tab_class  # noqa: E402
+from traceviz.dashboard.tabs.common import tab_class  # noqa: E402
 from traceviz.report.figures.ranks import STRAGGLER_COLOR  # noqa: E402
 
 WORLD, STRAGGLER = 4, 2

@@ -23,6 +23,7 @@ import param
 
 from traceviz.analysis.compare import Side
 from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB, load_upload, upload_label
+from traceviz.dashboard.tabs.common import build_later, failed_tab, tab_slots
 from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane, views_for
 from traceviz.errors import TraceVizError
 from traceviz.pipeline import Report, compare
@@ -36,18 +37,12 @@ RESET_DELAY_MS = 2000  # after a failed upload, until its drop zone is replaced
 log = logging.getLogger(__name__)
 
 
-def tab_class(title: str) -> str:
-    """The CSS class of a tab's content (``"Launch overhead"`` → ``tv-tab-launch-overhead``),
-    for pages and tests to find a tab's content once it is built."""
-    return "tv-tab-" + "-".join(title.lower().split())
-
-
 def build_view(comparison: Report, title: str) -> Component:
     """One tab's component; a builder that fails gives a message in the tab, not a traceback."""
     try:
         return VIEWS[title](comparison)
     except TraceVizError as err:
-        return html_pane(f"<p>{html.escape(title)}: {html.escape(str(err))}</p>")
+        return failed_tab(title, err)
 
 
 class Dashboard(pn.viewable.Viewer):
@@ -188,9 +183,7 @@ class Dashboard(pn.viewable.Viewer):
         titles = views_for(comparison)
         active = min(self._tabs.active, len(titles) - 1)
         self.comparison = comparison
-        self._slots = {
-            t: pn.Column(sizing_mode=STRETCH, name=t, css_classes=[tab_class(t)]) for t in titles
-        }
+        self._slots = tab_slots(titles)
         for title, component in (built or {}).items():
             if title in self._slots:
                 self._slots[title][:] = [component]
@@ -216,20 +209,8 @@ class Dashboard(pn.viewable.Viewer):
         if self._showing or not 0 <= event.new < len(titles):
             return
         title = titles[event.new]
-        slot = self._slots[title]
-        doc = pn.state.curdoc
-        if len(slot) or doc is None or doc.session_context is None:
-            self._fill(title)
-            return
-        slot.loading = True
-
-        def build() -> None:
-            try:
-                self._fill(title)
-            finally:
-                slot.loading = False
-
-        doc.add_next_tick_callback(build)
+        if not len(self._slots[title]):
+            build_later(self._slots[title], lambda: self._fill(title))
 
     @property
     def built_tabs(self) -> list[str]:

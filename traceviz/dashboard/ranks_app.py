@@ -28,7 +28,16 @@ import panel as pn
 import param
 
 from traceviz.dashboard.loading import TraceCache
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, selectable_table, table_csv
+from traceviz.dashboard.tabs.common import (
+    STRETCH,
+    build_later,
+    failed_tab,
+    html_pane,
+    plot,
+    selectable_table,
+    tab_slots,
+    table_csv,
+)
 from traceviz.dashboard.tabs.findings import findings_pane
 from traceviz.dashboard.tabs.ranks import RanksView
 from traceviz.dashboard.tabs.trace_summary import trace_summary
@@ -193,11 +202,6 @@ def _x(value: float) -> str:
     return f"{value:.2f}×" if value == value else "n/a"
 
 
-def tab_class(title: str) -> str:
-    """The CSS class of a tab's content (as :func:`traceviz.dashboard.app.tab_class`)."""
-    return "tv-tab-" + "-".join(title.lower().replace(":", "").split())
-
-
 class RanksDashboard(pn.viewable.Viewer):
     """One or two ranks datasets in tabs (see the module docstring); each tab is built when
     first opened, the rank trace when its tab is shown."""
@@ -224,9 +228,7 @@ class RanksDashboard(pn.viewable.Viewer):
             builders[title] = partial(self._ranks_view, side)
         builders[TRACE_TAB] = self._trace_tab
         self._builders = builders
-        self._slots = {
-            t: pn.Column(sizing_mode=STRETCH, name=t, css_classes=[tab_class(t)]) for t in builders
-        }
+        self._slots = tab_slots(builders)
         self._trace = pn.Column(sizing_mode=STRETCH, css_classes=["tv-rank-trace"])
         self._tabs = pn.Tabs(*self._slots.items(), dynamic=True, sizing_mode=STRETCH)
         self._tabs.param.watch(self._on_tab, "active")
@@ -288,7 +290,7 @@ class RanksDashboard(pn.viewable.Viewer):
         if view is not None and view.rank != self.rank:
             view.rank = self.rank  # the Ranks view shows the same rank's details
         if self._active() == TRACE_TAB and len(self._slots[TRACE_TAB]):
-            self._later(self._trace, self._show_trace)
+            build_later(self._trace, self._show_trace)
 
     def _show_trace(self) -> None:
         """The rank trace's summary views in the Rank trace tab (read now if not cached)."""
@@ -316,7 +318,7 @@ class RanksDashboard(pn.viewable.Viewer):
         try:
             slot[:] = [self._builders[title]()]
         except TraceVizError as err:
-            slot[:] = [html_pane(f"<p>{html.escape(title)}: {html.escape(str(err))}</p>")]
+            slot[:] = [failed_tab(title, err)]
 
     def _on_tab(self, event: param.parameterized.Event) -> None:
         titles = list(self._slots)
@@ -325,24 +327,6 @@ class RanksDashboard(pn.viewable.Viewer):
         title = titles[event.new]
         if len(self._slots[title]):
             if title == TRACE_TAB:
-                self._later(self._trace, self._show_trace)
+                build_later(self._trace, self._show_trace)
             return
-        self._later(self._slots[title], lambda: self._fill(title))
-
-    @staticmethod
-    def _later(slot: pn.Column, build: Callable[[], None]) -> None:
-        """Run ``build`` now (a notebook, a test), or on the next tick of a served page with
-        ``slot``'s loading indicator shown meanwhile."""
-        doc = pn.state.curdoc
-        if doc is None or doc.session_context is None:
-            build()
-            return
-        slot.loading = True
-
-        def run() -> None:
-            try:
-                build()
-            finally:
-                slot.loading = False
-
-        doc.add_next_tick_callback(run)
+        build_later(self._slots[title], lambda: self._fill(title))

@@ -3,9 +3,10 @@ with a CSV download."""
 
 from __future__ import annotations
 
+import html
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pandas as pd
@@ -50,6 +51,40 @@ def plot(fig: Any) -> pn.pane.Plotly:
 
 def html_pane(text: str) -> pn.pane.HTML:
     return pn.pane.HTML(text, sizing_mode=STRETCH, stylesheets=[_CSS])
+
+
+def tab_class(title: str) -> str:
+    """The CSS class of a tab's content (``"Ranks: fast"`` → ``tv-tab-ranks-fast``), for pages
+    and tests to find a tab's content once it is built."""
+    return "tv-tab-" + "-".join(title.lower().replace(":", "").split())
+
+
+def tab_slots(titles: Iterable[str]) -> dict[str, pn.Column]:
+    """An empty slot per tab title, each carrying its :func:`tab_class`."""
+    return {t: pn.Column(sizing_mode=STRETCH, name=t, css_classes=[tab_class(t)]) for t in titles}
+
+
+def failed_tab(title: str, err: Exception) -> pn.pane.HTML:
+    """What a tab whose builder failed shows: its message, not a traceback."""
+    return html_pane(f"<p>{html.escape(title)}: {html.escape(str(err))}</p>")
+
+
+def build_later(slot: pn.Column, build: Callable[[], None]) -> None:
+    """Run ``build`` now (a notebook, a test), or on the next tick of a served page with
+    ``slot``'s loading indicator shown meanwhile (the browser gets the indicator first)."""
+    doc = pn.state.curdoc
+    if doc is None or doc.session_context is None:
+        build()
+        return
+    slot.loading = True
+
+    def run() -> None:
+        try:
+            build()
+        finally:
+            slot.loading = False
+
+    doc.add_next_tick_callback(run)
 
 
 def selectable_table(
