@@ -1,4 +1,5 @@
-"""The dashboard without a browser: loading and caching, bad uploads, the views, the command,
+"""The dashboard without a browser: loading and caching, bad uploads, the views (each tab built
+only when first opened, registered ones too), the Overview's cards and findings, the command,
 the ``panel serve`` entry and the notebook widgets. (tests/test_dashboard_browser.py drives
 the served page in Chromium.)"""
 
@@ -6,22 +7,48 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import html
+import io
+import re
 import socket
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES
+from tests.conftest import CORPUS, SAMPLES, load_trace
 
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
 
-from traceviz.analysis.compare import Comparison
+import panel as pn
+
+from traceviz.analysis.compare import Comparison, Metric
+from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.cli import main
-from traceviz.dashboard import loading, panel_app
+from traceviz.dashboard import loading, panel_app, views
 from traceviz.dashboard.app import Dashboard
 from traceviz.dashboard.serve import websocket_origins
+from traceviz.dashboard.tabs.findings import finding_body, findings_block
+from traceviz.dashboard.tabs.overview import _card, overview
 from traceviz.dashboard.views import VIEWS, KernelsView, TimelineView, explain_kernel, views_for
 from traceviz.errors import TraceFormatError, UsageError
+from traceviz.pipeline import compare
+from traceviz.report import figures
+from traceviz.report.bundle import Report
+from traceviz.report.figures.overview import PARTIAL_SHARE, traffic_partial
+from traceviz.report.headline import change_text
+from traceviz.report.views import fmt_value
+from traceviz.units import fmt_pct
+
+A100_PAIR = (
+    CORPUS / "nvidia" / "a100_eager_train_control.json.gz",
+    CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz",
+)
+DETAILS = re.compile(
+    r"<details class='finding sev-(\w+)'[^>]*><summary>(.*?)</summary>(.*?)</details>", re.S
+)
 
 
 def sample_run(*names: str) -> Path:
@@ -34,8 +61,16 @@ def sample_run(*names: str) -> Path:
 @pytest.fixture(scope="module")
 def sample() -> Comparison:
     found = loading.comparison_from_args([str(sample_run())])
-    assert found is not None
+    assert found is not None and found.findings, "the sample run has findings"
     return found
+
+
+@pytest.fixture(scope="module")
+def a100() -> Report:
+    for path in A100_PAIR:
+        if not path.is_file():
+            pytest.skip(f"{path} not found (corpus at {CORPUS})")
+    return compare(load_trace(A100_PAIR[0]), load_trace(A100_PAIR[1]))
 
 
 # --- loading -------------------------------------------------------------------------------
@@ -205,3 +240,244 @@ def test_widgets(sample: Comparison) -> None:
     with pytest.raises(UsageError):
         tw.view(sample, "Nope")
     assert "<table>" in sample._repr_html_()  # rich display of the object itself still works
+
+
+# --- tabs built when first opened ------------------------------------------------------
+
+
+@pytest.fixture
+def probe() -> Iterator[list[str]]:
+    """Two tabs registered like ORT-VIEW's and RANKS-ANALYSIS's: one every report shows, one
+    no report shows; yields the titles built so far."""
+    calls: list[str] = []
+
+    def build(report: Report) -> pn.pane.HTML:
+        calls.append("Probe")
+        return pn.pane.HTML("probe")
+
+    views.register_view("Probe", build, before="Regions")
+    views.register_view("Never", lambda r: pn.pane.HTML("never"), when=lambda r: False)
+    try:
+        yield calls
+    finally:
+        for title in ("Probe", "Never"):
+            views.VIEWS.pop(title)
+            views.VIEW_WHEN.pop(title, None)
+
+
+def test_only_the_visible_tab_is_built(sample: Comparison) -> None:
+    app = Dashboard(comparison=sample)
+    always = [t for t in views.VIEWS if t not in views.VIEW_WHEN]
+    assert app._tabs._names == views.views_for(sample)
+    assert set(always) <= set(app._tabs._names)
+    assert app.built_tabs == ["Overview"]
+    app._tabs.active = app._tabs._names.index("Timeline")
+    assert app.built_tabs == ["Overview", "Timeline"]
+    slot = app._slots["Timeline"]
+    built = slot.objects[0]
+    app._tabs.active = 0
+    app._tabs.active = app._tabs._names.index("Timeline")
+    assert slot.objects[0] is built  # opened again: not built again
+
+
+def test_registered_tabs_are_lazy_and_conditional(sample: Comparison, probe: list[str]) -> None:
+    titles = views.views_for(sample)
+    assert "Never" not in titles
+    assert titles.index("Probe") == titles.index("Regions") - 1
+    app = Dashboard(comparison=sample)
+    assert app._tabs._names == titles
+    assert probe == []
+    app._tabs.active = titles.index("Probe")
+    assert probe == ["Probe"] and "Probe" in app.built_tabs
+
+
+def test_a_failing_builder_gives_a_message(sample: Comparison) -> None:
+    def broken(report: Report) -> pn.pane.HTML:
+        raise UsageError("needs the onnx extra: pip install 'traceviz[onnx]'")
+
+    views.register_view("Broken", broken)
+    try:
+        app = Dashboard(comparison=sample)
+        app._tabs.active = app._tabs._names.index("Broken")
+        text = app._slots["Broken"].objects[0].object
+        assert "Broken: needs the onnx extra" in text
+    finally:
+        views.VIEWS.pop("Broken")
+
+
+def test_upload_keeps_the_open_tab_and_builds_only_it(sample: Comparison) -> None:
+    app = Dashboard(comparison=sample)
+    app._tabs.active = app._tabs._names.index("Memory")
+    data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
+    asyncio.run(app.load_upload("b", "pointwise-compiled.json.gz", data))
+    assert app.error == ""
+    assert app._tabs.active == app._tabs._names.index("Memory")
+    assert app.built_tabs == ["Memory"]
+
+
+# --- uploads: labels and failures ----------------------------------------------------------
+
+
+def test_an_upload_is_labelled_by_its_own_name(sample: Comparison) -> None:
+    app = Dashboard(comparison=sample)
+    data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
+    asyncio.run(app.load_upload("b", "pointwise-compiled.pt.trace.json.gz", data))
+    assert app.comparison is not None
+    assert app.comparison.names == ("eager", "pointwise-compiled")
+    assert app.comparison.b.trace.meta.source == "pointwise-compiled.pt.trace.json.gz (uploaded)"
+    assert "pointwise-compiled" in app._upload_names["b"].object
+    app._tabs.active = 0
+    overview = app._slots["Overview"].objects[0]
+    text = " ".join(str(p.object) for p in overview.select(pn.pane.HTML))
+    # no trace of the temporary upload folder (the checkout itself may live under /tmp)
+    assert "traceviz-upload-" not in text
+    assert "pointwise-compiled" in text
+
+
+def test_a_failed_upload_resets_its_drop_zone(sample: Comparison) -> None:
+    app = Dashboard(comparison=sample)
+    before = app._uploads["a"]
+    asyncio.run(app.load_upload("a", "corrupt.json.gz", b"\x1f\x8bnot gzip"))
+    assert app.error.startswith("Could not load corrupt.json.gz")
+    assert app._uploads["a"] is not before and app._upload_slots["a"][1] is app._uploads["a"]
+    assert app._uploads["a"].value == {}
+    assert app.comparison is sample and app._labels() == sample.names
+
+
+def test_an_upload_is_never_read_from_a_same_named_server_file(
+    sample: Comparison, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceviz.dashboard.download import perfetto_download
+
+    data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "compiled.pt.trace.json.gz").write_bytes(b"not the upload")
+    app = Dashboard(comparison=sample)
+    asyncio.run(app.load_upload("b", "compiled.pt.trace.json.gz", data))
+    assert app.comparison is not None
+    shown = perfetto_download(app.comparison)
+    button = next(iter(shown.select(pn.widgets.FileDownload)))
+    assert button.disabled  # the upload is not kept; the file beside the server is not it
+    assert "uploaded" in shown[1].object
+
+
+# --- the Overview: cards, then findings ------------------------------------------------
+
+
+def card_lines(html_text: str) -> list[str]:
+    """The card's value and detail lines as plain text."""
+    parts = re.findall(r"<div class='(?:v|d)'>(.*?)</div>", html_text)
+    return [re.sub(r"&gt;", ">", p) for p in parts]
+
+
+def test_per_step_first_when_step_counts_differ(a100: Report) -> None:
+    steps = (a100.a.summary.step_count, a100.b.summary.step_count)
+    assert steps[0] != steps[1] and all(steps)  # the corpus pair: 6 vs 5 steps
+    row = a100.metric("kernel_count")
+    per_step = [row[Metric.a] / steps[0], row[Metric.b] / steps[1]]
+    value, detail = card_lines(_card(a100, "kernel_count", "kernels"))
+    assert (
+        value == f"{fmt_value(per_step[0], 'count')} → {fmt_value(per_step[1], 'count')} per step"
+    )
+    total = f"{fmt_value(row[Metric.a], 'count')} → {fmt_value(row[Metric.b], 'count')}"
+    # one ratio direction (issue 26): "1.17× less", never a 0.85×
+    assert change_text(per_step[1] / per_step[0]) in detail and total in detail
+    assert f"{steps[0]} vs {steps[1]} steps" in detail
+
+
+def test_totals_when_step_counts_agree(sample: Comparison) -> None:
+    assert sample.a.summary.step_count == sample.b.summary.step_count
+    value, _ = card_lines(_card(sample, "kernel_count", "kernels"))
+    row = sample.metric("kernel_count")
+    assert value == f"{fmt_value(row[Metric.a], 'count')} → {fmt_value(row[Metric.b], 'count')}"
+
+
+def test_memory_card_is_partial_when_much_is_unestimated(a100: Report) -> None:
+    shares = [s.traffic.unestimated_time_share for s in (a100.a, a100.b)]
+    assert max(shares) > PARTIAL_SHARE and traffic_partial(a100)
+    text = _card(a100, "est_bytes", "memory traffic")
+    value, detail = card_lines(text)
+    assert "partial" in text and value.startswith("≥ ") and "→ ≥ " in value
+    assert detail.startswith("no ratio") and "×" not in detail
+    for share in shares:  # each side's unestimated share is its own segment
+        assert f"width:{100 * share:.1f}%" in text
+        assert f"no estimate for {fmt_pct(100 * share)}" in text
+    # the two sides' estimates cover 44% and 18% of their kernel time: no ratio, so no bar
+    assert traffic_gap_note(a100.a.traffic, a100.b.traffic, a100.names) is not None
+    bar = figures.metrics_figure(a100).data[0]
+    assert "kernels" in list(bar.y)
+    assert not any(str(label).startswith("memory traffic") for label in bar.y)
+
+
+def test_memory_card_of_a_well_estimated_pair(sample: Comparison) -> None:
+    shares = [s.traffic.unestimated_time_share or 0.0 for s in (sample.a, sample.b)]
+    text = _card(sample, "est_bytes", "memory traffic")
+    assert ("tv-partial" in text) == (max(shares) > PARTIAL_SHARE)
+    if max(shares) <= PARTIAL_SHARE:
+        assert "no ratio" not in text and "×" in card_lines(text)[1]
+
+
+def kinds(column: Any) -> list[str]:
+    return [type(o).__name__ for o in column]
+
+
+def test_overview_shows_cards_and_charts_before_the_findings(sample: Comparison) -> None:
+    parts = list(overview(sample))
+    # the verdict sentence and the top 3 findings first (issue 26), then cards and charts,
+    # then every finding
+    assert kinds(parts)[:4] == ["HTML", "HTML", "Plotly", "Plotly"]
+    assert "tv-verdict" in parts[0].object and "Top findings" in parts[0].object
+    assert "tv-card" in parts[1].object and "Findings" not in parts[1].object
+    listed = [i for i, p in enumerate(parts) if str(getattr(p, "object", "")).startswith(
+        f"<h4>Findings ({len(sample.findings)})</h4>")]  # fmt: skip
+    plots = [i for i, kind in enumerate(kinds(parts)) if kind == "Plotly"]
+    assert len(listed) == 1 and listed[0] > max(plots)
+
+
+def test_each_finding_is_one_line_that_expands_to_its_evidence(sample: Comparison) -> None:
+    found = DETAILS.findall(findings_block(sample.findings, empty="none"))
+    assert len(found) == len(sample.findings)
+    for (severity, summary, body), finding in zip(found, sample.findings, strict=True):
+        assert severity == finding.severity.value
+        assert "<ul>" not in summary and "<li>" not in summary  # one line: no evidence
+        assert body == finding_body(finding)
+        for line in finding.evidence_lines():
+            assert html.escape(str(line)) in body
+
+
+def test_no_findings_says_so() -> None:
+    assert "nothing here" in findings_block([], empty="nothing here")
+    assert "<details" not in findings_block([], empty="nothing here")
+
+
+@pytest.fixture(scope="module")
+def ort_report(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("torch")
+    from tests import ort_fixtures as fx
+    from traceviz.pipeline import compare_run
+
+    run = fx.make_ort_run(tmp_path_factory.mktemp("ort") / "run", sample=SAMPLES / "linear-add")
+    return compare_run(run)
+
+
+def test_backends_tables_download_as_csv(ort_report: Any) -> None:
+    from traceviz.dashboard.tabs.backends import backends
+    from traceviz.report.backends_views import backends_views
+
+    tab = list(backends(ort_report))
+    downloads = [o for o in tab if type(o).__name__ == "FileDownload"]
+    (fusion,) = [o for o in tab if type(o).__name__ == "Tabulator"]
+    shown = [o for o in tab if type(o).__name__ == "Column"]  # view_table: HTML table + CSV
+    tables = backends_views(ort_report, top=20)
+    assert len(shown) == len(tables) - 1  # every table but the fusion one (a Tabulator)
+    for column, view in zip(shown, tables[:2] + tables[3:], strict=True):
+        frame = _csv(column[1])
+        assert list(frame.columns) == view.columns and len(frame) == len(view.rows)
+    fusion_csv = _csv(downloads[0])
+    assert len(fusion_csv) == len(ort_report.backends.fusion) == len(fusion.value)
+    assert fusion_csv["time_us"].to_numpy() == pytest.approx(fusion.value["time_us"].to_numpy())
+
+
+def _csv(download: Any) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(download.callback().getvalue()), keep_default_na=False)
