@@ -1,7 +1,8 @@
 """The two sides of a comparison loaded and analysed at once (traceviz/pipeline.py,
-traceviz/concurrent_sides.py): the same report as one after the other on every real pair,
-really concurrent, errors in the sequential order, Ctrl-C, and what the worker thread shares
-(the dashboard's TraceCache, the parse's collector pause, the parse cache's deletions)."""
+traceviz/concurrent_sides.py): side b on the worker (the same report as one after the other
+on every real pair: tests/test_side_diagnosis.py), really concurrent, errors in the
+sequential order, Ctrl-C, and what the worker thread shares (the dashboard's TraceCache, the
+parse's collector pause, the parse cache's deletions)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, op
-from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS
+from tests.real_data import SAMPLE_RUNS
 from traceviz import pipeline
 from traceviz.concurrent_sides import side_by_side
 from traceviz.dashboard.loading import TraceCache, load_path
@@ -61,45 +62,17 @@ def _json(report: Any) -> str:
     return str(renderer("json").comparison(report, top=20))
 
 
-def _both_ways(
-    monkeypatch: pytest.MonkeyPatch, make: Callable[[Recorder], Any]
-) -> tuple[str, str, Recorder]:
-    """The compare JSON one side after the other, then with the sides at once; the second
-    run's recorder (a loader other than the parser's default: the report cache is not used)."""
-    monkeypatch.setenv(CONCURRENT_ENV, "0")
-    sequential = _json(make(Recorder()))
-    monkeypatch.delenv(CONCURRENT_ENV)
-    recorder = Recorder()
-    concurrent = _json(make(recorder))
-    return sequential, concurrent, recorder
-
-
 @pytest.mark.parametrize("run", SAMPLE_RUNS)
-def test_sample_runs_same_report_at_once(monkeypatch: pytest.MonkeyPatch, run: str) -> None:
+def test_sample_runs_load_side_b_on_the_worker(run: str) -> None:
+    """Side b (compiled) and the lines trace load on the worker, side a here (the report is
+    the one-after-the-other one: test_side_diagnosis's same-report tests, both ways)."""
     directory = SAMPLES / run
-    sequential, concurrent, recorder = _both_ways(
-        monkeypatch, lambda load: compare_run(directory, load=load)
-    )
-    assert concurrent == sequential
-    # side b (compiled) and the lines trace were loaded on the worker, side a here
+    recorder = Recorder()
+    compare_run(directory, load=recorder)
     assert recorder.threads["compiled.pt.trace.json.gz"] == WORKER
     assert recorder.threads["eager.pt.trace.json.gz"] == threading.current_thread().name
     if (directory / "eager_lines.pt.trace.json.gz").exists():
         assert recorder.threads["eager_lines.pt.trace.json.gz"] == WORKER
-
-
-@pytest.mark.parametrize("pair", CORPUS_PAIRS, ids=[a for a, _ in CORPUS_PAIRS])
-def test_corpus_pairs_same_report_at_once(
-    monkeypatch: pytest.MonkeyPatch, pair: tuple[str, str]
-) -> None:
-    a, b = (CORPUS / p for p in pair)
-    if not (a.exists() and b.exists()):
-        pytest.skip(f"corpus not found at {CORPUS}")
-    sequential, concurrent, recorder = _both_ways(
-        monkeypatch, lambda load: compare(a, b, names=("eager", "compiled"), force=True, load=load)
-    )
-    assert concurrent == sequential
-    assert recorder.threads[b.name] == WORKER
 
 
 def test_default_loader_same_report_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -184,29 +157,25 @@ def test_no_thread_without_a_file_to_load(monkeypatch: pytest.MonkeyPatch) -> No
     assert WORKER in started
 
 
-def test_small_files_stay_on_one_thread(
+def _b_on_worker(a: Path, b: Path, eager_lines: Path | None = None) -> bool:
+    recorder = Recorder()
+    compare(a, b, load=recorder, eager_lines=eager_lines)
+    return recorder.threads[b.name] == WORKER
+
+
+def test_small_files_and_one_cpu_stay_on_one_thread(
     monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
 ) -> None:
     """Below OVERLAP_MIN_BYTES of JSON in every file to load, no worker (its start and the
-    GIL's hand-offs cost more than the little that overlaps); at it, one."""
+    GIL's hand-offs cost more than the little that overlaps); at it, one. On one CPU, none."""
     a, b = _pair(tmp_trace)
     biggest = max(a.stat().st_size, b.stat().st_size)
     for threshold, thread in ((biggest + 1, False), (biggest, True)):
         monkeypatch.setattr(pipeline, "OVERLAP_MIN_BYTES", threshold)
-        recorder = Recorder()
-        compare(a, b, load=recorder)
-        assert (recorder.threads[b.name] == WORKER) is thread
-
-
-def test_one_cpu_stays_on_one_thread(
-    monkeypatch: pytest.MonkeyPatch, tmp_trace: Callable[..., Path]
-) -> None:
-    a, b = _pair(tmp_trace)
+        assert _b_on_worker(a, b) is thread
     for cpus, thread in ((1, False), (2, True)):
         monkeypatch.setattr(pipeline, "_cpus", lambda n=cpus: n)
-        recorder = Recorder()
-        compare(a, b, load=recorder)
-        assert (recorder.threads[b.name] == WORKER) is thread
+        assert _b_on_worker(a, b) is thread
 
 
 def test_no_worker_when_side_a_cannot_be_read(
@@ -244,9 +213,7 @@ def test_big_pairs_stay_on_one_thread(
         (size[a] + size[lines], lines, True),
     ):
         monkeypatch.setattr(pipeline, "OVERLAP_MAX_BYTES", limit)
-        recorder = Recorder()
-        compare(a, b, load=recorder, eager_lines=eager_lines)
-        assert (recorder.threads[b.name] == WORKER) is thread
+        assert _b_on_worker(a, b, eager_lines) is thread
 
 
 @pytest.mark.parametrize("run", ["h200/gpt2", "gpt2-ort"])
@@ -269,20 +236,18 @@ def _bad(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def test_side_a_error_names_its_file(tmp_path: Path, tmp_trace: Callable[..., Path]) -> None:
-    a = _bad(tmp_path, "bad_a.json")
-    _, b = _pair(tmp_trace)
+@pytest.mark.parametrize("bad", ["a", "b"])
+def test_a_side_error_names_its_file(
+    tmp_path: Path, tmp_trace: Callable[..., Path], bad: str
+) -> None:
+    a, b = _pair(tmp_trace)
+    if bad == "a":
+        a = _bad(tmp_path, "bad_a.json")
+    else:
+        b = _bad(tmp_path, "bad_b.json")
     with pytest.raises(TraceFormatError) as err:
         compare(a, b, load=traceviz.load)
-    assert err.value.path == str(a)
-
-
-def test_side_b_error_names_its_file(tmp_path: Path, tmp_trace: Callable[..., Path]) -> None:
-    a, _ = _pair(tmp_trace)
-    b = _bad(tmp_path, "bad_b.json")
-    with pytest.raises(TraceFormatError) as err:
-        compare(a, b, load=traceviz.load)
-    assert err.value.path == str(b)
+    assert err.value.path == str(a if bad == "a" else b)
 
 
 def test_both_fail_side_a_error_first(tmp_path: Path) -> None:
