@@ -32,6 +32,9 @@ DOCS = REPO / "docs"
 SAMPLES = REPO / "sample_traces"
 ORT_RUN = SAMPLES / "gpt2-ort"  # a run with ONNX Runtime backends: backends/onnxruntime filled
 GPU_RUN = SAMPLES / "h200" / "block"  # a CUDA run: launch delays, blocking calls, idle CPU work
+#: compare-json.md's key tables, in order: the top level, then the objects they describe.
+COMPARE_TABLES = ("top level", "findings", "fusion.kernels", "fusion.by_line", "backends",
+                  "onnxruntime")  # fmt: skip
 SUMMARY_TRACES = (
     SAMPLES / "block" / "compiled.pt.trace.json.gz",
     SAMPLES / "h200" / "gpt2" / "compiled.pt.trace.json.gz",
@@ -50,15 +53,18 @@ def _code_blocks(markdown: str) -> Iterator[str]:
         yield match.group(1)
 
 
-def readme_commands() -> list[str]:
-    """Every ``traceviz ...`` line in the README's code blocks, comments and all."""
-    text = (REPO / "README.md").read_text()
+def code_commands(page: Path) -> list[str]:
+    """Every ``traceviz ...`` line in a page's code blocks, comments and all."""
     return [
         line.strip()
-        for block in _code_blocks(text)
+        for block in _code_blocks(page.read_text())
         for line in block.splitlines()
         if line.strip().startswith("traceviz ")
     ]
+
+
+def readme_commands() -> list[str]:
+    return code_commands(REPO / "README.md")
 
 
 def help_examples() -> list[tuple[str, str]]:
@@ -131,13 +137,7 @@ def command_problem(line: str) -> str | None:
 
 def docs_commands() -> list[tuple[str, str]]:
     """(page, line) for every ``traceviz ...`` line in the code blocks of docs/*.md."""
-    return [
-        (page.name, line.strip())
-        for page in sorted(DOCS.glob("*.md"))
-        for block in _code_blocks(page.read_text())
-        for line in block.splitlines()
-        if line.strip().startswith("traceviz ")
-    ]
+    return [(page.name, line) for page in sorted(DOCS.glob("*.md")) for line in code_commands(page)]
 
 
 def inline_commands() -> list[tuple[str, str]]:
@@ -325,16 +325,16 @@ def compare_tables() -> dict[str, tuple[list[str], set[str]]]:
     """compare-json.md's key tables, each with the keys the real output has there."""
     tables = key_tables((DOCS / "compare-json.md").read_text())
     ort, gpu = compare_json(ORT_RUN), compare_json(GPU_RUN)
-    actual = {
-        "top level": set(ort) | set(gpu),
-        "findings": row_keys(ort["findings"]) | row_keys(gpu["findings"]),
-        "fusion.kernels": row_keys(ort["fusion"]["kernels"]) | row_keys(gpu["fusion"]["kernels"]),
-        "fusion.by_line": row_keys(ort["fusion"]["by_line"]) | row_keys(gpu["fusion"]["by_line"]),
-        "backends": row_keys(ort["backends"]),
-        "onnxruntime": row_keys(ort["onnxruntime"]),
-    }
+    actual = [
+        set(ort) | set(gpu),
+        row_keys(ort["findings"]) | row_keys(gpu["findings"]),
+        row_keys(ort["fusion"]["kernels"]) | row_keys(gpu["fusion"]["kernels"]),
+        row_keys(ort["fusion"]["by_line"]) | row_keys(gpu["fusion"]["by_line"]),
+        row_keys(ort["backends"]),
+        row_keys(ort["onnxruntime"]),
+    ]
     assert len(tables) == len(actual), f"compare-json.md has {len(tables)} key tables"
-    return {name: (table, keys) for (name, keys), table in zip(actual.items(), tables, strict=True)}
+    return dict(zip(COMPARE_TABLES, zip(tables, actual, strict=True), strict=True))
 
 
 def key_gaps() -> list[str]:
@@ -369,33 +369,19 @@ def key_gaps() -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "name",
+    "where",
     [
-        "top level",
-        "findings",
-        "fusion.kernels",
-        "fusion.by_line",
-        "backends",
-        "onnxruntime",
+        *(f"compare-json.md {table}" for table in COMPARE_TABLES),
+        "summary-json.md top level",
+        "compare-json.md",
+        "run-json.md",
+        "summary-json.md",
     ],
 )
-def test_compare_json_table_matches_output(name: str) -> None:
-    documented, keys = compare_tables()[name]
-    assert set(documented) == keys, (
-        f"docs/compare-json.md, table {name}: undocumented {sorted(keys - set(documented))}, "
-        f"documented but absent {sorted(set(documented) - keys)}"
-    )
-
-
-def test_summary_json_table_matches_output() -> None:
-    table = key_tables((DOCS / "summary-json.md").read_text())[0]
-    keys = set().union(*(set(summary_json(t)) for t in SUMMARY_TRACES))
-    assert set(table) == keys, f"docs/summary-json.md: {sorted(keys ^ set(table))}"
-
-
-@pytest.mark.parametrize("page", ["compare-json.md", "run-json.md", "summary-json.md"])
-def test_every_output_key_is_named_on_its_page(page: str) -> None:
-    gaps = [line for line in key_gaps() if line.startswith(f"{page}: ")]
+def test_docs_and_json_output_agree(where: str) -> None:
+    """Each key table lists exactly the keys of the output there; each page names every key
+    of its output somewhere."""
+    gaps = [line for line in key_gaps() if line.startswith(f"{where}: ")]
     assert not gaps, "\n".join(gaps)
 
 
