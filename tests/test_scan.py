@@ -83,9 +83,10 @@ def test_extension_is_not_older_than_its_source() -> None:
 # the 8 bytes of the float64 (FLOAT: bit-equal), str (STR) or bytes (RAW).
 
 
-def scan_raw(data: bytes, batch: int) -> tuple[list[bytes], list[bytes], list[str], list[bytes]]:
-    """The scanner's whole answer, read ``batch`` events at a time: per field the concatenated
-    kinds and values, then the strings and raws lists. Checks the interface's shapes."""
+def scan_raw(data: Any, batch: int = 3) -> tuple[list[bytes], list[bytes], list[str], list[bytes]]:
+    """The scanner's whole answer for any buffer, read ``batch`` events at a time: per field
+    the concatenated kinds and values, then the strings and raws lists. Checks the interface's
+    shapes."""
     assert _scan is not None
     scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
     assert scanner.events_end == -1
@@ -101,9 +102,9 @@ def scan_raw(data: bytes, batch: int) -> tuple[list[bytes], list[bytes], list[st
             values[j] += batch_values[j]
     assert scanner.next(batch) is None  # stays exhausted
     assert 0 <= scanner.events_start < scanner.events_end <= len(data)
-    assert data[scanner.events_start : scanner.events_start + 1] == b"["
-    assert data[scanner.events_end - 1 : scanner.events_end] == b"]"
-    assert scanner.bare == (data.lstrip(b" \t\r\n")[:1] == b"[")
+    assert bytes(data[scanner.events_start : scanner.events_start + 1]) == b"["
+    assert bytes(data[scanner.events_end - 1 : scanner.events_end]) == b"]"
+    assert scanner.bare == (bytes(data).lstrip(b" \t\r\n")[:1] == b"[")
     strings, raws = scanner.strings, scanner.raws
     assert len(set(strings)) == len(strings) and len(set(raws)) == len(raws)
     return [bytes(k) for k in kinds], [bytes(v) for v in values], strings, raws
@@ -705,19 +706,6 @@ def test_no_memory_is_kept_after_scanners_are_gone() -> None:
 # allocation failures.
 
 
-def scan_view(data: Any, batch: int = 3) -> tuple[list[bytes], list[bytes], list[str], list[bytes]]:
-    """(kinds, values, strings, raws) of any buffer, the values decoded with the lists read
-    right after each batch."""
-    scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
-    kinds = [bytearray() for _ in range(N_FIELDS)]
-    values = [bytearray() for _ in range(N_FIELDS)]
-    while (got := scanner.next(batch)) is not None:
-        for j in range(N_FIELDS):
-            kinds[j] += got[1][j]
-            values[j] += got[2][j]
-    return [bytes(k) for k in kinds], [bytes(v) for v in values], scanner.strings, scanner.raws
-
-
 @needs_scan
 def test_a_buffer_is_read_to_its_own_end_only() -> None:
     """A memoryview slice of a larger buffer ends where the slice ends: the bytes after it
@@ -727,18 +715,18 @@ def test_a_buffer_is_read_to_its_own_end_only() -> None:
     import array
 
     doc = b'{"traceEvents":[{"ph":"X","ts":12,"name":"ab\\u00e9","args":{"grid":[1,2]}}],"z":7}'
-    want = scan_view(doc)
+    want = scan_raw(doc)
     assert columns(*want)[field("ts")] == [(INT, 12)]
     for tail in (b"", b"  ", b"garbage", b"]}"):
-        assert scan_view(memoryview(doc + tail)[: len(doc)]) == want
-        assert scan_view(memoryview(b"[" + doc + tail)[1 : len(doc) + 1]) == want
-    assert scan_view(array.array("B", doc)) == want
+        assert scan_raw(memoryview(doc + tail)[: len(doc)]) == want
+        assert scan_raw(memoryview(b"[" + doc + tail)[1 : len(doc) + 1]) == want
+    assert scan_raw(array.array("B", doc)) == want
     for cut in range(len(doc)):
         for view in (memoryview(doc)[:cut], memoryview(bytearray(doc))[:cut]):
             with pytest.raises(_scan.Unsupported):
-                scan_view(view)
+                scan_raw(view)
         with pytest.raises(_scan.Unsupported):
-            scan_view(array.array("B", doc[:cut]))
+            scan_raw(array.array("B", doc[:cut]))
 
 
 EDGE_EVENTS = [
@@ -870,7 +858,7 @@ def test_allocation_failures_raise_memory_error_and_stop_the_scanner() -> None:
         b'"args":{"grid":[1],"stream":7}},{"ph":"X","name":"m","args":{"grid":[2]}},'
         b'{"ph":"i","name":"n\\u00e9","ts":3}],"b":{}}'
     )
-    want = scan_view(doc, 2)
+    want = scan_raw(doc, 2)
     args = (doc, TOP_KEYS, ARG_KEYS, RAW_KEYS)
     outcomes = set()
     for start in range(1, 400):
