@@ -12,6 +12,7 @@ import importlib
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -234,26 +235,19 @@ CASES: dict[str, list[dict]] = {
 }
 
 
+@pytest.mark.parametrize("batch", [None, 2], ids=["one-batch", "batches-of-2"])
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_hand_made_identical(
-    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    case: str, batch: int | None, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """In batches of 2 events too: each column's numbering carries over batches, odd kinds
+    appear in some batches only."""
     path = tmp_path / f"{case}.json"
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": CASES[case]}))
+    if batch:
+        monkeypatch.setattr(native, "BATCH_EVENTS", batch)
     expected = _check(path, scanner, monkeypatch, scanned=True)
     assert expected.stats.events_in == len(CASES[case])
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_small_batches_identical(
-    case: str, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Batches of 2 events: each column's numbering carries over batches, odd kinds appear in
-    some batches only."""
-    path = tmp_path / f"{case}.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": CASES[case]}))
-    monkeypatch.setattr(native, "BATCH_EVENTS", 2)
-    _check(path, scanner, monkeypatch, scanned=True)
 
 
 def test_bare_array_gzip_bom_header(
@@ -337,17 +331,20 @@ def test_refused_errors_unchanged(
     assert str(path) in str(native_error.value)
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["asked-for", "scanned-ahead"])
 def test_refused_in_a_later_batch(
-    scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ahead: bool, scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Unsupported after some batches were taken: the partial columns are dropped and the whole
-    file is parsed again the Python way."""
+    """Unsupported after some batches were taken (by the scan-ahead worker too): the partial
+    columns are dropped and the whole file is parsed again the Python way."""
     events = json.dumps(CASES["copy_kinds"] + CASES["metadata_names"])[1:-1]
     path = tmp_path / "late.json"
     path.write_text('{"traceEvents": [' + events + ', {"ph": "X", "ts": NaN}]}')
     monkeypatch.setattr(native, "BATCH_EVENTS", 3)
+    monkeypatch.setattr(native, "AHEAD_BYTES", 0 if ahead else 1 << 62)
     expected = _check(path, scanner, monkeypatch, scanned=False)
     assert expected.stats.events_in == len(CASES["copy_kinds"] + CASES["metadata_names"]) + 1
+    assert not [t for t in threading.enumerate() if t.name == "traceviz-scan"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -43,20 +43,6 @@ def test_ahead_equals_when_asked_for(path: Path, monkeypatch: pytest.MonkeyPatch
     assert not _scan_threads()
 
 
-def test_refusal_in_a_later_batch_reaches_the_caller(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Unsupported met by the worker after batches were handed over: parse_native says None
-    (the caller parses the Python way), as without the worker."""
-    events = json.dumps(CASES["copy_kinds"] * 40)[1:-1]
-    path = tmp_path / "late.json"
-    path.write_text('{"traceEvents": [' + events + ', {"ph": "X", "ts": NaN}]}')
-    monkeypatch.setattr(native, "AHEAD_BYTES", 0)
-    monkeypatch.setattr(native, "BATCH_EVENTS", 5)
-    assert native.parse_native(path, read.read_bytes(path)) is None
-    assert not _scan_threads()
-
-
 def test_a_caller_that_stops_early_stops_the_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
