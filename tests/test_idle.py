@@ -4,6 +4,7 @@ launch-bound findings built on it, on hand-made traces and every corpus trace.""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -373,3 +374,20 @@ def test_a100_compiled_steps_wait_for_the_cpu_and_name_its_work() -> None:
     assert len(split.per_step) > 1
     assert split.total(P.cpu_wait_us) > 0 and len(split.cpu_work) > 0
     assert split.total(P.idle_us) <= split.total(P.wall_us)
+
+
+def test_windows_one_at_a_time_equal_all_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows not in order (overlapping, unordered, infinite) are split one at a time: on a
+    real trace that path gives the in-order path's per-step tables and CPU work."""
+    from tests.conftest import SAMPLES
+    from traceviz.analysis.windows import StepWindows
+
+    path = SAMPLES / "h200" / "gpt2" / "eager.pt.trace.json.gz"
+    fast = launch_overhead(traceviz.load(path))
+    monkeypatch.setattr(StepWindows, "in_order", lambda self: False)
+    slow = launch_overhead(traceviz.load(path))
+    assert len(fast.per_step) > 1 and fast.idle.total(P.cpu_wait_us) > 0
+    pd.testing.assert_frame_equal(fast.per_step, slow.per_step, rtol=1e-9)
+    pd.testing.assert_frame_equal(fast.idle.per_step, slow.idle.per_step, rtol=1e-9)
+    pd.testing.assert_frame_equal(fast.idle.cpu_work, slow.idle.cpu_work, rtol=1e-9)
+    assert slow.idle.recorded_us == pytest.approx(fast.idle.recorded_us)

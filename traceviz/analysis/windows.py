@@ -55,9 +55,8 @@ class StepWindows:
         self, times: FloatArray
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], npt.NDArray[np.intp]]:
         """For windows :meth:`in_order`: the rows whose time is inside a window (``lo <= t <
-        hi``, so never NaN), window after window, each window's in row order (what
-        :meth:`SortedTimes.rows_in` gives per window), each row's window, and the bounds:
-        window ``i``'s rows are ``rows[bounds[i]:bounds[i + 1]]``."""
+        hi``, so never NaN), window after window, each window's in row order, each row's
+        window, and the bounds: window ``i``'s rows are ``rows[bounds[i]:bounds[i + 1]]``."""
         at = np.searchsorted(self.start_us, times, side="right") - 1
         safe = np.clip(at, 0, None)
         inside = (at >= 0) & (times >= self.start_us[safe]) & (times < self.end_us[safe])
@@ -67,24 +66,6 @@ class StepWindows:
         rows, window = rows[order], window[order]
         bounds = np.searchsorted(window, np.arange(len(self.steps) + 1), side="left")
         return rows, window, bounds
-
-
-class SortedTimes:
-    """Time points (µs, one per table row) sorted once, so that the rows inside each step
-    window are found by two binary searches instead of a comparison of every row."""
-
-    def __init__(self, times: FloatArray) -> None:
-        self.times = times
-        self.order = np.argsort(times, kind="stable")  # NaN last
-        self._sorted = times[self.order]
-
-    def rows_in(self, lo: float, hi: float) -> npt.NDArray[np.intp]:
-        """The rows with ``lo <= time < hi`` (so never NaN), in row order: what
-        ``np.flatnonzero((times >= lo) & (times < hi))`` gives."""
-        first, last = np.searchsorted(self._sorted, [lo, hi], side="left")
-        rows = self.order[first:last]
-        t = self.times[rows]
-        return np.sort(rows[(t >= lo) & (t < hi)])
 
 
 #: A last step shorter than this share of the shortest of the others, ending where the trace's

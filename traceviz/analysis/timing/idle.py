@@ -50,13 +50,13 @@ from traceviz.analysis.windows import (
 from traceviz.schema import Kernels, Launches, OpCategory, Ops
 from traceviz.trace import Trace
 
-#: A gap this long (µs) is CPU work, not launch overhead: launching one kernel costs µs.
 #: Python frames during which the CPU waits rather than works (built-in sleeps, lock acquires,
 #: waits, selects, joins; ``threading.py(…): wait``): not recorded CPU work.
 IDLE_FRAMES = re.compile(
     r"<built-in (?:function|method) (?:sleep|acquire|wait|select|poll|join|recv)\b"
     r"|\): (?:wait|join|sleep|acquire|select)$"
 )
+#: A gap this long (µs) is CPU work, not launch overhead: launching one kernel costs µs.
 LONG_GAP_US = 1000.0
 #: Where in the step a wait happened (:attr:`CpuWork.where`).
 LEADING, BETWEEN, TRAILING = "before the first kernel", "between kernels", "after the last kernel"
@@ -131,18 +131,6 @@ class IdleSplit:
         return best if totals[best] > 0 else None
 
 
-@dataclass(frozen=True)
-class _Gaps:
-    """Idle gaps of one step: [lo, hi), the next activity's launch end, the position, and
-    whether the next activity waited on a stream-wait-event call (:mod:`.stream_waits`)."""
-
-    lo: FloatArray
-    hi: FloatArray
-    issued: FloatArray
-    where: npt.NDArray[np.object_]
-    gated: npt.NDArray[np.bool_]
-
-
 def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> IdleSplit:
     """Split each step's device idle time (see the module docstring)."""
     kernels = trace.kernels
@@ -190,32 +178,33 @@ _Parts = tuple[
 def _split_each(
     windows: StepWindows, activities: _Activities, blocked_set: _Blocked, outer: _OuterOps
 ) -> _Parts:
-    """The split one step window at a time (any windows: unordered, overlapping, infinite)."""
+    """:func:`_split_steps` one window at a time, for any windows (unordered, overlapping,
+    infinite): each window alone is in order."""
     starts, ends, issued, gated = activities
     rows: list[dict[str, object]] = []
     work: list[_Work] = []
-    spans = []
+    spans: list[tuple[FloatArray, FloatArray]] = []
     waits: list[tuple[FloatArray, FloatArray]] = []
     for i, (step, lo, hi) in enumerate(windows):
-        first, last = np.searchsorted(starts, [lo, hi], side="left")
-        s, e, iss = starts[first:last], ends[first:last], issued[first:last]
-        inside = (s >= lo) & (s < hi) & np.isfinite(s)
-        gaps = _gaps(s[inside], e[inside], iss[inside], lo, hi, gated[first:last][inside])
-        row, wait, blocked = _split(gaps, blocked_set, lo, hi)
+        at = slice(*np.searchsorted(starts, [lo, hi], side="left"))
+        mine = (starts[at], ends[at], issued[at], gated[at])
+        one = StepWindows([step], np.array([lo]), np.array([hi]))
+        near = _Blocked(*blocked_set.near(lo, hi))
+        row, got, blocked, wait = _split_steps(one, mine, near, outer)
+        rows += row
+        work += [(i, *piece[1:]) for piece in got]
         spans.append(blocked)
-        row[IdleParts.busy_us] = max((hi - lo) - row[IdleParts.idle_us], 0.0)
-        rows.append({IdleParts.step: step, IdleParts.wall_us: hi - lo, **row})
-        work += _cpu_work(outer, wait, i)
-        waits.append((wait[0], wait[1]))
-    blocked_spans = (
-        np.concatenate([b[0] for b in spans]),
-        np.concatenate([b[1] for b in spans]),
+        waits.append(wait)
+
+    def joined(parts: list[tuple[FloatArray, FloatArray]], k: int) -> FloatArray:
+        return np.concatenate([np.empty(0), *(p[k] for p in parts)])
+
+    return (
+        rows,
+        work,
+        union(joined(spans, 0), joined(spans, 1)),
+        (joined(waits, 0), joined(waits, 1)),
     )
-    wait_spans = (
-        np.concatenate([np.empty(0), *(w[0] for w in waits)]),
-        np.concatenate([np.empty(0), *(w[1] for w in waits)]),
-    )
-    return rows, work, union(*blocked_spans), wait_spans
 
 
 _LEAD, _BETWEEN, _TRAIL = 0, 1, 2  # gap positions by code (:func:`_split_steps`)
@@ -225,11 +214,10 @@ _WHERE = np.array([LEADING, BETWEEN, TRAILING], dtype=object)
 def _split_steps(
     windows: StepWindows, activities: _Activities, blocked_set: _Blocked, outer: _OuterOps
 ) -> _Parts:
-    """:func:`_split_each` for windows in order (:meth:`StepWindows.in_order`), all steps
-    at once: the same gaps (:func:`_step_gaps`), the same element-wise arithmetic and each
-    step's sums over its own slice (so they add the same values in the same order); the set
+    """The split of windows in order (:meth:`StepWindows.in_order`), all steps at once: the
+    gaps (:func:`_step_gaps`) split element-wise, each step's sums over its own slice, the set
     operations once over all steps, each result kept to its step (:func:`_union_by`,
-    :func:`_subtract_by`); only the CPU work is measured step by step, as before."""
+    :func:`_subtract_by`); the CPU work is measured step by step."""
     lo, hi, issued, where, step, gated = _step_gaps(windows, activities)
     n_steps = windows.start_us.size
     bounds = np.searchsorted(step, np.arange(n_steps + 1), side="left")
@@ -238,7 +226,10 @@ def _split_steps(
     wait_end = np.where(known, np.clip(issued, lo, hi), np.where(edge, hi, lo))
     latency = np.where(known & (issued > lo), hi - wait_end, 0.0)
     between = (hi - lo) - (wait_end - lo) - latency
-    event, latency, between = _event_wait(gated & known, latency, between)
+    # with the next activity gated, the time with it issued is waiting on another stream
+    gated = gated & known
+    event = np.where(gated, latency + between, 0.0)
+    latency, between = np.where(gated, 0.0, latency), np.where(gated, 0.0, between)
     blocked = blocked_set.overlap(lo, wait_end)
     cpu = (wait_end - lo) - blocked
     unknown = np.where(~known & ~edge, blocked_set.overlap(lo, hi), 0.0)
@@ -292,7 +283,7 @@ def _step_gaps(
     npt.NDArray[np.int64],
     npt.NDArray[np.bool_],
 ]:
-    """:func:`_gaps` of every window in order (:meth:`StepWindows.in_order`), one after
+    """The idle gaps of every window in order (:meth:`StepWindows.in_order`), one after
     the other: each gap's [lo, hi), the next activity's launch end, its position code, its
     window index and whether the next activity is gated by a stream-wait-event call.
 
@@ -420,93 +411,6 @@ class _Blocked:
         first = int(np.searchsorted(self.hi, min(lo, hi), side="left"))
         last = int(np.searchsorted(self.lo, max(lo, hi), side="right"))
         return self.lo[first:last], self.hi[first:last]
-
-
-def _gaps(
-    s: FloatArray,
-    e: FloatArray,
-    issued: FloatArray,
-    lo: float,
-    hi: float,
-    gated: npt.NDArray[np.bool_] | None = None,
-) -> _Gaps:
-    """The idle gaps of [lo, hi) around the activities [s, e) (clipped to the window);
-    ``gated``: per activity, whether a stream-wait-event call held it back (none when None)."""
-    if s.size == 0:
-        where = np.array([LEADING], dtype=object)
-        none = np.zeros(1, dtype=bool)
-        return _Gaps(np.array([lo]), np.array([hi]), np.array([np.nan]), where, none)
-    if gated is None:
-        gated = np.zeros(s.size, dtype=bool)
-    order = np.argsort(s, kind="stable")
-    s, e, issued = np.clip(s[order], lo, hi), np.clip(e[order], lo, hi), issued[order]
-    gated = gated[order]
-    reach = np.maximum.accumulate(e)
-    gap_lo = np.concatenate([[lo], reach[:-1], [reach[-1]]])
-    gap_hi = np.concatenate([s, [hi]])
-    where = np.full(s.size + 1, BETWEEN, dtype=object)
-    where[0], where[-1] = LEADING, TRAILING
-    next_issue = np.concatenate([issued, [np.nan]])
-    next_gated = np.concatenate([gated, [False]])
-    keep = gap_hi > gap_lo
-    return _Gaps(gap_lo[keep], gap_hi[keep], next_issue[keep], where[keep], next_gated[keep])
-
-
-def _split(
-    gaps: _Gaps, blocked_set: _Blocked, w_start: float, w_end: float
-) -> tuple[
-    dict[str, float],
-    tuple[FloatArray, FloatArray, npt.NDArray[np.object_]],
-    tuple[FloatArray, FloatArray],
-]:
-    """One step's parts (a row of :class:`IdleParts` columns), its cpu-wait intervals
-    (start, end, position; blocked time removed) and its blocked intervals. The gaps lie in
-    the step window [w_start, w_end]."""
-    lo, hi, issued, where = gaps.lo, gaps.hi, gaps.issued, gaps.where
-    known = np.isfinite(issued)
-    edge = where != BETWEEN
-    # waiting for the CPU until the next launch returned; edges without a launch: all of it
-    wait_end = np.where(known, np.clip(issued, lo, hi), np.where(edge, hi, lo))
-    latency = np.where(known & (issued > lo), hi - wait_end, 0.0)
-    between = (hi - lo) - (wait_end - lo) - latency
-    event, latency, between = _event_wait(gaps.gated & known, latency, between)
-    wait_lo, wait_hi = lo, wait_end
-    blocked = blocked_set.overlap(wait_lo, wait_hi)
-    cpu = (wait_hi - wait_lo) - blocked
-    # no known launch for the next activity: where the CPU was blocked, that is the cause
-    unknown = np.where(~known & ~edge, blocked_set.overlap(lo, hi), 0.0)
-    blocked, between = blocked + unknown, between - unknown
-    lead, trail = where == LEADING, where == TRAILING
-    row = {
-        IdleParts.idle_us: float((hi - lo).sum()),
-        IdleParts.blocked_us: float(blocked.sum()),
-        IdleParts.cpu_wait_us: float(cpu.sum()),
-        IdleParts.event_wait_us: float(event.sum()),
-        IdleParts.launch_latency_us: float(latency.sum()),
-        IdleParts.between_us: float(between.sum()),
-        IdleParts.lead_us: float((hi - lo)[lead].sum()),
-        IdleParts.lead_cpu_wait_us: float(cpu[lead].sum()),
-        IdleParts.trail_us: float((hi - lo)[trail].sum()),
-        IdleParts.trail_cpu_wait_us: float(cpu[trail].sum()),
-        IdleParts.long_cpu_wait_us: float(cpu[(hi - lo) >= LONG_GAP_US].sum()),
-    }
-    b_lo, b_hi = blocked_set.near(w_start, w_end)
-    w_lo, w_hi = subtract(*union(wait_lo, wait_hi), b_lo, b_hi)
-    pos = np.searchsorted(lo, w_lo, side="right") - 1
-    open_lo = np.concatenate([wait_lo, lo[~known & ~edge]])
-    open_hi = np.concatenate([wait_hi, hi[~known & ~edge]])
-    spans = _intersect(*union(open_lo, open_hi), b_lo, b_hi)
-    return row, (w_lo, w_hi, where[np.clip(pos, 0, None)] if w_lo.size else where[:0]), spans
-
-
-def _event_wait(
-    gated: npt.NDArray[np.bool_], latency: FloatArray, between: FloatArray
-) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Per gap: the idle time with the next work issued (launch latency and between kernels)
-    becomes waiting on another stream / event where the next activity is gated; returns
-    (event wait, launch latency, between), the three adding to what the two did."""
-    event = np.where(gated, latency + between, 0.0)
-    return event, np.where(gated, 0.0, latency), np.where(gated, 0.0, between)
 
 
 def _intersect(

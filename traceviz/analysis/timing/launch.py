@@ -25,7 +25,7 @@ import pandas as pd
 
 from traceviz.analysis.timing.blocking import BlockingCalls, blocking_calls
 from traceviz.analysis.timing.idle import IdleParts, IdleSplit, idle_split
-from traceviz.analysis.windows import SortedTimes, StepWindows, step_windows
+from traceviz.analysis.windows import StepWindows, step_windows
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
 
@@ -173,16 +173,15 @@ def _step_by_step(
     issue_end: np.ndarray,
     launch_ts: np.ndarray,
 ) -> list[_StepParts]:
-    """Each step's rows by binary search, in row order (the sums over them add the same
-    values in the same order as masks over every row did), its busy and wait times."""
-    kernel_times, launch_times = SortedTimes(starts), SortedTimes(launch_ts)
-    parts = []
-    for _, lo, hi in windows:
-        inside = kernel_times.rows_in(lo, hi)
-        inside = inside[np.isfinite(starts[inside])]  # (±inf only at an infinite window end)
-        busy, wait = _busy_and_wait(starts[inside], ends[inside], issue_end[inside], lo, hi)
-        parts.append((inside, busy, wait, launch_times.rows_in(lo, hi)))
-    return parts
+    """:func:`_steps_at_once` one window at a time, for any windows (unordered, overlapping,
+    infinite): each window alone is in order."""
+    return [
+        part
+        for step, lo, hi in windows
+        for part in _steps_at_once(
+            StepWindows([step], np.array([lo]), np.array([hi])), starts, ends, issue_end, launch_ts
+        )
+    ]
 
 
 def _steps_at_once(
@@ -192,11 +191,12 @@ def _steps_at_once(
     issue_end: np.ndarray,
     launch_ts: np.ndarray,
 ) -> list[_StepParts]:
-    """:func:`_step_by_step` for windows in order (:meth:`StepWindows.in_order`): every
-    step's rows found at once, :func:`_busy_and_wait`'s arithmetic over all of them (each
-    step's activities by start, ties in row order, one run after the other; the running
-    reach over all: an earlier step's clipped ends never pass a later step's start), and
-    each step's sums over its own slice, in the same order as before."""
+    """Per window in order (:meth:`StepWindows.in_order`): its device rows, busy time (the
+    union of its activities clipped to it), the idle time spent waiting for launches (see
+    the module docstring) and its launch rows; every step's rows found at once, the
+    arithmetic over all of them (each step's activities by start, ties in row order, one run
+    after the other; the running reach over all: an earlier step's clipped ends never pass a
+    later step's start), and each step's sums over its own slice."""
     rows, window, bounds = windows.rows_by_window(starts)
     launch_rows, _, launch_bounds = windows.rows_by_window(launch_ts)
     order = np.lexsort((starts[rows], window))  # stable: ties by start in row order
@@ -221,27 +221,3 @@ def _steps_at_once(
         wait = float(waits[at].sum()) if at.stop > at.start else 0.0
         parts.append((rows[at], busy, wait, launch_rows[launch_bounds[i] : launch_bounds[i + 1]]))
     return parts
-
-
-def _busy_and_wait(
-    starts: np.ndarray, ends: np.ndarray, issue_end: np.ndarray, lo: float, hi: float
-) -> tuple[float, float]:
-    """Union of [start, end) intervals clipped to [lo, hi), and the idle time spent waiting
-    for launches (see the module docstring)."""
-    if starts.size == 0:
-        return 0.0, 0.0
-    order = np.argsort(starts, kind="stable")
-    s = np.clip(starts[order], lo, hi)
-    e = np.clip(ends[order], lo, hi)
-    issued = issue_end[order]
-    reach = np.maximum.accumulate(e)
-    previous_reach = np.concatenate([[s[0]], reach[:-1]])
-    gaps = np.clip(s - previous_reach, 0.0, None)
-    busy = float((e - s).sum() - _overlap(s, e, previous_reach))
-    waiting = np.where(np.isfinite(issued), np.clip(issued - previous_reach, 0.0, None), 0.0)
-    return busy, float(np.minimum(gaps, waiting).sum())
-
-
-def _overlap(s: np.ndarray, e: np.ndarray, previous_reach: np.ndarray) -> float:
-    """Summed overlap of each interval with everything before it (so union = total − overlap)."""
-    return float(np.clip(np.minimum(e, previous_reach) - s, 0.0, None).sum())
