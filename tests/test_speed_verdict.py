@@ -5,6 +5,12 @@ compared with a, THEN the verdict rests on a bootstrap interval of the ratio of 
 seed), "no significant difference" inside the noise with the interval shown, the headline
 reconciles profiled and timed step times, and a trace-only compare says it rests on one
 profiled window.
+
+Who gets a verdict (issue 24 §3): two traces without ops get none (their step spans time
+nothing: an ``empty-trace`` finding per trace instead); the same model on two GPU vendors (an
+H100 cuda trace, an MI300 rocm one with the same op signatures) is one workload and gets it,
+only the per-kernel fusion figures need one vendor's kernels, and the finding names the checks
+that failed.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ import numpy as np
 import pytest
 
 import traceviz
-from tests.conftest import SAMPLES, op
+from tests.conftest import SAMPLES, kernel, launch, op
 from tests.runinfo_builder import run_info
+from traceviz.analysis.fusion.comparable import DEVICE_KIND, DEVICE_VENDOR, SIGNATURES
 from traceviz.analysis.timing.speed import (
     FASTER,
     ONE_WINDOW,
@@ -26,10 +33,13 @@ from traceviz.analysis.timing.speed import (
     SAME,
     SLOWER,
     TIMED,
+    UNKNOWN,
     compare_samples,
     speed_verdict,
 )
 from traceviz.diagnose import Severity
+from traceviz.diagnose.rules.profiling import EMPTY_ID
+from traceviz.diagnose.rules.slower import NO_WORK, comparison_speed
 from traceviz.pipeline import compare
 from traceviz.report.headline import interval_text, speed_ratio_text
 from traceviz.report.json_report import comparison_json
@@ -188,3 +198,138 @@ def test_sample_runs_verdicts_follow_their_intervals(run: Path) -> None:
     profiled = comparison.b.summary.step_mean_us / comparison.a.summary.step_mean_us
     if (profiled - 1) * (verdict.ratio - 1) < 0 and abs(profiled - 1) >= 0.05:
         assert f"the profiled steps say compiled is {speed_ratio_text(profiled)}" in head
+
+
+# --- who gets a verdict: empty traces, two vendors ------------------------------------
+
+
+def _empty_steps(step_us: float, *, work: bool = False) -> list[dict]:
+    events = []
+    for i in range(4):
+        t = i * step_us
+        events.append(op(f"ProfilerStep#{i + 1}", t, step_us, cat="user_annotation"))
+        if work:
+            events += [launch("cudaLaunchKernel", t + 1, 2, i + 1), kernel("k", t + 5, 10, i + 1)]
+    return events
+
+
+def _empty_pair(tmp_trace, a_work: bool = False, b_work: bool = False):  # type: ignore[no-untyped-def]
+    a = traceviz.load(tmp_trace(_empty_steps(100, work=a_work)))
+    b = traceviz.load(tmp_trace(_empty_steps(150, work=b_work)))
+    return compare(a, b, names=("eager", "compiled"))
+
+
+def test_two_empty_traces_get_no_speed_verdict(tmp_trace) -> None:
+    comparison = _empty_pair(tmp_trace)
+    verdict = comparison_speed(comparison)
+    assert verdict.verdict == UNKNOWN and verdict.basis == NO_WORK
+    ids = [f.id for f in comparison.findings]
+    assert "compiled-slower" not in ids and "no-significant-difference" not in ids
+    assert ids.count(EMPTY_ID) == 2
+    speed = headline(comparison)[0].lower()  # the verdict sentence leads
+    assert "no speed verdict" in speed and "slower" not in speed
+    assert comparison_json(comparison)["speed"]["verdict"] == UNKNOWN
+
+
+def test_one_empty_side_is_enough_to_withhold_it(tmp_trace) -> None:
+    comparison = _empty_pair(tmp_trace, a_work=True)
+    assert comparison_speed(comparison).verdict == UNKNOWN
+    assert [f.trace for f in comparison.findings if f.id == EMPTY_ID] == ["compiled"]
+
+
+def test_traces_with_work_keep_their_verdict(tmp_trace) -> None:
+    comparison = _empty_pair(tmp_trace, a_work=True, b_work=True)
+    assert comparison_speed(comparison).verdict == "slower"
+    assert EMPTY_ID not in {f.id for f in comparison.findings}
+
+
+GEMM = {"Input Dims": [[32, 128], [128, 64]]}
+
+
+def _vendor_steps(
+    api: str, gemm: str, *, compiled: bool, step_us: float, n: int = 6, dims: dict = GEMM
+) -> list[dict]:
+    """``n`` profiler steps of ``step_us`` each: an mm (its GEMM kernel launched by ``api``)
+    and a relu (eager: ``aten::relu``'s kernel; compiled: an Inductor kernel in a region)."""
+    events: list[dict] = []
+    for i in range(n):
+        t, c = i * step_us, 10 * i + 1
+        events.append(op(f"ProfilerStep#{i + 1}", t, step_us, cat="user_annotation"))
+        if compiled:
+            events.append(op("Torch-Compiled Region: 0/0", t + 1, step_us - 2))
+        events += [
+            op("aten::mm", t + 5, 20, **dims, **{"External id": c}),
+            launch(api, t + 6, 4, c, **{"External id": c}),
+            kernel(gemm, t + 30, step_us / 4, c, **{"External id": c}),
+        ]
+        relu = "triton_poi_fused_relu_0" if compiled else "aten::relu"
+        events += [
+            op(relu, t + 40, 10, **{"External id": c + 1}),
+            launch(api, t + 41, 4, c + 1, **{"External id": c + 1}),
+            kernel(
+                f"{relu}_kernel" if not compiled else relu,
+                t + 50 + step_us / 4,
+                5,
+                c + 1,
+                **{"External id": c + 1},
+            ),
+        ]
+    return events
+
+
+def _vendor_pair(tmp_trace, b_api: str = "hipLaunchKernel", b_gemm: str = "Cijk_Ailk_Bljk_S"):  # type: ignore[no-untyped-def]
+    a = _vendor_steps("cudaLaunchKernel", "sm90_xmma_gemm_f32", compiled=False, step_us=1000)
+    b = _vendor_steps(b_api, b_gemm, compiled=True, step_us=2000)
+    return compare(
+        traceviz.load(tmp_trace(a)), traceviz.load(tmp_trace(b)), names=("eager", "compiled")
+    )
+
+
+def test_two_vendors_fail_only_the_vendor_check(tmp_trace) -> None:
+    comparison = _vendor_pair(tmp_trace)
+    assert (comparison.a.trace.device_kind.value, comparison.b.trace.device_kind.value) == (
+        "cuda",
+        "rocm",
+    )
+    verdict = comparison.fusion.comparability
+    assert verdict.failed == (DEVICE_VENDOR,)
+    assert verdict.withheld and not verdict.other_workload
+
+
+def test_two_vendors_get_the_speed_verdict(tmp_trace) -> None:
+    comparison = _vendor_pair(tmp_trace)
+    ids = {f.id for f in comparison.findings}
+    assert "compiled-slower" in ids
+    speed = headline(comparison)[0]  # the verdict sentence leads
+    assert "no speed verdict" not in speed.lower() and "slower than" in speed
+
+
+def test_the_finding_names_the_failed_checks(tmp_trace) -> None:
+    comparison = _vendor_pair(tmp_trace)
+    (finding,) = [f for f in comparison.findings if f.id == "traces-not-comparable"]
+    assert finding.severity.value == "info"
+    assert "failed checks: device vendor" in finding.evidence_lines()
+    assert "speed verdict stands" in finding.title
+    data = comparison_json(comparison)
+    assert data["fusion"]["comparable"]["failed_checks"] == [DEVICE_VENDOR]
+
+
+def test_gpu_against_cpu_is_still_another_workload(tmp_trace: object, tmp_path: Path) -> None:
+    a = [op("ProfilerStep#1", 0, 100, cat="user_annotation"), op("aten::mm", 10, 50, **GEMM)]
+    b = _vendor_steps("cudaLaunchKernel", "sm90_xmma_gemm_f32", compiled=True, step_us=1000, n=1)
+    comparison = compare(traceviz.load(tmp_trace(a)), traceviz.load(tmp_trace(b)))  # type: ignore[operator]
+    verdict = comparison.fusion.comparability
+    assert DEVICE_KIND in verdict.failed and verdict.other_workload
+
+
+def test_another_model_on_two_vendors_names_both_checks(tmp_trace) -> None:
+    a = _vendor_steps("cudaLaunchKernel", "sm90_xmma_gemm_f32", compiled=False, step_us=1000)
+    other = {"Input Dims": [[7, 9], [9, 11]]}
+    b = _vendor_steps("hipLaunchKernel", "Cijk_S", compiled=True, step_us=2000, dims=other)
+    comparison = compare(traceviz.load(tmp_trace(a)), traceviz.load(tmp_trace(b)))
+    verdict = comparison.fusion.comparability
+    assert verdict.failed == (DEVICE_VENDOR, SIGNATURES) and verdict.other_workload
+    (finding,) = [f for f in comparison.findings if f.id == "traces-not-comparable"]
+    assert "failed checks: device vendor, op signatures" in finding.evidence_lines()
+    assert finding.severity.value == "warning"
+    assert "compiled-slower" not in {f.id for f in comparison.findings}
