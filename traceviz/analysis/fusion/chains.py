@@ -56,7 +56,7 @@ FUSIBLE_KINDS = frozenset(
 #: Two adjacent fusible kernels are common and often deliberate (a reduction, then a pointwise
 #: op on its result); three or more on the same data are a clear missed fusion.
 MIN_CHAIN_KERNELS = 3
-#: One op's several kernels are not a chain of ops.
+#: One op's several kernels are not a chain of ops (:func:`_several_ops` assumes 2).
 MIN_CHAIN_OPS = 2
 #: Spans whose ops update unrelated tensors one after another (optimizers, foreach ops).
 OPTIMIZER = re.compile(r"optimizer|^aten::_foreach_", re.IGNORECASE)
@@ -126,7 +126,9 @@ def chain_members(
         return _empty()  # (no ops: no kernel has a launching op to link by)
     # Only a fusible kernel's op is asked about: a link needs both kernels fusible, and a
     # chain's members are linked ones (their top ops, and the reducing ops, are fusible).
-    fusible, reduction = _kind_flags(seq, kernels)
+    kind = seq[ChainMember.kind]
+    fusible = kind.isin(FUSIBLE_KINDS).to_numpy(dtype=bool)
+    reduction = (kind == KernelKind.REDUCTION.value).to_numpy(dtype=bool)
     op = seq[ChainMember.op].to_numpy(dtype=float)
     asked = np.flatnonzero(fusible & np.isfinite(op) & (op >= 0) & (op < len(trace.ops)))
     context, top, optimizer = _context_of_rows(trace.ops, op[asked].astype(np.int64))
@@ -152,49 +154,9 @@ def chain_members(
     }
     columns[ChainMember.chain] = chain[keep]
     # (a chain's first member, its link a break, is spelled "first"; texts on kept rows only)
-    columns[ChainMember.link] = _texts_of_codes(_MEMBER_LINKS, link[keep])
+    columns[ChainMember.link] = _MEMBER_LINKS[link[keep]]
     columns[ChainMember.written_bytes] = _written_bytes(trace.ops, pd.Series(op[keep]))
     return pd.DataFrame(columns)
-
-
-def _kind_flags(
-    seq: pd.DataFrame, kernels: pd.DataFrame
-) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
-    """Per lane row: its kind is one of :data:`FUSIBLE_KINDS`; it is a reduction. Read by
-    code from the kernels table's categorical kind at the lanes' kernel rows (the lanes'
-    kind is that column at those rows), else tested on the lanes' texts."""
-    kind = kernels[ChainMember.kind] if ChainMember.kind in kernels.columns else None
-    if kind is None or not isinstance(kind.dtype, pd.CategoricalDtype):
-        texts = seq[ChainMember.kind]
-        return (
-            texts.isin(FUSIBLE_KINDS).to_numpy(dtype=bool),
-            (texts == KernelKind.REDUCTION.value).to_numpy(dtype=bool),
-        )
-    categories = kind.cat.categories.tolist()
-    fusible = np.array([c in FUSIBLE_KINDS for c in categories] + [False], dtype=bool)
-    reduction = np.array(
-        [c == KernelKind.REDUCTION.value for c in categories] + [False], dtype=bool
-    )
-    codes = kind.cat.codes.to_numpy()[seq[Lane.row].to_numpy()]
-    return fusible[codes], reduction[codes]
-
-
-def _texts_of_codes(texts: npt.NDArray[np.object_], codes: npt.NDArray[np.int8]) -> object:
-    """``texts[codes]`` as the column pandas would infer from it: taken by Arrow when that
-    column is Arrow-backed strings (pandas 3's ``str``; no inference over every value)."""
-    dtype = _inferred_text_dtype()
-    if isinstance(dtype, pd.StringDtype) and dtype.storage == "pyarrow":
-        import pyarrow as pa
-
-        taken = pa.array(texts.tolist(), type=pa.large_string()).take(pa.array(codes))
-        return pd.array(taken, dtype=dtype)
-    return texts[codes]
-
-
-@lru_cache(maxsize=1)
-def _inferred_text_dtype() -> object:
-    """The dtype pandas gives a column made from an object array of strings."""
-    return pd.DataFrame({"x": np.array(["first"], dtype=object)})["x"].dtype
 
 
 def _take(column: pd.Series, rows: npt.NDArray[np.intp]) -> object:
@@ -206,32 +168,12 @@ def _take(column: pd.Series, rows: npt.NDArray[np.intp]) -> object:
     return values.take(rows)
 
 
-def _distinct_per_chain(
-    chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
-) -> npt.NDArray[np.int64]:
-    """Per row of ``rows``, how many distinct top ops its chain has (``groupby(chain)``'s
-    ``nunique``; chain ids are non-negative); 0 on the other rows. Counted over the
-    ``rows`` only (the long chains: every row of a chain, or none), so that the many chains
-    of one kernel are not grouped at all."""
-    out = np.zeros(chain.size, dtype=np.int64)
-    if not rows.any():
-        return out
-    ids, tops = chain[rows], op_top[rows] + 1  # (−1, no op, is a value of its own)
-    pairs = np.unique(ids * (int(tops.max()) + 1) + tops)
-    per_chain = np.bincount(pairs // (int(tops.max()) + 1), minlength=int(ids.max()) + 1)
-    out[rows] = per_chain[ids]
-    return out
-
-
 def _several_ops(
     chain: npt.NDArray[np.int64], op_top: npt.NDArray[np.int64], rows: npt.NDArray[np.bool_]
 ) -> npt.NDArray[np.bool_]:
     """Per row, whether it is one of ``rows`` and its chain has at least
-    :data:`MIN_CHAIN_OPS` distinct top ops (``_distinct_per_chain(...) >= MIN_CHAIN_OPS``).
-    For two: the chain's least and greatest top op differ, over its run of rows (a chain's
-    rows are consecutive), no sort."""
-    if MIN_CHAIN_OPS != 2:
-        return rows & (_distinct_per_chain(chain, op_top, rows) >= MIN_CHAIN_OPS)
+    :data:`MIN_CHAIN_OPS` (two) distinct top ops: the chain's least and greatest top op
+    differ, over its run of rows (a chain's rows are consecutive), no sort."""
     out = np.zeros(chain.size, dtype=bool)
     at = np.flatnonzero(rows)
     if not at.size:
@@ -255,115 +197,32 @@ def _empty() -> pd.DataFrame:
     return pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
 
 
-# --- lanes --------------------------------------------------------------------------------
-
-
 # --- op context ---------------------------------------------------------------------------
 
 
 def _op_context(
-    ops: pd.DataFrame, rows: npt.NDArray[np.int64] | None = None
+    lookup: _NodeFlags,
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """Per op row: its parent context (row of the nearest enclosing span that is neither an
     aten op nor a Python frame, −1 at the root), its top op (the outermost aten op of a nest of
-    aten ops, itself if not aten), and whether it runs inside an optimizer step.
-
-    With ``rows`` (valid op rows: the chains' launching ops), only those rows' entries are
-    computed, by walking up each one's parents (the other entries are the op itself, −1 and
-    False); when a parent on the way is not shallower than its child, the depth levels below
-    would not see it as the walk does, so the whole table goes by levels as before."""
-    flags = _op_flags(ops)
-    if rows is not None:
-        walked = _walk_up(flags, rows)
-        if walked is not None:
-            return walked
-    parent, depth, aten, optimizer, transparent = flags
-    optimizer = optimizer.copy()
-    n = len(parent)
+    aten ops, itself if not aten), and whether it runs inside an optimizer step; the whole
+    table, by depth levels (where a parent is not shallower than its child, the levels do not
+    see it as the walks of :func:`_context_of_rows` would)."""
+    n = len(lookup.parent)
     rows_all = np.arange(n, dtype=np.int64)
+    parent = np.where(lookup.parent >= 0, lookup.parent, -1)
+    bits = lookup.bits(rows_all)
+    aten, optimizer = (bits & _ATEN) != 0, (bits & _OPTIMIZER) != 0
+    transparent = (bits & (_ATEN | _FRAME)) != 0
     holder = np.where(transparent, -1, rows_all)  # nearest context span at or above each op
     top = rows_all.copy()
-    for at in _by_depth(rows_all[parent >= 0], depth):
+    for at in _by_depth(rows_all[parent >= 0], lookup.depth):
         up = parent[at]
         optimizer[at] |= optimizer[up]
         holder[at] = np.where(transparent[at], holder[up], at)
         top[at] = np.where(aten[at] & aten[up], top[up], at)
     context = np.where(parent >= 0, holder[np.maximum(parent, 0)], -1)
     return context, top, optimizer
-
-
-#: Per op row: parent (−1: none), depth, aten op, optimizer span, transparent (no context).
-_OpFlags = tuple[
-    npt.NDArray[np.int64],
-    npt.NDArray[np.int64],
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.bool_],
-    npt.NDArray[np.bool_],
-]
-
-
-def _op_flags(ops: pd.DataFrame) -> _OpFlags:
-    """What :func:`_op_context` reads of each op (its own name's tests, its parent, depth)."""
-    n = len(ops)
-    # Tested once per distinct name (the name column is categorical), then spread by code.
-    names = ops[Ops.name].astype("category")
-    codes = names.cat.codes.to_numpy()
-    distinct = [str(c) for c in names.cat.categories]
-    is_aten = np.array([c.startswith("aten::") for c in distinct] + [False], dtype=bool)
-    in_optimizer = np.array([bool(OPTIMIZER.search(c)) for c in distinct] + [False], dtype=bool)
-    parent = _integers(ops[Ops.parent_row], -1)
-    parent = np.where((parent >= 0) & (parent < n), parent, -1)
-    depth = _integers(ops[Ops.depth], 0)
-    aten = is_aten[codes]  # code −1 (missing name) picks the trailing False
-    python = _equals(ops[Ops.category], OpCategory.PYTHON_FUNCTION.value)
-    return parent, depth, aten, in_optimizer[codes], aten | python  # transparent spans
-
-
-def _walk_up(
-    flags: _OpFlags, rows: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]] | None:
-    """:func:`_op_context` at ``rows`` only: each row's parents walked up together, one level
-    per pass (None when a parent is not shallower than its child: see :func:`_op_context`)."""
-    parent, depth, aten, in_optimizer, transparent = flags
-    n = len(parent)
-    optimizer = in_optimizer[rows]  # (a copy)
-    context = np.full(rows.size, -1, dtype=np.int64)
-    found = np.zeros(rows.size, dtype=bool)  # the context is the first non-transparent parent
-    top = rows.copy()
-    chain = aten[rows]  # still on the row's run of nested aten ops
-    node = rows.copy()
-    live = np.flatnonzero(parent[rows] >= 0)
-    while live.size:
-        child = node[live]
-        up = parent[child]
-        if (depth[up] >= depth[child]).any():
-            return None
-        optimizer[live] |= in_optimizer[up]
-        newly = ~found[live] & ~transparent[up]
-        context[live[newly]] = up[newly]
-        found[live[newly]] = True
-        extend = chain[live] & aten[up]
-        top[live[extend]] = up[extend]
-        chain[live] = extend
-        node[live] = up
-        live = live[parent[up] >= 0]
-    return _spread(n, rows, context, top, optimizer)
-
-
-def _spread(
-    n: int,
-    rows: npt.NDArray[np.int64],
-    context: npt.NDArray[np.int64],
-    top: npt.NDArray[np.int64],
-    optimizer: npt.NDArray[np.bool_],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """The figures at ``rows`` spread over a table of ``n`` ops; the other entries: −1, the op
-    itself, False."""
-    out_context = np.full(n, -1, dtype=np.int64)
-    out_top = np.arange(n, dtype=np.int64)
-    out_optimizer = np.zeros(n, dtype=bool)
-    out_context[rows], out_top[rows], out_optimizer[rows] = context, top, optimizer
-    return out_context, out_top, out_optimizer
 
 
 def _context_of_rows(
@@ -373,19 +232,19 @@ def _context_of_rows(
     context, top op, optimizer; with less walking: each row walked up only to its context
     (its run of aten ops, the top op, never goes past it: a context is not an aten op), the
     optimizer test above the contexts once per distinct context, the names' and categories'
-    tests only for the ops on the way. The same ops are walked up as in :func:`_walk_up`,
-    so the same fallback to the whole table (a parent not shallower than its child)."""
+    tests only for the ops on the way; the whole table by :func:`_op_context` when a parent
+    on the way is not shallower than its child."""
     lookup = _NodeFlags.of(ops)
-    walked = None if lookup is None else _walk_to_context(lookup, rows)
-    if lookup is None or walked is None:
-        return tuple(a[rows] for a in _op_context(ops, None if lookup else rows))  # type: ignore[return-value]
+    walked = _walk_to_context(lookup, rows)
+    if walked is None:
+        return tuple(a[rows] for a in _op_context(lookup))  # type: ignore[return-value]
     context, top, optimizer = walked
     has = np.flatnonzero(context >= 0)
     if has.size:
         contexts = sorted_unique(context[has]).astype(np.int64, copy=False)
         above = _optimizer_above(lookup, contexts)
         if above is None:
-            return tuple(a[rows] for a in _op_context(ops))  # type: ignore[return-value]
+            return tuple(a[rows] for a in _op_context(lookup))  # type: ignore[return-value]
         position = np.empty(len(ops), dtype=np.intp)
         position[contexts] = np.arange(contexts.size)
         optimizer[has] |= above[position[context[has]]]
@@ -448,8 +307,8 @@ def _optimizer_above(
 
 @dataclass(frozen=True)
 class _NodeFlags:
-    """What :func:`_op_flags` tests of each op, read at the ops asked about only: the parent
-    (negative: none) and depth of every op, and per name code the name's tests."""
+    """What is tested of each op, read at the ops asked about only: the parent (negative:
+    none) and depth of every op, and per name code the name's tests."""
 
     parent: npt.NDArray[np.int64]
     depth: npt.NDArray[np.int64]
@@ -459,11 +318,9 @@ class _NodeFlags:
     python: int  # the category code of Python frames (−2: none)
 
     @classmethod
-    def of(cls, ops: pd.DataFrame) -> _NodeFlags | None:
-        """None when the name or category column is not categorical."""
-        names, category = ops[Ops.name].array, ops[Ops.category].array
-        if not all(isinstance(c, pd.Categorical) for c in (names, category)):
-            return None
+    def of(cls, ops: pd.DataFrame) -> _NodeFlags:
+        """The flags of ``ops`` (name and category made categorical when they are not)."""
+        names, category = (ops[c].astype("category").array for c in (Ops.name, Ops.category))
         n = len(ops)
         parent = _integers(ops[Ops.parent_row], -1)
         if parent.size and int(parent.max()) >= n:
@@ -497,16 +354,6 @@ def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
     return column.to_numpy(dtype=float, na_value=float(missing)).astype(np.int64)
 
 
-def _equals(column: pd.Series, value: str) -> npt.NDArray[np.bool_]:
-    """Per row, ``column == value`` (False where missing); by code when categorical."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        at = column.cat.categories.get_indexer(pd.Index([value]))[0]
-        if at < 0:
-            return np.zeros(len(column), dtype=bool)
-        return np.asarray(column.cat.codes.to_numpy() == at, dtype=bool)
-    return column.isin([value]).to_numpy(dtype=bool)
-
-
 def _by_depth(
     rows: npt.NDArray[np.int64], depth: npt.NDArray[np.int64]
 ) -> list[npt.NDArray[np.int64]]:
@@ -520,14 +367,6 @@ def _by_depth(
     by_level = np.argsort(levels, kind="stable")
     bounds = np.flatnonzero(np.diff(levels[by_level])) + 1
     return np.split(rows[by_level], bounds)
-
-
-def _at(values: npt.NDArray[np.int64], rows: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
-    """``values[rows]`` for float op rows, −1 where the row is unknown."""
-    known = np.isfinite(rows) & (rows >= 0) & (rows < len(values))
-    out = np.full(len(rows), -1, dtype=np.int64)
-    out[known] = values[rows[known].astype(np.int64)]
-    return out
 
 
 # --- links --------------------------------------------------------------------------------
@@ -573,81 +412,20 @@ def _link_codes_of(
     # links of a long trace repeat a few hundred op pairs thousands of times.
     dims, names = ops[Ops.input_dims], ops[Ops.name]
     reduces = _reducing_table(seq, top_op, len(ops), reduction)[a]  # (a: −1, the op unknown)
-    categorical = all(isinstance(c.dtype, pd.CategoricalDtype) for c in (dims, names))
-    if (
-        categorical
-        and (len(dims.cat.categories) + 1) ** 2 * (len(names.cat.categories) + 1) < 2**61
-    ):
-        out[at] = _links_by_code(dims, names, a, reduces, b, codes=True)
-        return out
-    decided: dict[tuple[object, str, bool, object], int] = {}
-    links = []
-    for key in zip(
-        _texts(dims.iloc[a]),
-        map(str, names.iloc[a].to_numpy(dtype=object)),
-        reduces.tolist(),
-        _texts(dims.iloc[b]),
-        strict=True,
-    ):
-        link = decided.get(key)
-        if link is None:
-            dims_a, name_a, reduces_a, dims_b = key
-            link = _LINK_CODES[_data_link(_shapes(dims_a), name_a, reduces_a, _shapes(dims_b))]
-            decided[key] = link
-        links.append(link)
-    out[at] = links
-    return out
-
-
-def _links_by_code(
-    dims: pd.Series,
-    names: pd.Series,
-    a: npt.NDArray[np.int64],
-    reduces: npt.NDArray[np.bool_],
-    b: npt.NDArray[np.int64],
-    *,
-    codes: bool = False,
-) -> npt.NDArray[np.object_] | npt.NDArray[np.int8]:
-    """:func:`_data_link` of each (a, b) op pair, decided once per distinct (a's shapes, a's
-    name, a reduces, b's shapes), told apart by the categorical columns' codes (no text per
-    link): the texts are those :func:`_texts` and ``str`` give (a missing shapes text is
-    None, a missing name ``"nan"``). With ``codes``, the links as :func:`_link_codes`'s."""
-    dim_codes, name_codes = dims.cat.codes.to_numpy(), names.cat.codes.to_numpy()
-    n_dims, n_names = len(dims.cat.categories) + 1, len(names.cat.categories) + 1
-    # one int64 per (a's shapes, a's name, a reduces, b's shapes): below n_dims² · n_names · 2
-    key = ((dim_codes[a].astype(np.int64) + 1) * n_names + name_codes[a] + 1) * 2 + reduces
-    key = key * n_dims + dim_codes[b] + 1
-    inverse, unique_keys = pd.factorize(key)
-    rest, dims_b = np.divmod(np.asarray(unique_keys, dtype=np.int64), n_dims)
-    rest, reduces_a = np.divmod(rest, 2)
-    dims_a, name_a = np.divmod(rest, n_names)
-    distinct = zip(
-        (dims_a - 1).tolist(), (name_a - 1).tolist(), reduces_a.tolist(), (dims_b - 1).tolist(),
-        strict=True,
-    )  # fmt: skip
-    dim_texts = [v if isinstance(v, str) else None for v in dims.cat.categories.tolist()]
-    name_texts = [str(v) for v in names.cat.categories.tolist()]
-
-    def text(code: int) -> str | None:
-        return dim_texts[code] if code >= 0 else None
-
+    key, groups = _group_rows([dims.iloc[a], names.iloc[a], pd.Series(reduces), dims.iloc[b]])
     links = [
-        _data_link(
-            _shapes(text(dims_a)),
-            name_texts[name_a] if name_a >= 0 else str(np.nan),
-            bool(reduces_a),
-            _shapes(text(dims_b)),
-        )
-        for dims_a, name_a, reduces_a, dims_b in distinct
+        _LINK_CODES[
+            _data_link(
+                _shapes(dims_a),
+                str(np.nan) if name_a is None else str(name_a),
+                bool(reduces_a),
+                _shapes(dims_b),
+            )
+        ]
+        for dims_a, name_a, reduces_a, dims_b in groups
     ]
-    if codes:
-        return np.array([_LINK_CODES[link] for link in links], dtype=np.int8)[inverse]
-    return np.asarray(links, dtype=object)[inverse]
-
-
-def _texts(values: pd.Series) -> list[str | None]:
-    """Each value if it is a string, else None (hashable keys for the per-pair decisions)."""
-    return [v if isinstance(v, str) else None for v in values.to_numpy(dtype=object).tolist()]
+    out[at] = np.array(links, dtype=np.int8)[key]
+    return out
 
 
 def _reducing_table(
@@ -742,42 +520,10 @@ def _written_bytes(
     at = rows[known].astype(np.int64)
     columns = [ops[c] for c in (Ops.name, Ops.input_dims, Ops.input_types, Ops.concrete_inputs)]
     # estimated once per distinct (name, dims, types, concrete inputs), spread by group
-    grouped = _group_codes(columns, at)
-    if grouped is None:
-        key, groups = _group_rows([c.iloc[at] for c in columns])
-    else:
-        key, groups = grouped
+    key, groups = _group_rows([c.iloc[at] for c in columns])
     per_group = np.array([_written(*(_text(v) for v in values)) for values in groups], dtype=float)
     out[known] = per_group[key]
     return out
-
-
-def _group_codes(
-    columns: list[pd.Series], rows: npt.NDArray[np.int64]
-) -> tuple[npt.NDArray[np.intp], list[list[object]]] | None:
-    """:func:`~traceviz.analysis.traffic.estimates._group_rows` of ``columns`` at ``rows`` told
-    apart by the categorical columns' codes (no rows of the ops table picked, no text per row):
-    a group number per row and each group's values (None where missing), the groups in
-    another order. None when a column is not categorical or the codes do not fit an int64."""
-    if not all(isinstance(c.dtype, pd.CategoricalDtype) for c in columns):
-        return None
-    sizes = [len(c.cat.categories) + 1 for c in columns]
-    if float(np.prod(np.asarray(sizes, dtype=float))) >= 2.0**62:
-        return None
-    key = np.zeros(rows.size, dtype=np.int64)
-    for column, size in zip(columns, sizes, strict=True):
-        key = key * size + column.cat.codes.to_numpy()[rows].astype(np.int64) + 1
-    inverse, distinct = pd.factorize(key)
-    codes = []
-    rest = np.asarray(distinct, dtype=np.int64)
-    for size in reversed(sizes):
-        rest, code = np.divmod(rest, size)
-        codes.append(code - 1)
-    picked = []
-    for column, code in zip(columns, reversed(codes), strict=True):
-        values = column.cat.categories.tolist()
-        picked.append([values[c] if c >= 0 else None for c in code.tolist()])
-    return np.asarray(inverse, dtype=np.intp), [list(v) for v in zip(*picked, strict=True)]
 
 
 @lru_cache(maxsize=2**16)  # distinct shape strings; bounded for long-lived processes
@@ -802,9 +548,7 @@ def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
     (its compensated sum, as before), the maxima skipping NaN, the first row of a tie.
 
     The signatures come as numbers (``signature_codes``: per chain, its signature's number
-    in order of first appearance; ``signature_texts``: per number, the signature), told apart
-    by the labels' codes (:func:`_signature_numbers`); where the codes cannot tell them apart,
-    as texts (``signature``: a list).
+    in order of first appearance; ``signature_texts``: per number, the signature).
     """
     chain = members[ChainMember.chain].to_numpy()
     n = chain.size
@@ -830,15 +574,11 @@ def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
     largest_row = (
         np.minimum.reduceat(np.where(filled == peak[run], positions, n), starts) if n else run
     )
-    numbered = _signature_numbers(members[ChainMember.label], starts)
-    if numbered is None:
-        labels = members[ChainMember.label].astype(str)
-        signature: dict[str, Any] = {"signature": _signatures(members[ChainMember.chain], labels)}
-    else:
-        signature = {"signature_codes": numbered[0], "signature_texts": numbered[1]}
+    codes, texts = _signature_numbers(members[ChainMember.label], starts)
     return {
         ChainMember.chain: chain[starts],
-        **signature,
+        "signature_codes": codes,
+        "signature_texts": texts,
         "kernels": np.diff(np.r_[starts, n]).astype(np.int64),
         "time_us": sums["time_us"].to_numpy(),
         "longest_us": np.fmax.reduceat(dur, starts) if n else dur,
@@ -864,34 +604,21 @@ def _first_of_op(run: npt.NDArray[np.intp], op: npt.NDArray[np.float64]) -> npt.
     return first
 
 
-def _signatures(chain: pd.Series, labels: pd.Series) -> list[str]:
-    """Per chain, in order, its members' labels joined by :data:`SEPARATOR` (a chain's
-    members are consecutive rows: chain ids only grow down the lane order)."""
-    ids = chain.to_numpy()
-    starts = np.flatnonzero(np.concatenate([[True], ids[1:] != ids[:-1]])) if len(ids) else ids
-    ends = np.append(starts[1:], len(ids))
-    texts = labels.tolist()
-    return [SEPARATOR.join(texts[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
-
-
 def _signature_numbers(
     labels: pd.Series, starts: npt.NDArray[np.intp]
-) -> tuple[npt.NDArray[np.intp], list[str]] | None:
+) -> tuple[npt.NDArray[np.intp], list[str]]:
     """Per chain (runs of rows from ``starts``), its signature's number in order of first
-    appearance, and each number's signature (what ``pd.factorize`` of :func:`_signatures`
-    gives): the chains told apart by their labels' codes, each signature joined once. None
-    when a label is missing or holds :data:`SEPARATOR` (the texts could then tell chains
-    apart differently)."""
+    appearance, and each number's signature: its members' labels (a missing one "nan")
+    joined by :data:`SEPARATOR`."""
     codes, uniques = pd.factorize(labels)
-    names = [str(u) for u in np.asarray(uniques, dtype=object).tolist()]
-    if (codes < 0).any() or any(SEPARATOR in name for name in names):
-        return None
-    runs = codes.tolist()
-    bounds = [*starts.tolist(), len(runs)]
-    number: dict[tuple[int, ...], int] = {}
-    per_chain = [number.setdefault(tuple(runs[a:b]), len(number)) for a, b in pairwise(bounds)]
-    texts = [SEPARATOR.join(names[c] for c in key) for key in number]
-    return np.asarray(per_chain, dtype=np.intp), texts
+    names = [str(u) for u in np.asarray(uniques, dtype=object).tolist()] + [str(np.nan)]
+    texts = [names[c] for c in codes.tolist()]  # (code −1, missing: the last name)
+    number: dict[str, int] = {}
+    bounds = [*starts.tolist(), len(texts)]
+    per_chain = [
+        number.setdefault(SEPARATOR.join(texts[a:b]), len(number)) for a, b in pairwise(bounds)
+    ]
+    return np.asarray(per_chain, dtype=np.intp), list(number)
 
 
 def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
@@ -904,10 +631,7 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
     with the largest intermediate (the first such chain on a tie); the order by a stable
     sort of the negated times (``sort_values(ascending=False, kind="stable")``: ties in
     order of first appearance)."""
-    if "signature_codes" in table:
-        codes, signatures = table["signature_codes"], table["signature_texts"]
-    else:
-        codes, signatures = pd.factorize(np.asarray(table["signature"], dtype=object))
+    codes, signatures = table["signature_codes"], table["signature_texts"]
     n = len(signatures)
     time_us = np.asarray(table["time_us"], dtype=float)
     largest_per_chain = np.asarray(table["largest"], dtype=float)
@@ -959,10 +683,5 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
 
 
 def _names_at(names: pd.Series, rows: npt.NDArray[np.int64]) -> list[str]:
-    """``str(names.iloc[row])`` per row (a missing name: "nan"); by code when categorical
-    (no take of the column)."""
-    values = names.array
-    if isinstance(values, pd.Categorical):
-        categories = [str(c) for c in values.categories.tolist()]
-        return [categories[c] if c >= 0 else str(np.nan) for c in values.codes[rows].tolist()]
+    """``str(names.iloc[row])`` per row (a missing name: "nan")."""
     return [str(v) for v in names.iloc[rows].tolist()]
