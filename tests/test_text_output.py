@@ -1,12 +1,16 @@
 """The text renderer in a pipe or a file: names are never cut at any width, metric rows read as
 display names with their units, shares as %, and metrics a CPU trace cannot have say n/a (null
-in the JSON)."""
+in the JSON); with COLUMNS=80 (a standard terminal, or a pipe told its width) no line of a
+command's text is wider than 80 characters, as a terminal counts them: compare and summary
+on a sample run, the ranks summary and comparison of a job (whose findings wrap under their
+own indent)."""
 
 from __future__ import annotations
 
 import io
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -15,7 +19,8 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tests.conftest import CORPUS, SAMPLES, load_trace
+import traceviz
+from tests.conftest import CORPUS, REPO, SAMPLES, load_trace
 from traceviz.analysis.compare import DEVICE_ONLY_METRICS, NOT_APPLICABLE, Metric
 from traceviz.analysis.summary import summarize
 from traceviz.commands.output import console as pipe_console
@@ -30,6 +35,7 @@ from traceviz.rundir import read_run_dir
 
 GPU_TRACE = CORPUS / "nvidia" / "v100_resnet50_eager_train_2021.json.gz"
 WIDTHS = (40, 80, 140)
+COLUMNS = 80
 
 
 def _squash(text: str) -> str:
@@ -209,3 +215,47 @@ def test_metrics_view_picks_rows_by_metric_id(attention) -> None:  # type: ignor
     view = metrics_view(attention, only=only, title="Some")
     assert view.title == "Some"
     assert [row[0] for row in view.rows] == [metric_label("launch_count"), "memory traffic"]
+
+
+# --- COLUMNS=80: no line wider -------------------------------------------------------
+
+
+def _text_of(*args: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-m", "traceviz.cli", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        cwd=REPO,
+        env={**{k: v for k, v in os.environ.items() if k != "LINES"}, "COLUMNS": str(COLUMNS)},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _too_wide(text: str) -> list[str]:
+    return [line for line in text.splitlines() if len(line) > COLUMNS]
+
+
+@pytest.mark.parametrize("run", ["block", "graph-break"])
+def test_compare_of_a_sample_run_fits_80_columns(run: str) -> None:
+    assert not _too_wide(_text_of("compare", str(Path("sample_traces") / run), "--no-cache"))
+
+
+def test_summary_of_a_sample_trace_fits_80_columns() -> None:
+    trace = SAMPLES / "block" / "compiled.pt.trace.json.gz"
+    assert not _too_wide(_text_of("summary", str(trace), "--no-cache"))
+
+
+def test_ranks_text_fits_80_columns(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
+    from tests.ranks_fixtures import synthetic_job, write_ranks
+
+    traces = write_ranks(tmp_path / "traces", synthetic_job(8, steps=3).docs)
+    dataset = tmp_path / "job"
+    traceviz.load_ranks(traces, dataset)
+    summary = _text_of("summary", str(dataset), "--ranks")
+    assert "straggler" in summary and not _too_wide(summary)
+    pair = _text_of("compare", str(dataset), str(dataset), "--ranks")
+    assert "speedup" in pair and not _too_wide(pair)
