@@ -4,29 +4,37 @@ GIVEN tiny hand-made CPU traces and compile logs, the sample runs, and a model d
 file WHEN ``compiled_kernel_provenance`` / ``eager_kernel_lines`` read them THEN each kernel row
 gets the compiler's entry (generated kernels by name in their region, library calls by order in
 their graph call) or its exact source line, never two entries, and no kernel row is credited
-twice.
+twice. On every real trace, each eager line is a raw ``python_function`` frame (or line mark)
+around the op; source text this machine lacks is left missing. The op context (per op its
+innermost graph call, compiled region and backward marker, by parent rows) on compiled and
+eager traces.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, op
+from tests.conftest import CORPUS, SAMPLES, load_trace, op
+from tests.real_data import every_trace_file, raw_events
 from tests.test_compile_log import records, write_jsonl
+from traceviz.analysis import provenance
 from traceviz.analysis.provenance import (
     compiled_kernel_provenance,
     eager_kernel_lines,
     extern_op_name,
 )
 from traceviz.parse.compile_log import COMPILE_LOG, LINE_MARK_PREFIX, read_compile_log
-from traceviz.schema import KERNEL_LINES_DTYPES, KERNEL_PROVENANCE_DTYPES, RegionKind
+from traceviz.schema import KERNEL_LINES_DTYPES, KERNEL_PROVENANCE_DTYPES, Ops, RegionKind
 from traceviz.schema import KernelLines as KL
 from traceviz.schema import KernelProvenance as KP
 from traceviz.schema import Kernels as K
@@ -309,3 +317,102 @@ def test_gpu_triton_and_library_kernels_map_in_call_order(tmp_path: Path) -> Non
     handles = [int(p.rsplit(":", 1)[1]) for p in prov[KP.prov_kernel]]
     assert handles == list(range(1, 13))  # the k-th GEMM is the k-th extern_kernels.mm
     assert prov[KP.primary].all()
+
+
+REGION = "Torch-Compiled Region: "
+TRACES = [
+    SAMPLES / "h200" / "graph-break" / "compiled.pt.trace.json.gz",
+    SAMPLES / "h200" / "gpt2-reduce-overhead" / "compiled.pt.trace.json.gz",
+    SAMPLES / "graph-break" / "compiled.pt.trace.json.gz",
+    SAMPLES / "h200" / "gpt2" / "eager.pt.trace.json.gz",
+    CORPUS / "nvidia" / "v100_train_compiledfunction_cudagraph.json.gz",
+    CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz",
+    CORPUS / "amd" / "mi300x_compiled_flux_hipgraph.json.gz",
+]
+
+
+def _nearest(parents: list[int], names: list[str], named: Callable[[str], bool]) -> list[int]:
+    """Per op, the first op named so on its way up the parent rows (itself first), else -1."""
+    out = []
+    for row in range(len(names)):
+        at = row
+        while at >= 0 and not named(names[at]):
+            at = parents[at]
+        out.append(at)
+    return out
+
+
+def _is_call(name: str) -> bool:
+    return name.startswith("## Call CompiledFxGraph") or name.startswith("CompiledFunction")
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: "/".join(p.parts[-2:]))
+def test_op_context_is_the_nearest_named_op(path: Path) -> None:
+    if not path.is_file():
+        pytest.skip(f"{path} not found")
+    trace = load_trace(path)
+    context = provenance._OpContext(trace)
+    names = trace.ops[Ops.name].astype(str).tolist()
+    parents = trace.ops[Ops.parent_row].astype("Int64").fillna(-1).astype(int).tolist()
+    assert context.region.tolist() == _nearest(parents, names, lambda n: n.startswith(REGION))
+    backward = _nearest(parents, names, lambda n: n == "CompiledFunctionBackward")
+    assert context.backward.tolist() == backward
+    assert context.call.tolist() == _nearest(parents, names, _is_call)
+    regions = {row: name.removeprefix(REGION) for row, name in enumerate(names)
+               if name.startswith(REGION)}  # fmt: skip
+    assert context.compile_id == regions
+
+
+def test_a_compiled_sample_has_compile_ids() -> None:
+    context = provenance._OpContext(
+        load_trace(SAMPLES / "graph-break" / "compiled.pt.trace.json.gz")
+    )
+    assert context.compile_id and all("/" in v for v in context.compile_id.values())
+    assert (context.region >= 0).any()
+    assert isinstance(context.region, np.ndarray)
+
+
+FRAME_CATS = {"python_function", "user_annotation", "cpu_op"}
+
+
+def _frames(path: Path) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """(thread "pid/tid", event name) → the (start, end) µs of each raw span of that name."""
+    events = raw_events(path)
+    spans: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for e in events:
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in FRAME_CATS:
+            start = float(e["ts"])
+            thread = f"{e.get('pid')}/{e.get('tid')}"
+            spans[(thread, str(e.get("name")))].append((start, start + float(e.get("dur", 0))))
+    return spans
+
+
+@pytest.mark.parametrize("path", every_trace_file())
+def test_each_line_is_a_raw_frame_around_the_op(path: Path) -> None:
+    trace = load_trace(path)
+    lines = eager_kernel_lines(trace)
+    if lines.empty:
+        return
+    spans = _frames(path)
+    kernels, ops = trace.kernels, trace.ops
+    for row in lines.to_dict("records"):
+        op: Any = ops.iloc[int(kernels[K.op_row].iloc[int(row[KL.kernel_row])])]
+        name = f"{row[KL.file]}({row[KL.line]}): {row[KL.function]}"
+        name = LINE_MARK_PREFIX + name if row[KL.exact] else name
+        start = float(op[Ops.ts_us])
+        around = spans[(str(op[Ops.thread]), name)]
+        assert any(s - 1e-3 <= start <= e + 1e-3 for s, e in around), (name, start)
+    assert lines[KL.kernel_row].is_unique  # one line per kernel at most
+
+
+def test_lines_of_files_not_on_this_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every code missing (None), and some missing: the rest of each row stays."""
+    trace = load_trace(SAMPLES / "pointwise" / "eager_lines.pt.trace.json.gz")
+    full = eager_kernel_lines(trace)
+    monkeypatch.setattr(provenance, "source_line", lambda file, line: None)
+    got = eager_kernel_lines(trace)
+    assert len(got) == len(full) > 0 and got[KL.code].isna().all()
+    assert got.drop(columns=KL.code).equals(full.drop(columns=KL.code))
+    monkeypatch.setattr(provenance, "source_line", lambda f, n: None if n % 2 else f"line {n}")
+    half = eager_kernel_lines(trace)
+    assert (half[KL.code].isna() == (half[KL.line] % 2 == 1)).all()
