@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -547,17 +546,10 @@ _WORK_COLUMNS = [CpuWork.step, CpuWork.where, CpuWork.name, CpuWork.category, Cp
 
 def _work_table(ops: pd.DataFrame, work: list[_Work]) -> pd.DataFrame:
     """:class:`CpuWork` rows: overlaps summed per step, position and name, largest first.
-
-    Grouped by codes (the position's, the categorical name's and category's) and spelled
-    after the sum: the same groups in the same order, each summed over the same rows in the
-    same order as :func:`_work_table_texts` groups the texts (which serves any other columns,
-    and names or categories with a missing value)."""
+    Grouped by codes and spelled after the sum (a missing name or category reads "nan")."""
     if not work:
         return pd.DataFrame(columns=_WORK_COLUMNS)
     rows = np.concatenate([w[2] for w in work])
-    names, categories = _text_codes(ops[Ops.name], rows), _text_codes(ops[Ops.category], rows)
-    if names is None or categories is None:
-        return _work_table_texts(ops, work)
     positions = [LEADING, BETWEEN, TRAILING]
     frame = pd.DataFrame(
         {
@@ -565,49 +557,17 @@ def _work_table(ops: pd.DataFrame, work: list[_Work]) -> pd.DataFrame:
             CpuWork.where: np.concatenate(
                 [np.full(w[2].size, positions.index(w[1])) for w in work]
             ),
-            CpuWork.name: names[0],
-            CpuWork.category: categories[0],
             CpuWork.overlap_us: np.concatenate([w[3] for w in work]),
         }
     )
+    texts = {CpuWork.where: np.array(positions, dtype=object)}
+    for column, source in ((CpuWork.name, Ops.name), (CpuWork.category, Ops.category)):
+        codes, uniques = pd.factorize(ops[source].iloc[rows], use_na_sentinel=False)
+        frame.insert(len(frame.columns) - 1, column, codes)
+        texts[column] = np.asarray(uniques.astype(str), dtype=object)
     summed = frame.groupby(_WORK_COLUMNS[:4], sort=False)[CpuWork.overlap_us].sum().reset_index()
-    for column, texts in (
-        (CpuWork.where, pd.array(np.array(positions, dtype=object), dtype="str")),
-        (CpuWork.name, names[1]),
-        (CpuWork.category, categories[1]),
-    ):
-        summed[column] = texts.take(summed[column].to_numpy())
-    return summed.sort_values(
-        [CpuWork.step, CpuWork.overlap_us], ascending=[True, False], kind="stable"
-    ).reset_index(drop=True)
-
-
-def _text_codes(column: pd.Series, rows: npt.NDArray[np.int64]) -> tuple[Any, Any] | None:
-    """A categorical column of texts at ``rows``: its codes and its categories as pandas'
-    ``str`` array; None for any other column, or when a row's value is missing."""
-    if not isinstance(column.dtype, pd.CategoricalDtype):
-        return None
-    cats = np.asarray(column.cat.categories, dtype=object)
-    codes = column.cat.codes.to_numpy()[rows]
-    if not all(isinstance(c, str) for c in cats) or (codes < 0).any():
-        return None
-    return codes, pd.array(cats, dtype="str")
-
-
-def _work_table_texts(ops: pd.DataFrame, work: list[_Work]) -> pd.DataFrame:
-    """:func:`_work_table` on the texts themselves (any name and category columns)."""
-    columns = _WORK_COLUMNS
-    rows = np.concatenate([w[2] for w in work])
-    frame = pd.DataFrame(
-        {
-            CpuWork.step: np.concatenate([np.full(w[2].size, w[0]) for w in work]),
-            CpuWork.where: np.concatenate([np.full(w[2].size, w[1], dtype=object) for w in work]),
-            CpuWork.name: ops[Ops.name].iloc[rows].astype(str).to_numpy(),
-            CpuWork.category: ops[Ops.category].iloc[rows].astype(str).to_numpy(),
-            CpuWork.overlap_us: np.concatenate([w[3] for w in work]),
-        }
-    )
-    summed = frame.groupby(columns[:4], sort=False)[CpuWork.overlap_us].sum().reset_index()
+    for column, spelled in texts.items():
+        summed[column] = pd.array(spelled, dtype="str").take(summed[column].to_numpy())
     return summed.sort_values(
         [CpuWork.step, CpuWork.overlap_us], ascending=[True, False], kind="stable"
     ).reset_index(drop=True)
