@@ -3,7 +3,10 @@ sample run per code path, on the corpus eager traces whose kernels have source l
 hand-made edge cases: one row per located line with its eager kernels, time and ops, the
 compiled kernels credited from it and their share of the measured time, the lines fused with
 it (both ways); a hand-made case's figures worked out by hand; group_sums is pandas' groupby
-sum."""
+sum. Every compiled kernel the compiler's provenance ties to a line counts there, credited or
+not (the H200 gpt2 line pytorch_utils.py:119 holds its cuBLAS GEMM, split-K reduction and
+cutlass GEMM). ``fused_with`` names only lines that share an Inductor-generated kernel: a
+library call shared by name (``aten::addmm``) is no fusion."""
 
 from __future__ import annotations
 
@@ -14,21 +17,28 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import traceviz
 from tests.conftest import CORPUS, SAMPLES, load_trace
 from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from traceviz.analysis.fusion import lines as fusion_lines
-from traceviz.analysis.fusion.by_line import group_sums, lines_table_rows
+from traceviz.analysis.fusion.by_line import _measured, group_sums, lines_table_rows
 from traceviz.analysis.fusion.lines import (
     CREDITED_DTYPES,
+    ByLine,
     LineRecord,
     fusion_evidence,
+    lines_table,
     read_log,
     split_kernel_names,
+    with_uncredited,
 )
-from traceviz.analysis.fusion.match import Credits, credit_eager_kernels
+from traceviz.analysis.fusion.match import Credits, Outcome, credit_eager_kernels
+from traceviz.analysis.inductor_names import fused_kernel_ops
 from traceviz.analysis.kernels import classify
+from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 from traceviz.schema import ActivityKind, Kernels
+from traceviz.trace import Trace
 
 
 def _checked(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord) -> pd.DataFrame:
@@ -59,25 +69,51 @@ def _checked(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord)
     return table
 
 
-@pytest.mark.parametrize("run", SAMPLE_RUNS)
-def test_by_line_on_sample_runs(run: str) -> None:
+def _run(run: str) -> tuple[Trace, pd.DataFrame, pd.DataFrame, LineRecord]:
+    """A sample run's eager trace, credits (the compiler's first), classified compiled
+    kernels and source lines."""
     r = read_run_dir(SAMPLES / run)
     eager, compiled = load_trace(r.eager), load_trace(r.compiled)
     marked = load_trace(r.eager_lines) if r.eager_lines else None
-    log = read_log(r.compile_log)
-    compiler, lines = fusion_evidence(eager, compiled, log, eager_lines=marked)
+    compiler, lines = fusion_evidence(eager, compiled, read_log(r.compile_log), eager_lines=marked)
     if lines is None:
         pytest.skip("no source lines in this run")
     classified = classify(compiled)
     credits = credit_eager_kernels(
         eager, compiled, compiled_classified=classified, compiler=compiler
     )
+    return eager, credits, classified, lines
+
+
+@pytest.mark.parametrize("run", SAMPLE_RUNS)
+def test_by_line_on_sample_runs(run: str) -> None:
+    """Also, where the compiler's provenance ties kernels to lines: summed over lines, the
+    compiled time is exactly the measured time of the kernels credited from a located eager
+    kernel plus the uncredited kernels the provenance ties to a line, each counted once."""
+    eager, credits, classified, lines = _run(run)
     table = _checked(credits, classified, lines)
-    full = fusion_lines.with_uncredited(table, credits, classified, lines)
-    assert fusion_lines.lines_table(credits, classified, lines).equals(full)
+    full = with_uncredited(table, credits, classified, lines)
+    assert lines_table(credits, classified, lines).equals(full)
     # credits add up to at most what was measured, on both sides
     assert table["eager_time_us"].sum() <= measured_kernel_us(eager.kernels) * (1 + 1e-12)
     assert full["compiled_time_us"].sum() <= measured_kernel_us(classified) * (1 + 1e-12)
+    if lines.compiled.empty or full.empty:
+        return  # no compiler provenance, or no line
+    measured = _measured(classified)
+    matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
+    credited = {str(k) for k in matched[Credits.kernel].dropna()}
+    located = matched[matched[Credits.eager_row].isin(lines.eager["eager_row"])]
+    tied = _tied(full, lines)
+    uncredited = {k for k in tied if k not in credited and k in measured}
+    counted = {str(k) for k in located[Credits.kernel].dropna()} | uncredited
+    want = sum(measured[k] for k in counted if k in measured)
+    assert float(full[ByLine.compiled_time_us].sum()) == pytest.approx(want, rel=1e-9, abs=1e-9)
+    # every uncredited kernel is listed among the line's compiled kernels and credited nowhere
+    both = zip(full[ByLine.uncredited_kernels], full[ByLine.compiled_kernels], strict=True)
+    for names, listed in both:
+        assert str(listed).endswith(str(names))
+    joined = ", ".join(full[ByLine.uncredited_kernels].astype(str))
+    assert all(k in joined for k in uncredited)
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"corpus not found at {CORPUS}")
@@ -188,3 +224,141 @@ def test_group_sums_are_pandas_groupby_sums(sort: bool, with_nan: bool) -> None:
             a == b or (math.isnan(a) and math.isnan(b)) for a, b in zip(got, expected, strict=True)
         )
         assert list(uniques) == expected.index.tolist()
+
+
+def _tied(table: pd.DataFrame, lines: LineRecord) -> dict[str, set[tuple[str, int]]]:
+    """Per compiled kernel name: the table's lines its provenance names (file by its tail)."""
+    pairs = zip(table[ByLine.file], table[ByLine.line], strict=True)
+    spots = {(str(f).rsplit("/", 1)[-1], int(n)) for f, n in pairs}
+    out: dict[str, set[tuple[str, int]]] = {}
+    held = lines.compiled
+    for kernel, file, line in zip(held["kernel"], held["file"], held["line"], strict=True):
+        spot = (str(file).rsplit("/", 1)[-1], int(line))
+        if spot in spots:
+            out.setdefault(str(kernel), set()).add(spot)
+    return out
+
+
+def test_gpt2_line_119_counts_every_kernel_the_compiler_puts_there() -> None:
+    _, credits, classified, lines = _run("h200/gpt2")
+    table = lines_table(credits, classified, lines)
+    row = table[(table[ByLine.line] == 119) & table[ByLine.file].str.endswith("pytorch_utils.py")]
+    assert len(row) == 1
+    measured = _measured(classified)
+    matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
+    tied = _tied(table, lines)
+    # the kernels the provenance ties to this line alone, credited from no other line
+    only_here = [
+        k for k, spots in tied.items()
+        if spots == {("pytorch_utils.py", 119)} and k in measured
+    ]  # fmt: skip
+    assert len(only_here) >= 3  # the cuBLAS GEMM, its split-K reduction, the cutlass GEMM
+    want = sum(measured[k] for k in only_here)
+    got = float(row[ByLine.compiled_time_us].iloc[0])
+    assert got >= want * (1 - 1e-12)
+    assert got > 200.0  # was 156 µs: the cutlass GEMM's 50.9 µs left out
+    uncredited = str(row[ByLine.uncredited_kernels].iloc[0])
+    assert uncredited and "cutlass" in uncredited
+    for name in only_here:
+        assert name in str(row[ByLine.compiled_kernels].iloc[0])
+        assert (name in uncredited) == (name not in set(matched[Credits.kernel].astype(str)))
+
+
+def _classified_by_name(times: dict[str, float]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            Kernels.name: list(times),
+            Kernels.activity: [ActivityKind.KERNEL.value] * len(times),
+            Kernels.dur_us: list(times.values()),
+            Kernels.excl_dur_us: list(times.values()),
+        }
+    )
+
+
+def _line_table(lines: list[int], times: list[float]) -> pd.DataFrame:
+    """By-line rows for m.py's ``lines``, each one eager aten::mm credited to kernel g."""
+    n = len(lines)
+    return pd.DataFrame(
+        {
+            ByLine.file: ["m.py"] * n,
+            ByLine.line: lines,
+            ByLine.code: [""] * n,
+            ByLine.eager_kernels: [1] * n,
+            ByLine.eager_time_us: [10.0] * n,
+            ByLine.eager_ops: ["aten::mm (1)"] * n,
+            ByLine.compiled_kernels: ["g"] * n,
+            ByLine.compiled_time_us: times,
+            ByLine.fused_with: [""] * n,
+        }
+    ).astype(CREDITED_DTYPES)
+
+
+def test_an_uncredited_kernel_is_split_evenly_over_its_lines() -> None:
+    """GIVEN lines 3 and 4 credited to kernel g, a helper kernel h tied to lines 3, 4 and 9 (9
+    has no eager kernel) and credited nothing; WHEN the table is built; THEN h's 30 µs go half
+    to line 3 and half to line 4, named as uncredited, and line 9 gets no row. A line without
+    provenance is unchanged."""
+    credits = pd.DataFrame(
+        {Credits.kernel: ["g", "g"], Credits.outcome: [Outcome.MATCHED.value] * 2}
+    )
+    held = pd.DataFrame(
+        {
+            "kernel": ["g", "h", "h", "h"],
+            "file": ["/src/m.py"] * 4,
+            "line": [3, 3, 4, 9],
+            "code": [""] * 4,
+            "function": [""] * 4,
+        }
+    )
+    record = LineRecord(compiled=held)
+    times = _classified_by_name({"g": 12.0, "h": 30.0})
+    out = with_uncredited(_line_table([3, 4], [8.0, 4.0]), credits, times, record)
+    assert out[ByLine.compiled_time_us].tolist() == [23.0, 19.0]
+    assert out[ByLine.compiled_kernels].tolist() == ["g, h", "g, h"]
+    assert out[ByLine.uncredited_kernels].tolist() == ["h", "h"]
+    assert float(np.sum(out[ByLine.compiled_time_us])) <= 12.0 + 30.0
+    alone = with_uncredited(
+        _line_table([3], [8.0]), credits.head(1), _classified_by_name({"g": 8.0}), LineRecord()
+    )
+    assert alone[ByLine.compiled_time_us].tolist() == [8.0]
+    assert alone[ByLine.uncredited_kernels].tolist() == [""]
+
+
+RUNS = sorted(p.name for p in SAMPLES.iterdir() if (p / "run.json").exists())
+
+
+def _by_line(run: str):  # type: ignore[no-untyped-def]
+    rundir = read_run_dir(SAMPLES / run)
+    comparison = compare(
+        traceviz.load(rundir.eager), traceviz.load(rundir.compiled),
+        names=("eager", "compiled"), run_info=rundir.info, compile_log=rundir.compile_log,
+        eager_lines=rundir.eager_lines,  # the run's lines trace: its eager trace has no marks
+    )  # fmt: skip
+    return comparison.fusion.by_line
+
+
+def _kernels(text: str) -> set[str]:
+    return {k for k in str(text).split(", ") if k}
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_fused_with_lines_share_a_generated_kernel(run: str) -> None:
+    table = _by_line(run)
+    kernels = {
+        f"{f}:{n}": _kernels(k)
+        for f, n, k in zip(table["file"], table["line"], table["compiled_kernels"], strict=True)
+    }
+    for spot, others in zip(kernels, table["fused_with"], strict=True):
+        for other in _kernels(others):
+            shared = kernels[spot] & kernels.get(other, set())
+            assert any(fused_kernel_ops(k) is not None for k in shared), (run, spot, other)
+
+
+def test_attention_projection_lines_are_not_fused_with_the_mlp_line() -> None:
+    table = _by_line("attention")
+    qkv = table[table["code"].str.contains("self.qkv(x)", regex=False)]
+    assert len(qkv) == 1
+    assert "aten::addmm" in qkv["compiled_kernels"].iloc[0]  # it shares addmm with other lines
+    mlp_line = table[table["code"].str.contains("self.fc2(", regex=False)]
+    spot = f"{mlp_line['file'].iloc[0]}:{int(mlp_line['line'].iloc[0])}"
+    assert spot not in qkv["fused_with"].iloc[0]
