@@ -4,6 +4,8 @@ so their bytes come from the compile log (basis ``compiler``)."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 
@@ -117,89 +119,124 @@ def test_reduce_overhead_matches_the_default_mode_compiler_bytes() -> None:
     assert ro.unestimated_time_share is not None and ro.unestimated_time_share < 0.05
 
 
-# --- graph_library_bytes on made tables ----------------------------------------------------
+# --- graph_library_bytes on made tables: replays the sample runs do not show (cut short: the
+# profiler stopped before the graph's last kernels ran; two graphs with the same kernel names
+# and handles; a graph replayed several times). A run's bytes are only those of the calls its
+# kernels can have made, and every replay's credits add up to at most its graph's logged calls.
 
 # one graph: generated g (handle 1), library calls 2 (100 B) and 3 (50 B), generated h (4),
-# library call 5 (30 B)
-_LOG = [("g", False, 1, 10), ("ext.mm", True, 2, 100), ("ext.sdpa", True, 3, 50),
-        ("h", False, 4, 20), ("ext.addmm", True, 5, 30)]  # fmt: skip
+# library call 5 (30 B); a second graph "1/0" with the same names and handles, other bytes
+GRAPH = [("g", False, 1, 10), ("ext.mm", True, 2, 100), ("ext.sdpa", True, 3, 50),
+         ("h", False, 4, 20), ("ext.addmm", True, 5, 30)]  # fmt: skip
+OTHER = [(k, e, h, None if b is None else b * 7) for k, e, h, b in GRAPH]
+WHOLE = ["g", "gemm", "fmha", "h", "gemm2"]  # one whole replay of GRAPH
 
 
-def _log(entries: list[tuple[str, bool, int, int | None]] = _LOG) -> pd.DataFrame:
+def _log(graphs: dict[str, list[tuple[str, bool, int, int | None]]]) -> pd.DataFrame:
+    rows = [(cid, *entry) for cid, entries in graphs.items() for entry in entries]
     return pd.DataFrame(
         {
-            P.prov_kernel: [f"0/0:{k}:{h}" for k, _, h, _ in entries],
-            P.compile_id: ["0/0"] * len(entries),
-            P.graph_index: [0] * len(entries),
-            P.kernel: [k for k, *_ in entries],
-            P.handle: [h for _, _, h, _ in entries],
-            P.est_bytes: pd.array([b for *_, b in entries], dtype="Int64"),
-            P.extern: [e for _, e, _, _ in entries],
+            P.prov_kernel: [f"{cid}:{k}:{h}" for cid, k, _, h, _ in rows],
+            P.compile_id: [cid for cid, *_ in rows],
+            P.graph_index: [0] * len(rows),
+            P.kernel: [k for _, k, *_ in rows],
+            P.handle: [h for _, _, _, h, _ in rows],
+            P.est_bytes: pd.array([b for *_, b in rows], dtype="Int64"),
+            P.extern: [e for _, _, e, _, _ in rows],
         }
     )
-
-
-def _replay(names: list[str], handles: dict[int, int]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Kernels of one replay in that order, and provenance rows for ``handles`` (row → log
-    handle) as the matcher would give them."""
-    kernels = pd.DataFrame(
-        {
-            Kernels.name: names,
-            Kernels.ts_us: np.arange(len(names), dtype=float),
-            Kernels.graph_launch_row: pd.array([0] * len(names), dtype="Int64"),
-        }
-    )
-    by_handle = {h: f"0/0:{k}:{h}" for k, _, h, _ in _LOG}
-    prov = pd.DataFrame(
-        {
-            KP.kernel_row: list(handles),
-            KP.prov_kernel: [by_handle[h] for h in handles.values()],
-            KP.primary: [True] * len(handles),
-        }
-    )
-    return kernels, prov
 
 
 def _credit(
-    kernels: pd.DataFrame, prov: pd.DataFrame, log: pd.DataFrame | None = None, **open_: bool
+    replays: list[tuple[str, list[str]]],
+    log: pd.DataFrame | None = None,
+    unmatched: tuple[int, ...] = (),
+    closed: tuple[int, ...] = (),
+    replayed: bool = True,
 ) -> dict[int, tuple[int, int]]:
+    """Credits per kernel row of the replays (compile id, kernel names in order), each named
+    generated kernel matched to its graph's entry as the matcher would (but the ``unmatched``
+    rows); ``closed`` rows already have a figure; ``replayed``: the kernels are in replays."""
     from traceviz.analysis.traffic.graph_replay import graph_library_bytes
 
-    n = len(kernels)
-    open_rows = np.array([open_.get(f"r{i}", True) for i in range(n)])
-    generated = kernels[Kernels.name].isin(["g", "h"]).to_numpy()
-    rows, group, total = graph_library_bytes(
-        kernels, prov, _log() if log is None else log, open_rows, generated
+    names: list[str] = []
+    launch: list[int | None] = []
+    prov: list[tuple[int, str]] = []
+    for replay, (cid, kernels) in enumerate(replays):
+        for name in kernels:
+            if name in ("g", "h") and len(names) not in unmatched:
+                handle = next(h for k, _, h, _ in GRAPH if k == name)
+                prov.append((len(names), f"{cid}:{name}:{handle}"))
+            names.append(name)
+            launch.append(replay if replayed else None)
+    table = pd.DataFrame(
+        {
+            Kernels.name: names,
+            Kernels.ts_us: np.arange(len(names), dtype=float),
+            Kernels.graph_launch_row: pd.array(launch, dtype="Int64"),
+        }
     )
+    provenance = pd.DataFrame(
+        {
+            KP.kernel_row: [r for r, _ in prov],
+            KP.prov_kernel: [p for _, p in prov],
+            KP.primary: [True] * len(prov),
+        }
+    )
+    generated = table[Kernels.name].isin(["g", "h"]).to_numpy()
+    open_rows = ~np.isin(np.arange(len(names)), closed)
+    log = _log({"0/0": GRAPH}) if log is None else log
+    rows, group, total = graph_library_bytes(table, provenance, log, open_rows, generated)
     return {int(r): (int(g), int(t)) for r, g, t in zip(rows, group, total, strict=True)}
 
 
 def test_library_runs_take_the_calls_between_their_bounds() -> None:
-    kernels, prov = _replay(["g", "gemm", "splitk", "fmha", "h", "gemm2"], {0: 1, 4: 4})
-    credit = _credit(kernels, prov)
+    credit = _credit([("0/0", ["g", "gemm", "splitk", "fmha", "h", "gemm2"])])
     assert credit == {1: (1, 150), 2: (1, 150), 3: (1, 150), 5: (5, 30)}
 
 
 def test_unreadable_replays_and_runs_get_nothing() -> None:
     # generated kernels out of handle order: the replay is not the log's order
-    kernels, prov = _replay(["h", "gemm", "g"], {0: 4, 2: 1})
-    assert _credit(kernels, prov) == {}
+    assert _credit([("0/0", ["h", "gemm", "g"])]) == {}
     # a generated kernel the matcher left out: its run cannot be bounded
-    kernels, prov = _replay(["g", "gemm", "h", "gemm2"], {0: 1})
-    assert _credit(kernels, prov) == {}
+    replay = [("0/0", ["g", "gemm", "h", "gemm2"])]
+    assert _credit(replay, unmatched=(2,)) == {}
     # a run that already has a figure is left alone, the other run still credited
-    kernels, prov = _replay(["g", "gemm", "h", "gemm2"], {0: 1, 2: 4})
-    assert _credit(kernels, prov, r1=False) == {3: (3, 30)}
+    assert _credit(replay, closed=(1,)) == {3: (3, 30)}
     # a library call without logged bytes: its run gets nothing
-    entries = [e if e[2] != 5 else (e[0], e[1], e[2], None) for e in _LOG]
-    assert _credit(kernels, prov, _log(entries)) == {1: (1, 150)}
+    entries = [e if e[2] != 5 else (e[0], e[1], e[2], None) for e in GRAPH]
+    assert _credit(replay, _log({"0/0": entries})) == {1: (1, 150)}
     # no library call between the bounds: nothing to credit (the kernels keep no figure)
-    kernels, prov = _replay(["g", "h", "copy"], {0: 1, 1: 4})
-    entries = [e for e in _LOG if e[2] != 5]
-    assert _credit(kernels, prov, _log(entries)) == {}
+    entries = [e for e in GRAPH if e[2] != 5]
+    assert _credit([("0/0", ["g", "h", "copy"])], _log({"0/0": entries})) == {}
 
 
 def test_kernels_outside_replays_are_never_credited() -> None:
-    kernels, prov = _replay(["g", "gemm", "h"], {0: 1, 2: 4})
-    kernels[Kernels.graph_launch_row] = pd.array([None] * 3, dtype="Int64")
-    assert _credit(kernels, prov) == {}
+    assert _credit([("0/0", ["g", "gemm", "h"])], replayed=False) == {}
+
+
+def test_a_replay_cut_short_credits_no_calls_it_did_not_reach() -> None:
+    """The profiler stopped after the first GEMM: the calls after it (sdpa, h, addmm) never
+    ran in this trace, so the GEMM must not take their bytes."""
+    assert _credit([("0/0", ["g", "gemm"])]).get(1, (1, 0))[1] <= 100
+    # the whole replay still takes every call's bytes
+    assert _credit([("0/0", WHOLE)]) == {1: (1, 150), 2: (1, 150), 4: (4, 30)}
+
+
+def test_two_graphs_with_the_same_names_each_take_their_own_calls() -> None:
+    credit = _credit([("0/0", WHOLE), ("1/0", WHOLE)], _log({"0/0": GRAPH, "1/0": OTHER}))
+    assert credit == {
+        1: (1, 150), 2: (1, 150), 4: (4, 30),
+        6: (6, 1050), 7: (6, 1050), 9: (9, 210),
+    }  # fmt: skip
+
+
+def test_each_replay_takes_at_most_its_graphs_logged_calls() -> None:
+    logged = sum(b for _, e, _, b in GRAPH if e and b is not None)
+    replays = [("0/0", WHOLE)] * 3 + [("0/0", ["g", "gemm"])]
+    credit = _credit(replays)
+    starts = np.cumsum([0] + [len(k) for _, k in replays])
+    assert credit
+    for first, end in itertools.pairwise(starts):
+        runs = {g: t for r, (g, t) in credit.items() if first <= r < end}  # a total per run
+        assert sum(runs.values()) <= logged
