@@ -2,7 +2,10 @@
 compiled region are the trace's kernels, count and time. On the H200 attention-train run the
 table showed frame 0/0 (85 kernels) and 20 outside: the 180 backward kernels, run by autograd
 under ``CompiledFunctionBackward`` (with a ``## Call CompiledFxGraph ##`` inside) after the
-frame returned, were in neither. They are a ``backward`` row now."""
+frame returned, were in neither. They are a ``backward`` row now.
+
+A step the profiler's stop cut short (the corpus MI250 trace ends with a 49 µs step 2 after a
+9.3 ms step 1, no kernel in it) is left out of per-step figures."""
 
 from __future__ import annotations
 
@@ -14,12 +17,23 @@ import pytest
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.regions import Frame, region_stats
+from traceviz.analysis.summary import summarize
+from traceviz.analysis.timing.launch import launch_overhead
+from traceviz.analysis.windows import PARTIAL_STEP_SHARE, full_steps, partial_steps, step_windows
 from traceviz.pipeline import compare
-from traceviz.report.views import regions_view
-from traceviz.schema import ActivityKind, Kernels
+from traceviz.report.json_report import comparison_json
+from traceviz.report.views import metrics_view, regions_view
+from traceviz.schema import ActivityKind, Kernels, Ops, Steps
 from traceviz.trace import Trace
 
-SAMPLE_FILES = sorted(SAMPLES.glob("**/*.pt.trace.json.gz"))
+EVERY_TRACE = [
+    *corpus_params(),
+    *(
+        pytest.param(p, id=str(p.relative_to(SAMPLES)))
+        for p in sorted(SAMPLES.glob("**/*.pt.trace.json.gz"))
+    ),
+]
+MI250 = CORPUS / "amd" / "mi250_eager_train_rocm62.json.gz"
 
 
 def _measured(trace: Trace) -> tuple[int, float]:
@@ -43,16 +57,29 @@ def check_adds_up(trace: Trace) -> None:
         assert graphs.is_unique  # one row per part of the compiled graphs outside frames
 
 
-@pytest.mark.parametrize(
-    "path", [pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_FILES]
-)
-def test_regions_add_up_on_sample_traces(path: Path) -> None:
-    check_adds_up(load_trace(path))
+def _cpu_end(trace: traceviz.Trace) -> float:
+    ops = trace.ops
+    return float((ops[Ops.ts_us] + ops[Ops.dur_us].fillna(0.0)).max())
 
 
-@pytest.mark.parametrize("path", corpus_params())
-def test_regions_add_up_on_corpus_traces(path: Path) -> None:
-    check_adds_up(load_trace(path))
+@pytest.mark.parametrize("path", EVERY_TRACE)
+def test_regions_add_up_and_only_a_cut_last_step_is_partial(path: Path) -> None:
+    """On every real trace: the regions add up; a step is left out only when it is the last,
+    far shorter than the others and ends with the trace's CPU events; the full and partial
+    steps are all steps."""
+    trace = load_trace(path)
+    check_adds_up(trace)
+    steps = trace.steps
+    left_out = partial_steps(trace)
+    assert len(full_steps(trace)) + left_out == len(steps)
+    summary = summarize(trace)
+    assert summary.step_count + summary.partial_steps == len(steps)
+    if left_out:
+        durs = steps[Steps.dur_us].to_numpy(dtype=float)
+        assert durs[-1] < PARTIAL_STEP_SHARE * float(np.min(durs[:-1]))
+        assert float(steps[Steps.ts_us].iloc[-1]) + durs[-1] >= _cpu_end(trace) - 1e-3
+    # only the MI250 trace has one among the corpus and sample traces
+    assert bool(left_out) == (Path(path).resolve() == MI250.resolve())
 
 
 def test_attention_train_backward_is_a_row() -> None:
@@ -131,3 +158,63 @@ def test_corpus_compiled_function_traces_have_rows(name: str) -> None:
     stats = region_stats(load_trace(path))
     assert set(stats.frames[Frame.kind]) == {"forward", "backward"}
     assert int(stats.frames[Frame.kernel_count].sum()) > 0
+
+
+@pytest.mark.skipif(not MI250.is_file(), reason=f"corpus not found at {CORPUS}")
+def test_mi250_cut_off_step_is_left_out() -> None:
+    trace = load_trace(MI250)
+    steps = trace.steps
+    durs = steps[Steps.dur_us].to_numpy(dtype=float)
+    assert len(steps) == 2 and durs[1] < PARTIAL_STEP_SHARE * durs[0]
+    # the fragment ends where the trace's CPU events end
+    assert float(steps[Steps.ts_us].iloc[-1]) + durs[1] == pytest.approx(_cpu_end(trace))
+    assert partial_steps(trace) == 1 and len(full_steps(trace)) == 1
+    summary = summarize(trace)
+    assert summary.step_count == 1 and summary.partial_steps == 1
+    assert summary.step_mean_us == pytest.approx(durs[0])  # not the mean of 9.3 ms and 49 µs
+    assert summary.to_json()["partial_steps"] == 1
+    launch = launch_overhead(trace)
+    assert len(launch.per_step) == 1  # per-step figures over the full step only
+    assert step_windows(trace).steps == [int(steps[Steps.step].iloc[0])]
+    # the text and JSON say what the step count counts
+    report = compare(trace, trace)
+    comparison = report.comparison
+    assert comparison.metric("step_count").a == 1
+    note = metrics_view(comparison).note
+    assert "1 partial step left out" in note
+    doc = comparison_json(report)
+    assert doc["traces"]["a"]["steps"] == 1 and doc["traces"]["a"]["partial_steps"] == 1
+
+
+def _trace(tmp_trace, last_dur: float, tail: float = 0.0) -> traceviz.Trace:  # type: ignore[no-untyped-def]
+    events = []
+    for i in range(3):
+        start = i * 1000.0
+        events += [
+            op(f"ProfilerStep#{i + 1}", start, 900.0, cat="user_annotation"),
+            launch("cudaLaunchKernel", start + 10, 5, i + 1),
+            kernel("k", start + 20, 100, i + 1),
+        ]
+    events.append(op("ProfilerStep#4", 3000.0, last_dur, cat="user_annotation"))
+    if tail:
+        events.append(op("aten::empty", 3000.0 + last_dur, tail))
+    return traceviz.load(tmp_trace(events))
+
+
+@pytest.mark.parametrize(
+    ("last_dur", "tail", "partial"),
+    [
+        (30.0, 0.0, 1),  # a short last step at the end: cut by the profiler's stop
+        (30.0, 50.0, 0),  # the trace goes on after it: it ended by itself, kept
+        (800.0, 0.0, 0),  # a last step of ordinary length: kept
+    ],
+)
+def test_a_last_step_is_partial_only_when_short_and_at_the_end(
+    tmp_trace, last_dur: float, tail: float, partial: int
+) -> None:  # type: ignore[no-untyped-def]
+    trace = _trace(tmp_trace, last_dur, tail)
+    assert partial_steps(trace) == partial
+    assert summarize(trace).step_count == 4 - partial
+    if partial:
+        assert summarize(trace).step_mean_us == pytest.approx(900.0)
+        assert len(launch_overhead(trace).per_step) == 3
