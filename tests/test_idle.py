@@ -1,5 +1,7 @@
 """Device idle time split over the whole step (analysis.idle) and the cpu-bound /
-launch-bound findings built on it, on hand-made traces and every corpus trace."""
+launch-bound findings built on it, on hand-made traces and every corpus trace; the part
+"waiting on another stream / event" (event_wait_us): a device whose next work waits on a
+cudaStreamWaitEvent is not in launch latency."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import traceviz
 from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.timing.idle import LEADING, LONG_GAP_US, PARTS, CpuWork, IdleParts
 from traceviz.analysis.timing.launch import StepOverhead, launch_overhead
+from traceviz.analysis.timing.step_parts import GPU_PARTS, step_parts
+from traceviz.analysis.timing.stream_waits import gated_activities, gated_launches
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose.rules.idle import CPU_BOUND_ID
 from traceviz.diagnose.rules.launch import LAUNCH_BOUND_ID
@@ -133,7 +137,7 @@ def test_corpus_idle_parts_add_up(path) -> None:  # type: ignore[no-untyped-def]
     per = split.per_step
     parts = per[list(PARTS)].to_numpy(dtype=float)
     assert (parts >= -1e-6).all()
-    np.testing.assert_allclose(parts.sum(axis=1), per[P.idle_us], rtol=1e-9, atol=1e-3)
+    np.testing.assert_allclose(parts.sum(axis=1), per[P.idle_us], rtol=1e-9, atol=1e-6)
     np.testing.assert_allclose(per[P.busy_us] + per[P.idle_us], per[P.wall_us], atol=1e-3)
     assert (per[P.lead_cpu_wait_us] <= per[P.lead_us] + 1e-6).all()
     assert (per[P.trail_cpu_wait_us] <= per[P.trail_us] + 1e-6).all()
@@ -144,6 +148,9 @@ def test_corpus_idle_parts_add_up(path) -> None:  # type: ignore[no-untyped-def]
     credited = split.cpu_work.groupby(CpuWork.step)[CpuWork.overlap_us].sum()
     for step, value in credited.items():
         assert value <= per[P.cpu_wait_us].iloc[int(step)] + 1e-3
+    # where an activity follows a stream-wait call, some idle time is the wait's
+    if gated_activities(trace).any():
+        assert split.total(P.event_wait_us) > 0
     if trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM):
         np.testing.assert_allclose(per[P.idle_us], launch.per_step[StepOverhead.idle_us], atol=1e-3)
         np.testing.assert_allclose(
@@ -391,3 +398,58 @@ def test_windows_one_at_a_time_equal_all_at_once(monkeypatch: pytest.MonkeyPatch
     pd.testing.assert_frame_equal(fast.idle.per_step, slow.idle.per_step, rtol=1e-9)
     pd.testing.assert_frame_equal(fast.idle.cpu_work, slow.idle.cpu_work, rtol=1e-9)
     assert slow.idle.recorded_us == pytest.approx(fast.idle.recorded_us)
+
+
+def _waiting_step(wait_name: str = "cudaStreamWaitEvent") -> list[dict]:
+    """Step 0-100: k1 runs 10-20; the CPU makes a stream wait on an event at 22, launches k2
+    (returns at 26), which starts at 80 (its stream waited); k3 launched at 30 runs 85-90."""
+    return [
+        op("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        launch("cudaLaunchKernel", 1, 4, 1),
+        kernel("k1", 10, 10, 1),
+        launch(wait_name, 22, 1, 2),
+        launch("cudaLaunchKernel", 24, 2, 3),
+        kernel("k2", 80, 5, 3),
+        launch("cudaLaunchKernel", 30, 2, 4),
+        kernel("k3", 85, 5, 4),
+    ]
+
+
+@pytest.mark.parametrize("wait_name", ["cudaStreamWaitEvent", "hipStreamWaitEvent"])
+def test_work_behind_a_stream_wait_is_not_launch_latency(tmp_trace, wait_name: str) -> None:  # type: ignore[no-untyped-def]
+    trace = traceviz.load(tmp_trace(_waiting_step(wait_name)))
+    overhead = launch_overhead(trace)
+    row = overhead.idle.per_step.iloc[0]
+    # 20-26: waiting for the CPU to launch k2; 26-80: k2's stream waited on the event
+    assert row[P.event_wait_us] == pytest.approx(54)
+    assert row[P.launch_latency_us] == pytest.approx(5)  # 5-10, before k1 (no wait call)
+    assert row[P.cpu_wait_us] == pytest.approx(5 + 6 + 10)  # 0-5, 20-26, 90-100
+    assert row[P.idle_us] == pytest.approx(sum(row[p] for p in PARTS))
+    # the step breakdown shows the part
+    assert P.event_wait_us in GPU_PARTS
+    assert dict(step_parts(trace, overhead))[P.event_wait_us] == pytest.approx(54)
+
+
+def test_only_the_launch_right_after_the_wait_is_gated(tmp_trace) -> None:
+    trace = traceviz.load(tmp_trace(_waiting_step()))
+    gated = gated_launches(trace)
+    names = trace.launches["name"].astype(str).tolist()
+    assert [n for n, g in zip(names, gated, strict=True) if g] == ["cudaLaunchKernel"]
+    assert trace.launches["ts_us"].to_numpy()[gated].tolist() == [24]
+    kernels = trace.kernels["name"].astype(str).to_numpy()
+    assert kernels[gated_activities(trace)].tolist() == ["k2"]
+
+
+def test_a_wait_on_another_thread_gates_nothing(tmp_trace) -> None:
+    events = _waiting_step()
+    events[3] = launch("cudaStreamWaitEvent", 22, 1, 2, tid=2)
+    row = _split(tmp_trace(events)).per_step.iloc[0]
+    assert row[P.event_wait_us] == 0
+    assert row[P.launch_latency_us] == pytest.approx(5 + 54)
+
+
+def test_the_idle_figure_draws_the_part() -> None:
+    pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
+    from traceviz.report.figures.launch import _STEP_PARTS
+
+    assert _STEP_PARTS[P.event_wait_us][0] == "device idle, waiting on another stream / event"
