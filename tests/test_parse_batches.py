@@ -8,11 +8,11 @@ import gzip
 import json
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_files, kernel, launch, op, write_trace
+from tests.test_table_store import assert_same_trace
 from traceviz.errors import TraceFormatError
 from traceviz.parse import read
 from traceviz.trace import Trace
@@ -27,10 +27,7 @@ def _load(path: Path, batch: int, monkeypatch: pytest.MonkeyPatch) -> Trace:
 
 
 def _assert_same(a: Trace, b: Trace) -> None:
-    for name, table in a.tables().items():
-        pd.testing.assert_frame_equal(b.tables()[name], table, check_exact=True, obj=name)
-    assert a.meta == b.meta
-    assert a.stats == b.stats
+    assert_same_trace(b, a)
     assert b.stats.events_in == b.stats.accounted
 
 

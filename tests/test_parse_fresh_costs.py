@@ -21,8 +21,8 @@ import pytest
 
 from tests.conftest import SAMPLES, corpus_files, kernel, launch, op, write_trace
 from tests.real_data import SAMPLE_RUNS
+from tests.test_table_store import assert_same_trace
 from traceviz.parse import load_trace, native, read, regions
-from traceviz.trace import Trace
 
 # every corpus trace; of the sample runs, one per code path (real_data.SAMPLE_RUNS)
 REAL = corpus_files() + [
@@ -78,13 +78,6 @@ def test_present_equals_bincount_on_real_traces() -> None:
     assert mixed  # the OR path ran, not only the one-kind shortcut
 
 
-def _tables_equal(a: Trace, b: Trace) -> None:
-    for name, table in a.tables().items():
-        pd.testing.assert_frame_equal(b.tables()[name], table, check_exact=True, obj=name)
-    assert a.meta == b.meta
-    assert a.stats == b.stats
-
-
 @pytest.mark.skipif(native.scanner_module() is None, reason="_scan not built")
 def test_batch_size_changes_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
     """The same Trace whatever the batch size: the traces that span several batches of the
@@ -101,7 +94,7 @@ def test_batch_size_changes_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
         for size in sizes:
             with monkeypatch.context() as patch:
                 patch.setattr(native, "BATCH_EVENTS", size)
-                _tables_equal(default, load_trace(path, cache=False))
+                assert_same_trace(load_trace(path, cache=False), default)
 
 
 def _assert_same_regions(fast: pd.DataFrame, general: pd.DataFrame) -> None:

@@ -18,10 +18,10 @@ from typing import Any
 
 import msgspec
 import numpy as np
-import pandas as pd
 import pytest
 
 from tests.conftest import SAMPLES, corpus_params
+from tests.test_table_store import assert_same_trace as assert_same
 from traceviz import settings
 from traceviz.errors import TraceFormatError
 from traceviz.parse import load_trace, native, read
@@ -32,7 +32,6 @@ from traceviz.trace import Trace
 
 SAMPLE_FILES = sorted(SAMPLES.rglob("*.json.gz"))
 REAL = corpus_params() + [pytest.param(p, id=str(p.relative_to(SAMPLES))) for p in SAMPLE_FILES]
-TABLES = ("kernels", "ops", "launches", "regions", "memory", "spans", "steps")
 
 
 def _real_module() -> Any:
@@ -66,18 +65,6 @@ def python_trace(path: Path, monkeypatch: pytest.MonkeyPatch) -> Trace:
 def native_trace(path: Path, module: Any) -> Trace | None:
     """The trace parsed by ``module``'s scanner (``None``: it refused the file)."""
     return native.parse_native(path, read.read_bytes(path), module=module)
-
-
-def assert_same(expected: Trace, got: Trace) -> None:
-    for name in TABLES:
-        pd.testing.assert_frame_equal(
-            getattr(got, name), getattr(expected, name), check_exact=True, obj=name
-        )
-        for column in getattr(expected, name).select_dtypes("category"):
-            want = getattr(expected, name)[column].cat.categories
-            assert list(getattr(got, name)[column].cat.categories) == list(want), column
-    assert got.meta == expected.meta
-    assert got.stats == expected.stats
 
 
 def _check(path: Path, scanner: Any, monkeypatch: pytest.MonkeyPatch, *, scanned: bool) -> Trace:
