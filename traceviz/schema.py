@@ -12,6 +12,7 @@ with no known launching op has ``op_row = <NA>``, not ``-1``.
 from __future__ import annotations
 
 from enum import Enum
+from typing import Annotated, get_type_hints
 
 import pandas as pd
 
@@ -21,6 +22,20 @@ F64 = "float64"
 I64 = "Int64"  # nullable integer
 I32 = "Int32"
 BOOL = "bool"
+
+# A table class's column names are annotated with their dtype: ``name: Category = "name"``.
+Category = Annotated[str, CAT]
+Float = Annotated[str, F64]
+Int = Annotated[str, I64]
+Int32 = Annotated[str, I32]
+Bool = Annotated[str, BOOL]
+Text = Annotated[str, "object"]
+
+
+def dtypes(table: type) -> dict[str, str]:
+    """A table class's columns and their dtypes, in declaration order."""
+    hints = get_type_hints(table, include_extras=True)
+    return {getattr(table, column): hints[column].__metadata__[0] for column in hints}
 
 
 class DeviceKind(str, Enum):
@@ -76,103 +91,103 @@ class Kernels:
     point at the op itself.
     """
 
-    name = "name"  # kernel name as the trace gives it (category)
-    activity = "activity"  # ActivityKind value (category)
-    device = "device"  # device index (Int32)
-    stream = "stream"  # stream id (Int64); CPU kernels: <NA>
-    ts_us = "ts_us"  # start, µs (float64)
-    dur_us = "dur_us"  # duration, µs (float64; NaN when the trace has none)
+    name: Category = "name"  # kernel name as the trace gives it
+    activity: Category = "activity"  # ActivityKind value
+    device: Int32 = "device"  # device index
+    stream: Int = "stream"  # stream id; CPU kernels: <NA>
+    ts_us: Float = "ts_us"  # start, µs
+    dur_us: Float = "dur_us"  # duration, µs (NaN when the trace has none)
     # dur_us less the time of other kernels nested inside this one on its thread (CPU kernels:
     # aten::addmm less the aten::copy_ it calls); = dur_us for device activity. Sum this, not
-    # dur_us, for kernel time: it counts each µs once. µs (float64; NaN when dur_us is).
-    excl_dur_us = "excl_dur_us"
-    correlation = "correlation"  # runtime correlation id linking to the launch (Int64)
-    external_id = "external_id"  # External id linking to the CPU op (Int64)
-    grid = "grid"  # grid dims as JSON text, e.g. "[108, 1, 1]" (category) or <NA>
-    block = "block"  # block dims as JSON text, e.g. "[128, 1, 1]" (category) or <NA>
-    registers = "registers"  # registers per thread (Int32)
-    shared_memory_bytes = "shared_memory_bytes"  # static + dynamic shared memory (Int64)
-    occupancy_pct = "occupancy_pct"  # "est. achieved occupancy %" where present (float64)
+    # dur_us, for kernel time: it counts each µs once. µs (NaN when dur_us is).
+    excl_dur_us: Float = "excl_dur_us"
+    correlation: Int = "correlation"  # runtime correlation id linking to the launch
+    external_id: Int = "external_id"  # External id linking to the CPU op
+    grid: Category = "grid"  # grid dims as JSON text, e.g. "[108, 1, 1]" or <NA>
+    block: Category = "block"  # block dims as JSON text, e.g. "[128, 1, 1]" or <NA>
+    registers: Int32 = "registers"  # registers per thread
+    shared_memory_bytes: Int = "shared_memory_bytes"  # static + dynamic shared memory
+    occupancy_pct: Float = "occupancy_pct"  # "est. achieved occupancy %" where present
     # bytes moved by a memcpy/memset; for an ONNX Runtime node, the sizes of the tensors it reads
-    # and writes as ORT recorded them (activation + parameter + output) (Int64)
-    bytes = "bytes"
-    copy_kind = "copy_kind"  # memcpy direction "HtoD"/"DtoH"/"DtoD"/... (category)
-    launch_row = "launch_row"  # row in Trace.launches of the launching API call (Int64)
-    launch_name = "launch_name"  # launching API name, e.g. cudaLaunchKernel (category)
-    launch_ts_us = "launch_ts_us"  # launching API start, µs (float64)
-    launch_dur_us = "launch_dur_us"  # launching API duration, µs (float64)
-    launch_delay_us = "launch_delay_us"  # device start − launch end, µs (float64)
-    thread = "thread"  # CPU thread that launched it, "pid/tid" (category)
-    op_row = "op_row"  # row in Trace.ops of the enclosing CPU op (Int64)
-    op_name = "op_name"  # that op's name (category)
-    op_link = "op_link"  # how op_row was found: "external_id" | "time" | "self" (category)
-    graph_launch_row = "graph_launch_row"  # row in Trace.launches of the owning graph launch
-    in_graph = "in_graph"  # replayed by a CUDA/HIP graph (bool)
+    # and writes as ORT recorded them (activation + parameter + output)
+    bytes: Int = "bytes"
+    copy_kind: Category = "copy_kind"  # memcpy direction "HtoD"/"DtoH"/"DtoD"/...
+    launch_row: Int = "launch_row"  # row in Trace.launches of the launching API call
+    launch_name: Category = "launch_name"  # launching API name, e.g. cudaLaunchKernel
+    launch_ts_us: Float = "launch_ts_us"  # launching API start, µs
+    launch_dur_us: Float = "launch_dur_us"  # launching API duration, µs
+    launch_delay_us: Float = "launch_delay_us"  # device start − launch end, µs
+    thread: Category = "thread"  # CPU thread that launched it, "pid/tid"
+    op_row: Int = "op_row"  # row in Trace.ops of the enclosing CPU op
+    op_name: Category = "op_name"  # that op's name
+    op_link: Category = "op_link"  # how op_row was found: "external_id" | "time" | "self"
+    graph_launch_row: Int = "graph_launch_row"  # row in Trace.launches of the owning graph launch
+    in_graph: Bool = "in_graph"  # replayed by a CUDA/HIP graph
 
 
 class Ops:
     """``Trace.ops``: CPU-side ops (cpu_op, user_annotation, python_function)."""
 
-    name = "name"  # op name, e.g. aten::addmm (category)
-    category = "category"  # OpCategory value (category)
-    thread = "thread"  # "pid/tid" (category)
-    ts_us = "ts_us"  # start, µs (float64)
-    dur_us = "dur_us"  # duration, µs (float64)
-    self_us = "self_us"  # duration minus direct children's durations, µs (float64)
-    depth = "depth"  # nesting depth on its thread, 0 = outermost (Int32)
-    parent_row = "parent_row"  # row of the enclosing op on the same thread (Int64)
-    external_id = "external_id"  # External id (Int64)
-    sequence_number = "sequence_number"  # autograd sequence number (Int64)
-    fwd_thread_id = "fwd_thread_id"  # forward thread of a backward op (Int64)
-    input_dims = "input_dims"  # "Input Dims" as JSON text, e.g. "[[8, 16], []]" (category)
-    input_types = "input_types"  # "Input type" as JSON text (category)
-    concrete_inputs = "concrete_inputs"  # "Concrete Inputs" as JSON text (category)
-    kernel_backend = "kernel_backend"  # Inductor launch metadata: "triton" / "cpp" (category)
-    kernel_file = "kernel_file"  # Inductor generated source file (category)
-    kernel_num_gb = "kernel_num_gb"  # Inductor's estimate of GB moved by the kernel (float64)
+    name: Category = "name"  # op name, e.g. aten::addmm
+    category: Category = "category"  # OpCategory value
+    thread: Category = "thread"  # "pid/tid"
+    ts_us: Float = "ts_us"  # start, µs
+    dur_us: Float = "dur_us"  # duration, µs
+    self_us: Float = "self_us"  # duration minus direct children's durations, µs
+    depth: Int32 = "depth"  # nesting depth on its thread, 0 = outermost
+    parent_row: Int = "parent_row"  # row of the enclosing op on the same thread
+    external_id: Int = "external_id"  # External id
+    sequence_number: Int = "sequence_number"  # autograd sequence number
+    fwd_thread_id: Int = "fwd_thread_id"  # forward thread of a backward op
+    input_dims: Category = "input_dims"  # "Input Dims" as JSON text, e.g. "[[8, 16], []]"
+    input_types: Category = "input_types"  # "Input type" as JSON text
+    concrete_inputs: Category = "concrete_inputs"  # "Concrete Inputs" as JSON text
+    kernel_backend: Category = "kernel_backend"  # Inductor launch metadata: "triton" / "cpp"
+    kernel_file: Category = "kernel_file"  # Inductor generated source file
+    kernel_num_gb: Float = "kernel_num_gb"  # Inductor's estimate of GB moved by the kernel
 
 
 class Launches:
     """``Trace.launches``: runtime and driver API calls (cuda_runtime, cuda_driver, hip*)."""
 
-    name = "name"  # API name, e.g. cudaLaunchKernel (category)
-    launch_class = "launch_class"  # LaunchClass value (category)
-    thread = "thread"  # "pid/tid" (category)
-    ts_us = "ts_us"  # start, µs (float64)
-    dur_us = "dur_us"  # duration, µs (float64)
-    correlation = "correlation"  # correlation id (Int64)
-    external_id = "external_id"  # External id of the op that made the call (Int64)
-    kernel_count = "kernel_count"  # device activities linked to this call (Int64)
+    name: Category = "name"  # API name, e.g. cudaLaunchKernel
+    launch_class: Category = "launch_class"  # LaunchClass value
+    thread: Category = "thread"  # "pid/tid"
+    ts_us: Float = "ts_us"  # start, µs
+    dur_us: Float = "dur_us"  # duration, µs
+    correlation: Int = "correlation"  # correlation id
+    external_id: Int = "external_id"  # External id of the op that made the call
+    kernel_count: Int = "kernel_count"  # device activities linked to this call
 
 
 class Regions:
     """``Trace.regions``: compiled-region spans on the CPU timeline."""
 
-    kind = "kind"  # RegionKind value (category)
-    name = "name"  # the marker's full name (category)
-    frame_id = "frame_id"  # X of "Torch-Compiled Region: X/Y" (Int32)
-    recompile_id = "recompile_id"  # Y of "Torch-Compiled Region: X/Y" (Int32)
-    graph_key = "graph_key"  # FX graph key of "## Call CompiledFxGraph <key> ##" (category)
-    thread = "thread"  # "pid/tid" (category)
-    ts_us = "ts_us"  # start, µs (float64)
-    dur_us = "dur_us"  # wall time, µs (float64)
-    op_row = "op_row"  # row in Trace.ops (Int64)
+    kind: Category = "kind"  # RegionKind value
+    name: Category = "name"  # the marker's full name
+    frame_id: Int32 = "frame_id"  # X of "Torch-Compiled Region: X/Y"
+    recompile_id: Int32 = "recompile_id"  # Y of "Torch-Compiled Region: X/Y"
+    graph_key: Category = "graph_key"  # FX graph key of "## Call CompiledFxGraph <key> ##"
+    thread: Category = "thread"  # "pid/tid"
+    ts_us: Float = "ts_us"  # start, µs
+    dur_us: Float = "dur_us"  # wall time, µs
+    op_row: Int = "op_row"  # row in Trace.ops
     # kernels (not memcpy/memset) launched inside and not inside a nested region of the same
-    # kind: a kind's rows partition its kernels (Int64)
-    kernel_count = "kernel_count"
-    kernel_time_us = "kernel_time_us"  # their total exclusive device time (excl_dur_us), µs
+    # kind: a kind's rows partition its kernels
+    kernel_count: Int = "kernel_count"
+    kernel_time_us: Float = "kernel_time_us"  # their total exclusive device time (excl_dur_us), µs
 
 
 class Memory:
     """``Trace.memory``: allocator events (``[memory]`` instants)."""
 
-    ts_us = "ts_us"  # µs (float64)
-    thread = "thread"  # "pid/tid" (category)
-    device_type = "device_type"  # "cpu" / "cuda" / the trace's code (category)
-    device = "device"  # device index (Int32)
-    bytes = "bytes"  # allocation (+) or free (−) in bytes (Int64)
-    total_allocated_bytes = "total_allocated_bytes"  # allocated after the event (Int64)
-    total_reserved_bytes = "total_reserved_bytes"  # reserved by the caching allocator (Int64)
+    ts_us: Float = "ts_us"  # µs
+    thread: Category = "thread"  # "pid/tid"
+    device_type: Category = "device_type"  # "cpu" / "cuda" / the trace's code
+    device: Int32 = "device"  # device index
+    bytes: Int = "bytes"  # allocation (+) or free (−) in bytes
+    total_allocated_bytes: Int = "total_allocated_bytes"  # allocated after the event
+    total_reserved_bytes: Int = "total_reserved_bytes"  # reserved by the caching allocator
 
 
 class Spans:
@@ -180,122 +195,36 @@ class Spans:
     (gpu_user_annotation), profiler spans, and categories traceviz does not model — kept so that
     nothing is lost."""
 
-    category = "category"  # the trace's "cat" (category)
-    name = "name"  # (category)
-    thread = "thread"  # "pid/tid" (category)
-    ts_us = "ts_us"  # µs (float64)
-    dur_us = "dur_us"  # µs (float64)
-    external_id = "external_id"  # (Int64)
+    category: Category = "category"  # the trace's "cat"
+    name: Category = "name"
+    thread: Category = "thread"  # "pid/tid"
+    ts_us: Float = "ts_us"  # µs
+    dur_us: Float = "dur_us"  # µs
+    external_id: Int = "external_id"
 
 
 class Steps:
     """``Trace.steps``: ``ProfilerStep#N`` spans, one row per step."""
 
-    step = "step"  # N (Int64)
-    ts_us = "ts_us"  # start, µs (float64)
-    dur_us = "dur_us"  # wall time, µs (float64)
+    step: Int = "step"  # N
+    ts_us: Float = "ts_us"  # start, µs
+    dur_us: Float = "dur_us"  # wall time, µs
 
 
 # name -> dtype, in column order, per table.
-KERNELS_DTYPES: dict[str, str] = {
-    Kernels.name: CAT,
-    Kernels.activity: CAT,
-    Kernels.device: I32,
-    Kernels.stream: I64,
-    Kernels.ts_us: F64,
-    Kernels.dur_us: F64,
-    Kernels.excl_dur_us: F64,
-    Kernels.correlation: I64,
-    Kernels.external_id: I64,
-    Kernels.grid: CAT,
-    Kernels.block: CAT,
-    Kernels.registers: I32,
-    Kernels.shared_memory_bytes: I64,
-    Kernels.occupancy_pct: F64,
-    Kernels.bytes: I64,
-    Kernels.copy_kind: CAT,
-    Kernels.launch_row: I64,
-    Kernels.launch_name: CAT,
-    Kernels.launch_ts_us: F64,
-    Kernels.launch_dur_us: F64,
-    Kernels.launch_delay_us: F64,
-    Kernels.thread: CAT,
-    Kernels.op_row: I64,
-    Kernels.op_name: CAT,
-    Kernels.op_link: CAT,
-    Kernels.graph_launch_row: I64,
-    Kernels.in_graph: BOOL,
-}
+KERNELS_DTYPES: dict[str, str] = dtypes(Kernels)
 
-OPS_DTYPES: dict[str, str] = {
-    Ops.name: CAT,
-    Ops.category: CAT,
-    Ops.thread: CAT,
-    Ops.ts_us: F64,
-    Ops.dur_us: F64,
-    Ops.self_us: F64,
-    Ops.depth: I32,
-    Ops.parent_row: I64,
-    Ops.external_id: I64,
-    Ops.sequence_number: I64,
-    Ops.fwd_thread_id: I64,
-    Ops.input_dims: CAT,
-    Ops.input_types: CAT,
-    Ops.concrete_inputs: CAT,
-    Ops.kernel_backend: CAT,
-    Ops.kernel_file: CAT,
-    Ops.kernel_num_gb: F64,
-}
+OPS_DTYPES: dict[str, str] = dtypes(Ops)
 
-LAUNCHES_DTYPES: dict[str, str] = {
-    Launches.name: CAT,
-    Launches.launch_class: CAT,
-    Launches.thread: CAT,
-    Launches.ts_us: F64,
-    Launches.dur_us: F64,
-    Launches.correlation: I64,
-    Launches.external_id: I64,
-    Launches.kernel_count: I64,
-}
+LAUNCHES_DTYPES: dict[str, str] = dtypes(Launches)
 
-REGIONS_DTYPES: dict[str, str] = {
-    Regions.kind: CAT,
-    Regions.name: CAT,
-    Regions.frame_id: I32,
-    Regions.recompile_id: I32,
-    Regions.graph_key: CAT,
-    Regions.thread: CAT,
-    Regions.ts_us: F64,
-    Regions.dur_us: F64,
-    Regions.op_row: I64,
-    Regions.kernel_count: I64,
-    Regions.kernel_time_us: F64,
-}
+REGIONS_DTYPES: dict[str, str] = dtypes(Regions)
 
-MEMORY_DTYPES: dict[str, str] = {
-    Memory.ts_us: F64,
-    Memory.thread: CAT,
-    Memory.device_type: CAT,
-    Memory.device: I32,
-    Memory.bytes: I64,
-    Memory.total_allocated_bytes: I64,
-    Memory.total_reserved_bytes: I64,
-}
+MEMORY_DTYPES: dict[str, str] = dtypes(Memory)
 
-SPANS_DTYPES: dict[str, str] = {
-    Spans.category: CAT,
-    Spans.name: CAT,
-    Spans.thread: CAT,
-    Spans.ts_us: F64,
-    Spans.dur_us: F64,
-    Spans.external_id: I64,
-}
+SPANS_DTYPES: dict[str, str] = dtypes(Spans)
 
-STEPS_DTYPES: dict[str, str] = {
-    Steps.step: I64,
-    Steps.ts_us: F64,
-    Steps.dur_us: F64,
-}
+STEPS_DTYPES: dict[str, str] = dtypes(Steps)
 
 TABLE_DTYPES: dict[str, dict[str, str]] = {
     "kernels": KERNELS_DTYPES,
@@ -340,16 +269,16 @@ class ProvenanceKernels:
     inference, 1 = the backward of a training compile). ``prov_kernel`` is unique in a log.
     """
 
-    prov_kernel = "prov_kernel"  # "0/0:cpp_fused_cos_relu_0:1" ("0/0[1]:…" for graph_index 1)
-    compile_id = "compile_id"  # Dynamo compile id "X/Y" (category)
-    graph_index = "graph_index"  # Inductor graph of this compile id, in log order (Int64)
-    graph = "graph"  # N of the trace's "graph_N_" kernel-name prefix, when known (Int64)
-    kernel = "kernel"  # name as Inductor wrote it: cpp_fused_cos_relu_0, extern_kernels.addmm
-    handle = "handle"  # the ":N" debug handle: call order within the graph (Int64)
-    post_grad_nodes = "post_grad_nodes"  # post-grad FX nodes it computes, comma-joined (str)
-    pre_grad_nodes = "pre_grad_nodes"  # pre-grad (Dynamo graph) nodes, comma-joined (str)
-    est_bytes = "est_bytes"  # Inductor's bytes read + written per call (Int64; NA unknown)
-    extern = "extern"  # a library call (extern_kernels.*, aten fallback), not generated (bool)
+    prov_kernel: Text = "prov_kernel"  # "0/0:cpp_fused_cos_relu_0:1" ("0/0[1]:…" for graph_index 1)
+    compile_id: Category = "compile_id"  # Dynamo compile id "X/Y"
+    graph_index: Int = "graph_index"  # Inductor graph of this compile id, in log order
+    graph: Int = "graph"  # N of the trace's "graph_N_" kernel-name prefix, when known
+    kernel: Text = "kernel"  # name as Inductor wrote it: cpp_fused_cos_relu_0, extern_kernels.addmm
+    handle: Int = "handle"  # the ":N" debug handle: call order within the graph
+    post_grad_nodes: Text = "post_grad_nodes"  # post-grad FX nodes it computes, comma-joined
+    pre_grad_nodes: Text = "pre_grad_nodes"  # pre-grad (Dynamo graph) nodes, comma-joined
+    est_bytes: Int = "est_bytes"  # Inductor's bytes read + written per call (NA unknown)
+    extern: Bool = "extern"  # a library call (extern_kernels.*, aten fallback), not generated
 
 
 class ProvenanceLines:
@@ -357,116 +286,67 @@ class ProvenanceLines:
     ``inductor_provenance_tracking_kernel_stack_traces``; frames inside torch, transformers
     and site-packages are folded to the user frame that called them."""
 
-    prov_kernel = "prov_kernel"  # ProvenanceKernels.prov_kernel (str)
-    compile_id = "compile_id"  # (category)
-    kernel = "kernel"  # (str)
-    handle = "handle"  # (Int64)
-    file = "file"  # source file path as Python recorded it (str)
-    line = "line"  # 1-based line number (Int64)
-    function = "function"  # enclosing function name (str)
-    code = "code"  # the source line's text, stripped (str; NA when not recorded)
+    prov_kernel: Text = "prov_kernel"  # ProvenanceKernels.prov_kernel
+    compile_id: Category = "compile_id"
+    kernel: Text = "kernel"
+    handle: Int = "handle"
+    file: Text = "file"  # source file path as Python recorded it
+    line: Int = "line"  # 1-based line number
+    function: Text = "function"  # enclosing function name
+    code: Text = "code"  # the source line's text, stripped (NA when not recorded)
 
 
 class CompileFrames:
     """``CompileLog.frames``: one row per Dynamo frame compilation (``compilation_metrics``)."""
 
-    compile_id = "compile_id"  # "X/Y" (category)
-    function = "function"  # compiled function's name (str)
-    file = "file"  # its file (str)
-    line = "line"  # its first line (Int64)
-    compile_time_s = "compile_time_s"  # whole-frame compile time, s (float64)
-    inductor_compile_time_s = "inductor_compile_time_s"  # part spent in Inductor, s (float64)
-    graph_ops = "graph_ops"  # ops in the Dynamo graph (Int64)
-    graph_breaks = "graph_breaks"  # graph breaks in this frame: Dynamo's count or its logged
-    # reasons, whichever is more (Int64)
-    break_reason = "break_reason"  # "<reason> at <file>:<line>", "; "-joined (str; NA: none)
-    recompile_reason = "recompile_reason"  # the failed guard that caused it (str; NA for X/0)
-    fail_reason = "fail_reason"  # why compilation failed (str; NA when it did not)
-    cache_hit = "cache_hit"  # Inductor's FX graph cache served it (no misses, ≥ 1 hit) (bool)
+    compile_id: Category = "compile_id"  # "X/Y"
+    function: Text = "function"  # compiled function's name
+    file: Text = "file"  # its file
+    line: Int = "line"  # its first line
+    compile_time_s: Float = "compile_time_s"  # whole-frame compile time, s
+    inductor_compile_time_s: Float = "inductor_compile_time_s"  # part spent in Inductor, s
+    graph_ops: Int = "graph_ops"  # ops in the Dynamo graph
+    graph_breaks: Int = "graph_breaks"  # graph breaks in this frame: Dynamo's count or its logged
+    # reasons, whichever is more
+    break_reason: Text = "break_reason"  # "<reason> at <file>:<line>", "; "-joined (NA: none)
+    recompile_reason: Text = "recompile_reason"  # the failed guard that caused it (NA for X/0)
+    fail_reason: Text = "fail_reason"  # why compilation failed (NA when it did not)
+    cache_hit: Bool = "cache_hit"  # Inductor's FX graph cache served it (no misses, ≥ 1 hit)
 
 
 class KernelProvenance:
     """``traceviz.analysis.provenance.compiled_kernel_provenance``: one row per row of a
     compiled trace's kernels table that the compile log explains."""
 
-    kernel_row = "kernel_row"  # index in Trace.kernels (Int64)
-    compile_id = "compile_id"  # (category)
-    prov_kernel = "prov_kernel"  # ProvenanceKernels.prov_kernel (str)
-    kernel = "kernel"  # Inductor's name, no graph_N_ prefix, no handle (str)
-    pre_grad_nodes = "pre_grad_nodes"  # comma-joined (str)
-    post_grad_nodes = "post_grad_nodes"  # comma-joined (str)
-    est_bytes = "est_bytes"  # Inductor's bytes per call (Int64; NA unknown)
-    primary = "primary"  # the row is the call itself, not work nested inside it (bool)
+    kernel_row: Int = "kernel_row"  # index in Trace.kernels
+    compile_id: Category = "compile_id"
+    prov_kernel: Text = "prov_kernel"  # ProvenanceKernels.prov_kernel
+    kernel: Text = "kernel"  # Inductor's name, no graph_N_ prefix, no handle
+    pre_grad_nodes: Text = "pre_grad_nodes"  # comma-joined
+    post_grad_nodes: Text = "post_grad_nodes"  # comma-joined
+    est_bytes: Int = "est_bytes"  # Inductor's bytes per call (NA unknown)
+    primary: Bool = "primary"  # the row is the call itself, not work nested inside it
 
 
 class KernelLines:
     """``traceviz.analysis.provenance.eager_kernel_lines``: the user source line that launched
     a kernel, from the trace's Python stacks (``with_stack=True``)."""
 
-    kernel_row = "kernel_row"  # index in Trace.kernels (Int64)
-    file = "file"  # (str)
-    line = "line"  # (Int64)
-    function = "function"  # (str)
-    code = "code"  # the line's text, read with linecache (str; NA when the file is absent)
-    exact = "exact"  # the call site's line (traceviz line marker); False: only the function
-    # is known (Python frames give a function's first line, not the calling line) (bool)
+    kernel_row: Int = "kernel_row"  # index in Trace.kernels
+    file: Text = "file"
+    line: Int = "line"
+    function: Text = "function"
+    code: Text = "code"  # the line's text, read with linecache (NA when the file is absent)
+    exact: Bool = "exact"  # the call site's line (traceviz line marker); False: only the function
+    # is known (Python frames give a function's first line, not the calling line)
 
 
-PROVENANCE_KERNELS_DTYPES: dict[str, str] = {
-    ProvenanceKernels.prov_kernel: "object",
-    ProvenanceKernels.compile_id: CAT,
-    ProvenanceKernels.graph_index: I64,
-    ProvenanceKernels.graph: I64,
-    ProvenanceKernels.kernel: "object",
-    ProvenanceKernels.handle: I64,
-    ProvenanceKernels.post_grad_nodes: "object",
-    ProvenanceKernels.pre_grad_nodes: "object",
-    ProvenanceKernels.est_bytes: I64,
-    ProvenanceKernels.extern: BOOL,
-}
+PROVENANCE_KERNELS_DTYPES: dict[str, str] = dtypes(ProvenanceKernels)
 
-PROVENANCE_LINES_DTYPES: dict[str, str] = {
-    ProvenanceLines.prov_kernel: "object",
-    ProvenanceLines.compile_id: CAT,
-    ProvenanceLines.kernel: "object",
-    ProvenanceLines.handle: I64,
-    ProvenanceLines.file: "object",
-    ProvenanceLines.line: I64,
-    ProvenanceLines.function: "object",
-    ProvenanceLines.code: "object",
-}
+PROVENANCE_LINES_DTYPES: dict[str, str] = dtypes(ProvenanceLines)
 
-COMPILE_FRAMES_DTYPES: dict[str, str] = {
-    CompileFrames.compile_id: CAT,
-    CompileFrames.function: "object",
-    CompileFrames.file: "object",
-    CompileFrames.line: I64,
-    CompileFrames.compile_time_s: F64,
-    CompileFrames.inductor_compile_time_s: F64,
-    CompileFrames.graph_ops: I64,
-    CompileFrames.graph_breaks: I64,
-    CompileFrames.break_reason: "object",
-    CompileFrames.recompile_reason: "object",
-    CompileFrames.fail_reason: "object",
-    CompileFrames.cache_hit: BOOL,
-}
+COMPILE_FRAMES_DTYPES: dict[str, str] = dtypes(CompileFrames)
 
-KERNEL_PROVENANCE_DTYPES: dict[str, str] = {
-    KernelProvenance.kernel_row: I64,
-    KernelProvenance.compile_id: CAT,
-    KernelProvenance.prov_kernel: "object",
-    KernelProvenance.kernel: "object",
-    KernelProvenance.pre_grad_nodes: "object",
-    KernelProvenance.post_grad_nodes: "object",
-    KernelProvenance.est_bytes: I64,
-    KernelProvenance.primary: BOOL,
-}
+KERNEL_PROVENANCE_DTYPES: dict[str, str] = dtypes(KernelProvenance)
 
-KERNEL_LINES_DTYPES: dict[str, str] = {
-    KernelLines.kernel_row: I64,
-    KernelLines.file: "object",
-    KernelLines.line: I64,
-    KernelLines.function: "object",
-    KernelLines.code: "object",
-    KernelLines.exact: BOOL,
-}
+KERNEL_LINES_DTYPES: dict[str, str] = dtypes(KernelLines)
