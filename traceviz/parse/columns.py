@@ -152,17 +152,6 @@ def raw_text_of(codes: np.ndarray, uniques: list[bytes]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=categories)
 
 
-def first_present(
-    primary: pd.arrays.IntegerArray, fallback: pd.arrays.IntegerArray
-) -> pd.arrays.IntegerArray:
-    """``primary`` where present, else ``fallback`` (same length)."""
-    out = primary.copy()
-    mask = np.asarray(out.isna())
-    if mask.any():
-        out[mask] = fallback[mask]
-    return out
-
-
 def _encode(numbering: _Numbering, values: Values) -> np.ndarray:
     """Codes of ``values`` in ``numbering`` (new values numbered as they first appear)."""
     try:

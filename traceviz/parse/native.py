@@ -42,15 +42,12 @@ from traceviz.trace import Trace
 __all__ = ["NativeSource", "parse_native", "scan", "scanner_module"]
 
 # Events scanned into columns at a time (kinds and values: 9 bytes a field, 34 fields: about
-# 10 MB a batch at this size). Chosen by measurement (benchmarks/parse.py, fresh processes):
-# a batch's buffers are new memory, and a page fault costs ~3 us a page on the benchmark VM,
-# so a fresh process pays ~0.4 us an event of batch size once; each batch also costs ~1 ms of
-# fixed work. 65536 -> 32768: the 1x trace 13.5k -> 9.9k page faults, its load ~6 ms CPU less;
-# the 10x trace no slower.
+# 10 MB a batch). A batch's buffers are new memory, whose page faults a fresh process pays once
+# per event of batch size; each batch also has a fixed cost (benchmarks/parse.py).
 BATCH_EVENTS = 32768
 # A document this large is scanned a batch ahead on a worker thread while this thread turns the
 # batch before into columns (the scanner releases the GIL while it scans); smaller ones, a few
-# batches at most, are not worth a thread. Measured: benchmarks/parse.py.
+# batches at most, are not worth a thread.
 AHEAD_BYTES = 32 * 2**20
 
 ABSENT, NULL, INT, FLOAT, STR, RAW = range(6)  # the scanner's kind codes
