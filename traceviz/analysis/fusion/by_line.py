@@ -6,12 +6,6 @@ columns (:class:`~traceviz.analysis.fusion.lines.ByLine`) from the located credi
 eager kernel instance with a source line): rows are numbered per key once (:func:`first_seen`,
 pandas' factorize of each column), summed by one groupby on those codes (:func:`group_sums`),
 and the per-line text is built with dicts over the distinct keys, never the rows.
-
-One form since issue 26. A pandas form (a dozen groupbys, merges and sorts) gave the same table
-to the last bit; measured in one script on a busy 2-core machine, this form took 4-5 ms on the
-sample runs where it took 17-22 ms (H200 gpt2: 4.8 vs 21.7 ms, 2.7% of its 0.79 s compare), and
-43-60 ms where it took 38-46 ms at 26,000 located rows (gpt2 replicated 100 times), under 1% of
-that compare: it went.
 """
 
 from __future__ import annotations

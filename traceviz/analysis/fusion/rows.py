@@ -4,13 +4,6 @@
 (:func:`~traceviz.analysis.fusion.by_line.first_seen`, a categorical by its codes), sums them
 by one groupby on those codes (:func:`~traceviz.analysis.fusion.by_line.group_sums`) and builds
 each row with dicts over the distinct names, never the rows.
-
-One form since issue 26. The pandas form (groupbys and joins of the kernel rows) gave the same
-table to the last bit; measured in one script on a busy 2-core machine it took 22 ms where this
-one takes 7 ms on the H200 gpt2 sample run (1.8% of its 0.79 s compare), and 75 ms where this
-one takes 46 ms on the benchmarks' 1M-event pair (77,470 compiled kernels, 85,680 credits): it
-went. So did the per-row forms of ``ops`` and ``eager_only``, for the opposite reason: they
-saved 6-7 ms on a sample run (under 1% of a compare) and cost 20-110 ms at 1M.
 """
 
 from __future__ import annotations
