@@ -19,6 +19,7 @@ import re
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -201,13 +202,8 @@ def _profile(
     work = _place(loaded, device, options)
     directory = Path(out) if out is not None else default_out_dir(loaded.name, device)
     directory.mkdir(parents=True, exist_ok=True)
-    for stale in (
-        EAGER_TRACE,
-        EAGER_LINES_TRACE,
-        COMPILED_TRACE,
-        COMPILE_LOG,
-        RUN_JSON,
-    ):  # a rerun into the same directory
+    # a rerun into the same directory
+    for stale in (EAGER_TRACE, EAGER_LINES_TRACE, COMPILED_TRACE, COMPILE_LOG, RUN_JSON):
         (directory / stale).unlink(missing_ok=True)
     shutil.rmtree(directory / ONNX_DIR, ignore_errors=True)
     dynamo.reset()
@@ -302,34 +298,29 @@ class _Passes:
     options: Options
     reporter: Reporter
 
-    def profile(self, trace: Path, phase: str) -> None:
-        """Profile ``options.steps`` steps (after the profiler's wait and warm-up steps) into
-        ``trace``, reported as the phase ``phase``."""
-        steps = self.options.steps
-        self.reporter.phase(phase, measure.PROFILER_WAIT + measure.PROFILER_WARMUP + steps)
-        measure.profile_steps(
-            self.step,
-            self.sync,
-            device=self.work.device,
-            steps=steps,
-            path=trace,
-            reporter=self.reporter,
-        )
-
 
 def _profile_lines(passes: _Passes, trace: Path) -> str | None:
     """Profile the eager steps again with each torch call marked with its source line
     (:mod:`traceviz.runner.lines`); return the trace's file name, None when the marked steps
     failed (a model that runs unmarked but not under a TorchFunctionMode: no source lines).
 
-    The marks name the calling line exactly, but they cost: on an H200 GPT-2 the marked steps
-    took 4.3x the timed ones (9.52 vs 2.21 ms), which skewed every per-step metric (idle time,
-    launch time) in compiled's favour when they were in the measured trace. So they get a
-    trace of their own, used only to give the measured eager kernels their lines
-    (:func:`traceviz.analysis.fusion.line_transfer.transfer_lines`)."""
+    The marks slow the steps several times over, which would skew every per-step metric in
+    compiled's favour: so they get a trace of their own, used only to give the measured eager
+    kernels their lines (:func:`traceviz.analysis.fusion.line_transfer.transfer_lines`)."""
+    steps, reporter = passes.options.steps, passes.reporter
+    reporter.phase(
+        "eager: profiling source lines", measure.PROFILER_WAIT + measure.PROFILER_WARMUP + steps
+    )
     try:
         with lines.mark_lines():
-            passes.profile(trace, "eager: profiling source lines")
+            measure.profile_steps(
+                passes.step,
+                passes.sync,
+                device=passes.work.device,
+                steps=steps,
+                path=trace,
+                reporter=reporter,
+            )
     except Exception:
         trace.unlink(missing_ok=True)
         return None
@@ -337,12 +328,12 @@ def _profile_lines(passes: _Passes, trace: Path) -> str | None:
 
 
 def _measure(
-    passes: _Passes, label: str, outputs: Any, tracker: _PhaseTracker | None = None
+    passes: _Passes, label: str, outputs: Any, tracker: _CompiledAttempt | None = None
 ) -> Measured:
     """Warm-up and timing of one variant, and its device's peak memory over them; ``tracker``
     learns the phase, for errors. Profiling comes later, both variants interleaved."""
     step, sync, reporter = passes.step, passes.sync, passes.reporter
-    tracker = tracker or _PhaseTracker()
+    tracker = tracker or _CompiledAttempt()
     tracker.phase = "warmup"
     measure.warm_up(step, sync, passes.options.warmup, reporter)
     measure.reset_device_peak(passes.work.device)
@@ -368,12 +359,11 @@ def _run_compiled(
         reporter.phase("dynamo: explain")
         explained, explain_error = _explain(work)
         dynamo.reset()
-        compiled_fn = torch.compile(work.fn, backend=backend, mode=_mode_arg(options.mode))
+        mode = None if options.mode == "default" else options.mode
+        compiled_fn = torch.compile(work.fn, backend=backend, mode=mode)
         attempt = _CompiledAttempt()
-        if inductor:
-            with compile_log.capture(directory / COMPILE_LOG):
-                attempt.run(work.step(compiled_fn), work, options, reporter)
-        else:
+        log = compile_log.capture(directory / COMPILE_LOG) if inductor else nullcontext()
+        with log:
             attempt.run(work.step(compiled_fn), work, options, reporter)
         breaks = dynamo.graph_breaks(explained) if explained is not None else []
         facts = dynamo.facts(explained, breaks, explain_error)
@@ -406,7 +396,7 @@ class _CompiledAttempt:
     """The compiled model's run; an exception stops it and is kept with the phase it hit."""
 
     def __init__(self) -> None:
-        self.tracker = _PhaseTracker()
+        self.phase = "compile"
         self.compile_time_s: float | None = None
         self.outputs: Any = None
         self.measured: Measured | None = None
@@ -416,30 +406,15 @@ class _CompiledAttempt:
         passes = _Passes(step, measure.synchronizer(work.device), work, options, reporter)
         try:
             reporter.phase("compile (first call)")
-            self.compile_time_s, self.outputs = _first_call(step, passes.sync, self.tracker)
+            passes.sync()
+            start = time.perf_counter()
+            self.outputs = snapshot(step())  # the first call: compilation included
+            passes.sync()
+            self.compile_time_s = time.perf_counter() - start
             reporter.phase("compiled: warm-up", options.warmup)
-            self.measured = _measure(passes, "compiled", self.outputs, self.tracker)
+            self.measured = _measure(passes, "compiled", self.outputs, self)
         except Exception as err:
-            self.error = _run_error(self.tracker.phase, err)
-
-
-class _PhaseTracker:
-    """Which compiled-side phase is running, so that an error names it."""
-
-    def __init__(self) -> None:
-        self.phase = "compile"
-
-
-def _first_call(
-    step: measure.Step, sync: Callable[[], None], tracker: _PhaseTracker
-) -> tuple[float, Any]:
-    """Time the first compiled call (compilation included), in seconds, and keep its outputs."""
-    tracker.phase = "compile"
-    sync()
-    start = time.perf_counter()
-    outputs = snapshot(step())
-    sync()
-    return time.perf_counter() - start, outputs
+            self.error = _run_error(self.phase, err)
 
 
 def _explain(work: Workload) -> tuple[Any, RunError | None]:
@@ -458,11 +433,9 @@ def _time_interleaved(
 ) -> tuple[Measured, CompiledResult]:
     """The verdict's step times: eager and compiled alternate in blocks of
     :data:`~traceviz.runner.measure.INTERLEAVE_BLOCK` timed steps, each block after one untimed
-    step. Load that comes and goes on a shared machine then weighs on both alike (on a busy
-    2-core VM the sequential timings, eager first and compiled minutes later, disagreed by
-    more than the effect measured), while each side runs on its own warm caches (alternating
-    step by step made a memory-bound eager block 3x slower on CPU). Without a compiled model
-    the eager timing stays as it is."""
+    step. Load that comes and goes on a shared machine then weighs on both alike, while each
+    side runs on its own warm caches (alternating step by step slows a memory-bound model).
+    Without a compiled model the eager timing stays as it is."""
     if compiled.fn is None or compiled.timing is None:
         return eager, compiled
     rounds = -(-options.iters // measure.INTERLEAVE_BLOCK)  # ceil; the last block is cut to `iters`
@@ -496,9 +469,8 @@ def _profile_interleaved(
     Each side's profiled peak memory is read from its trace.
 
     Nothing traceviz adds runs in the profiled steps but their closing device sync (annotated
-    ``traceviz step sync``, left out of the blocking calls): Python frames (``with_stack``) were
-    3,800 events per step on an H200 GPT-2 and made the profiled eager steps 6x slower than
-    the timed ones; the source-line marks have their own pass (:func:`_profile_lines`)."""
+    ``traceviz step sync``, left out of the blocking calls): no Python frames (``with_stack``,
+    several times slower); the source-line marks have their own pass (:func:`_profile_lines`)."""
     calls = {"eager": work.step(work.fn)}
     paths = {"eager": directory / EAGER_TRACE}
     if compiled.fn is not None and compiled.timing is not None:
@@ -583,10 +555,6 @@ def _run_backends(
         offline=options.ort_offline,
     )
     return run_onnxruntime(job, directory, reporter)
-
-
-def _mode_arg(mode: str) -> str | None:
-    return None if mode == "default" else mode
 
 
 def _assemble(
