@@ -102,7 +102,10 @@ def read_profile(path: Path, data: bytes | bytearray) -> Trace:
     ignored: Counter[str] = Counter()
     nodes, sessions, spans = _route(events, ignored)
     ops, node_rows = _op_table(nodes, sessions)
-    kernels = _kernel_table(ops, node_rows, nodes)
+    node_names = [str(e.name)[: -len(KERNEL_SUFFIX)] for e in nodes]  # one kernel per node
+    kernels = build.kernels_from_ops(
+        ops, node_rows, names=node_names, bytes_moved=_node_bytes(nodes)
+    )
     span_table = _span_table(spans)
     start, end = time_bounds(
         [(t[Ops.ts_us].to_numpy(), t[Ops.dur_us].to_numpy()) for t in (ops, span_table)]
@@ -144,24 +147,10 @@ def _decode(path: Path, data: bytes | bytearray) -> list[OrtEvent]:
     except msgspec.ValidationError as err:
         raise TraceFormatError(path, f"not an ONNX Runtime profile: {err}") from err
     except msgspec.DecodeError as err:
-        closed = _closed(data)
-        if closed is None:
+        body = bytes(data).rstrip().rstrip(b", \t\r\n")
+        if not body.endswith(b"}"):  # not cut short after a complete event (or closed already)
             raise TraceFormatError(path, f"ONNX Runtime profile is not valid JSON: {err}") from err
-        try:
-            return msgspec.json.decode(closed, type=list[OrtEvent])
-        except msgspec.ValidationError as again:
-            raise TraceFormatError(path, f"not an ONNX Runtime profile: {again}") from again
-        except msgspec.DecodeError:
-            raise TraceFormatError(path, f"ONNX Runtime profile is not valid JSON: {err}") from err
-
-
-def _closed(data: bytes | bytearray) -> bytes | None:
-    """The bytes with the closing ``]`` added, when they end with a complete event."""
-    body = bytes(data).rstrip()
-    if body.endswith(b"]"):
-        return None
-    body = body.rstrip(b", \t\r\n")
-    return body + b"]" if body.endswith(b"}") else None
+        return _decode(path, body + b"]")
 
 
 def _route(
@@ -211,7 +200,9 @@ def _op_table(nodes: list[OrtEvent], sessions: list[OrtEvent]) -> tuple[pd.DataF
     input order, its row in the sorted table."""
     events = [*nodes, *sessions]
     n = len(events)
-    names = [_op_type(e) for e in nodes] + [str(e.name) for e in sessions]
+    op_types = [e.args.op_name for e in nodes]
+    names = [o if isinstance(o, str) and o else "<unknown>" for o in op_types]
+    names += [str(e.name) for e in sessions]
     categories = [OpCategory.CPU_OP.value] * len(nodes) + [OpCategory.USER_ANNOTATION.value] * len(
         sessions
     )
@@ -245,11 +236,6 @@ def _op_table(nodes: list[OrtEvent], sessions: list[OrtEvent]) -> tuple[pd.DataF
     row_of = np.empty(n, dtype=np.int64)
     row_of[order] = np.arange(n)
     return frame, row_of[: len(nodes)]
-
-
-def _op_type(event: OrtEvent) -> str:
-    op = event.args.op_name
-    return op if isinstance(op, str) and op else "<unknown>"
 
 
 def _shape_columns(nodes: list[OrtEvent]) -> tuple[list[str | None], list[str | None]]:
@@ -291,22 +277,16 @@ def _shapes(value: Any) -> tuple[str | None, str | None]:
     return json.dumps(dims), json.dumps(types)
 
 
-def _kernel_table(ops: pd.DataFrame, node_rows: np.ndarray, nodes: list[OrtEvent]) -> pd.DataFrame:
-    """One kernel per node event, in time order, linked to its own ops row."""
-    node_names = [str(e.name)[: -len(KERNEL_SUFFIX)] for e in nodes]
-    return build.kernels_from_ops(ops, node_rows, names=node_names, bytes_moved=_node_bytes(nodes))
-
-
 def _node_bytes(nodes: list[OrtEvent]) -> pd.arrays.IntegerArray:
     """activation + parameter + output size per node; <NA> when ORT gave none of them, or a
     size that is not a non-negative integer (or is beyond any real tensor: above 2^63 / 3)."""
+    if not nodes:
+        return pd.array([], dtype="Int64")
     parts = [
         nullable_ints([getattr(e.args, key) for e in nodes])
         for key in ("activation_size", "parameter_size", "output_size")
     ]
-    stacked = np.stack([p.to_numpy(dtype=np.int64, na_value=0) for p in parts]) if nodes else None
-    if stacked is None:
-        return pd.array([], dtype="Int64")
+    stacked = np.stack([p.to_numpy(dtype=np.int64, na_value=0) for p in parts])
     present = np.stack([~np.asarray(p.isna()) for p in parts])
     bad = ((stacked < 0) | (stacked > _MAX_SIZE)).any(axis=0)  # the sum could not overflow
     total = pd.array(stacked.sum(axis=0), dtype="Int64")
