@@ -50,18 +50,25 @@ TEXT_WIDTH = 80
 
 def render_ranks(analysis: RanksAnalysis, fmt: str, *, top: int = 10) -> str:
     """One job's ranks in ``fmt`` (``text``, ``json`` or ``markdown``)."""
-    return _pick(fmt, ranks_text, ranks_json_text, ranks_markdown)(analysis, top)
+    return _pick(fmt, ranks_text, ranks_json, ranks_markdown)(analysis, top)
 
 
 def render_pair(pair: RanksPair, fmt: str, *, top: int = 10) -> str:
     """Two jobs' ranks compared, in ``fmt``."""
-    return _pick(fmt, pair_text, pair_json_text, pair_markdown)(pair, top)
+    return _pick(fmt, pair_text, pair_json, pair_markdown)(pair, top)
 
 
-def _pick(fmt: str, *renderers: Callable[[Any, int], str]) -> Callable[[Any, int], str]:
+def _pick(
+    fmt: str,
+    text: Callable[[Any, int], str],
+    json_form: Callable[[Any], dict[str, Any]],
+    markdown: Callable[[Any, int], str],
+) -> Callable[[Any, int], str]:
     if fmt not in FORMATS:
         raise UsageError(f"--ranks renders {', '.join(FORMATS)}, not {fmt!r}")
-    return renderers[FORMATS.index(fmt)]
+    if fmt == "json":
+        return lambda value, _top: json.dumps(json_form(value), indent=1) + "\n"
+    return text if fmt == "text" else markdown
 
 
 # --- JSON -----------------------------------------------------------------------------------
@@ -111,14 +118,6 @@ def pair_json(pair: RanksPair) -> dict[str, Any]:
             "findings": [f.to_json() for f in pair.findings],
         }
     )
-
-
-def ranks_json_text(analysis: RanksAnalysis, _top: int = 0) -> str:
-    return json.dumps(ranks_json(analysis), indent=1) + "\n"
-
-
-def pair_json_text(pair: RanksPair, _top: int = 0) -> str:
-    return json.dumps(pair_json(pair), indent=1) + "\n"
 
 
 def _side_json(analysis: RanksAnalysis) -> dict[str, Any]:
