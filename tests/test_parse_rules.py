@@ -1,4 +1,4 @@
-"""One tiny hand-made trace per parsing, linking and classification rule."""
+"""One tiny hand-made trace (or value) per parsing, linking and classification rule."""
 
 from __future__ import annotations
 
@@ -6,11 +6,14 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import traceviz
 from tests.conftest import CORPUS, kernel, launch, op
+from traceviz.parse.columns import nullable_ints
+from traceviz.parse.nesting import depths, parents, sort_order
 from traceviz.schema import DeviceKind, LaunchClass, RegionKind
 
 
@@ -244,3 +247,66 @@ def test_cpu_op_wrapping_a_scalar_with_to_still_computes(tmp_trace) -> None:
         ]
     )
     assert list(traceviz.load(path).kernels.name) == ["aten::mul", "aten::copy_"]
+
+
+# Integer fields given as text: what the parser keeps, and never an error for odd digits.
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("7", 7),
+        (" 42 ", 42),
+        ("0x10", 16),
+        ("stream 7", 7),
+        ("²", None),  # a superscript: str.isdigit() says digit, int() refuses it
+        ("x²3", 3),
+        ("٣", 3),  # an Arabic-Indic digit: a decimal digit int() reads
+        ("", None),
+        ("none", None),
+        (None, None),
+        (3.0, 3),
+        (float("nan"), None),
+    ],
+)
+def test_text_and_odd_values_become_ints_or_na(value: object, expected: int | None) -> None:
+    got = nullable_ints([value, 1])
+    assert got[1] == 1
+    if expected is None:
+        assert got[0] is pd.NA
+    else:
+        assert got[0] == expected
+
+
+# Nesting beside zero-length spans: a span's parent is the innermost span that encloses it,
+# even where empty (0 µs) spans start at the same instant, as integer-µs traces have them (an
+# aten::to of 0 µs at the start of an aten::clamp): the depths and parents of a plain stack pass.
+# (start, duration) on one thread: a step [0, 100]; an op [10, 20] holding a clamp [10, 14]
+# and, at the clamp's start, two empty ops; then an empty op alone at 50.
+SPANS = [(0, 100), (10, 20), (10, 4), (10, 0), (10, 0), (50, 0), (60, 5), (60, 0)]
+
+
+def _stack_pass(spans: list[tuple[float, float]]) -> tuple[list[int], list[int]]:
+    """Depth and parent index of each span by a stack over spans sorted as sort_order does;
+    a span that ends where another starts does not enclose it."""
+    parent, depth, open_ = [-1] * len(spans), [0] * len(spans), []
+    for i, (start, dur) in enumerate(spans):
+        while open_ and (sum(spans[open_[-1]]) < start + dur or sum(spans[open_[-1]]) <= start):
+            open_.pop()
+        parent[i] = open_[-1] if open_ else -1
+        depth[i] = len(open_)
+        open_.append(i)
+    return depth, parent
+
+
+@pytest.mark.parametrize("shift", [0.0, 1e6])  # at 0 and far along a large clock
+def test_empty_spans_at_a_start_do_not_lift_their_neighbours(shift: float) -> None:
+    starts = np.array([s + shift for s, _ in SPANS], dtype=float)
+    durs = np.array([d for _, d in SPANS], dtype=float)
+    threads = np.zeros(len(SPANS), dtype=np.int64)
+    order = sort_order(threads, starts, durs)
+    assert list(order) == list(range(len(SPANS)))  # already in the sorted order
+    depth = depths(starts, starts + durs, durs)
+    parent = parents(depth, threads)
+    want_depth, want_parent = _stack_pass(SPANS)
+    assert depth.tolist() == want_depth
+    assert parent.tolist() == want_parent
+    assert parent[2] == 1 and parent[3] == 2 and parent[4] == 2  # under the clamp, not above
