@@ -1,13 +1,17 @@
 """The automatic parse cache (traceviz/parse/cache.py): a second load of an unchanged trace is
 read back from the cache, identical to a fresh parse; a changed file, another version, a
-corrupt entry, concurrent runs and a full cache are all handled without an error."""
+corrupt entry, concurrent runs and a full cache are all handled without an error. The one entry
+writer both caches use (publish_entry / discard_entry): an entry appears whole or not at all. The
+caches' one directory rule and names (traceviz.cache_paths), importable without the parser."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -16,10 +20,11 @@ import traceviz
 import traceviz.parse as parse_pkg
 from tests.conftest import CORPUS, REPO, SAMPLES, corpus_params, kernel, launch, op, write_trace
 from tests.test_table_store import assert_same_trace
-from traceviz import report_cache, settings
+from traceviz import cache_paths, report_cache, settings
 from traceviz.commands import output_cache
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse import cache
+from traceviz.parse.cache import ENTRY_FILE, discard_entry, publish_entry
 
 
 def _no_parse(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -225,6 +230,7 @@ def test_bad_size_bound_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> Non
 CONCURRENT = """
 import sys, traceviz
 from traceviz.parse import cache
+from traceviz.parse.cache import ENTRY_FILE, discard_entry, publish_entry
 cache.MIN_FILE_BYTES = 0
 trace = traceviz.load(sys.argv[1], cache=sys.argv[2])
 print(trace.stats.events_in, len(trace.kernels))
@@ -283,3 +289,136 @@ def test_cli_cache_options(tmp_path: Path) -> None:
     assert bad.returncode == 2
     assert "--cache-dir" in bad.stderr and "not a directory" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+# --- the entry writer ---------------------------------------------------------------------
+
+
+def _fill(text: str) -> Callable[[Path], None]:
+    def fill(temp: Path) -> None:
+        (temp / "payload").write_text(text)
+        (temp / ENTRY_FILE).write_text("{}")
+
+    return fill
+
+
+def test_an_entry_is_published_whole_and_no_temporary_directory_is_left(tmp_path: Path) -> None:
+    entry = tmp_path / "root" / "abc"
+    assert publish_entry(entry, _fill("one"))
+    assert (entry / "payload").read_text() == "one"
+    assert sorted(p.name for p in entry.parent.iterdir()) == ["abc"]
+
+
+def test_a_failing_fill_is_false_and_leaves_nothing(tmp_path: Path) -> None:
+    def fill(temp: Path) -> None:
+        (temp / "payload").write_text("half")
+        raise RuntimeError("cannot pickle")
+
+    entry = tmp_path / "abc"
+    assert publish_entry(entry, fill) is False
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_entry_written_first_by_another_run_is_kept(tmp_path: Path) -> None:
+    entry = tmp_path / "abc"
+    assert publish_entry(entry, _fill("first"))
+    assert publish_entry(entry, _fill("second"))
+    assert (entry / "payload").read_text() == "first"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abc"]
+
+
+def test_a_damaged_entry_in_the_way_is_replaced(tmp_path: Path) -> None:
+    entry = tmp_path / "abc"
+    entry.mkdir()
+    (entry / "payload").write_text("half written, no entry.json")
+    assert publish_entry(entry, _fill("whole"))
+    assert (entry / "payload").read_text() == "whole"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["abc"]
+
+
+def test_an_unwritable_place_is_false_not_an_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    assert publish_entry(blocker / "abc", _fill("x")) is False
+
+
+def test_discard_removes_a_directory_and_ignores_one_already_gone(tmp_path: Path) -> None:
+    entry = tmp_path / "abc"
+    assert publish_entry(entry, _fill("x"))
+    discard_entry(entry)
+    discard_entry(entry)
+    assert list(tmp_path.iterdir()) == []
+
+
+# --- the directory rule (traceviz.cache_paths) ---------------------------------------------
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    for name in ("TRACEVIZ_CACHE_DIR", "TRACEVIZ_NO_CACHE", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, "~/.cache/traceviz"),
+        ({"TRACEVIZ_CACHE_DIR": "{tmp}/here"}, "{tmp}/here"),
+        ({"TRACEVIZ_CACHE_DIR": "~/somewhere"}, "~/somewhere"),
+        ({"XDG_CACHE_HOME": "{tmp}/xdg"}, "{tmp}/xdg/traceviz"),
+        ({"TRACEVIZ_NO_CACHE": "1", "TRACEVIZ_CACHE_DIR": "{tmp}/here"}, None),
+        ({"TRACEVIZ_NO_CACHE": "0"}, "~/.cache/traceviz"),
+        ({"TRACEVIZ_NO_CACHE": " Off "}, "~/.cache/traceviz"),
+        ({"TRACEVIZ_NO_CACHE": "yes"}, None),
+        ({"TRACEVIZ_NO_CACHE": "false", "XDG_CACHE_HOME": "{tmp}/xdg"}, "{tmp}/xdg/traceviz"),
+    ],
+)
+def test_the_default_cache_directory(
+    env: dict[str, str], expected: str | None, tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    for name, value in env.items():
+        clean_env.setenv(name, value.format(tmp=tmp_path))
+    want = None if expected is None else Path(expected.format(tmp=tmp_path)).expanduser()
+    assert cache_paths.cache_dir() == want
+    assert cache_paths.cache_dir(None) == want
+    assert cache_paths.cache_dir(False) is None
+    assert cache_paths.cache_dir(tmp_path / "given") == tmp_path / "given"  # env or not
+
+
+def test_a_file_in_the_way_is_a_usage_error_naming_it(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    with pytest.raises(UsageError, match=f"^{re.escape(f'cache {a_file}')} is not"):
+        cache_paths.cache_dir(a_file)
+    clean_env.setenv("TRACEVIZ_CACHE_DIR", str(a_file))
+    with pytest.raises(UsageError, match=f"^{re.escape(f'TRACEVIZ_CACHE_DIR {a_file}')} is not"):
+        cache_paths.cache_dir()
+    clean_env.delenv("TRACEVIZ_CACHE_DIR")
+    clean_env.setenv("XDG_CACHE_HOME", str(tmp_path))
+    (tmp_path / "traceviz").write_text("x")
+    with pytest.raises(
+        UsageError, match=f"^{re.escape(f'the cache directory {tmp_path}/traceviz')} is not"
+    ):
+        cache_paths.cache_dir()
+    with pytest.raises(UsageError, match="cache must be True, False or a directory"):
+        cache_paths.cache_dir(3)  # type: ignore[arg-type]
+
+
+def test_every_cache_uses_the_one_definition() -> None:
+    """The caches' directory rule and entry file are one definition, not copies."""
+    assert cache.cache_dir is cache_paths.cache_dir
+    assert cache.ENTRY_FILE is report_cache.ENTRY_FILE is cache_paths.ENTRY_FILE
+    assert output_cache.cache_dir is report_cache.cache_dir is cache_paths.cache_dir
+
+
+def test_it_imports_nothing_heavy() -> None:
+    code = (
+        "import sys, traceviz.cache_paths\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('pandas', 'numpy', 'pyarrow', 'msgspec') or m.startswith('traceviz.parse')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
