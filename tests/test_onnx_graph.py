@@ -30,6 +30,14 @@ def _optimized(tmp_path: Path, build, level: str, *, profile: bool = False):  # 
     return read_graph(src), read_graph(dest), prof
 
 
+def _mapped(tmp_path: Path, build, level: str):  # type: ignore[no-untyped-def]
+    """The exported and optimized graphs and their mapping, checked to be a partition."""
+    exported, optimized, _ = _optimized(tmp_path, build, level)
+    mapping = map_graph(exported, optimized, level=level)
+    assert_partition(exported, mapping)
+    return exported, optimized, mapping
+
+
 def _claimed(mapping: GraphMapping) -> list[str]:
     names = ", ".join(mapping.nodes[Mapped.exported_nodes]).split(", ")
     return [n for n in names if n]
@@ -52,9 +60,7 @@ def _fused_rows(mapping: GraphMapping) -> list[dict[str, object]]:
 
 
 def test_matmul_add_becomes_one_gemm_that_claims_both(tmp_path: Path) -> None:
-    exported, optimized, _ = _optimized(tmp_path, fx.matmul_add, "basic")
-    mapping = map_graph(exported, optimized, level="basic")
-    assert_partition(exported, mapping)
+    exported, optimized, mapping = _mapped(tmp_path, fx.matmul_add, "basic")
     (row,) = _fused_rows(mapping)
     assert row[Mapped.op] == "ai.onnx:Gemm" and row[Mapped.kind] == "fused"
     assert set(str(row[Mapped.exported_nodes]).split(", ")) == {"/fc/MatMul", "/fc/Add"}
@@ -69,9 +75,7 @@ def test_matmul_add_becomes_one_gemm_that_claims_both(tmp_path: Path) -> None:
 
 
 def test_erf_gelu_pattern_becomes_one_contrib_node(tmp_path: Path) -> None:
-    exported, optimized, _ = _optimized(tmp_path, fx.gelu_erf, "extended")
-    mapping = map_graph(exported, optimized, level="extended")
-    assert_partition(exported, mapping)
+    exported, _, mapping = _mapped(tmp_path, fx.gelu_erf, "extended")
     (row,) = _fused_rows(mapping)
     assert row[Mapped.op].startswith("com.microsoft:") and "Gelu" in row[Mapped.op]
     assert row[Mapped.exported_count] == len(exported.nodes)  # all five nodes
@@ -79,18 +83,14 @@ def test_erf_gelu_pattern_becomes_one_contrib_node(tmp_path: Path) -> None:
 
 
 def test_add_then_layer_norm_becomes_skip_layer_normalization(tmp_path: Path) -> None:
-    exported, optimized, _ = _optimized(tmp_path, fx.skip_layer_norm, "extended")
-    mapping = map_graph(exported, optimized, level="extended")
-    assert_partition(exported, mapping)
+    *_, mapping = _mapped(tmp_path, fx.skip_layer_norm, "extended")
     (row,) = _fused_rows(mapping)
     assert row[Mapped.op] == "com.microsoft:SkipLayerNormalization"
     assert set(str(row[Mapped.exported_nodes]).split(", ")) == {"/add/Add", "/ln/LN"}
 
 
 def test_constant_branch_is_folded_and_identity_removed(tmp_path: Path) -> None:
-    exported, optimized, _ = _optimized(tmp_path, fx.constant_branch, "basic")
-    mapping = map_graph(exported, optimized, level="basic")
-    assert_partition(exported, mapping)
+    *_, mapping = _mapped(tmp_path, fx.constant_branch, "basic")
     reasons = dict(zip(mapping.folded["node"], mapping.folded["reason"], strict=True))
     assert reasons["/const/Sqrt"] == reasons["/const/Mul"] == "constant-folded"
     assert reasons["/Identity"] == "removed"
@@ -98,9 +98,7 @@ def test_constant_branch_is_folded_and_identity_removed(tmp_path: Path) -> None:
 
 
 def test_disable_level_keeps_every_node(tmp_path: Path) -> None:
-    exported, optimized, _ = _optimized(tmp_path, fx.skip_layer_norm, "disable")
-    mapping = map_graph(exported, optimized, level="disable")
-    assert_partition(exported, mapping)
+    exported, _, mapping = _mapped(tmp_path, fx.skip_layer_norm, "disable")
     assert set(mapping.nodes[Mapped.kind]) == {"kept"}
     assert sorted(_claimed(mapping)) == sorted(n.name for n in exported.nodes)
 
