@@ -3,13 +3,11 @@ built, else (or when the scanner refuses the file) with its msgspec pass: the ta
 same either way, on the corpus NCCL rank, on the ranks fixtures' jobs and on hand-made
 documents of every odd kind of value; bad input is one TraceFormatError either way.
 
-Each test runs with the real extension (when built) and with no scanner at all (the msgspec
-pass alone)."""
+Each test compares the real extension (skipped when not built) with the msgspec pass alone."""
 
 from __future__ import annotations
 
 import gzip
-import importlib
 import json
 from pathlib import Path
 from typing import Any
@@ -28,25 +26,10 @@ NCCL_TRACE = CORPUS / "nvidia" / "a100_eager_nccl_rank.json.gz"
 needs_nccl = pytest.mark.skipif(not NCCL_TRACE.is_file(), reason=f"corpus not at {CORPUS}")
 
 
-def _extension() -> Any:
-    try:
-        return importlib.import_module("traceviz.parse._scan")
-    except ImportError:
-        return None
-
-
-SCANNERS = [
-    pytest.param(
-        _extension(),
-        id="extension",
-        marks=pytest.mark.skipif(_extension() is None, reason="_scan not built"),
-    ),
-]
-
-
-@pytest.fixture(params=SCANNERS)
-def scanner(request: pytest.FixtureRequest) -> Any:
-    return request.param
+@pytest.fixture
+def scanner() -> Any:
+    """The native scanner (skipped when it is not built)."""
+    return pytest.importorskip("traceviz.parse._scan", reason="_scan not built")
 
 
 def msgspec_table(path: Path) -> pd.DataFrame:
