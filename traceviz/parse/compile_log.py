@@ -324,7 +324,7 @@ def _kernels_table(graphs: list[_Graph]) -> pd.DataFrame:
         bytes_by_key = _kernel_bytes(kernel_nodes, graph.node_bytes)
         for key, nodes in kernel_nodes.items():
             kernel, handle = split_kernel_key(key)
-            pre = _unique(p for n in nodes for p in post_to_pre.get(n, []))
+            pre = dict.fromkeys(str(p) for n in nodes for p in post_to_pre.get(n, []))
             rows.append(
                 {
                     P.prov_kernel: f"{graph.prefix()}:{key}",
@@ -452,9 +452,14 @@ def user_frame(text: str) -> tuple[str, int, str, str | None] | None:
     return None
 
 
+def _lines(text: str) -> list[str]:
+    """The text's non-blank lines, stripped."""
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
 def _break_reason(text: str) -> str:
     """``"Data-dependent branching at /m.py:137"`` from Dynamo's graph-break text."""
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    lines = _lines(text)
     reason = next(
         (x.split(":", 1)[1].strip() for x in lines if x.startswith("Graph Break Reason:")), ""
     )
@@ -501,10 +506,6 @@ def _table(rows: list[dict[str, Any]], dtypes: dict[str, str]) -> pd.DataFrame:
     return schema.conform(df.astype({c: d for c, d in dtypes.items() if d != "object"}), dtypes)
 
 
-def _unique(items: Iterable[str]) -> list[str]:
-    return list(dict.fromkeys(str(i) for i in items))
-
-
 def _int(value: Any) -> int | None:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -514,9 +515,8 @@ def _float(value: Any) -> float | None:
 
 
 def _text(value: Any) -> str | None:
-    return _first_line(str(value)) if value else None
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    """The first line of a metrics text, at most 300 characters."""
+    if not value:
+        return None
+    lines = _lines(str(value))
     return lines[0][:300] if lines else ""
