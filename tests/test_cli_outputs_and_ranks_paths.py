@@ -44,19 +44,19 @@ def test_output_format_follows_the_suffix(given: str | None, path: str | None, w
     assert output_format(given, path, choices or ("text", "json", "markdown", "html")) == want
 
 
-def test_compare_writes_markdown_and_json_by_suffix(tmp_path: Path) -> None:
-    md, js = tmp_path / "r.md", tmp_path / "r.json"
-    assert main(["compare", str(RUN), "-o", str(md), "--no-cache"]) == 0
-    assert main(["compare", str(RUN), "-o", str(js), "--no-cache"]) == 0
-    assert md.read_text().startswith("#")
-    assert "schema_version" in json.loads(js.read_text())
-
-
-def test_compare_writes_html_by_suffix(tmp_path: Path) -> None:
-    pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
-    page = tmp_path / "r.html"
-    assert main(["compare", str(RUN), "-o", str(page), "--no-cache"]) == 0
-    assert page.read_text().lstrip().lower().startswith("<!doctype html")
+@pytest.mark.parametrize("suffix", [".md", ".json", ".html"])
+def test_compare_writes_by_suffix(tmp_path: Path, suffix: str) -> None:
+    if suffix == ".html":
+        pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
+    out = tmp_path / f"r{suffix}"
+    assert main(["compare", str(RUN), "-o", str(out), "--no-cache"]) == 0
+    text = out.read_text()
+    if suffix == ".md":
+        assert text.startswith("#")
+    elif suffix == ".json":
+        assert "schema_version" in json.loads(text)
+    else:
+        assert text.lstrip().lower().startswith("<!doctype html")
 
 
 def _job(directory: Path, ranks: int, steps: int) -> Path:

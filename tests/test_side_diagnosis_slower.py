@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 import traceviz
-from tests.conftest import kernel, launch, op
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
 from tests.real_data import CORPUS_PAIRS
+from traceviz.analysis.timing.idle import IdleParts
 from traceviz.analysis.windows import full_steps
 from traceviz.diagnose import Finding
 from traceviz.diagnose.facts import TraceFacts, facts_of_trace, kernel_times
@@ -64,8 +65,6 @@ def _agree(facts: TraceFacts) -> Any:
     ],
 )
 def test_median_steps_equal_a_plain_pass(path: str) -> None:
-    from tests.conftest import CORPUS
-
     if not (CORPUS / path).is_file():
         pytest.skip(f"corpus not found at {CORPUS}")
     _agree(facts_of_trace(traceviz.load(CORPUS / path)))
@@ -73,8 +72,6 @@ def test_median_steps_equal_a_plain_pass(path: str) -> None:
 
 @pytest.mark.parametrize("run", ["h200/gpt2", "pointwise"])  # CUDA, CPU
 def test_median_steps_of_a_sample_run(run: str) -> None:
-    from tests.conftest import SAMPLES
-
     trace = traceviz.load(SAMPLES / run / "compiled.pt.trace.json.gz")
     medians = _agree(facts_of_trace(trace))
     assert medians is not None and len(medians)
@@ -150,11 +147,7 @@ def _part_per_step(side: Any, parts: tuple[str, ...]) -> float:
 def test_idle_by_cause_on_the_a100_pair() -> None:
     """The A100 pair's compiled side waits less for the CPU than the eager one, yet idles far
     more, queued behind work already issued and blocked in syncs: the attribution says so
-    and calls none of it launch/CPU overhead (it called all 126 ms a step so)."""
-    from tests.conftest import CORPUS
-    from traceviz.analysis.timing.idle import IdleParts
-    from traceviz.pipeline import compare
-
+    and calls none of it launch/CPU overhead."""
     a, b = (
         CORPUS / "nvidia" / name
         for name in (
@@ -202,10 +195,6 @@ def test_idle_causes_named_only_from_one_percent(pair: tuple[str, str]) -> None:
     """Every idle line of a forced GPU pair's compiled-slower finding is a part b has at
     least 1% of its step more of (the mi250/mi300x pair's +0.01 µs is not a cause), and
     together they stay within b's idle time per step."""
-    from tests.conftest import CORPUS
-    from traceviz.analysis.timing.idle import IdleParts
-    from traceviz.pipeline import compare
-
     a, b = (CORPUS / p for p in pair)
     if not (a.is_file() and b.is_file()):
         pytest.skip(f"corpus not found at {CORPUS}")
@@ -220,14 +209,9 @@ def test_idle_causes_named_only_from_one_percent(pair: tuple[str, str]) -> None:
     assert sum(line.value for line in lines) <= b_idle
 
 
-# The compiled-slower attribution does not blame one outlier kernel (issue 10 §4).
-#
-# A sample run made on a busy machine had one compiled ``aten::addmm`` of 8.4 ms among 0.2-0.3 ms
-# ones (the same library call as in eager; the machine was busy in that one profiled step).
-# Averaged over the steps this read "more gemm kernel time: 2.61 ms (76.2% of step)" and
-# "compiled GEMMs mean 1.58 ms" under a next step that says "a slower GEMM → try max-autotune".
-# The attribution now compares the median step (and the GEMMs' median duration) when there are
-# 3+ steps. The samples were remade on a quiet machine since, so the case is rebuilt by hand.
+# The compiled-slower attribution does not blame one outlier kernel: with 3+ steps it compares
+# the median step (and the GEMMs' median duration), so one 5 ms GEMM among 0.1 ms ones is no
+# "more gemm kernel time".
 
 
 Make = Callable[..., Path]
