@@ -31,6 +31,7 @@ from traceviz.ranks.analyse import analyse_pair, analyse_ranks
 from traceviz.ranks.collectives import Arrival, Instance, bus_factor, match_collectives
 from traceviz.ranks.comm_args import collective_args
 from traceviz.ranks.compare import compare_ranks, odd_compile_ranks
+from traceviz.ranks.findings import PROFILED
 from traceviz.ranks.reduce import Collectives, RankSummary, canonical_collective, reduce_rank
 from traceviz.ranks.render import render_pair, render_ranks
 from traceviz.ranks.spread import kernel_spread, step_spread
@@ -201,6 +202,14 @@ def test_planted_straggler_is_found(straggler_job: tuple[Job, SimpleNamespace]) 
     assert row["arrived_last_share"] == 1.0
     assert row["lateness_p50_us"] == pytest.approx(job.slow_us, abs=10.0)
     assert found.to_json()[0]["rank"] == job.straggler
+
+
+def test_rank_gains_say_they_are_per_profiled_step(
+    straggler_job: tuple[Job, SimpleNamespace],
+) -> None:
+    gains = [f for f in analyse_ranks(straggler_job[1]).findings if f.est_gain_us is not None]
+    assert gains, "the straggler job should give findings with gains"
+    assert all(f.gain_basis.endswith(PROFILED) for f in gains), [f.gain_basis for f in gains]
 
 
 def test_alignment_recovers_the_planted_clock_offsets(

@@ -5,27 +5,21 @@ events end and lasts under a quarter of the *shortest* other step: with few step
 pulled the median up and an ordinary last step read as cut off (the committed ONNX Runtime
 profile: runs of 196, 16191 and 106 µs). ONNX Runtime profiles never have one: a ``model_run``
 is written when the run ends. The few-steps rule says a partial step was left out; noisy-steps
-and the per-kind median step judge full steps only; rank findings say their gains are per
-profiled step."""
+and the per-kind median step judge full steps only."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
-from tests.ranks_fixtures import synthetic_job, write_ranks
 from traceviz.analysis.windows import PARTIAL_STEP_SHARE, full_steps, partial_steps
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose.facts import facts_of_trace
 from traceviz.diagnose.rules.slower import _median_steps
-from traceviz.ranks.analyse import analyse_ranks
-from traceviz.ranks.findings import PROFILED
-from traceviz.ranks.reduce import reduce_rank
 from traceviz.schema import Steps
 
 MI250 = CORPUS / "amd" / "mi250_eager_train_rocm62.json.gz"
@@ -136,22 +130,3 @@ def test_median_step_by_kind_leaves_the_partial_step_out(tmp_trace) -> None:  # 
     assert medians is not None
     assert float(medians.sum()) == pytest.approx(float(np.median(kernel_us[:-1])))
     assert float(np.median(kernel_us)) != pytest.approx(float(np.median(kernel_us[:-1])))
-
-
-# --- ranks ------------------------------------------------------------------------------------
-
-
-def test_rank_gains_say_they_are_per_profiled_step(tmp_path: Path) -> None:
-    job = synthetic_job(8, straggler=3, seed=7)
-    paths = write_ranks(tmp_path / "job", job.docs)
-    tables = [reduce_rank(traceviz.load(p), r, str(p)) for r, p in enumerate(paths)]
-    from types import SimpleNamespace
-
-    t = SimpleNamespace(
-        summary=pd.concat([x.summary for x in tables], ignore_index=True),
-        collectives=pd.concat([x.collectives for x in tables], ignore_index=True),
-        kernel_summary=pd.concat([x.kernel_summary for x in tables], ignore_index=True),
-    )
-    gains = [f for f in analyse_ranks(t).findings if f.est_gain_us is not None]
-    assert gains, "the straggler job should give findings with gains"
-    assert all(f.gain_basis.endswith(PROFILED) for f in gains), [f.gain_basis for f in gains]
