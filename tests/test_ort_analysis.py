@@ -2,15 +2,17 @@
 
 Kernel kinds by the node's op type, diagnosis that gives ORT advice (or none) instead of torch
 advice, the first run named a warm-up, ``traceviz compare`` of two ORT levels and the
-comparability guard on ORT pairs, and ``Run.problems`` for ORT levels. Real profiles: the
-committed ``tests/data/ort_all.profile.json`` and profiles made here by onnxruntime (the block
-of :func:`tests.test_ort_profile.block_model` at two levels, the tiny graphs of
-:mod:`tests.ort_fixtures`); hand-made profiles for the odd cases (a cold first run, a CUDA
-provider with copy nodes, misleading node names).
+comparability guard on ORT pairs, ``Run.problems`` for ORT levels, and the finding for an ORT
+level slower than level ``disable`` (as ``compiled-slower`` for a compiled model). Real
+profiles: the committed ``tests/data/ort_all.profile.json`` and profiles made here by
+onnxruntime (the block of :func:`tests.test_ort_profile.block_model` at two levels, the tiny
+graphs of :mod:`tests.ort_fixtures`); hand-made profiles for the odd cases (a cold first run,
+a CUDA provider with copy nodes, misleading node names).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -23,7 +25,8 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES
-from tests.test_ort_profile import write_profile
+from tests.test_ort_profile import COMMITTED, _node, _plain_nodes, _session, _write, write_profile
+from traceviz.analysis.backends import BACKEND_DTYPES, ORT_PREFIX, BackendRow, BackendsView
 from traceviz.analysis.fusion.comparable import comparability
 from traceviz.analysis.kernel_kinds import (
     KernelKind,
@@ -36,13 +39,12 @@ from traceviz.analysis.traffic.memory import memory_traffic
 from traceviz.cli import main
 from traceviz.diagnose import diagnose_trace
 from traceviz.diagnose import ort_advice as ort
+from traceviz.diagnose.backends import ORT_SLOWER_ID, backend_findings
 from traceviz.diagnose.facts import chain_groups, facts_of_trace
 from traceviz.diagnose.finding import Finding
 from traceviz.runs.run import load_run
-from traceviz.schema import Kernels, Steps
+from traceviz.schema import Kernels, Steps, conform
 
-DATA = Path(__file__).parent / "data"
-COMMITTED = DATA / "ort_all.profile.json"
 #: Words of torch advice that must never reach an ORT profile's findings.
 TORCH_ADVICE = re.compile(
     r"torch\.|torch_logs|dataloader|pin_memory|inductor|dynamo|max-autotune|reduce-overhead"
@@ -65,40 +67,12 @@ def _real(levels: dict[str, Path]) -> list[Path]:
     return [COMMITTED, *levels.values()]
 
 
-def _plain_nodes(path: Path) -> list[dict[str, Any]]:
-    return [
-        e
-        for e in json.loads(path.read_text())
-        if e.get("cat") == "Node" and str(e.get("name", "")).endswith("_kernel_time")
-    ]
-
-
 # --- hand-made profiles ----------------------------------------------------------------------
-
-
-def _node(name: str, op_type: str, ts: float, dur: float, *, provider: str = "CPUExecutionProvider",
-          shape: list[int] | None = None) -> dict[str, Any]:  # fmt: skip
-    args = {
-        "op_name": op_type,
-        "provider": provider,
-        "node_index": "0",
-        "activation_size": "256",
-        "parameter_size": "0",
-        "output_size": "256",
-        "input_type_shape": [{"float": shape or [8, 8]}],
-    }
-    return {"cat": "Node", "pid": 7, "tid": 1, "dur": dur, "ts": ts, "ph": "X",
-            "name": f"{name}_kernel_time", "args": args}  # fmt: skip
-
-
-def _session(name: str, ts: float, dur: float) -> dict[str, Any]:
-    return {"cat": "Session", "pid": 7, "tid": 1, "dur": dur, "ts": ts, "ph": "X",
-            "name": name, "args": {}}  # fmt: skip
 
 
 def _profile(path: Path, runs: list[float], nodes: list[tuple[str, str, float]], **kw: Any) -> Path:
     """A profile of ``len(runs)`` model_run spans of the given durations (µs), each running
-    ``nodes`` (name, op type, duration) one after the other from the run's start."""
+    ``nodes`` (name, op type, duration, with the node args ``kw``) one after the other."""
     events = [_session("session_initialization", 0, 50)]
     ts = 100.0
     for dur in runs:
@@ -108,8 +82,7 @@ def _profile(path: Path, runs: list[float], nodes: list[tuple[str, str, float]],
             t += node_dur + 1
         events.append(_session("model_run", ts, dur))
         ts += dur + 10
-    path.write_text(json.dumps(events))
-    return path
+    return _write(path, events)
 
 
 def _ids(findings: list[Finding]) -> list[str]:
@@ -154,7 +127,10 @@ def test_real_profiles_take_kinds_from_op_types(levels: dict[str, Path]) -> None
     seen: set[str] = set()
     for path in _real(levels):
         trace = traceviz.load(path, cache=False)
-        kinds = trace_kinds(trace).astype(str)
+        column = trace_kinds(trace)
+        assert isinstance(column.dtype, pd.CategoricalDtype)
+        assert list(column.cat.categories) == [k.value for k in KernelKind]
+        kinds = column.astype(str)
         ops = trace.kernels[Kernels.op_name].astype(str)
         expected = [classify_ort_kind(o).value for o in ops]
         assert kinds.tolist() == expected
@@ -379,7 +355,7 @@ def test_guard_refuses_other_models_and_other_frameworks(
 ) -> None:
     assert comparability(traceviz.load(levels["disable"]), traceviz.load(levels["all"])).comparable
     other = _profile(tmp_path / "other.json", [100, 100, 100], [("mm", "MatMul", 50)],
-                     shape=[3, 7])  # fmt: skip
+                     input_type_shape=[{"float": [3, 7]}])  # fmt: skip
     verdict = comparability(traceviz.load(levels["all"]), traceviz.load(other))
     assert not verdict.comparable and "tensor shapes" in verdict.reasons[0]
     torch_trace = traceviz.load(SAMPLES / "block" / "eager.pt.trace.json.gz")
@@ -498,18 +474,69 @@ def test_run_problems_list_failed_ort_levels(tmp_path: Path) -> None:
     ]
 
 
-def test_run_problems_name_a_failed_export(tmp_path: Path) -> None:
-    run = load_run(_run_dir(tmp_path, [], export_error="UnsupportedOperatorError: aten::foo"))
-    assert "ONNX export failed: UnsupportedOperatorError: aten::foo" in run.problems()
-
-
-def test_clean_ort_run_has_no_ort_problems(tmp_path: Path) -> None:
+def test_run_problems_name_a_failed_export_and_none_for_a_clean_run(tmp_path: Path) -> None:
+    failed = _run_dir(tmp_path / "a", [], export_error="UnsupportedOperatorError: aten::foo")
+    assert "ONNX export failed: UnsupportedOperatorError: aten::foo" in load_run(failed).problems()
     ok = {"passed": True, "max_abs_diff": 1e-7, "atol": 1e-5, "rtol": 1e-3}
-    run = load_run(_run_dir(tmp_path, [_level(n, check=ok) for n in ("disable", "all")]))
-    assert run.problems() == load_run(SAMPLES / "mlp").problems()
+    clean = _run_dir(tmp_path / "b", [_level(n, check=ok) for n in ("disable", "all")])
+    assert load_run(clean).problems() == load_run(SAMPLES / "mlp").problems()
 
 
-def test_kinds_column_is_categorical_for_ort(levels: dict[str, Path]) -> None:
-    kinds = trace_kinds(traceviz.load(levels["all"], cache=False))
-    assert isinstance(kinds.dtype, pd.CategoricalDtype)
-    assert list(kinds.cat.categories) == [k.value for k in KernelKind]
+# --- 6. a level slower than disable ------------------------------------------------------------
+
+
+def _view_of(*rows: tuple[str, float, float, bool | None]) -> BackendsView:
+    """A backends view of (backend, median µs, IQR µs, outputs passed) rows."""
+    table = pd.DataFrame(
+        [
+            {**dict.fromkeys(BACKEND_DTYPES), "backend": b, "step_median_us": m,
+             "step_iqr_us": q, "check_passed": ok, "error": "", "ratio_to_eager": m / rows[0][1]}
+            for b, m, q, ok in rows
+        ]
+    )  # fmt: skip
+    empty = pd.DataFrame()
+    return BackendsView(rows=conform(table, BACKEND_DTYPES), op_counts=empty, fusion=empty,
+                        folded=empty)  # fmt: skip
+
+
+def _slower(view: Any) -> list[Finding]:
+    return [f for f in backend_findings(view) if f.id == ORT_SLOWER_ID]
+
+
+def test_a_level_slower_than_disable_is_a_finding_unless_within_the_spread() -> None:
+    view = _view_of(
+        ("eager", 100.0, 10.0, None),
+        ("compile", 80.0, 10.0, True),
+        ("onnxruntime:disable", 50.0, 4.0, True),
+        ("onnxruntime:all", 70.0, 4.0, True),  # 1.4x disable, 20 µs apart, spreads 4
+        ("onnxruntime:basic", 52.0, 4.0, True),  # 4% slower: within the tolerance
+        ("onnxruntime:extended", 90.0, 4.0, False),  # wrong outputs: outputs-differ's
+    )
+    (finding,) = _slower(view)
+    assert "level all is 1.40× slower than level disable" in finding.title
+    assert finding.severity.value == "warning"
+    assert finding.est_gain_us == pytest.approx(20.0)
+    spread = _view_of(
+        ("eager", 100.0, 10.0, None),
+        ("onnxruntime:disable", 50.0, 30.0, True),
+        ("onnxruntime:all", 60.0, 30.0, True),  # 10 µs apart, spreads 30 and 30
+    )
+    assert _slower(spread) == []
+
+
+@pytest.mark.skipif(not (SAMPLES / "gpt2-ort" / "run.json").exists(), reason="no gpt2-ort run")
+def test_the_gpt2_sample_run_has_no_slower_level_until_one_is_made_slower() -> None:
+    pytest.importorskip("onnx")
+    from traceviz.pipeline import compare_run
+
+    report = compare_run(SAMPLES / "gpt2-ort")
+    view = report.backends
+    assert view is not None and "disable" in view.levels
+    assert _slower(view) == []
+    assert ORT_SLOWER_ID not in {f.id for f in report.findings}
+    rows = view.rows.copy()
+    at = rows[BackendRow.backend] == ORT_PREFIX + "layout"
+    base = rows.loc[rows[BackendRow.backend] == ORT_PREFIX + "disable", BackendRow.step_median_us]
+    rows.loc[at, BackendRow.step_median_us] = 1.3 * float(base.iloc[0])
+    (finding,) = _slower(dataclasses.replace(view, rows=rows))
+    assert "level layout is 1.30× slower" in finding.title
