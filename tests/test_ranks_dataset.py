@@ -61,15 +61,6 @@ def nccl_ranks(nccl_job: Path, tmp_path_factory: pytest.TempPathFactory) -> trac
     return load_ranks(nccl_job, tmp_path_factory.mktemp("nccl_ds") / "ds")
 
 
-def copy_job(job: Path, to: Path) -> Path:
-    shutil.copytree(job, to)
-    return to
-
-
-def rows(manifest: pd.DataFrame, status: str) -> pd.DataFrame:
-    return manifest[manifest[M.status] == status]
-
-
 # --- rank detection --------------------------------------------------------------------------
 
 
@@ -189,7 +180,7 @@ def test_the_planted_straggler_is_found(nccl_ranks: traceviz.Ranks) -> None:
 
 
 def test_reingest_skips_unchanged_ranks(sample_job: Path, tmp_path: Path) -> None:
-    job = copy_job(sample_job, tmp_path / "job")
+    job = shutil.copytree(sample_job, tmp_path / "job")
     first = ingest(job, tmp_path / "ds")
     part = ds.rank_dir(first.dataset, "ops", 2) / ds.PART
     written = part.stat().st_mtime_ns
@@ -216,7 +207,7 @@ def test_reingest_skips_unchanged_ranks(sample_job: Path, tmp_path: Path) -> Non
 def test_corrupt_missing_unranked_and_duplicate_ranks_are_rows(
     sample_job: Path, tmp_path: Path
 ) -> None:
-    job = copy_job(sample_job, tmp_path / "job")
+    job = shutil.copytree(sample_job, tmp_path / "job")
     ok = ingest(job, tmp_path / "ds")
     assert ok.failed == 0 and ds.has_rank(ok.dataset, 7)
     seven = job / "rank7.pt.trace.json.gz"
@@ -225,7 +216,8 @@ def test_corrupt_missing_unranked_and_duplicate_ranks_are_rows(
     (job / "notes.json").write_text("{not json")  # no rank, not a trace
     shutil.copy(job / "rank3.pt.trace.json.gz", job / "copy_of_rank3.pt.trace.json.gz")
     result = ingest(job, tmp_path / "ds")
-    failed = rows(result.manifest, ds.Status.failed).set_index(M.source)[[M.rank, M.error]]
+    manifest = result.manifest
+    failed = manifest[manifest[M.status] == ds.Status.failed].set_index(M.source)[[M.error]]
     errors = dict(zip(failed.index, failed[M.error], strict=True))
     assert str(seven) in errors and str(seven) in errors[str(seven)]
     assert errors[""].startswith("missing: no trace file for rank 2")
@@ -286,7 +278,7 @@ def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
     # --max-bytes sets the variable for the process: setenv first so that it is restored
     monkeypatch.setenv(MAX_BYTES_ENV, "4GiB")
     monkeypatch.delenv(MAX_BYTES_ENV)
-    job = copy_job(sample_job, tmp_path / "job")
+    job = shutil.copytree(sample_job, tmp_path / "job")
     dataset = tmp_path / "ds"
     assert main(["ingest", str(job), "--cache", str(dataset), "--quiet"]) == 0
     assert f"{dataset}: {WORLD} ranks ({WORLD} ingested, 0 unchanged), 0 failed" in (
@@ -356,10 +348,6 @@ def test_an_ingest_waits_for_the_one_writing_the_dataset(sample_job: Path, tmp_p
     assert ds.ok_ranks(outcome[0].manifest) == [0, 1]  # type: ignore[attr-defined]
 
 
-def _ingest_one(source: str, dataset: str) -> None:
-    ingest(source, dataset)
-
-
 def test_two_ingests_at_once_into_one_new_dataset_both_land(
     sample_job: Path, tmp_path: Path
 ) -> None:
@@ -369,7 +357,7 @@ def test_two_ingests_at_once_into_one_new_dataset_both_land(
     dataset = tmp_path / "ds"
     jobs = [
         context.Process(
-            target=_ingest_one, args=(str(sample_job / f"rank{k}.pt.trace.json.gz"), str(dataset))
+            target=ingest, args=(str(sample_job / f"rank{k}.pt.trace.json.gz"), str(dataset))
         )
         for k in (2, 3)
     ]
