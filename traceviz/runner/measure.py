@@ -142,15 +142,7 @@ def interleaved_samples(
 
 def time_steps(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter) -> TimingStats:
     """Time ``iters`` steps one by one, outside the profiler; statistics in µs."""
-    samples = []
-    for _ in range(iters):
-        sync()
-        start = time.perf_counter()
-        step()
-        sync()
-        samples.append((time.perf_counter() - start) * 1e6)
-        reporter.advance()
-    return timing_stats(samples)
+    return timing_stats(interleaved_samples({"step": step}, sync, iters, reporter)["step"])
 
 
 def timing_stats(samples_us: list[float]) -> TimingStats:
@@ -199,18 +191,12 @@ def profile_steps(
     steps: int,
     path: Path,
     reporter: Reporter,
-    with_stack: bool = False,
 ) -> None:
     """Trace ``steps`` steps (``ProfilerStep#N``) after the schedule's wait and warm-up steps,
-    and write the Chrome trace to ``path`` (gzip when it ends in ``.gz``).
-
-    ``record_shapes`` is on because Inductor attaches its kernel metadata only then;
-    ``profile_memory`` records the allocator events peak memory is read from; ``with_stack``
-    adds the Python frames (``python_function`` events) that map ops to source lines.
-    """
+    and write the Chrome trace to ``path`` (gzip when it ends in ``.gz``)."""
     path.unlink(missing_ok=True)
     calls = [step] * (PROFILER_WAIT + PROFILER_WARMUP + steps)
-    _record(calls, sync, device=device, path=path, reporter=reporter, with_stack=with_stack)
+    _record(calls, sync, device=device, path=path, reporter=reporter)
 
 
 def _record(
@@ -220,11 +206,13 @@ def _record(
     device: torch.device,
     path: Path,
     reporter: Reporter,
-    with_stack: bool = False,
 ) -> None:
     """One profiler session: ``calls[N]`` runs as ``ProfilerStep#N``, each closed by the
     device wait; every step after the schedule's wait and warm-up is recorded, and the Chrome
-    trace written to ``path``. :class:`RuntimeError` when the profiler wrote none."""
+    trace written to ``path``. :class:`RuntimeError` when the profiler wrote none.
+
+    ``record_shapes`` is on because Inductor attaches its kernel metadata only then;
+    ``profile_memory`` records the allocator events peak memory is read from."""
     closing_sync = _marked_sync(sync, device)
     schedule = torch.profiler.schedule(
         wait=PROFILER_WAIT, warmup=PROFILER_WARMUP,
@@ -238,7 +226,6 @@ def _record(
             on_trace_ready=lambda prof: prof.export_chrome_trace(str(path)),
             record_shapes=True,
             profile_memory=True,
-            with_stack=with_stack,
         ) as prof,
     ):
         for call in calls:
@@ -288,8 +275,7 @@ def profile_interleaved(
     :func:`profile_plan` says, and write each one's kept steps to ``paths[name]``
     (:func:`traceviz.runner.split_trace.split_trace`). Load that comes and goes on a busy
     machine then weighs on both sides' profiled steps alike, as on their timed steps
-    (:func:`interleaved_samples`): profiled one after the other, minutes apart, a loaded
-    2-core VM's eager steps were profiled at 64-145 ms against 1.09 ms timed."""
+    (:func:`interleaved_samples`)."""
     plan = profile_plan(list(calls), steps)
     raw = next(iter(paths.values())).with_name("interleaved.pt.trace.json")
     for path in (raw, *paths.values()):
@@ -304,8 +290,8 @@ def profile_interleaved(
 def _marked_sync(sync: Callable[[], None], device: torch.device) -> Callable[[], None]:
     """The profiled step's closing wait for the device, inside a ``traceviz step sync``
     annotation: it is the harness's, not the model's, and the analysis leaves it out of the
-    blocking calls (a compiled GPT-2 with CUDA graphs spent 19% of its step there, which read
-    as a sync in the model). On CPU the wait is a no-op and the trace stays unannotated."""
+    blocking calls, where it would read as a sync in the model. On CPU the wait is a no-op
+    and the trace stays unannotated."""
     if device.type != "cuda":
         return sync
 
