@@ -6,6 +6,7 @@ run THEN they are accepted as documented or refused with one clear line (exit 2 
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 import textwrap
@@ -127,7 +128,8 @@ def test_every_builtin_model_has_a_story_and_an_importable_factory_path() -> Non
         "conv-bn-relu", "graph-break", "gpt2",
     }  # fmt: skip
     for model in BUILTIN_MODELS.values():
-        assert model.story and ":" in model.factory
+        module, factory = model.factory.split(":")
+        assert model.story and callable(getattr(importlib.import_module(module), factory))
     assert DEFAULT_MODEL in BUILTIN_MODELS
 
 

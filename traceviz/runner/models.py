@@ -32,9 +32,13 @@ class BuiltinModel:
 
     name: str
     story: str
-    factory: str  # "module:function"
     extra: str | None = None  # the pip extra it needs, if any
     kernels: tuple[int, int] | None = None  # kernels per step on CPU, eager → compiled
+
+    @property
+    def factory(self) -> str:
+        """``module:function``: the function of :mod:`traceviz.runner.zoo` named as the model."""
+        return f"traceviz.runner.zoo:{self.name.replace('-', '_')}"
 
     @property
     def line(self) -> str:
@@ -52,57 +56,48 @@ BUILTIN_MODELS: dict[str, BuiltinModel] = {
             "block",
             "LayerNorm, matmul + bias, relu(cos)·GELU, residual add: the matmul stays a library "
             "call, the norm fuses, and so do the bias add, pointwise chain and residual",
-            "traceviz.runner.zoo:block",
             kernels=(8, 3),
         ),
         BuiltinModel(
             "pointwise",
             "cos→relu→mul→add→sin→sigmoid, and the scalar copies for its constants: all fused",
-            "traceviz.runner.zoo:pointwise",
             kernels=(8, 1),
         ),
         BuiltinModel(
             "linear-add",
             "matmul then bias add: Inductor calls addmm instead, and adds an aten::copy_",
-            "traceviz.runner.zoo:linear_add",
             kernels=(2, 2),
         ),
         BuiltinModel(
             "mlp",
             "Linear→GELU→Linear: the GEMMs stay library calls, only the GELU becomes generated",
-            "traceviz.runner.zoo:mlp",
             kernels=(5, 5),
         ),
         BuiltinModel(
             "layernorm-gelu",
             "LayerNorm then GELU: a reduction and a pointwise op fused",
-            "traceviz.runner.zoo:layernorm_gelu",
             kernels=(2, 1),
         ),
         BuiltinModel(
             "attention",
             "pre-norm transformer block with softmax attention: norms, softmax and adds fuse, "
             "GEMMs stay library calls",
-            "traceviz.runner.zoo:attention",
             kernels=(27, 17),
         ),
         BuiltinModel(
             "conv-bn-relu",
             "Conv2d→BatchNorm(eval)→ReLU: BatchNorm and ReLU fuse after the conv, which gains a "
             "layout kernel",
-            "traceviz.runner.zoo:conv_bn_relu",
             kernels=(3, 3),
         ),
         BuiltinModel(
             "graph-break",
             "a data-dependent if: Dynamo splits the model into two compiled graphs",
-            "traceviz.runner.zoo:graph_break",
             kernels=(12, 7),
         ),
         BuiltinModel(
             "gpt2",
             "a 2-layer GPT-2 causal LM with random weights (no download)",
-            "traceviz.runner.zoo:gpt2",
             extra="gpt2",
         ),
     )
