@@ -54,27 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_run_options(parser)
     parser.add_argument("--batch-size", type=int, metavar="N", help="batch size for the factory")
-    parser.add_argument(
-        "--steps",
-        type=int,
-        default=DEFAULT_STEPS,
-        metavar="N",
-        help=f"profiled steps per trace ({DEFAULT_STEPS})",
-    )
-    parser.add_argument(
-        "--warmup",
-        type=int,
-        default=DEFAULT_WARMUP,
-        metavar="N",
-        help=f"warm-up steps before timing and profiling ({DEFAULT_WARMUP})",
-    )
-    parser.add_argument(
-        "--iters",
-        type=int,
-        default=DEFAULT_ITERS,
-        metavar="N",
-        help=f"timed steps, outside the profiler ({DEFAULT_ITERS})",
-    )
+    for flag, default, what in (
+        ("--steps", DEFAULT_STEPS, "profiled steps per trace"),
+        ("--warmup", DEFAULT_WARMUP, "warm-up steps before timing and profiling"),
+        ("--iters", DEFAULT_ITERS, "timed steps, outside the profiler"),
+    ):
+        parser.add_argument(
+            flag, type=int, default=default, metavar="N", help=f"{what} ({default})"
+        )
     parser.add_argument(
         "--train",
         action="store_true",
