@@ -10,8 +10,9 @@ Two makers, both returning one trace document (a dict) per rank:
   (offset-free) numbers are returned with the documents, for tests to check against.
 - :func:`ranks_from_trace`: copies of a real trace (e.g. the corpus' NCCL rank), one per rank,
   ``distributedInfo.rank`` rewritten and every timestamp shifted by the rank's clock offset; on
-  every rank but the straggler each collective kernel starts ``lateness_us`` earlier (and lasts
-  that much longer), as if it had waited for the straggler.
+  every rank but the straggler each collective kernel starts up to ``lateness_us`` earlier
+  (and lasts that much longer, never overlapping the kernel before it on its stream), as if it
+  had waited for the straggler.
 
 :func:`write_ranks` writes the documents as ``rank<N>.json`` files.
 """
@@ -20,16 +21,16 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from traceviz.ranks.synth import make_rank_doc
+
 NCCL_ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
 COMPUTE = "ampere_sgemm_128x64_nn"
-COLLECTIVE_NAME = re.compile(r"^(nccl|rccl)", re.IGNORECASE)
 
 
 @dataclass
@@ -126,23 +127,13 @@ def ranks_from_trace(
     straggler: int | None = None,
     lateness_us: float = 0.0,
 ) -> list[dict[str, Any]]:
-    """``n_ranks`` copies of a real trace document (see the module docstring)."""
-    out = []
-    for r in range(n_ranks):
-        copied = copy.deepcopy(doc)
-        info = dict(copied.get("distributedInfo") or {})
-        info.update(rank=r, world_size=n_ranks)
-        copied["distributedInfo"] = info
-        for event in copied["traceEvents"]:
-            if not isinstance(event, dict) or not isinstance(event.get("ts"), int | float):
-                continue
-            event["ts"] = event["ts"] + offsets_us[r]
-            waits = r != straggler and lateness_us > 0
-            if waits and _is_collective_kernel(event):
-                event["ts"] -= lateness_us
-                event["dur"] = event["dur"] + lateness_us
-        out.append(copied)
-    return out
+    """``n_ranks`` copies of a real trace document (see the module docstring), made by
+    :func:`traceviz.ranks.synth.make_rank_doc` (its straggler's compute is not slowed)."""
+    return [
+        make_rank_doc(copy.deepcopy(doc), r, n_ranks, offset_us=offsets_us[r],
+                      waits=r != straggler and lateness_us > 0, late_us=lateness_us)
+        for r in range(n_ranks)
+    ]  # fmt: skip
 
 
 def write_ranks(directory: Path, docs: list[dict[str, Any]]) -> list[Path]:
@@ -154,11 +145,6 @@ def write_ranks(directory: Path, docs: list[dict[str, Any]]) -> list[Path]:
         path.write_text(json.dumps(doc))
         paths.append(path)
     return paths
-
-
-def _is_collective_kernel(event: dict[str, Any]) -> bool:
-    cat = str(event.get("cat", "")).lower()
-    return cat == "kernel" and bool(COLLECTIVE_NAME.match(str(event.get("name", ""))))
 
 
 def _comm_args(nelems: int, dtype: str, group: int) -> dict[str, Any]:
