@@ -1,20 +1,36 @@
-"""`traceviz compare` computes what its output shows, and no more (issue 14: the text report
-on a sample run within 1.5x of parsing its traces): what the text path leaves uncomputed is
-computed when read (JSON, `traceviz summary`, the dashboard), with the same values."""
+"""`traceviz compare` computes what its output shows, and no more: what the text path leaves
+uncomputed is computed when read (JSON, `traceviz summary`, the dashboard), with the same
+values. A side with kernels but no CPU op at all (profiled with CUDA activities only) compares,
+with no unfused chain on it.
+
+No speed or memory verdict between traces of different workloads: an eager A100 training trace
+against a compiled trace of another model (the guard finds none of the compiled side's GEMM
+shapes in the eager one) withholds the fusion figures and the "compiled is slower" verdict;
+``--force`` (the user vouches the traces are one workload) brings the verdict back. The
+headline still shows both measured step times, without a verdict."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, load_trace
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op, write_trace
+from traceviz.analysis.compare import Comparison
+from traceviz.analysis.fusion.chains import chain_members
+from traceviz.analysis.kernels import classify
 from traceviz.analysis.summary import summarize
+from traceviz.analysis.timing.speed import SAME
 from traceviz.analysis.traffic.memory import memory_traffic, peak_allocated
 from traceviz.commands.output import console
-from traceviz.pipeline import compare_run
+from traceviz.diagnose.rules.slower import comparison_speed
+from traceviz.pipeline import compare, compare_run
 from traceviz.report.formats import renderer
+from traceviz.report.views import headline
 
 SUMMARY_TABLES = ("activities", "top_kernels", "launch_classes", "region_kinds")
 RUNS = sorted(p.parent.name for p in SAMPLES.glob("*/run.json"))
@@ -142,3 +158,82 @@ def test_speed_verdict_computed_once_per_compare(monkeypatch) -> None:  # type: 
     assert slower.comparison_speed(report) == verdict(
         report.a.trace, report.b.trace, run_info=report.run_info
     )
+
+
+def _kernels_only(path: Path) -> Path:
+    """A trace of pointwise kernels and no CPU op (profiled with CUDA activities only)."""
+    events = [kernel(f"triton_poi_fused_mul_{i}", 20.0 + 3 * i, 2.0, i + 1) for i in range(4)]
+    return write_trace(path, events)
+
+
+def _eager_pair_side(path: Path) -> Path:
+    events: list[dict[str, Any]] = []
+    for i in range(4):
+        events.append(op("aten::add", 10.0 * i, 8.0))
+        events.append(launch("cudaLaunchKernel", 10.0 * i + 1, 3.0, i + 1))
+        events.append(kernel(f"triton_poi_fused_add_{i}", 10.0 * i + 5, 1.0, i + 1))
+    return write_trace(path, events)
+
+
+@pytest.mark.parametrize("kernels_only_side", ["a", "b"])
+def test_a_side_without_ops_compares(tmp_path: Path, kernels_only_side: str) -> None:
+    """chain_members indexed the (empty) ops table's flags at row 0 for kernels of no known
+    op: IndexError out of ``traceviz compare`` when a side has three or more fusible kernels
+    and no CPU op at all."""
+    bare = load_trace(_kernels_only(tmp_path / "bare.json"))
+    other = load_trace(_eager_pair_side(tmp_path / "other.json"))
+    assert bare.ops.empty and len(bare.kernels) == 4
+    a, b = (bare, other) if kernels_only_side == "a" else (other, bare)
+    report = compare(a, b, force=True)
+    side = report.comparison.a if kernels_only_side == "a" else report.comparison.b
+    assert side.trace is bare
+    members = chain_members(bare, classify(bare), np.full(len(bare.kernels), 0))
+    assert members.empty
+
+
+EAGER = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
+COMPILED = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
+PAIR_VERDICTS = {"compiled-slower", "no-significant-difference", "peak-memory-up"}
+
+needs_corpus = pytest.mark.skipif(not COMPILED.exists(), reason=f"corpus not found at {CORPUS}")
+
+
+def _pair(force: bool) -> Comparison:
+    return compare(load_trace(EAGER), load_trace(COMPILED), names=("eager", "compiled"),
+                   force=force)  # fmt: skip
+
+
+@needs_corpus
+def test_unrelated_pair_gets_no_speed_verdict() -> None:
+    comparison = _pair(force=False)
+    assert comparison.fusion.comparability.withheld
+    ids = {f.id for f in comparison.findings}
+    assert "traces-not-comparable" in ids
+    assert not ids & PAIR_VERDICTS
+    speed = headline(comparison)[0].lower()  # the verdict sentence leads
+    assert "slower" not in speed and "faster" not in speed
+    assert "no speed verdict" in speed
+
+
+@needs_corpus
+def test_forced_pair_gets_the_verdict_back() -> None:
+    comparison = _pair(force=True)
+    verdict = comparison_speed(comparison)
+    assert verdict.verdict != SAME  # the figures differ: the unforced test is not vacuous
+    ids = {f.id for f in comparison.findings}
+    assert "compiled-slower" in ids or "no-significant-difference" in ids
+    speed = headline(comparison)[0].lower()  # the verdict sentence leads
+    assert "no speed verdict" not in speed
+
+
+@needs_corpus
+def test_compiled_against_itself_keeps_its_speed_line() -> None:
+    # withheld only because a is compiled: one workload, so the step times still compare
+    flux = CORPUS / "amd" / "mi300x_compiled_flux_hipgraph.json.gz"
+    comparison = compare(load_trace(flux), load_trace(flux))
+    assert comparison.fusion.comparability.withheld
+    assert not comparison.fusion.comparability.other_workload
+    speed = headline(comparison)[0].lower()  # the verdict sentence leads
+    assert "no speed verdict" not in speed
+    (finding,) = [f for f in comparison.findings if f.id == "traces-not-comparable"]
+    assert not any("speed" in line for line in finding.evidence_lines())

@@ -4,11 +4,21 @@ FLOPs and bytes equal to an independent count from the raw JSON on the real corp
 bounds on tiny traces.
 
 TraceLens's public MI300X / H100 Hugging Face test traces are not in the corpus: the GEMM check
-runs on the compiled MI300X traces (Flux, a LLaMA block, vLLM) and the NVIDIA ones that are."""
+runs on the compiled MI300X traces (Flux, a LLaMA block, vLLM) and the NVIDIA ones that are.
+
+The step bridge (roofline.bridge): eager − compiled step time split into parts whose sum plus
+the remainder is the measured difference, on every sample run and on plain trace pairs. The
+fusion ledger (roofline.ledger) on the H200 runs: eager credits never add up to more than the
+eager kernels' time, no fused kernel beats its memory roof, GPT-2's fused GELU replaces its 16
+eager kernels per step. The ledger per source line (ledger_by_line) on every sample run with
+source lines: each eager kernel counts once, on its own line, so the lines add up to at most the
+per-kernel ledger and to at most what the traces measured; a fused kernel whose eager kernels
+all have lines is split over them whole."""
 
 from __future__ import annotations
 
 import math
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +29,30 @@ import pytest
 from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op, read_json
 from traceviz import load
 from traceviz.analysis.compare import analyze
+from traceviz.analysis.fusion.match import Credits
+from traceviz.analysis.roofline.bridge import (
+    BRIDGE_PARTS,
+    PROFILED,
+    TIMED,
+    BridgeParts,
+    step_bridge,
+)
 from traceviz.analysis.roofline.flops import FlopRule, op_flops
+from traceviz.analysis.roofline.ledger import (
+    LedgerByLineColumns,
+    LedgerColumns,
+    fusion_ledger,
+    ledger_by_line,
+)
 from traceviz.analysis.roofline.peaks import DevicePeaks, PeakBasis
 from traceviz.analysis.roofline.per_kernel import LATENCY_US, Bound, RooflineColumns, side_roofline
-from traceviz.schema import Kernels, Ops
+from traceviz.analysis.timing.launch import StepOverhead, step_windows
+from traceviz.pipeline import Report, compare, compare_run
+from traceviz.report.roofline_report import roofline_of
+from traceviz.schema import ActivityKind, Kernels, Ops
 
 H200_RUNS = sorted(p for p in (SAMPLES / "h200").glob("*") if (p / "run.json").is_file())
-C = RooflineColumns
+C, K = RooflineColumns, LedgerColumns
 
 
 @pytest.mark.parametrize("run", H200_RUNS, ids=lambda p: p.name)
@@ -223,3 +250,221 @@ def test_an_ops_flops_split_over_its_kernels_add_up() -> None:
                             ops[Ops.concrete_inputs])  # fmt: skip
         assert expected is not None
         assert table[C.flops][op_row == row].sum() == expected.flops
+
+
+RUNS = sorted(p.parent for p in SAMPLES.glob("*/run.json")) + sorted(
+    p.parent for p in (SAMPLES / "h200").glob("*/run.json")
+)
+
+
+def _id(path: Path) -> str:
+    return str(path.relative_to(SAMPLES))
+
+
+@pytest.mark.parametrize("run", RUNS, ids=_id)
+def test_parts_and_remainder_add_up_to_the_timed_difference(run: Path) -> None:
+    report = compare_run(run)
+    bridge = step_bridge(report.a, report.b, run_info=report.run_info)
+    assert bridge is not None and bridge.basis == TIMED
+    timing = report.run_info.timing  # type: ignore[union-attr]
+    assert timing is not None and timing.compiled is not None
+    assert bridge.difference_us == timing.eager.median_us - timing.compiled.median_us
+    parts = bridge.parts
+    assert list(parts[BridgeParts.part]) == [p for p, _ in BRIDGE_PARTS]
+    total = math.fsum([*parts[BridgeParts.delta_us], bridge.remainder_us])
+    assert total == pytest.approx(bridge.difference_us, rel=1e-12, abs=1e-9)
+    deltas = parts[BridgeParts.a_us] - parts[BridgeParts.b_us]
+    assert np.allclose(deltas, parts[BridgeParts.delta_us])
+
+
+@pytest.mark.parametrize("name", ["conv-bn-relu", "graph-break"])
+def test_runs_where_compiling_does_not_pay_have_a_negative_difference(name: str) -> None:
+    report = compare_run(SAMPLES / "h200" / name)
+    bridge = step_bridge(report.a, report.b, run_info=report.run_info)
+    assert bridge is not None and bridge.difference_us < 0
+    by_part = dict(
+        zip(bridge.parts[BridgeParts.part], bridge.parts[BridgeParts.delta_us], strict=True)
+    )
+    # the compiled side pays more on the CPU than its kernels save (sample_traces/h200/README)
+    assert by_part["cpu_overhead"] < 0
+    assert abs(by_part["cpu_overhead"]) > abs(by_part["fused_pointwise"] + by_part["library"])
+
+
+@pytest.mark.parametrize("run", RUNS, ids=_id)
+def test_kernel_parts_never_credit_more_than_the_device_time_of_the_steps(run: Path) -> None:
+    """Credits add up: each side's kernel parts per step sum to at most the device time of the
+    device activities that start inside its steps (CPU-only traces: their exclusive time)."""
+    report = compare_run(run)
+    bridge = step_bridge(report.a, report.b, run_info=report.run_info)
+    assert bridge is not None
+    kernel_parts = bridge.parts[BridgeParts.part].isin(
+        ["fused_pointwise", "library", "layout_copy", "other_kernels"]
+    )
+    for side, column in ((report.a, BridgeParts.a_us), (report.b, BridgeParts.b_us)):
+        kernels = side.trace.kernels
+        windows = step_windows(side.trace)
+        starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
+        inside = windows.index_of(starts) >= 0
+        dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=0.0)
+        measured = float(np.nansum(dur[inside])) / len(windows.steps)
+        credited = float(bridge.parts.loc[kernel_parts, column].sum())
+        assert 0 < credited <= measured * (1 + 1e-9) + 1e-6  # float rounding of the clip
+
+
+def test_a_plain_pair_uses_the_profiled_step_medians() -> None:
+    run = SAMPLES / "h200" / "pointwise"
+    report = compare(run / "eager.pt.trace.json.gz", run / "compiled.pt.trace.json.gz")
+    bridge = step_bridge(report.a, report.b)
+    assert bridge is not None and bridge.basis == PROFILED
+    wall = report.a.launch.per_step[StepOverhead.wall_us].to_numpy(dtype=float)
+    assert bridge.step_a_us == pytest.approx(float(np.median(wall)))
+    total = math.fsum([*bridge.parts[BridgeParts.delta_us], bridge.remainder_us])
+    assert total == pytest.approx(bridge.difference_us, abs=1e-9)
+    assert bridge.to_json()["basis"] == PROFILED
+
+
+H200_RUNS = sorted(p for p in (SAMPLES / "h200").glob("*") if (p / "run.json").is_file())
+GELU = "triton_poi_fused_add_addmm_mul_pow_tanh_view_4"
+
+
+def ledger_of(run: Path):  # type: ignore[no-untyped-def]
+    report = compare_run(run)
+    compiled = roofline_of(report, "b")
+    assert compiled is not None
+    steps = (report.a.summary.step_count, report.b.summary.step_count)
+    table = fusion_ledger(
+        report.fusion, eager_traffic=report.a.traffic, compiled=compiled, steps=steps
+    )
+    return report, table
+
+
+@pytest.mark.parametrize("run", H200_RUNS, ids=lambda p: p.name)
+def test_credits_add_up_and_no_fused_kernel_beats_its_roof(run: Path) -> None:
+    report, table = ledger_of(run)
+    steps_a = max(report.a.summary.step_count, 1)
+    eager_time = float(np.nansum(report.a.trace.kernels[Kernels.excl_dur_us].to_numpy(float)))
+    assert table[K.eager_time_us].sum() * steps_a <= eager_time + 1e-6
+    timed = table[table[K.fused_time_us] > 0]
+    assert (timed[K.roof_us] <= timed[K.fused_time_us]).all()
+    assert (table[K.pct_of_memory_roof].dropna() <= 100).all()
+
+
+def test_gpt2_gelu_replaces_sixteen_eager_kernels_per_step() -> None:
+    _, table = ledger_of(SAMPLES / "h200" / "gpt2")
+    gelu = table[table[K.kernel] == GELU].iloc[0]
+    assert gelu[K.eager_kernels] == 16 and gelu[K.fused_calls] == 2
+    assert gelu[K.eager_bytes] > 10 * gelu[K.fused_bytes]  # fusion keeps the temporaries in
+    assert gelu[K.saved_us] > 0 and gelu[K.bound] == "latency"
+
+
+def test_no_peak_devices_have_no_roof_time() -> None:
+    _, table = ledger_of(SAMPLES / "graph-break")
+    assert len(table) and table[K.roof_us].isna().all()
+    assert set(table[K.bound]) == {"no-peak"}
+
+
+LINE_RUNS = sorted(
+    p
+    for p in [*SAMPLES.glob("*"), *(SAMPLES / "h200").glob("*")]
+    if (p / "run.json").is_file() and (p / "eager_lines.pt.trace.json.gz").is_file()
+)
+L = LedgerByLineColumns
+SUMMED = [
+    (L.eager_kernels, K.eager_kernels),
+    (L.eager_unsized, K.eager_unsized),
+    (L.eager_bytes, K.eager_bytes),
+    (L.eager_time_us, K.eager_time_us),
+    (L.fused_time_us, K.fused_time_us),
+]
+
+
+@cache
+def _tables(run: Path) -> tuple[Report, pd.DataFrame, pd.DataFrame]:
+    report = compare_run(run)
+    compiled = roofline_of(report, "b")
+    assert compiled is not None
+    steps = (report.a.summary.step_count, report.b.summary.step_count)
+    kwargs = {"eager_traffic": report.a.traffic, "compiled": compiled, "steps": steps}
+    return (
+        report,
+        fusion_ledger(report.fusion, **kwargs),  # type: ignore[arg-type]
+        ledger_by_line(report.fusion, **kwargs),  # type: ignore[arg-type]
+    )
+
+
+def _credited_with_lines(report: Report) -> pd.DataFrame:
+    """The credits to fused kernels of the eager kernels that have a line."""
+    fusion = report.fusion
+    fused = fusion.kernels.loc[fusion.kernels["is_fusion"].astype(bool), "kernel"].astype(str)
+    credits = fusion.credits[fusion.credits[Credits.kernel].astype(str).isin(set(fused))]
+    lined = set(fusion.eager_lines["eager_row"].astype(int))
+    return credits[credits[Credits.eager_row].astype(int).isin(lined)]
+
+
+def _kernel_time(report: Report, which: str) -> float:
+    kernels = report.side(which).trace.kernels
+    rows = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
+    return float(np.nansum(kernels[Kernels.excl_dur_us].to_numpy(dtype=float)[rows]))
+
+
+def test_the_sample_runs_have_lines_to_test() -> None:
+    assert len(LINE_RUNS) >= 10
+    assert sum(len(_tables(run)[2]) > 0 for run in LINE_RUNS) >= 8
+
+
+@pytest.mark.parametrize("run", LINE_RUNS, ids=_id)
+def test_lines_add_up_to_at_most_the_ledger_and_the_measured_totals(run: Path) -> None:
+    report, ledger, by_line = _tables(run)
+    steps_a = max(report.a.summary.step_count, 1)
+    steps_b = max(report.b.summary.step_count, 1)
+    for line_column, kernel_column in SUMMED:
+        assert by_line[line_column].sum() <= ledger[kernel_column].sum() * (1 + 1e-9) + 1e-9
+    assert np.nansum(by_line[L.roof_us]) <= np.nansum(ledger[K.roof_us]) * (1 + 1e-9) + 1e-12
+    # kernels credited never more than kernels measured; time likewise, on both sides
+    assert by_line[L.eager_kernels].sum() * steps_a <= report.fusion.eager_kernel_count + 1e-9
+    assert by_line[L.eager_time_us].sum() * steps_a <= _kernel_time(report, "a") * (1 + 1e-9)
+    assert by_line[L.fused_time_us].sum() * steps_b <= _kernel_time(report, "b") * (1 + 1e-9)
+    # each eager kernel counted once, on its own line
+    credited = _credited_with_lines(report)
+    assert by_line[L.eager_kernels].sum() * steps_a == pytest.approx(len(credited))
+    assert by_line[L.eager_time_us].sum() * steps_a == pytest.approx(
+        credited[Credits.time_us].sum()
+    )
+    assert not by_line.duplicated([L.file, L.line]).any()
+    assert (by_line[L.saved_us] == by_line[L.eager_time_us] - by_line[L.fused_time_us]).all()
+
+
+@pytest.mark.parametrize("run", LINE_RUNS, ids=_id)
+def test_each_fused_kernel_goes_to_the_lines_by_their_share_of_its_eager_time(run: Path) -> None:
+    """The lines' fused time is each fused kernel's time times the share of its credited eager
+    time whose eager kernels have a line (all of it: the kernel is split whole)."""
+    report, ledger, by_line = _tables(run)
+    fusion = report.fusion
+    credits = fusion.credits[fusion.credits[Credits.kernel].notna()]
+    lined = credits[Credits.eager_row].astype(int).isin(set(fusion.eager_lines["eager_row"]))
+    kernel = credits[Credits.kernel].astype(str)
+    time = credits[Credits.time_us].astype(float)
+    expected = 0.0
+    for row in ledger.itertuples(index=False):
+        mine = (kernel == row.kernel).to_numpy()
+        total = time[mine].sum()
+        share = (
+            time[mine & lined.to_numpy()].sum() / total
+            if total > 0
+            else (mine & lined.to_numpy()).sum() / max(mine.sum(), 1)
+        )
+        expected += (0.0 if np.isnan(row.fused_time_us) else row.fused_time_us) * share
+    assert by_line[L.fused_time_us].sum() == pytest.approx(expected, rel=1e-9, abs=1e-9)
+
+
+def test_gpt2_gelu_line_holds_the_sixteen_eager_kernels() -> None:
+    """GPT-2's GELU (transformers/activations.py) is one line: its 16 eager kernels a step and
+    the whole fused GELU kernel."""
+    _, ledger, by_line = _tables(SAMPLES / "h200" / "gpt2")
+    gelu = ledger.iloc[0]
+    (row,) = by_line[by_line[L.kernels] == gelu[K.kernel]].itertuples(index=False)
+    assert str(row.file).endswith("activations.py")
+    assert row.eager_kernels == gelu[K.eager_kernels] == 16
+    assert row.fused_time_us == pytest.approx(gelu[K.fused_time_us])
+    assert row.roof_us == pytest.approx(gelu[K.roof_us])
+    assert row.saved_us == pytest.approx(gelu[K.saved_us])

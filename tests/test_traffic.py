@@ -2,11 +2,21 @@
 
 The input rows are real ``Input Dims``/``Input type``/``Concrete Inputs`` values from the corpus
 (MI300X LLaMA block, HF model traces) and from torch 2.13 CPU eager/compiled traces.
-"""
+
+The coverage guard (traffic/coverage.py): two totals get a Δ and ratio only when their
+estimates cover about the same share of each side's kernel time. ``aten::_foreach_copy_``
+(traffic/foreach.py): its TensorList rows record shapes but no dtype, its multi-tensor kernels'
+names give the types; real traces: the H200 gpt2 reduce-overhead compiled trace (the fast path,
+one kernel per op) and the corpus's MI300X Flux trace (the slow path: a copy_ per pair)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,7 +24,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, op
+from tests.real_data import CORPUS_PAIRS
+from traceviz.analysis.compare import Comparison, compare_sides
+from traceviz.analysis.fusion.lines import read_log
+from traceviz.analysis.provenance import compiled_kernel_provenance
 from traceviz.analysis.traffic import estimates as traffic
+from traceviz.analysis.traffic.coverage import COVERAGE_GAP, coverage, traffic_gap_note
 from traceviz.analysis.traffic.estimates import (
     Traffic,
     TrafficEstimate,
@@ -25,6 +42,16 @@ from traceviz.analysis.traffic.estimates import (
     estimate_triton_bytes,
     triton_args_bytes,
 )
+from traceviz.analysis.traffic.foreach import (
+    copy_itemsizes,
+    foreach_copy_estimate,
+    tensor_list_numels,
+)
+from traceviz.analysis.traffic.memory import Basis, KernelTraffic, MemoryTraffic, memory_traffic
+from traceviz.pipeline import compare_run
+from traceviz.records import records
+from traceviz.report.views import metrics_view
+from traceviz.schema import ActivityKind, Kernels, Ops
 
 R = TrafficRule
 BF16_3 = '["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]'
@@ -295,3 +322,328 @@ def test_estimate_op_never_raises(
 ) -> None:
     result = estimate_op(name, dims, types, concrete)
     assert result is None or (result.bytes_read >= 0 and result.bytes_written >= 0)
+
+
+RO = SAMPLES / "h200" / "gpt2-reduce-overhead"
+SAMPLE_RUNS = sorted(p.parent for p in SAMPLES.glob("**/run.json"))
+
+
+def _gap(report: Comparison) -> float:
+    ca, cb = coverage(report.a.traffic), coverage(report.b.traffic)
+    assert ca is not None and cb is not None
+    return abs(ca - cb)
+
+
+def _check_row(report: Comparison) -> bool:
+    """The est_bytes row agrees with the rule; True when the guard withheld Δ and ratio."""
+    row = report.metric("est_bytes")
+    a, b = report.a.traffic.total_bytes, report.b.traffic.total_bytes
+    assert (row["a"], row["b"]) == (float(a), float(b))
+    if _gap(report) > COVERAGE_GAP:
+        assert math.isnan(row["delta"]) and math.isnan(row["ratio"])
+        assert "no Δ or ratio" in row["description"]
+        return True
+    assert row["delta"] == float(b) - float(a) and row["ratio"] == float(b) / float(a)
+    assert "no Δ" not in row["description"]
+    return False
+
+
+# --- real runs ----------------------------------------------------------------------------
+
+
+def _ro_partial() -> Comparison:
+    """The reduce-overhead run with the compiled side's traffic as the compile log's kernel
+    bytes alone give it (the Triton calls; the replayed cuBLAS and attention kernels without
+    a figure, as before the graph replays' library calls were read)."""
+    report = compare_run(RO)
+    trace, log = report.b.trace, read_log(RO / "compile_log.jsonl.gz")
+    partial = memory_traffic(trace, provenance=compiled_kernel_provenance(trace, log))
+    return compare_sides(report.a, dataclasses.replace(report.b, traffic=partial))
+
+
+def test_reduce_overhead_traces_get_no_traffic_ratio() -> None:
+    """GPT-2 under CUDA graphs, its replayed library kernels without a figure: compiled
+    estimates cover a small part of its kernel time, so its smaller total (78 → 16 MiB) is
+    not a saving and gets no Δ/ratio, with the reason shown."""
+    report = _ro_partial()
+    assert _gap(report) > 0.5  # eager ~95 %, compiled ~17 % (computed)
+    assert _check_row(report)
+    row = report.metric("est_bytes")
+    ca, cb = coverage(report.a.traffic), coverage(report.b.traffic)
+    assert ca is not None and cb is not None
+    a, b = report.names
+    assert f"{100 * ca:.1f}% of {a}'s" in row["description"]
+    assert f"{100 * cb:.1f}% of {b}'s" in row["description"]
+    view = metrics_view(report)
+    traffic = next(r for r in view.rows if r[0] == "memory traffic")
+    assert traffic[3:5] == ["–", "–"]
+    assert view.note.startswith("memory traffic: no Δ or ratio")
+    doc = json.loads(json.dumps(records(report.metrics), allow_nan=False))
+    metric = next(m for m in doc if m["name"] == "est_bytes")
+    assert metric["delta"] is None and metric["ratio"] is None
+    assert report.fusion.est_bytes_saved is None
+    assert "no Δ" not in metrics_view(compare_run(RO)).note  # the log fills them: compared
+
+
+def test_reduce_overhead_figures_say_why() -> None:
+    pytest.importorskip("plotly")
+    from traceviz.report.figures.memory import memory_kind_figure
+    from traceviz.report.figures.overview import metrics_figure, traffic_partial
+
+    report = _ro_partial()
+    assert traffic_partial(report)
+    assert "Totals not comparable, no Δ or ratio" in memory_kind_figure(report).layout.title.text
+    labels = list(metrics_figure(report).data[0].y)
+    assert not any(str(label).startswith("memory traffic") for label in labels)
+
+
+@pytest.mark.parametrize("run", SAMPLE_RUNS, ids=[str(p.relative_to(SAMPLES)) for p in SAMPLE_RUNS])
+def test_sample_runs_keep_their_ratio_unless_broken(run: Path) -> None:
+    """Every same-model sample run keeps its Δ/ratio: its covered shares are within the gap
+    (the CUDA-graph run too, its replayed kernels given the compile log's bytes)."""
+    report = compare_run(run)
+    assert not _check_row(report)
+    assert report.a.traffic.unestimated_time_us <= report.a.traffic.kernel_time_us
+    assert report.b.traffic.unestimated_time_us <= report.b.traffic.kernel_time_us
+
+
+@pytest.mark.parametrize("pair", CORPUS_PAIRS, ids=[a for a, _ in CORPUS_PAIRS])
+def test_corpus_pairs_follow_the_rule(pair: tuple[str, str]) -> None:
+    paths = [CORPUS / p for p in pair]
+    if not all(p.exists() for p in paths):
+        pytest.skip(f"corpus not found at {CORPUS}")
+    report = traceviz.compare(*paths, force=True)
+    assert _check_row(report)  # every corpus pair's covered shares are > 25 points apart
+
+
+# --- the rule at its edges ----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real_traffic() -> MemoryTraffic:
+    return compare_run(SAMPLES / "pointwise").a.traffic
+
+
+def _with_share(traffic: MemoryTraffic, share: float | None) -> MemoryTraffic:
+    return dataclasses.replace(traffic, unestimated_time_share=share)
+
+
+@pytest.mark.parametrize(
+    ("share_a", "share_b", "withheld"),
+    [
+        (0.0, 0.0, False),
+        (0.0, COVERAGE_GAP, False),  # exactly the gap: still compared
+        (0.05, 0.05 + COVERAGE_GAP, False),
+        (0.0, COVERAGE_GAP + 0.001, True),
+        (0.9, 0.0, True),
+        (0.5, 0.5, False),  # both half covered: alike, compared
+        (None, 0.9, False),  # a side without kernel time is not judged
+        (0.9, math.nan, False),
+    ],
+)
+def test_gap_rule_edges(
+    real_traffic: MemoryTraffic, share_a: float | None, share_b: float | None, withheld: bool
+) -> None:
+    note = traffic_gap_note(
+        _with_share(real_traffic, share_a), _with_share(real_traffic, share_b), ("x", "y")
+    )
+    assert (note is not None) == withheld
+    if note is not None:
+        assert "of x's kernel time" in note and "of y's" in note
+
+
+def _pair(known_us: float, unknown_us: float, ext0: int) -> list[dict[str, Any]]:
+    """A CUDA trace of one estimated kernel (aten::add with shapes) and one without a figure
+    (an op with no rule), ``known_us`` and ``unknown_us`` long."""
+    shapes = {"Input Dims": [[256, 256], [256, 256]], "Input type": ["float", "float"]}
+    events: list[dict[str, Any]] = []
+    for i, (name, dur, args) in enumerate(
+        [("aten::add", known_us, shapes), ("mylib::opaque", unknown_us, {})]
+    ):
+        ext, ts = ext0 + i, 1000.0 * i
+        events += [
+            op(name, ts, 10, **{"External id": ext}, **args),
+            launch("cudaLaunchKernel", ts + 1, 2, ext, **{"External id": ext}),
+            kernel(f"k_{ext}", ts + 20, dur, ext, **{"External id": ext}),
+        ]
+    return events
+
+
+@pytest.mark.parametrize(
+    ("unknown_us", "withheld"), [(0.0, False), (10.0, False), (11.0, True), (50.0, True)]
+)
+def test_made_traces_at_the_edge(
+    tmp_trace: Callable[..., Path], unknown_us: float, withheld: bool
+) -> None:
+    """a: fully estimated; b: the same plus an unestimated kernel taking ``unknown_us`` of
+    100 µs kernel time (10 µs: exactly 10 points apart, still compared)."""
+    a = tmp_trace(_pair(100.0, 0.0, 1)[:3])
+    b = tmp_trace(_pair(100.0 - unknown_us, unknown_us, 1) if unknown_us else _pair(100, 0, 1)[:3])
+    report = traceviz.compare(a, b, force=True)
+    traffic = memory_traffic(report.b.trace)
+    assert traffic.unestimated_time_us == pytest.approx(unknown_us)
+    assert _check_row(report) == withheld
+
+
+NS = "at::native::(anonymous namespace)::"
+SAME = (  # the name torch 2.x gives the same-dtype fast path (as in the H200 trace), for T
+    "void " + NS + "multi_tensor_apply_kernel<" + NS + "TensorListMetadata<2>, " + NS
+    + "UnaryOpFunctor<{t}, 2, 1, 1>, at::native::Copy<{t}, {t}> >(...)"
+)  # fmt: skip
+MIXED = (  # the mixed-dtype fast path: self in D, src in S
+    "void " + NS + "multi_tensor_apply_kernel<" + NS + "TensorListMetadata<2>, " + NS
+    + "CopyFunctor<{d}, {s}, 2, 1, 1>, at::native::Copy<{d}, {s}> >(...)"
+)  # fmt: skip
+LISTS = {  # self: [4, 8] and [16]; src the same shapes
+    "Input Dims": [[[4, 8], [16]], [[4, 8], [16]], []],
+    "Input type": ["TensorList", "TensorList", "Scalar"],
+}
+REDUCE_OVERHEAD = SAMPLES / "h200" / "gpt2-reduce-overhead" / "compiled.pt.trace.json.gz"
+FLUX = CORPUS / "amd" / "mi300x_compiled_flux_hipgraph.json.gz"
+
+
+def _foreach(ext: int, ts: float, names_durs: list[tuple[str, float]], **args: Any) -> list[dict]:
+    """One _foreach_copy_ op launching one kernel per (name, duration)."""
+    events = [op("aten::_foreach_copy_", ts, 50, **{"External id": ext}, **args)]
+    for i, (name, dur) in enumerate(names_durs):
+        corr = 100 * ext + i
+        events.append(launch("cudaLaunchKernel", ts + 1 + i, 1, corr, **{"External id": ext}))
+        events.append(kernel(name, ts + 60 + 10 * i, dur, corr, **{"External id": ext}))
+    return events
+
+
+def _traffic(tmp_trace: Callable[..., Path], events: list[dict]) -> tuple[Any, MemoryTraffic]:
+    trace = traceviz.load(tmp_trace(events), cache=False)
+    return trace, memory_traffic(trace)
+
+
+def _foreach_rows(trace: traceviz.Trace) -> np.ndarray:
+    """Kernel rows whose launching op is an aten::_foreach_copy_."""
+    op_row = trace.kernels[Kernels.op_row].to_numpy(dtype=np.int64, na_value=-1)
+    names = trace.ops[Ops.name].astype(str).to_numpy()
+    return np.array([r >= 0 and names[r] == "aten::_foreach_copy_" for r in op_row], dtype=bool)
+
+
+def test_kernel_names_give_the_types() -> None:
+    assert copy_itemsizes(SAME.format(t="long")) == (8, 8)
+    assert copy_itemsizes(SAME.format(t="c10::BFloat16")) == (2, 2)
+    assert copy_itemsizes(SAME.format(t="c10::complex<float>")) == (8, 8)
+    assert copy_itemsizes(MIXED.format(d="c10::Half", s="float")) == (2, 4)
+    assert copy_itemsizes(MIXED.format(d="double", s="short")) == (8, 2)
+    assert copy_itemsizes(SAME.format(t="mystery_t")) is None
+    assert copy_itemsizes(SAME.format(t="float").replace("Copy<", "Neg<")) is None
+    assert copy_itemsizes("void at::native::vectorized_elementwise_kernel<4, float>") is None
+
+
+def test_tensor_lists_are_read_or_refused() -> None:
+    dims, types = json.dumps(LISTS["Input Dims"]), json.dumps(LISTS["Input type"])
+    assert tensor_list_numels(dims, types) == ([32, 16], [32, 16])
+    assert tensor_list_numels("[[], [], []]", types) is None  # lists not recorded
+    assert tensor_list_numels("[[[4]], [[4], [2]], []]", types) is None  # lengths differ
+    assert tensor_list_numels(dims, '["float", "float", "Scalar"]') is None
+    assert tensor_list_numels("[[[4, -1]], [[4, 1]], []]", types) is None
+    assert tensor_list_numels("not json", types) is None
+    assert tensor_list_numels(None, types) is None
+    estimate = foreach_copy_estimate(dims, types, [MIXED.format(d="c10::Half", s="float")] * 2)
+    assert estimate is not None
+    assert (estimate.bytes_read, estimate.bytes_written) == (48 * 4, 48 * 2)
+    two_kinds = [SAME.format(t="float"), SAME.format(t="double")]
+    assert foreach_copy_estimate(dims, types, two_kinds) is None
+    assert foreach_copy_estimate(dims, types, []) is None
+
+
+def test_a_tiny_fast_path_trace(tmp_trace) -> None:
+    """Three ops: one kernel (bf16), two kernels split by duration (half from float), and one
+    whose kernels disagree (no figure). The other rules are untouched: a plain kernel of an op
+    without a rule keeps no figure."""
+    events = [
+        *_foreach(1, 0, [(SAME.format(t="c10::BFloat16"), 4.0)], **LISTS),
+        *_foreach(2, 1000, [(MIXED.format(d="c10::Half", s="float"), d) for d in (1.0, 3.0)],
+                  **LISTS),
+        *_foreach(3, 2000, [(SAME.format(t="float"), 1.0), (SAME.format(t="double"), 1.0)],
+                  **LISTS),
+        op("aten::mystery_op", 3000, 10, **{"External id": 4}),
+        launch("cudaLaunchKernel", 3001, 1, 400, **{"External id": 4}),
+        kernel("k_mystery", 3020, 2, 400, **{"External id": 4}),
+    ]  # fmt: skip
+    trace, result = _traffic(tmp_trace, events)
+    per = result.per_kernel
+    est = per[KernelTraffic.est_bytes].to_numpy(dtype=float, na_value=np.nan)
+    basis = per[KernelTraffic.basis].astype(str).to_numpy()
+    ext = trace.kernels[Kernels.external_id].to_numpy(dtype=np.int64, na_value=-1)
+    assert est[ext == 1].tolist() == [48 * 2 * 2]
+    assert est[ext == 2].tolist() == [(48 * 4 + 48 * 2) / 4, (48 * 4 + 48 * 2) * 3 / 4]
+    assert set(basis[ext <= 2]) == {Basis.ESTIMATED.value}
+    assert set(per[KernelTraffic.rule].astype(str).to_numpy()[ext <= 2]) == {"copy"}
+    assert np.isnan(est[ext >= 3]).all() and set(basis[ext >= 3]) == {Basis.NONE.value}
+    assert result.estimated_bytes == 48 * 2 * 2 + 48 * 4 + 48 * 2
+
+
+def _expected_fast_path(trace: traceviz.Trace, op_row: int, kernel_rows: np.ndarray) -> int:
+    """The op's bytes computed here from its row and kernel names (independently of the
+    module): Input Dims of both lists × the element size the kernel template names."""
+    dims = json.loads(str(trace.ops[Ops.input_dims].iat[op_row]))
+    types = {str(trace.kernels[Kernels.name].iat[r]) for r in kernel_rows}
+    assert len(types) == 1
+    element = types.pop().split("UnaryOpFunctor<", 1)[1].split(",", 1)[0]
+    size = dtype_bytes(element)
+    assert size
+    return sum(math.prod(shape) * size for lst in dims[:2] for shape in lst)
+
+
+@pytest.mark.skipif(not REDUCE_OVERHEAD.exists(), reason="sample_traces/h200 absent")
+def test_the_h200_reduce_overhead_trace() -> None:
+    """Every kernel a _foreach_copy_ launched has a figure now (it had none), equal per op to
+    what its lists and kernel types give; the credits add up: per op to its bytes, over the
+    trace to the total, with and without the compile log."""
+    trace = traceviz.load(REDUCE_OVERHEAD, cache=False)
+    rows = _foreach_rows(trace)
+    assert rows.sum() >= 5
+    log = read_log(REDUCE_OVERHEAD.parent / "compile_log.jsonl.gz")
+    assert log is not None
+    for result in (memory_traffic(trace), memory_traffic(trace, compile_log=log)):
+        per = result.per_kernel
+        assert set(per[KernelTraffic.basis].astype(str)[rows]) == {Basis.ESTIMATED.value}
+        assert set(per[KernelTraffic.rule].astype(str)[rows]) == {"copy"}
+        est = per[KernelTraffic.est_bytes].to_numpy(dtype=np.int64, na_value=0)
+        op_row = trace.kernels[Kernels.op_row].to_numpy(dtype=np.int64, na_value=-1)
+        for launcher in np.unique(op_row[rows]).tolist():
+            mine = np.flatnonzero(rows & (op_row == launcher))
+            assert est[mine].sum() == _expected_fast_path(trace, launcher, mine)
+        known = per[KernelTraffic.est_bytes].notna().to_numpy()
+        assert result.total_bytes == est[known].sum()
+        by_kind = result.by_kind["est_bytes"].to_numpy(dtype=np.int64, na_value=0)
+        assert by_kind.sum() == result.total_bytes
+
+
+@pytest.mark.skipif(not FLUX.exists(), reason="corpus absent")
+def test_the_flux_slow_path_credits_nothing_twice() -> None:
+    """The MI300X Flux trace's _foreach_copy_ ops (bf16 and float tensors: the slow path)
+    launch nothing themselves; one aten::copy_ per pair launches a measured memcpy. Their
+    lists, as the module reads them, are the copies' shapes in order, and those shapes in the
+    copies' dtypes are exactly the memcpy bytes: the TensorList reading is right."""
+    trace = traceviz.load(FLUX, cache=False)
+    assert not _foreach_rows(trace).any()
+    ops = trace.ops
+    foreach = np.flatnonzero(ops[Ops.name].astype(str).to_numpy() == "aten::_foreach_copy_")
+    assert foreach.size == 4
+    parent = ops[Ops.parent_row].to_numpy(dtype=np.int64, na_value=-1)
+    kernels = trace.kernels
+    kernel_op = kernels[Kernels.op_row].to_numpy(dtype=np.int64, na_value=-1)
+    result = memory_traffic(trace)
+    for row in foreach.tolist():
+        lists = tensor_list_numels(
+            str(ops[Ops.input_dims].iat[row]), str(ops[Ops.input_types].iat[row])
+        )
+        assert lists is not None and lists[0] == lists[1]
+        copies = np.flatnonzero(parent == row)
+        assert ops[Ops.name].astype(str).iloc[copies].eq("aten::copy_").all()
+        shapes = [json.loads(str(ops[Ops.input_dims].iat[c]))[1] for c in copies.tolist()]
+        assert [math.prod(s) for s in shapes] == lists[1]
+        sizes = [dtype_bytes(json.loads(str(ops[Ops.input_types].iat[c]))[1]) for c in copies]
+        copied = np.isin(kernel_op, copies)
+        assert set(kernels[Kernels.activity].astype(str)[copied]) == {ActivityKind.MEMCPY.value}
+        measured = kernels[Kernels.bytes].to_numpy(dtype=np.int64, na_value=0)[copied].sum()
+        assert measured == sum(n * (s or 0) for n, s in zip(lists[1], sizes, strict=True))
+        basis = result.per_kernel[KernelTraffic.basis].astype(str)[copied]
+        assert set(basis) == {Basis.MEASURED.value}
