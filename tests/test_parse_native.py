@@ -1,6 +1,7 @@
 """The native parse path (traceviz.parse.native: the C scanner's columns) gives the very tables,
-meta and stats of the Python path (msgspec structs), on every real trace and on hand-made
-traces of every odd kind of value; whatever the scanner refuses is parsed the Python way.
+meta and stats of the Python path (msgspec structs), on every real trace (batches scanned when
+asked for, and a batch ahead on a worker thread) and on hand-made traces of every odd kind of
+value; whatever the scanner refuses is parsed the Python way.
 
 Each test runs with the real extension, and is skipped where it is not built.
 """
@@ -25,6 +26,7 @@ from tests.test_table_store import assert_same_trace as assert_same
 from traceviz import settings
 from traceviz.errors import TraceFormatError
 from traceviz.parse import load_trace, native, read
+from traceviz.parse.build import Collector
 from traceviz.parse.columns import _Numbering
 from traceviz.parse.events import Event
 from traceviz.parse.structs import StructSource
@@ -81,10 +83,23 @@ def _check(path: Path, scanner: Any, monkeypatch: pytest.MonkeyPatch, *, scanned
     return expected
 
 
+def _scan_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "traceviz-scan"]
+
+
 @pytest.mark.parametrize("path", REAL)
 def test_real_traces_identical(path: Path, scanner: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Also scanned a batch ahead (:func:`traceviz.parse.native._scan_ahead`: the next batch
+    scanned on a worker thread while this thread turns the last one into columns), in batches
+    of 4099 events so that small traces have several."""
     expected = _check(path, scanner, monkeypatch, scanned=True)
     assert expected.stats.events_in > 0
+    monkeypatch.setattr(native, "AHEAD_BYTES", 0)
+    monkeypatch.setattr(native, "BATCH_EVENTS", 4099)
+    got = native_trace(path, scanner)
+    assert got is not None
+    assert_same(expected, got)
+    assert not _scan_threads()
 
 
 def test_samples_are_there() -> None:
@@ -331,7 +346,66 @@ def test_refused_in_a_later_batch(
     monkeypatch.setattr(native, "AHEAD_BYTES", 0 if ahead else 1 << 62)
     expected = _check(path, scanner, monkeypatch, scanned=False)
     assert expected.stats.events_in == len(CASES["copy_kinds"] + CASES["metadata_names"]) + 1
-    assert not [t for t in threading.enumerate() if t.name == "traceviz-scan"]
+    assert not _scan_threads()
+
+
+# ---------------------------------------------------------------------------------------------
+# The scan-ahead worker: its errors are raised in their turn; a caller that stops early stops
+# it, even one that keeps the error.
+
+
+def test_a_caller_that_stops_early_stops_the_worker(
+    scanner: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Also when the caller keeps the error (``except ... as err``, a notebook's last
+    traceback): that kept the generator's frame alive, and with it a worker polling forever
+    with the scanner and the document's bytes."""
+    events = json.dumps(CASES["copy_kinds"] * 200)[1:-1]
+    path = tmp_path / "many.json"
+    path.write_text('{"traceEvents": [' + events + "]}")
+    monkeypatch.setattr(native, "AHEAD_BYTES", 0)
+    monkeypatch.setattr(native, "BATCH_EVENTS", 3)
+    taken = []
+    add = Collector.add
+
+    def add_two_then_fail(self: Collector, source: Any) -> None:
+        if len(taken) == 2:
+            raise KeyError("stop here")
+        taken.append(len(source))
+        add(self, source)
+
+    monkeypatch.setattr(Collector, "add", add_two_then_fail)
+    kept: BaseException | None = None
+    try:
+        native_trace(path, scanner)
+    except KeyError as err:
+        kept = err
+    assert kept is not None and kept.__traceback__ is not None and taken == [3, 3]
+    assert not _scan_threads()  # joined before the error left parse_native
+
+
+class _FailingScanner:
+    """Two batches of one event, then MemoryError, like a scanner out of memory."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.strings = ["x"]
+        self.raws: list[bytes] = []
+
+    def next(self, _: int) -> Any:
+        self.calls += 1
+        if self.calls > 2:
+            raise MemoryError("scanner")
+        return 1, [b"\x04"], [b"\x00" * 8]
+
+
+def test_the_workers_error_is_raised_after_the_batches_before_it() -> None:
+    got = []
+    with pytest.raises(MemoryError, match="scanner"):
+        for batch in native._scan_ahead(_FailingScanner()):
+            got.append(batch.n)
+    assert got == [1, 1]
+    assert not _scan_threads()
 
 
 # ---------------------------------------------------------------------------------------------
