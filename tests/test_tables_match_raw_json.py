@@ -23,7 +23,6 @@ What is checked, per trace:
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,13 +38,6 @@ DEVICE_CATS = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset
 OP_CATS = {"cpu_op", "Operator", "user_annotation", "python_function"}
 LAUNCH_CATS = {"cuda_runtime", "cuda_driver", "Runtime", "Driver"}
 DIGITS = 3  # µs rounded to the ns when matching a row to its raw event
-
-
-REAL = every_trace_file()
-
-
-def _events(path: Path) -> list[dict[str, Any]]:
-    return raw_events(path)
 
 
 def _spans(events: list[dict[str, Any]], cats: set[str]) -> list[dict[str, Any]]:
@@ -89,11 +81,11 @@ def _raw_ops(events: list[dict[str, Any]]) -> list[tuple[str, str, float, float]
     ]
 
 
-@pytest.fixture(scope="module", params=REAL)
+@pytest.fixture(scope="module", params=every_trace_file())
 def pair(request: pytest.FixtureRequest) -> tuple[Trace, list[dict[str, Any]]]:
     """A real trace as traceviz parsed it, and its raw events."""
     path = request.param
-    return load_trace(path), _events(path)
+    return load_trace(path), raw_events(path)
 
 
 def test_kernels_are_the_device_events(pair: tuple[Trace, list[dict]]) -> None:
