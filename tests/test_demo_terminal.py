@@ -56,15 +56,6 @@ def test_every_builtin_with_a_sample_run_has_its_counts() -> None:
             assert model.kernels is not None, name
 
 
-def test_models_command_prints_the_lines(capsys: pytest.CaptureFixture[str]) -> None:
-    assert cli.main(["models"]) == 0
-    out = capsys.readouterr().out.splitlines()
-    assert len(out) == len(BUILTIN_MODELS)  # piped: one line per model
-    for model, line in zip(BUILTIN_MODELS.values(), out, strict=True):
-        assert line.startswith(model.name) and model.line in line
-    assert "[default]" in out[list(BUILTIN_MODELS).index(DEFAULT_MODEL)]
-
-
 def test_the_default_model_shows_fusion_on_cpu() -> None:
     """`demo` and `run` default to a model whose compiled trace has fewer kernels than its
     eager one on CPU, with no speed verdict that compiled is slower."""

@@ -269,6 +269,7 @@ def test_models_lists_one_line_per_model_or_fits_the_columns(
     code, out, _ = run_cli(capsys, "models")
     lines = out.splitlines()
     assert code == 0 and [line.split()[0] for line in lines] == list(BUILTIN_MODELS)
+    assert all(m.line in line for m, line in zip(BUILTIN_MODELS.values(), lines, strict=True))
     assert "[default" in next(line for line in lines if line.startswith(DEFAULT_MODEL + " "))
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = run_cli(capsys, "models")
