@@ -67,7 +67,7 @@ def _names(path: Path) -> list[str]:
         return [str(e.get("name")) for e in json.load(fh)["traceEvents"]]
 
 
-def test_each_side_gets_its_kept_steps_renumbered(tmp_path: Path) -> None:
+def test_each_side_gets_its_kept_steps_renumbered_and_parses_with_them_only(tmp_path: Path) -> None:
     raw = _session(tmp_path / "session.json")
     paths = {"eager": tmp_path / "eager.json.gz", "compiled": tmp_path / "compiled.json.gz"}
     split_trace(raw, PLAN, paths)
@@ -83,12 +83,6 @@ def test_each_side_gets_its_kept_steps_renumbered(tmp_path: Path) -> None:
         ]  # fmt: skip (CPU span and device annotation per step)
         assert "process_name" in names and "PyTorch Profiler (0)" in names
         assert not any(n.endswith(("_2", "_4", "_6", "_8")) for n in names)  # dropped steps
-
-
-def test_the_split_traces_parse_with_their_steps_only(tmp_path: Path) -> None:
-    raw = _session(tmp_path / "session.json")
-    paths = {"eager": tmp_path / "eager.json.gz", "compiled": tmp_path / "compiled.json.gz"}
-    split_trace(raw, PLAN, paths)
     for side, first in (("eager", 3), ("compiled", 5)):
         trace = traceviz.load(paths[side])
         assert trace.steps[Steps.step].tolist() == [2, 3]
