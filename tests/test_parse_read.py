@@ -13,8 +13,9 @@ import msgspec
 import pytest
 
 from tests.conftest import SAMPLES, kernel, op
+from tests.test_table_store import assert_same_trace
 from traceviz.errors import TraceFormatError
-from traceviz.parse import read
+from traceviz.parse import load_trace, read, readers
 from traceviz.parse.events import Event
 from traceviz.parse.read import _read_plain, read_bytes
 
@@ -73,6 +74,8 @@ def test_both_decoders_agree_on_a_real_sample() -> None:
     assert len(events) > 0
     _same(events, batched)
     assert doc.header() == header.header()
+    # the Kineto reader (parse/readers.py) reads them into the trace load_trace gives
+    assert_same_trace(readers.KINETO.read(path, data), load_trace(path, cache=False))
 
 
 class _GrowsAfterFstat:

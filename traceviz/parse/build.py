@@ -17,22 +17,13 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.parse import cpu_kernels, durations, link, meta, read, regions, routing, tables
+from traceviz.parse import cpu_kernels, durations, link, meta, regions, routing, tables
 from traceviz.parse.columns import ColumnSet
 from traceviz.parse.events import Event, TraceHeader
 from traceviz.parse.source import EventSource
 from traceviz.parse.structs import StructSource
 from traceviz.schema import ActivityKind, DeviceKind, Kernels, OpCategory, Ops
 from traceviz.trace import ParseStats, Trace, TraceMeta
-
-
-def build_trace(path: Path, events: list[Event], doc: TraceHeader | None) -> Trace:
-    """Build every table of a trace from its decoded events (taken a batch at a time; the
-    list is emptied on the way)."""
-    size = read.BATCH_EVENTS
-    batches = [events[i : i + size] for i in range(0, len(events), size)]
-    events.clear()
-    return build_trace_batches(path, batches, doc)
 
 
 def build_trace_batches(

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from traceviz.parse import ort_profile
-from traceviz.parse.build import build_trace
-from traceviz.parse.read import decode_events
+from traceviz.parse.build import build_trace_batches
+from traceviz.parse.read import decode_batches
 from traceviz.trace import Trace
 
 __all__ = ["HEAD_BYTES", "KINETO", "ORT_PROFILE", "READERS", "Reader", "reader_for"]
@@ -47,8 +47,8 @@ def _kineto_detect(path: Path, head: bytes) -> bool:
 
 
 def _kineto_read(path: Path, data: bytes | bytearray) -> Trace:
-    events, doc = decode_events(path, data)
-    return build_trace(path, events, doc)
+    batches, _, doc = decode_batches(path, data)
+    return build_trace_batches(path, batches, doc)
 
 
 KINETO = Reader("chrome-kineto", _kineto_detect, _kineto_read)
