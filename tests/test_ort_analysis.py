@@ -58,8 +58,8 @@ def levels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The block model profiled by onnxruntime at ORT_DISABLE_ALL and ORT_ENABLE_ALL."""
     folder = tmp_path_factory.mktemp("levels")
     return {
-        "disable": write_profile(folder / "disable.json", level="ORT_DISABLE_ALL", runs=4),
-        "all": write_profile(folder / "all.json", level="ORT_ENABLE_ALL", runs=4),
+        "disable": write_profile(folder / "disable.json", level="disable", runs=4),
+        "all": write_profile(folder / "all.json", level="all", runs=4),
     }
 
 

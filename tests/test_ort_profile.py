@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import traceviz
+from tests import ort_fixtures as fx
 from tests.conftest import CORPUS, SAMPLES, corpus_files
 from tests.mutation_fixtures import (
     HOSTILE_SETTINGS,
@@ -82,22 +81,12 @@ def block_model() -> Any:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def write_profile(out: Path, *, level: str = "ORT_ENABLE_ALL", runs: int = 3) -> Path:
+def write_profile(out: Path, *, level: str = "all", runs: int = 3) -> Path:
     """Profile :func:`block_model` with onnxruntime (CPU, 1 thread) into ``out``."""
-    ort = pytest.importorskip("onnxruntime")
-    with tempfile.TemporaryDirectory() as tmp:
-        options = ort.SessionOptions()
-        options.enable_profiling = True
-        options.profile_file_prefix = str(Path(tmp) / "p")
-        options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
-        options.intra_op_num_threads = 1
-        session = ort.InferenceSession(
-            block_model().SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
-        x = np.random.default_rng(1).standard_normal((2, 4, 16)).astype(np.float32)
-        for _ in range(runs):
-            session.run(None, {"x": x})
-        shutil.move(session.end_profiling(), out)
+    pytest.importorskip("onnxruntime")
+    src = fx.save(block_model(), out.with_suffix(".onnx"))
+    x = np.random.default_rng(1).standard_normal((2, 4, 16)).astype(np.float32)
+    fx.optimize(src, level, out.with_suffix(".opt.onnx"), feeds={"x": x}, profile=out, runs=runs)
     return out
 
 
@@ -105,8 +94,8 @@ def write_profile(out: Path, *, level: str = "ORT_ENABLE_ALL", runs: int = 3) ->
 def fresh_profiles(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     folder = tmp_path_factory.mktemp("ort")
     return [
-        write_profile(folder / "disable.json", level="ORT_DISABLE_ALL", runs=4),
-        write_profile(folder / "all.json", level="ORT_ENABLE_ALL", runs=3),
+        write_profile(folder / "disable.json", level="disable", runs=4),
+        write_profile(folder / "all.json", level="all", runs=3),
     ]
 
 
