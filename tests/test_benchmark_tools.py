@@ -10,26 +10,22 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CORPUS
+from tests.conftest import CORPUS, REPO
 
-ROOT = Path(__file__).resolve().parents[1]
 SOURCE = CORPUS / "nvidia" / "v100_small_plain.json"
 
 
-def _load_module() -> Any:
+@pytest.fixture(scope="module")
+def mlt() -> Any:
+    """benchmarks/make_large_trace.py, imported from its file."""
     spec = importlib.util.spec_from_file_location(
-        "make_large_trace", ROOT / "benchmarks" / "make_large_trace.py"
+        "make_large_trace", REPO / "benchmarks" / "make_large_trace.py"
     )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
     return module
-
-
-@pytest.fixture(scope="module")
-def mlt() -> Any:
-    return _load_module()
 
 
 @pytest.fixture(scope="module")
