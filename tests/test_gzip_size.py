@@ -165,12 +165,11 @@ def test_padding_truncation_and_plain_files(tmp_path: Path) -> None:
     assert pipeline._json_bytes(tmp_path / "missing.json.gz") == 0
 
 
-def _real_gzip_traces() -> list[Path]:
-    found = sorted(CORPUS.glob("*/*.json.gz")) + sorted(SAMPLES.glob("h200/*/*.json.gz"))
-    return found
-
-
-@pytest.mark.parametrize("path", _real_gzip_traces(), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "path",
+    sorted(CORPUS.glob("*/*.json.gz")) + sorted(SAMPLES.glob("h200/*/*.json.gz")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
 def test_every_real_gzip_trace_reads_its_exact_size(path: Path) -> None:
     """The corpus's and the H200 samples' traces (the largest 63 MB inflated): exact, as the
     trailer was for them; pipeline and ranks read the same."""

@@ -702,8 +702,7 @@ def test_no_memory_is_kept_after_scanners_are_gone() -> None:
 
 
 # ------------------------------------------------------------------------------------------
-# Review (issue 14): buffer ends, exactness edge cases, the lists handed out, re-entrancy and
-# allocation failures.
+# Buffer ends, exactness edge cases, the lists handed out, re-entrancy, allocation failures.
 
 
 @needs_scan
