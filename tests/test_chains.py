@@ -6,6 +6,10 @@ rule words them, THEN a chain is ops under one parent, each reading the previous
 far as shapes show, outside optimizer steps; it never points to a finding that does not exist;
 every evidence string of every finding is at most 200 characters plus a "… N more" tail; and
 the time credited to chains is at most the kernels' measured time.
+
+Eager-side ``unfused-chain``/``large-intermediates``/``unfused-matmul-add`` findings advise
+compiling only when the compiled side does not already run the ops fused (its Inductor kernels
+name them, or ``aten::addmm`` holds the eager ``mm`` and ``add``).
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ import pytest
 
 import traceviz
 from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, op
-from traceviz.analysis.compare import analyze
+from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion.chains import ChainMember, chain_members
+from traceviz.analysis.fusion.match import Credits
 from traceviz.diagnose import Evidence, Finding, Severity, diagnose_trace
+from traceviz.diagnose.already_fused import CHAIN_FINDINGS
 from traceviz.diagnose.facts import chain_groups, facts_of_trace, kernel_steps
 from traceviz.diagnose.finding import MAX_EVIDENCE_CHARS, shorten
-from traceviz.pipeline import compare_sides
+from traceviz.pipeline import compare
 from traceviz.rundir import read_run_dir
 
 Make = Callable[..., Path]
@@ -252,17 +258,6 @@ def test_real_trace_findings_evidence_short_and_chains_honest(path: Path) -> Non
     assert all(g.saving_us <= g.time_us for g in chain_groups(facts))
 
 
-def test_sample_comparisons_evidence_short() -> None:
-    runs = _sample_runs()
-    if not runs:
-        pytest.skip(f"no sample runs in {SAMPLES}")
-    for run in runs:
-        rundir = read_run_dir(run)
-        eager = analyze(load_trace(rundir.eager), name="eager")
-        compiled = analyze(load_trace(rundir.compiled), name="compiled")
-        _check_evidence(compare_sides(eager, compiled, run_info=rundir.info).findings)
-
-
 def test_a100_eager_chains_carry_bytes_and_data_keys() -> None:
     """GIVEN the A100 eager training trace THEN chain groups estimate the bytes they would
     save and name the op writing the largest intermediate, and each kernel's data key is the
@@ -286,3 +281,131 @@ def test_a100_eager_chains_carry_bytes_and_data_keys() -> None:
             for r in rows]  # fmt: skip
     assert keys.tolist() == want
     assert sum(k is not None for k in keys) > 1000
+
+
+WIDE = [256, 1024]
+
+
+def _eager(make: Make) -> Path:
+    events = [op("ProfilerStep#0", 0, 1000, cat="user_annotation")]
+    for i, name in enumerate(["aten::cos", "aten::mul", "aten::add", "aten::sigmoid"]):
+        extra = [[]] * (1 if name in ("aten::mul", "aten::add") else 0)
+        events.append(op(name, 10 + 110 * i, 100, **dims(WIDE, *extra)))
+    return make(events)
+
+
+def _eager_chain_findings(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.id in CHAIN_FINDINGS and f.trace == "eager"]
+
+
+def _sample(run: str) -> Comparison:
+    rundir = read_run_dir(SAMPLES / run)
+    return compare(
+        traceviz.load(rundir.eager), traceviz.load(rundir.compiled),
+        names=("eager", "compiled"), run_info=rundir.info,
+    )  # fmt: skip
+
+
+def test_fused_chain_gets_no_compile_advice(tmp_trace: Make) -> None:
+    compiled = _compiled(tmp_trace, "graph_0_cpp_fused_add_cos_mul_sigmoid_0")
+    found = _eager_chain_findings(
+        compare(_eager(tmp_trace), compiled, names=("eager", "compiled")).findings
+    )
+    assert found
+    for finding in found:
+        assert "Compile the model" not in finding.next_step
+        assert "torch.compile" not in finding.next_step
+        assert "already runs these ops fused" in finding.next_step
+        assert any("already fused in compiled" in line for line in finding.evidence_lines())
+
+
+@pytest.mark.parametrize("compiled", ["graph_0_cpp_fused_relu_0", None])
+def test_unfused_chain_keeps_compile_advice(tmp_trace: Make, compiled: str | None) -> None:
+    """Against a compiled trace of a different computation, or against an eager trace."""
+    eager = _eager(tmp_trace)
+    other = _compiled(tmp_trace, compiled) if compiled else eager
+    found = _eager_chain_findings(compare(eager, other, names=("eager", "other")).findings)
+    (chain,) = [f for f in found if f.id == "unfused-chain"]
+    assert "Compile the model" in chain.next_step
+    assert not any("already fused" in line for line in chain.evidence_lines())
+
+
+def test_pointwise_sample_eager_chain_is_already_fused() -> None:
+    comparison = _sample("pointwise")
+    found = _eager_chain_findings(comparison.findings)
+    assert {f.id for f in found} >= {"unfused-chain"}
+    compiled_names = set(comparison.b.kernels["name"].astype(str))
+    for finding in found:
+        assert "Compile the model" not in finding.next_step
+        named = [n for n in compiled_names if n in "\n".join(finding.evidence_lines())]
+        assert named  # the evidence names the compiled kernel that fused the chain
+
+
+RUNS = sorted(p.name for p in SAMPLES.iterdir() if (p / "run.json").exists())
+
+
+@pytest.mark.parametrize("run", RUNS)
+def test_no_compile_advice_for_the_eager_side_of_a_compiled_pair(run: str) -> None:
+    """Also: the comparison's evidence stays short."""
+    comparison = _sample(run)
+    _check_evidence(comparison.findings)
+    for finding in comparison.findings:
+        if finding.trace == "eager":
+            assert "compile the model" not in finding.next_step.lower(), (finding.id, run)
+
+
+def test_linear_add_matmul_add_is_already_fused_in_the_compiled_gemm() -> None:
+    comparison = _sample("linear-add")
+    (finding,) = [f for f in comparison.findings if f.id == "unfused-matmul-add"]
+    credits = comparison.fusion.credits
+    # the compiled kernel that holds the eager adds also holds the eager matmul
+    holders = set(credits.loc[credits[Credits.op] == "aten::add", Credits.kernel].dropna())
+    matmul_holders = set(credits.loc[credits[Credits.op] == "aten::mm", Credits.kernel].dropna())
+    fused = holders & matmul_holders
+    assert fused
+    lines = "\n".join(finding.evidence_lines())
+    assert any(k in lines for k in fused)  # the evidence names the compiled GEMM
+    assert "already" in finding.next_step
+    assert "addmm(b, x, w)" not in finding.next_step
+
+
+def _mm_add_eager(make: Make) -> Path:
+    return make([
+        op("ProfilerStep#0", 0, 1000, cat="user_annotation"),
+        op("aten::mm", 10, 300, **{"Input Dims": [[64, 128], [128, 256]]}),
+        op("aten::add", 320, 100, **{"Input Dims": [[64, 256], [256]]}),
+    ])  # fmt: skip
+
+
+def _compiled(make: Make, *names: str) -> Path:
+    events = [
+        op("ProfilerStep#0", 0, 1000, cat="user_annotation"),
+        op("Torch-Compiled Region: 0/0", 5, 700),
+    ]
+    # shapes as record_shapes writes them: the bias flows into addmm (name-match credits an
+    # op to a library call only along a shape that passes between them)
+    dims = {"aten::addmm": [[256], [64, 128], [128, 256]], "aten::mm": [[64, 128], [128, 256]]}
+    events += [
+        op(name, 10 + 200 * i, 150, **({"Input Dims": dims[name]} if name in dims else {}))
+        for i, name in enumerate(names)
+    ]
+    return make(events)
+
+
+@pytest.mark.parametrize(
+    ("names", "advice", "shown", "in_evidence"),
+    [
+        (("aten::addmm",), "already", "aten::addmm", True),  # fused by the compiled addmm
+        (("aten::mm", "graph_0_cpp_fused_add_0"), "addmm", "already", False),  # not fused
+        ((), "compile the model", "already", False),  # eager against eager
+    ],
+)
+def test_synthetic_matmul_add_advice(
+    tmp_trace: Make, names: tuple[str, ...], advice: str, shown: str, in_evidence: bool
+) -> None:
+    eager = _mm_add_eager(tmp_trace)
+    other = _compiled(tmp_trace, *names) if names else eager
+    found = compare(eager, other, names=("eager", "other")).findings
+    (finding,) = [f for f in found if f.id == "unfused-matmul-add" and f.trace == "eager"]
+    assert advice in finding.next_step
+    assert any(shown in line for line in finding.evidence_lines()) == in_evidence
