@@ -24,7 +24,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, load_trace, op
+from tests.conftest import CORPUS, SAMPLES, load_trace, op, write_trace
 from tests.real_data import every_trace_file, raw_events
 from tests.test_compile_log import records, write_jsonl
 from traceviz.analysis import provenance
@@ -33,6 +33,7 @@ from traceviz.analysis.provenance import (
     eager_kernel_lines,
     extern_op_name,
 )
+from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
 from traceviz.parse.compile_log import COMPILE_LOG, LINE_MARK_PREFIX, read_compile_log
 from traceviz.schema import KERNEL_LINES_DTYPES, KERNEL_PROVENANCE_DTYPES, Ops, RegionKind
 from traceviz.schema import KernelLines as KL
@@ -53,18 +54,13 @@ def compiled_call(t: float, *, region: str = "0/0", prefix: str = "graph_3_") ->
     ]
 
 
-def write(path: Path, events: list[dict[str, Any]]) -> Path:
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    return path
-
-
 @pytest.fixture
 def log(tmp_path: Path) -> Any:
     return read_compile_log(write_jsonl(tmp_path / COMPILE_LOG, records()))
 
 
 def test_generated_and_library_kernels_map_to_their_entries(tmp_path: Path, log: Any) -> None:
-    trace = traceviz.load(write(tmp_path / "c.json", compiled_call(0) + compiled_call(200)))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", compiled_call(0) + compiled_call(200)))
     prov = compiled_kernel_provenance(trace, log)
     assert dict(prov.dtypes.astype(str)) == KERNEL_PROVENANCE_DTYPES
     names = trace.kernels[K.name].astype(str)
@@ -90,7 +86,7 @@ def test_kernels_the_log_does_not_know_are_left_out(tmp_path: Path, log: Any) ->
     events = compiled_call(0)
     events[2]["name"] = "graph_3_cpp_fused_sin_7"  # not in the log
     events.append(op("aten::mul", 150, 5))  # outside any graph call
-    trace = traceviz.load(write(tmp_path / "c.json", events))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", events))
     prov = compiled_kernel_provenance(trace, log)
     names = set(trace.kernels[K.name].astype(str).iloc[prov[KP.kernel_row]])
     assert names == {"aten::addmm", "aten::copy_", "graph_3_cpp_fused_add_mean_1"}
@@ -104,7 +100,7 @@ def test_the_kth_library_call_is_the_kth_entry(tmp_path: Path) -> None:
     log = read_compile_log(write_jsonl(tmp_path / "l.jsonl.gz", two))
     events = [*compiled_call(0), op("aten::addmm", 80, 10)]
     events[1]["dur"] = 95
-    trace = traceviz.load(write(tmp_path / "c.json", events))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", events))
     prov = compiled_kernel_provenance(trace, log).set_index(KP.kernel_row)[KP.prov_kernel]
     addmm = trace.kernels.index[trace.kernels[K.name].astype(str) == "aten::addmm"]
     assert list(prov[addmm]) == ["0/0:extern_kernels.addmm:2", "0/0:extern_kernels.addmm:4"]
@@ -114,7 +110,7 @@ def test_the_compiled_region_picks_the_compile_id(tmp_path: Path) -> None:
     other = {"frame_id": 1, "frame_compile_id": 0, "attempt": 0}
     log = read_compile_log(write_jsonl(tmp_path / "l.jsonl.gz", records() + records(**other)))
     events = compiled_call(0, region="1/0", prefix="") + compiled_call(200, prefix="")
-    trace = traceviz.load(write(tmp_path / "c.json", events))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", events))
     prov = compiled_kernel_provenance(trace, log)
     ts = trace.kernels[K.ts_us].iloc[prov[KP.kernel_row]].to_numpy()
     ids = prov[KP.compile_id].astype(str).to_numpy()
@@ -122,14 +118,14 @@ def test_the_compiled_region_picks_the_compile_id(tmp_path: Path) -> None:
 
 
 def test_no_log_entries_or_no_kernels_give_empty_tables(tmp_path: Path, log: Any) -> None:
-    trace = traceviz.load(write(tmp_path / "c.json", [op("aten::mul", 0, 5)]))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", [op("aten::mul", 0, 5)]))
     assert compiled_kernel_provenance(trace, log).empty
     assert eager_kernel_lines(trace).empty
     assert dict(eager_kernel_lines(trace).dtypes.astype(str)) == KERNEL_LINES_DTYPES
 
 
 def test_wrong_arguments_raise_type_errors(tmp_path: Path, log: Any) -> None:
-    trace = traceviz.load(write(tmp_path / "c.json", compiled_call(0)))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", compiled_call(0)))
     with pytest.raises(TypeError, match="log must be a CompileLog"):
         compiled_kernel_provenance(trace, "compile_log.jsonl.gz")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="trace must be a Trace"):
@@ -157,7 +153,7 @@ def test_eager_lines_prefer_the_marked_call_site(tmp_path: Path) -> None:
         py("/venv/lib/python3.11/site-packages/torch/functional.py(9): f", 50, 20),
         op("aten::mul", 51, 10),  # inside library code inside forward
     ]
-    trace = traceviz.load(write(tmp_path / "e.json", events))
+    trace = traceviz.load(write_trace(tmp_path / "e.json", events))
     lines = eager_kernel_lines(trace).set_index(KL.kernel_row)
     names = trace.kernels[K.name].astype(str)
     got = {names[r]: (row[KL.line], row[KL.exact], row[KL.code]) for r, row in lines.iterrows()}
@@ -192,6 +188,13 @@ def test_every_inductor_kernel_of_a_sample_run_is_explained(run: Path) -> None:
     per_entry = prov[prov[KP.primary]].groupby(KP.prov_kernel, observed=True).size()
     assert (per_entry <= len(calls)).all()
     assert prov[KP.est_bytes].notna().all()  # the runner compiles cold: estimates exist
+    # memory traffic: every fused kernel on the compiler's basis, credited once per call (the
+    # compiler's bytes are the calls' logged estimates, no more)
+    traffic = memory_traffic(trace, compile_log=log)
+    fused = names.str.match(INDUCTOR_KERNEL).to_numpy()
+    assert (traffic.per_kernel[KernelTraffic.basis][fused] == Basis.COMPILER.value).all()
+    assert (traffic.compiler_bytes or 0) <= int(prov[prov[KP.primary]][KP.est_bytes].sum())
+    assert (traffic.compiler_bytes is not None) == bool(fused.any())
 
 
 def _kernels_inside(trace: Any, calls: pd.DataFrame) -> set[int]:
@@ -235,9 +238,7 @@ def test_every_eager_kernel_of_a_sample_run_has_its_exact_line(run: Path) -> Non
 
 
 def test_compiler_estimates_fill_unestimated_kernel_calls_once(tmp_path: Path, log: Any) -> None:
-    from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
-
-    trace = traceviz.load(write(tmp_path / "c.json", compiled_call(0) + compiled_call(200)))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", compiled_call(0) + compiled_call(200)))
     plain = memory_traffic(trace)
     fused = trace.kernels[K.name].astype(str).str.contains("cpp_fused").to_numpy()
     assert (plain.per_kernel[KernelTraffic.basis][fused] == Basis.NONE.value).all()
@@ -261,33 +262,13 @@ def test_compiler_estimates_fill_unestimated_kernel_calls_once(tmp_path: Path, l
 
 
 def test_shape_estimates_are_kept_where_the_trace_has_shapes(tmp_path: Path, log: Any) -> None:
-    from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
-
     events = compiled_call(0)
     events[3]["args"] = {"Input Dims": [[16], [8, 16], [16, 16], [], []],
                          "Input type": ["float", "float", "float", "Scalar", "Scalar"]}  # fmt: skip
-    trace = traceviz.load(write(tmp_path / "c.json", events))
+    trace = traceviz.load(write_trace(tmp_path / "c.json", events))
     per = memory_traffic(trace, compile_log=log).per_kernel
     addmm = trace.kernels.index[trace.kernels[K.name].astype(str) == "aten::addmm"][0]
     assert per[KernelTraffic.basis][addmm] == Basis.ESTIMATED.value
-
-
-@pytest.mark.parametrize("run", SAMPLE_RUNS, ids=[p.name for p in SAMPLE_RUNS])
-def test_compiler_bytes_on_sample_runs_cover_every_fused_kernel(run: Path) -> None:
-    from traceviz.analysis.traffic.memory import Basis, KernelTraffic, memory_traffic
-
-    trace = traceviz.load(run / "compiled.pt.trace.json.gz")
-    log = read_compile_log(run)
-    traffic = memory_traffic(trace, compile_log=log)
-    per = traffic.per_kernel
-    names = trace.kernels[K.name].astype(str)
-    fused = names.str.match(INDUCTOR_KERNEL).to_numpy()
-    assert (per[KernelTraffic.basis][fused] == Basis.COMPILER.value).all()
-    # credited once per call: the compiler's bytes are the calls' logged estimates, no more
-    prov = compiled_kernel_provenance(trace, log)
-    calls = prov[prov[KP.primary]]
-    assert (traffic.compiler_bytes or 0) <= int(calls[KP.est_bytes].sum())
-    assert (traffic.compiler_bytes is not None) == bool(fused.any())
 
 
 # ------------------------------------------------------------ a real GPU trace (ROCm, Triton)
