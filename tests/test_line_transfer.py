@@ -217,28 +217,23 @@ SAMPLE_EAGER = sorted(SAMPLES.glob("**/eager.pt.trace.json.gz"))
 
 
 @pytest.mark.parametrize(
-    "path", SAMPLE_EAGER, ids=[str(p.parent.relative_to(SAMPLES)) for p in SAMPLE_EAGER]
+    "path",
+    [pytest.param(p, id=str(p.parent.relative_to(SAMPLES))) for p in SAMPLE_EAGER]
+    + corpus_params(),
 )
-def test_a_sample_trace_is_its_own_twin(path: Path) -> None:
-    """Samples with the marks in the eager trace (the old layout, CPU and H200): aligned with
-    itself, every kernel is its own twin and gets exactly the lines the trace gives."""
+def test_a_real_trace_is_its_own_twin(path: Path) -> None:
+    """Real traces (samples; GPU corpus traces with many streams, CUDA graphs, no steps in
+    some): aligned with itself, every kernel is its own twin; a sample (marks in the eager
+    trace, the old layout) gets exactly the lines the trace gives."""
     trace = load_trace(path)
-    got = transfer_lines(trace, trace)
-    assert got.coverage == 1.0
     assert (twin_rows(trace, trace) == np.arange(len(trace.kernels))).all()
-    pd.testing.assert_frame_equal(got.lines, eager_kernel_lines(trace))
+    if path in SAMPLE_EAGER:
+        got = transfer_lines(trace, trace)
+        assert got.coverage == 1.0
+        pd.testing.assert_frame_equal(got.lines, eager_kernel_lines(trace))
 
 
-@pytest.mark.parametrize("path", corpus_params())
-def test_a_corpus_trace_is_its_own_twin(path: Path) -> None:
-    """Real GPU traces (many streams, CUDA graphs, no steps in some): identity alignment."""
-    trace = load_trace(path)
-    twins = twin_rows(trace, trace)
-    assert (twins == np.arange(len(trace.kernels))).all()
-
-
-# made on an H200 before the runner wrote a separate lines trace: marks in the eager trace (the
-# block sample as it was; sample_traces/h200/ now holds runs with a lines trace)
+# a run whose eager trace holds the marks (no separate lines trace)
 OLD_RUN = Path(__file__).parent / "data" / "runs" / "h200-block-single-trace"
 
 
@@ -256,9 +251,8 @@ def test_an_old_run_dir_is_its_own_lines_trace() -> None:
 def test_a_run_dir_with_a_lines_trace(tmp_path: Path) -> None:
     """A run directory whose eager trace has no marks and whose run.json names a lines trace
     (built from the block sample: its eager trace stripped of marks and Python frames): the
-    pipeline gives the
-    same by-line table as the old single-trace path, and the credits stay within what the
-    measured eager trace holds."""
+    pipeline gives the same by-line table as the old single-trace path, and the credits stay
+    within what the measured eager trace holds."""
     import gzip
     import json
     import shutil
@@ -286,16 +280,23 @@ def test_a_run_dir_with_a_lines_trace(tmp_path: Path) -> None:
     old = compare_run(source)
     assert new.line_transfer is not None and new.line_transfer.coverage == 1.0
     assert old.line_transfer is None
-    assert not new.fusion.by_line.empty
+    _check_within_measured(new)
     pd.testing.assert_frame_equal(new.fusion.by_line, old.fusion.by_line)
     # without the lines trace, the same unmarked pair has no lines at all
     plain = compare(run / "eager.pt.trace.json.gz", run / "compiled.pt.trace.json.gz",
                     compile_log=run / "compile_log.jsonl.gz")  # fmt: skip
     assert plain.fusion.by_line.empty
-    measured = new.a.trace.kernels
+
+
+def _check_within_measured(result: Any) -> None:
+    """The by-line table is filled, and its credits stay within what the measured eager
+    trace holds."""
+    by_line = result.fusion.by_line
+    assert not by_line.empty
+    measured = result.a.trace.kernels
     total = measured[K.excl_dur_us].fillna(measured[K.dur_us]).sum()
-    assert new.fusion.by_line["eager_kernels"].sum() <= len(measured)
-    assert new.fusion.by_line["eager_time_us"].sum() <= total + 1e-6
+    assert by_line["eager_kernels"].sum() <= len(measured)
+    assert by_line["eager_time_us"].sum() <= total + 1e-6
 
 
 @pytest.mark.parametrize("name", ["block", "pointwise", "gpt2", "attention-train"])
@@ -308,12 +309,7 @@ def test_a_real_cuda_run_with_a_lines_trace(name: str) -> None:
     result = compare_run(run)
     assert result.line_transfer is not None
     assert result.line_transfer.coverage == 1.0
-    by_line = result.fusion.by_line
-    assert not by_line.empty
-    measured = result.a.trace.kernels
-    total = measured[K.excl_dur_us].fillna(measured[K.dur_us]).sum()
-    assert by_line["eager_kernels"].sum() <= len(measured)
-    assert by_line["eager_time_us"].sum() <= total + 1e-6
+    _check_within_measured(result)
 
 
 @pytest.mark.parametrize("name", ["h200/gpt2", "h200/graph-break", "mlp"])
