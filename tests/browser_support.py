@@ -13,7 +13,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -134,3 +134,11 @@ def new_page(browser: Any, url: str, *, width: int = 1400, height: int = 1000) -
 def tab(page: Any, view: str) -> Any:
     """The tab header of a view (Bokeh's tabs have no ARIA role)."""
     return page.locator(".bk-tab").filter(has_text=re.compile(rf"^{re.escape(view)}$"))
+
+
+def until(condition: Callable[[], bool]) -> None:
+    """Polls ``condition`` until it holds; fails after :data:`TIMEOUT_MS`."""
+    deadline = time.monotonic() + TIMEOUT_MS / 1000
+    while not condition():
+        assert time.monotonic() < deadline, "condition never held"
+        time.sleep(0.2)

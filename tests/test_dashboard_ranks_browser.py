@@ -11,7 +11,6 @@ has no errors. Screenshots go to ``test-artifacts/``.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,18 +20,17 @@ import pytest
 import traceviz
 from tests.browser_support import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    TIMEOUT_MS,
     dashboard,
+    launched_chromium,
     new_page,
     require_browser,
     served_cleanly,
     tab,
+    until,
 )
 from tests.ranks_fixtures import synthetic_job, write_ranks
 
-sync_api = require_browser()
+require_browser()
 pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
 
 from traceviz.dashboard.tabs.common import tab_class  # noqa: E402
@@ -57,13 +55,11 @@ def server(dataset: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(scope="module")
 def page(server: str) -> Iterator[Any]:
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with launched_chromium() as browser:
         page = new_page(browser, server)
         tab(page, "Ranks").wait_for()
         yield page
         page.context.close()
-        browser.close()
 
 
 def shot(page: Any, name: str) -> None:
@@ -71,11 +67,9 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"ranks-{name}.png"), full_page=True)
 
 
-def wait_for_count(locator: Any, at_least: int) -> int:
-    """Poll until ``locator`` matches ``at_least`` elements (or TIMEOUT_MS passes)."""
-    deadline = time.monotonic() + TIMEOUT_MS / 1000
-    while locator.count() < at_least and time.monotonic() < deadline:
-        time.sleep(0.1)  # a poll interval, not a guess at how long drawing takes
+def at_least(locator: Any, count: int) -> int:
+    """Once ``locator`` matches ``count`` elements or more (polled), how many it matches."""
+    until(lambda: locator.count() >= count)
     return int(locator.count())
 
 
@@ -101,13 +95,13 @@ def test_ranks_tab_comes_first_with_bars_and_the_straggler_outlined(page: Any) -
     root = page.locator(f".{tab_class('Ranks')}")
     root.wait_for()
     bars = root.locator(".js-plotly-plot .bars path")
-    assert wait_for_count(bars, 3 * WORLD) >= 3 * WORLD  # compute, transfer, wait per rank
+    at_least(bars, 3 * WORLD)  # compute, transfer, wait per rank
     colors = outlines(page)
     assert set(colors) == {str(r) for r in range(WORLD)}
     assert {r for r, c in colors.items() if c == STRAGGLER_COLOR} == {str(STRAGGLER)}
     assert f"stragglers: {STRAGGLER}" in root.locator(".gtitle").first.text_content()
     root.get_by_text(f"Rank {STRAGGLER}", exact=True).wait_for()  # its details to start with
-    assert wait_for_count(root.locator(".tabulator-row"), WORLD) >= WORLD
+    at_least(root.locator(".tabulator-row"), WORLD)
     shot(page, "ranks")
     assert page.errors == []
 
@@ -145,11 +139,11 @@ def test_two_datasets_open_on_the_comparison(
         titles = [headers.nth(i).inner_text() for i in range(headers.count())]
         assert titles == ["Compare ranks", "Ranks: slow", "Ranks: fast", "Rank trace"]
         root = pair.locator(f".{tab_class('Compare ranks')}")
-        assert wait_for_count(root.locator(".tabulator-row"), WORLD) == WORLD
+        assert at_least(root.locator(".tabulator-row"), WORLD) == WORLD
         root.get_by_text("slow → fast, rank by rank").wait_for()
         tab(pair, "Ranks: fast").click()
         drawn = pair.locator(f".{tab_class('Ranks: fast')} .js-plotly-plot .bars path")
-        assert wait_for_count(drawn, 2 * WORLD) >= 2 * WORLD  # no waiting: compute + transfer
+        at_least(drawn, 2 * WORLD)  # no waiting: compute + transfer
         shot(pair, "compare")
         assert pair.errors == []
         pair.context.close()
