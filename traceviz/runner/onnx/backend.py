@@ -12,6 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -69,8 +70,10 @@ def run_onnxruntime(job: OrtJob, directory: Path, reporter: Reporter) -> tuple[B
     eager = check.eager_tensors(job.eager_outputs)
     levels: list[_Level] = []
     if exported.path is not None:
-        names = sessions.levels() + _offline_levels(job.offline)
-        for name in names:
+        offline = (
+            [] if job.offline is None else [sessions.OFFLINE_PREFIX + job.offline.split(":", 1)[1]]
+        )
+        for name in sessions.levels() + offline:
             reporter.phase(f"onnxruntime: {name}", job.warmup + job.steps)
             level = _run_level(name, exported, job, eager, threads, provider_list, out)
             levels.append(level)
@@ -78,7 +81,9 @@ def run_onnxruntime(job: OrtJob, directory: Path, reporter: Reporter) -> tuple[B
     calls = dict(job.calls)
     for level in levels:
         if level.session is not None:
-            calls[f"onnxruntime:{level.row.name}"] = _ort_call(level.session, exported.feeds)
+            calls[f"onnxruntime:{level.row.name}"] = partial(
+                level.session.run, None, exported.feeds
+            )
     reporter.phase("latency: round-robin", job.iters)
     timed = latency.round_robin(
         calls, rounds=job.iters, warmup=job.warmup, threads=threads, sync=job.sync,
@@ -92,16 +97,6 @@ def run_onnxruntime(job: OrtJob, directory: Path, reporter: Reporter) -> tuple[B
         levels=[level.row for level in levels],
     )
     return Backends(onnxruntime=info), timed
-
-
-def _offline_levels(offline: str | None) -> list[str]:
-    if offline is None:
-        return []
-    return [sessions.OFFLINE_PREFIX + offline.split(":", 1)[1]]
-
-
-def _ort_call(session: Any, feeds: dict[str, np.ndarray]) -> Callable[[], Any]:
-    return lambda: session.run(None, feeds)
 
 
 def _run_level(
