@@ -48,13 +48,9 @@ def read_run_dir(path: Path) -> RunDir:
         compiled=compiled,
         info=run.info,
         compile_log=run.compile_log,
-        eager_lines=_separate(run.eager_lines_trace, eager),
+        # the lines trace when it is its own file (older runs name the eager trace itself)
+        eager_lines=run.eager_lines_trace if run.eager_lines_trace != eager else None,
     )
-
-
-def _separate(lines: Path | None, eager: Path) -> Path | None:
-    """The lines trace when it is its own file (older runs name the eager trace itself)."""
-    return lines if lines is not None and lines != eager else None
 
 
 def default_names(a: str, b: str) -> tuple[str, str]:

@@ -61,7 +61,8 @@ def analyse_ranks(ranks: Any, *, label: str = "") -> RanksAnalysis:
     collectives = plain(_table(ranks, "collectives"))
     kernels = plain(_table(ranks, "kernel_summary"))
     failed = getattr(ranks, "failed", None)
-    failed = plain(failed) if isinstance(failed, pd.DataFrame) else _no_failures()
+    no_failures = pd.DataFrame({"source": [], "rank": [], "error": []})
+    failed = plain(failed) if isinstance(failed, pd.DataFrame) else no_failures
     stragglers = find_stragglers(summary, collectives)
     steps = step_spread(summary)
     slow = kernel_spread(kernels)
@@ -104,10 +105,6 @@ def _table(ranks: Any, name: str) -> pd.DataFrame:
     if not isinstance(table, pd.DataFrame):
         raise UsageError(f"expected ranks with a {name!r} table (traceviz.ranks.load_ranks)")
     return table
-
-
-def _no_failures() -> pd.DataFrame:
-    return pd.DataFrame({"source": [], "rank": [], "error": []})
 
 
 def _labelled(finding: Finding, label: str) -> Finding:

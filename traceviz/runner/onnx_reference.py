@@ -303,7 +303,8 @@ def unsupported_ops(model: onnx.ModelProto, extra: Sequence[type] = ()) -> list[
         key = (node.domain, node.op_type)
         if key in known:
             continue
-        if node.domain in STANDARD_DOMAINS and onnx.defs.has(node.op_type, _domain(node.domain)):
+        domain = "" if node.domain == "ai.onnx" else node.domain
+        if node.domain in STANDARD_DOMAINS and onnx.defs.has(node.op_type, domain):
             continue
         missing.append((f"{node.domain}:{node.op_type}", node.name or node.output[0]))
     return missing
@@ -319,10 +320,6 @@ def _nodes(onnx: Any, graph: Any) -> Iterator[Any]:
             elif attribute.type == onnx.AttributeProto.GRAPHS:
                 for sub in attribute.graphs:
                     yield from _nodes(onnx, sub)
-
-
-def _domain(domain: str) -> str:
-    return "" if domain == "ai.onnx" else domain
 
 
 def reference_outputs(
