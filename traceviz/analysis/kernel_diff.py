@@ -79,21 +79,12 @@ def kernel_diff(a: pd.DataFrame, b: pd.DataFrame, *, by: Group = "kernel") -> pd
 def _side(kernels: pd.DataFrame, column: str) -> pd.DataFrame:
     """``calls`` and ``time_us`` per value of ``column`` (a missing launching op is its own
     key, :data:`NO_OP`, so no activity is dropped)."""
-    time = kernels[Kernels.excl_dur_us].astype(float).fillna(0.0)
+    time = kernels[Kernels.excl_dur_us].astype(float).fillna(0.0).to_numpy()
     values = kernels[column]
-    if isinstance(values.dtype, pd.CategoricalDtype):
-        return _side_by_codes(values, time.to_numpy())
-    keys = values.astype(object).where(values.notna(), NO_OP).astype(str)
-    frame = pd.DataFrame({"key": keys.to_numpy(), "time_us": time.to_numpy()})
-    grouped = frame.groupby("key", sort=False)
-    return pd.DataFrame({"calls": grouped.size(), "time_us": grouped["time_us"].sum()})
-
-
-def _side_by_codes(values: pd.Series, time: np.ndarray) -> pd.DataFrame:
-    """:func:`_side` of a categorical column without a text per row: each category spelled
-    once (a missing value as :data:`NO_OP`; categories spelled alike share a key), the rows
-    grouped by key number in order of first appearance, as grouping the texts does, so the
-    sums add the same values in the same order (calls counted by ``bincount``)."""
+    if not isinstance(values.dtype, pd.CategoricalDtype):
+        values = values.astype("category")
+    # each category spelled once (categories spelled alike share a key), the rows grouped by
+    # key number in order of first appearance (calls counted by ``bincount``)
     labels = [str(c) for c in values.cat.categories] + [NO_OP]
     spelled, key_of_label = pd.factorize(pd.Index(labels, dtype=object))
     codes = values.cat.codes.to_numpy().astype(np.int64)

@@ -9,7 +9,7 @@ device time and the op that launched most of its calls.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,9 +17,6 @@ import pandas as pd
 from traceviz import schema
 from traceviz.analysis.kernels import Classified
 from traceviz.schema import Kernels
-
-if TYPE_CHECKING:
-    from pandas.api.typing import DataFrameGroupBy
 
 __all__ = ["TOP_KERNELS_DTYPES", "TopKernels", "top_kernels"]
 
@@ -55,48 +52,23 @@ def top_kernels(sides: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFrame:
     """One row per (trace, kernel name) of each ``(name, classified kernels)`` pair, largest
     ``time_us`` first (columns :class:`TopKernels`)."""
     parts = [_one(name, kernels) for name, kernels in sides]
-    if not parts:
-        return schema.conform(pd.DataFrame({c: [] for c in TOP_KERNELS_DTYPES}),
-                              TOP_KERNELS_DTYPES)  # fmt: skip
-    if all(isinstance(p, dict) for p in parts):  # columns as arrays: one frame, no concat
-        columns = {c: np.concatenate([p[c] for p in parts]) for c in TOP_KERNELS_DTYPES}
-        table = pd.DataFrame(columns)
-    else:
-        frames = [p if isinstance(p, pd.DataFrame) else pd.DataFrame(p) for p in parts]
-        table = pd.concat(frames, ignore_index=True)
-    table = table.sort_values(TopKernels.time_us, ascending=False, ignore_index=True)
+    columns: dict[str, Any] = {
+        c: np.concatenate([p[c] for p in parts]) if parts else [] for c in TOP_KERNELS_DTYPES
+    }
+    table = pd.DataFrame(columns).sort_values(
+        TopKernels.time_us, ascending=False, ignore_index=True
+    )
     return schema.conform(table, TOP_KERNELS_DTYPES)
 
 
-def _one(name: str, k: pd.DataFrame) -> pd.DataFrame | dict[str, np.ndarray]:
-    """One trace's rows: by the kernel names' category codes when the names, kinds, sources
-    and ops are categoricals (:func:`_one_by_codes`), else by pandas' groupby."""
-    columns = (Kernels.name, Classified.kind, Classified.source, Kernels.op_name)
-    if all(isinstance(k[c].dtype, pd.CategoricalDtype) for c in columns):
-        return _one_by_codes(name, k)
-    grouped = k.groupby(Kernels.name, observed=True, sort=False)
-    total = float(np.nansum(k[Kernels.excl_dur_us].to_numpy(dtype=float))) or 1.0
-    table = pd.DataFrame(
-        {
-            TopKernels.kind: grouped[Classified.kind].first().astype(str),
-            TopKernels.source: grouped[Classified.source].first().astype(str),
-            TopKernels.calls: grouped.size(),
-            TopKernels.time_us: grouped[Kernels.excl_dur_us].sum(),
-            TopKernels.launched_by: _launched_by(k, grouped),
-        }
-    )
-    table[TopKernels.mean_us] = table[TopKernels.time_us] / table[TopKernels.calls]
-    table[TopKernels.share_pct] = (100.0 * table[TopKernels.time_us] / total).round(1)
-    table.index = table.index.astype(str)
-    return table.rename_axis(TopKernels.kernel).reset_index().assign(**{TopKernels.trace: name})
-
-
-def _one_by_codes(name: str, k: pd.DataFrame) -> dict[str, np.ndarray]:
-    """:func:`_one` of categorical columns, as arrays (:data:`TOP_KERNELS_DTYPES`' columns):
-    kernel names in order of first appearance (as pandas' unsorted groupby orders them), each
+def _one(name: str, k: pd.DataFrame) -> dict[str, np.ndarray]:
+    """One trace's rows by category codes (text columns made categoricals), as arrays
+    (:data:`TOP_KERNELS_DTYPES`' columns): kernel names in order of first appearance, each
     name's kind and source those of its first call with one (pandas' ``first``), each label
-    spelled once per category instead of once per row. Calls, device time (pandas' sum, so
-    the same bits) and the launching op as :func:`_launched_by` counts them."""
+    spelled once per category instead of once per row. Calls, device time and the launching
+    op that launched most of each name's calls."""
+    text = [c for c in _COLUMNS if not isinstance(k[c].dtype, pd.CategoricalDtype)]
+    k = k.astype(dict.fromkeys(text, "category"))
     names = k[Kernels.name]
     codes = names.cat.codes.to_numpy()
     rows = np.flatnonzero(codes >= 0)
@@ -122,6 +94,9 @@ def _one_by_codes(name: str, k: pd.DataFrame) -> dict[str, np.ndarray]:
     }
 
 
+_COLUMNS = (Kernels.name, Classified.kind, Classified.source, Kernels.op_name)
+
+
 def _first_labels(
     values: pd.Series, name_codes: np.ndarray, order: np.ndarray, first_rows: np.ndarray
 ) -> np.ndarray:
@@ -140,7 +115,8 @@ def _first_labels(
 
 
 def _launched_by_codes(names: pd.Series, ops: pd.Series, order: np.ndarray) -> np.ndarray:
-    """:func:`_launched_by` of categorical names and ops, per name code of ``order``."""
+    """Per name code of ``order``, the op that launched most of its calls (categorical names
+    and ops)."""
     name_codes = names.cat.codes.to_numpy().astype(np.int64)
     op_codes = ops.cat.codes.to_numpy().astype(np.int64)
     n_ops = max(len(ops.cat.categories), 1)
@@ -176,19 +152,6 @@ def _most_common_pairs(
     best = {n: o for n, o, t in zip(names, ops, tie.tolist(), strict=True) if not t}
     tied = {n for n, t in zip(names, tie.tolist(), strict=True) if t}
     return best, tied
-
-
-def _launched_by(k: pd.DataFrame, grouped: DataFrameGroupBy) -> pd.Series:
-    """Per kernel name (``grouped``'s order), the op that launched most of its calls: on the
-    category codes of both columns at once when both are categoricals
-    (:func:`_launched_by_codes`), else :func:`_most_common` per name."""
-    names, ops = k[Kernels.name], k[Kernels.op_name]
-    categorical = (isinstance(c.dtype, pd.CategoricalDtype) for c in (names, ops))
-    if not all(categorical):
-        return grouped[Kernels.op_name].agg(_most_common)
-    order = grouped.size().index
-    wanted = pd.Categorical(order, categories=names.cat.categories).codes.astype(np.int64)
-    return pd.Series(_launched_by_codes(names, ops, wanted), index=order, dtype=object)
 
 
 def _pair_counts(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
