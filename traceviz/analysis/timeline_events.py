@@ -70,8 +70,8 @@ def window_events(
     lts = launches[Launches.ts_us].to_numpy(dtype=float)
     blocking = np.zeros(len(launches), dtype=bool)
     blocking[side.launch.blocking.calls[BlockingColumns.launch_row].to_numpy(dtype=np.int64)] = True
-    pick = (lts >= start) & (lts < end)
-    pick &= _isin(launches[Launches.launch_class], launch_classes) | blocking
+    launched = launches[Launches.launch_class].isin(list(launch_classes)).to_numpy(dtype=bool)
+    pick = (lts >= start) & (lts < end) & (launched | blocking)
     picked = np.flatnonzero(pick)
 
     def lcol(name: str) -> pd.Series:
@@ -99,14 +99,6 @@ def _texts(values: pd.Series, missing: str | float = np.nan) -> np.ndarray:
         return values.astype(object).fillna(missing).astype(str).to_numpy()
     spelled = np.array([*(str(c) for c in values.cat.categories), missing], dtype=object)
     return spelled[values.cat.codes.to_numpy()]  # code -1 (missing): the last
-
-
-def _isin(values: pd.Series, wanted: Collection[str]) -> np.ndarray:
-    """``values.isin(list(wanted)).to_numpy()``; a categorical's test made per category."""
-    if not isinstance(values.dtype, pd.CategoricalDtype):
-        return values.isin(list(wanted)).to_numpy()
-    per_category = np.append(values.cat.categories.isin(list(wanted)), False)
-    return per_category[values.cat.codes.to_numpy()]
 
 
 def _regions(side: Side, start: float, end: float) -> pd.DataFrame:

@@ -139,8 +139,7 @@ def _nested(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
 
     ``frame`` is in lane order (each lane's rows together, as :func:`timeline`, the one caller,
     sorts them): each lane's running maximum end before a row (missing ends skipped) is taken on
-    its own stretch of rows, with NumPy. (A pandas form for rows in any order went in issue 26:
-    no caller has such rows.)"""
+    its own stretch of rows, with NumPy."""
     lane = frame[Lane.lane].to_numpy()
     end = frame[Lane.end].to_numpy(dtype=float)
     nested = np.zeros(len(frame), dtype=bool)
@@ -161,7 +160,7 @@ def _nested(frame: pd.DataFrame) -> npt.NDArray[np.bool_]:
 def _texts(column: pd.Series, order: npt.NDArray[np.intp]) -> Any:
     """``column``'s values at ``order``, as the text column pandas makes of them (its ``str``
     dtype; an object array where it would keep one). A categorical of text categories is taken
-    by code from its few categories (was an object array of every row, inferred text by text)."""
+    by code from its few categories."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         cats = column.cat.categories
         text = _text_array(np.asarray(cats, dtype=object))
@@ -192,19 +191,11 @@ def _ordered_labels(trace: Trace, kernels: pd.DataFrame, order: npt.NDArray[np.i
     text = _text_array(np.concatenate([name_cats, np.asarray(ops.cat.categories, dtype=object)]))
     name_codes = names.cat.codes.to_numpy()[order].astype(np.int64)
     op_codes = ops.cat.codes.to_numpy()[order].astype(np.int64)
-    by_op = _isin(kernels[Classified.source], _OP_LABEL_SOURCES)[order]
+    by_op = kernels[Classified.source].isin(_OP_LABEL_SOURCES).to_numpy(dtype=bool)[order]
     codes = np.where(by_op & (op_codes >= 0), op_codes + len(name_cats), name_codes)
     if text is None or not (codes >= 0).any():
         return _labels(trace, kernels)[order]
     return text.take(codes, allow_fill=True)
-
-
-def _isin(column: pd.Series, values: tuple[str, ...]) -> npt.NDArray[np.bool_]:
-    """Per row, whether ``column``'s value is one of ``values`` (by code when categorical)."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        hit = np.append(column.cat.categories.isin(values), False)  # code −1: missing
-        return np.asarray(hit[column.cat.codes.to_numpy()], dtype=bool)
-    return column.astype(object).isin(values).to_numpy(dtype=bool)
 
 
 def _labels(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
@@ -225,15 +216,11 @@ def data_keys(trace: Trace, kernels: pd.DataFrame) -> npt.NDArray[np.object_]:
     out = np.full(len(kernels), None, dtype=object)
     known = np.isfinite(op_rows) & (op_rows >= 0) & (op_rows < len(dims))
     rows = op_rows[known].astype(np.int64)
-    # Each distinct shapes text is parsed once, then spread back to the kernels.
-    if isinstance(dims.dtype, pd.CategoricalDtype):  # by code: no text per kernel
-        codes = dims.cat.codes.to_numpy()[rows].astype(np.int64)
-        texts = dims.cat.categories
-        used = np.unique(codes[codes >= 0])
-        keys = np.full(len(texts) + 1, None, dtype=object)  # the last: a missing text (−1)
-        keys[used] = [largest_shape(d) if isinstance(d, str) else None for d in texts[used]]
-        out[known] = keys[codes] if len(codes) else []
-        return out
+    # each distinct shapes text parsed once, then spread back to the kernels
+    codes, texts = pd.factorize(dims.iloc[rows], use_na_sentinel=False)
+    keys = np.array([largest_shape(d) if isinstance(d, str) else None for d in texts], dtype=object)
+    out[known] = keys[codes] if len(codes) else []
+    return out
     codes, texts = pd.factorize(dims.iloc[rows].to_numpy(dtype=object), use_na_sentinel=False)
     keys = np.array([largest_shape(d) if isinstance(d, str) else None for d in texts], dtype=object)
     out[known] = keys[codes] if len(codes) else []
