@@ -192,36 +192,29 @@ def torch_trace_dir(run: str, out: Path, *, provenance: bool) -> Path:
     return folder
 
 
+@pytest.mark.parametrize("provenance", [False, True])
 @pytest.mark.parametrize("form", [jsonl_log, torch_trace_dir])
-def test_compile_log_without_provenance_says_so(form, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    log = form("block", tmp_path, provenance=False)
-    pair = (
-        SAMPLES / "block" / "eager.pt.trace.json.gz",
-        SAMPLES / "block" / "compiled.pt.trace.json.gz",
-    )
-    report = traceviz.compare(*pair, names=("eager", "compiled"), compile_log=log, load=_load)
-    found = [f for f in report.findings if f.id == NO_PROVENANCE_ID]
-    assert len(found) == 1
-    assert PROVENANCE_SETTING in found[0].next_step
-    assert "TORCH_TRACE" in found[0].next_step
-    assert found[0].severity == "warning"
-    # the fusion map is the name-match it would be without the log: said, not silent
-    assert set(report.fusion.kernels["basis"].astype(str)) == {"name-match"}
-
-
-@pytest.mark.parametrize("form", [jsonl_log, torch_trace_dir])
-def test_compile_log_with_provenance_has_no_warning(form, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    log = form("block", tmp_path, provenance=True)
-    pair = (
-        SAMPLES / "block" / "eager.pt.trace.json.gz",
-        SAMPLES / "block" / "compiled.pt.trace.json.gz",
-    )
-    lines = SAMPLES / "block" / "eager_lines.pt.trace.json.gz"
+def test_compile_log_says_when_it_has_no_provenance(form, provenance: bool, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Without provenance: one warning naming the setting, and the fusion map is the
+    name-match it would be without the log (said, not silent); with it: no warning."""
+    log = form("block", tmp_path, provenance=provenance)
+    block = SAMPLES / "block"
     report = traceviz.compare(
-        *pair, names=("eager", "compiled"), compile_log=log, load=_load, eager_lines=lines
+        block / "eager.pt.trace.json.gz",
+        block / "compiled.pt.trace.json.gz",
+        names=("eager", "compiled"),
+        compile_log=log,
+        load=_load,
+        eager_lines=block / "eager_lines.pt.trace.json.gz" if provenance else None,
     )
-    assert NO_PROVENANCE_ID not in {f.id for f in report.findings}
-    assert "compiler" in set(report.fusion.kernels["basis"].astype(str))
+    found = [f for f in report.findings if f.id == NO_PROVENANCE_ID]
+    bases = set(report.fusion.kernels["basis"].astype(str))
+    if provenance:
+        assert not found and "compiler" in bases
+        return
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert PROVENANCE_SETTING in found[0].next_step and "TORCH_TRACE" in found[0].next_step
+    assert bases == {"name-match"}
 
 
 def test_cli_compile_log_without_provenance_prints_the_setting(tmp_path: Path) -> None:
