@@ -1,7 +1,5 @@
 """A run's result as rich text: timings, compile, correctness, Dynamo facts, memory, files.
 
-(Rendering belongs with :mod:`traceviz.report`; this module is a candidate to move there.)
-
 Problems (a failed compilation, compiled outputs that differ from eager) are shown in a red
 panel first, so they cannot be missed.
 """
@@ -87,7 +85,9 @@ def facts_text(info: RunInfo) -> Group:
     """Compile, correctness, Dynamo and memory facts, one line each (breaks indented)."""
     lines = [_compile_line(info), _correctness_line(info), _dynamo_line(info)]
     lines += [
-        Text(f"    graph break: {b.reason}" + (f"  ({_where(b.file, b.line)})" if b.file else ""))
+        Text(
+            f"    graph break: {b.reason}" + (f"  ({Path(b.file).name}:{b.line})" if b.file else "")
+        )
         for b in info.dynamo.graph_breaks
     ]
     lines += [
@@ -203,7 +203,3 @@ def next_steps(run: Run) -> Text:
             f"      traceviz compare {directory} --format html -o report.html",
         ]
     return Text("\n".join(lines), style="bold")
-
-
-def _where(file: str | None, line: int | None) -> str:
-    return f"{Path(file).name}:{line}" if file else "?"

@@ -100,7 +100,7 @@ def graph_breaks(explained: Any) -> list[GraphBreak]:
             text = next((m for m in messages if location in m), text)
         breaks.append(
             GraphBreak(
-                reason=_first_line(text),
+                reason=first_line(text),
                 detail=text[:_MAX_DETAIL],
                 file=frame.filename if frame else None,
                 line=frame.lineno if frame else None,
@@ -146,7 +146,7 @@ def _compile_record(metrics: Any) -> CompileRecord:
         compile_time_s=metrics.entire_frame_compile_time_s,
         recompile_reason=metrics.recompile_reason,
         fail_type=metrics.fail_type,
-        fail_reason=_first_line(metrics.fail_reason) if metrics.fail_reason else None,
+        fail_reason=first_line(metrics.fail_reason) if metrics.fail_reason else None,
     )
 
 
@@ -166,14 +166,15 @@ def _counter(category: str) -> dict[str, int]:
 def _first_lines(counts: dict[str, int]) -> dict[str, int]:
     out: dict[str, int] = {}
     for message, count in counts.items():
-        key = _first_line(str(message))
+        key = first_line(str(message))
         out[key] = out.get(key, 0) + int(count)
     return out
 
 
-def _first_line(text: str) -> str:
+def first_line(text: str) -> str:
+    """The first line of ``text`` with content, stripped, cut to 300 characters."""
     lines = text.strip().splitlines()
-    return lines[0][:300] if lines else ""
+    return lines[0].strip()[:300] if lines else ""
 
 
 def _jsonable(values: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,6 @@ HostPeaks`). A peak is the best seen, so each figure is the best of a few timed 
   per call; bfloat16 too where the CPU has bfloat16 instructions (``avx512_bf16``,
   ``amx_bf16``, Arm ``bf16``) and the bfloat16 GEMM is at least as fast as the float32 one
   (slower means it is converted on the way: not a bfloat16 roof, left out).
-
-On the 2-core AMD EPYC VM of the sample runs it takes about 1.5 s: 27 GB/s, 0.14 TFLOP/s FP32,
-0.38 TFLOP/s BF16 with 2 threads.
 """
 
 from __future__ import annotations

@@ -654,15 +654,10 @@ def _run_error(phase: str, err: BaseException) -> RunError:
     return RunError(
         phase=phase,
         type=type(root).__name__,
-        message=_first_line(str(root)),
+        message=dynamo.first_line(str(root)),
         detail=str(err)[:4000],
     )
 
 
 def _one_line(err: BaseException) -> str:
-    return f"{type(err).__name__}: {_first_line(str(err))}"
-
-
-def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[0][:300] if lines else ""
+    return f"{type(err).__name__}: {dynamo.first_line(str(err))}"
