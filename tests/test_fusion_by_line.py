@@ -6,19 +6,24 @@ it (both ways); a hand-made case's figures worked out by hand; group_sums is pan
 sum. Every compiled kernel the compiler's provenance ties to a line counts there, credited or
 not (the H200 gpt2 line pytorch_utils.py:119 holds its cuBLAS GEMM, split-K reduction and
 cutlass GEMM). ``fused_with`` names only lines that share an Inductor-generated kernel: a
-library call shared by name (``aten::addmm``) is no fusion."""
+library call shared by name (``aten::addmm``) is no fusion. The credits through the source
+lines (``line_pairs``) on real runs, with half of each run's eager lines made loose (naming
+only their function): each pair shares a line (or function) with its kernel, once, and each
+credit is one of its instance's pairs. A row's kernel names are read back whole, commas of a
+demangled library name and all."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-import traceviz
-from tests.conftest import CORPUS, SAMPLES, load_trace
+from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace
 from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
 from traceviz.analysis.fusion import lines as fusion_lines
 from traceviz.analysis.fusion.by_line import _measured, group_sums, lines_table_rows
@@ -32,11 +37,14 @@ from traceviz.analysis.fusion.lines import (
     split_kernel_names,
     with_uncredited,
 )
+from traceviz.analysis.fusion.lines_pairs import line_pairs
 from traceviz.analysis.fusion.match import Credits, Outcome, credit_eager_kernels
 from traceviz.analysis.inductor_names import fused_kernel_ops
 from traceviz.analysis.kernels import classify
-from traceviz.pipeline import compare
-from traceviz.rundir import read_run_dir
+from traceviz.analysis.onnx.fusion import _line_kernels
+from traceviz.pipeline import compare_run
+from traceviz.report.perfetto import _lines_of_kernels
+from traceviz.rundir import is_run_dir, read_run_dir
 from traceviz.schema import ActivityKind, Kernels
 from traceviz.trace import Trace
 
@@ -69,13 +77,20 @@ def _checked(credits: pd.DataFrame, classified: pd.DataFrame, lines: LineRecord)
     return table
 
 
-def _run(run: str) -> tuple[Trace, pd.DataFrame, pd.DataFrame, LineRecord]:
-    """A sample run's eager trace, credits (the compiler's first), classified compiled
-    kernels and source lines."""
+def run_evidence(run: str) -> tuple[Trace, Trace, pd.DataFrame | None, LineRecord | None]:
+    """A sample run's eager and compiled traces, and what ``fusion_evidence`` reads from its
+    compile log and lines trace: the compiler's credits and the source lines."""
     r = read_run_dir(SAMPLES / run)
     eager, compiled = load_trace(r.eager), load_trace(r.compiled)
     marked = load_trace(r.eager_lines) if r.eager_lines else None
     compiler, lines = fusion_evidence(eager, compiled, read_log(r.compile_log), eager_lines=marked)
+    return eager, compiled, compiler, lines
+
+
+def _run(run: str) -> tuple[Trace, pd.DataFrame, pd.DataFrame, LineRecord]:
+    """A sample run's eager trace, credits (the compiler's first), classified compiled
+    kernels and source lines."""
+    eager, compiled, compiler, lines = run_evidence(run)
     if lines is None:
         pytest.skip("no source lines in this run")
     classified = classify(compiled)
@@ -327,23 +342,13 @@ def test_an_uncredited_kernel_is_split_evenly_over_its_lines() -> None:
 RUNS = sorted(p.name for p in SAMPLES.iterdir() if (p / "run.json").exists())
 
 
-def _by_line(run: str):  # type: ignore[no-untyped-def]
-    rundir = read_run_dir(SAMPLES / run)
-    comparison = compare(
-        traceviz.load(rundir.eager), traceviz.load(rundir.compiled),
-        names=("eager", "compiled"), run_info=rundir.info, compile_log=rundir.compile_log,
-        eager_lines=rundir.eager_lines,  # the run's lines trace: its eager trace has no marks
-    )  # fmt: skip
-    return comparison.fusion.by_line
-
-
 def _kernels(text: str) -> set[str]:
     return {k for k in str(text).split(", ") if k}
 
 
 @pytest.mark.parametrize("run", RUNS)
 def test_fused_with_lines_share_a_generated_kernel(run: str) -> None:
-    table = _by_line(run)
+    table = compare_run(SAMPLES / run).fusion.by_line
     kernels = {
         f"{f}:{n}": _kernels(k)
         for f, n, k in zip(table["file"], table["line"], table["compiled_kernels"], strict=True)
@@ -355,10 +360,132 @@ def test_fused_with_lines_share_a_generated_kernel(run: str) -> None:
 
 
 def test_attention_projection_lines_are_not_fused_with_the_mlp_line() -> None:
-    table = _by_line("attention")
+    table = compare_run(SAMPLES / "attention").fusion.by_line
     qkv = table[table["code"].str.contains("self.qkv(x)", regex=False)]
     assert len(qkv) == 1
     assert "aten::addmm" in qkv["compiled_kernels"].iloc[0]  # it shares addmm with other lines
     mlp_line = table[table["code"].str.contains("self.fc2(", regex=False)]
     spot = f"{mlp_line['file'].iloc[0]}:{int(mlp_line['line'].iloc[0])}"
     assert spot not in qkv["fused_with"].iloc[0]
+
+
+CREDIT_RUNS = ["h200/gpt2", "h200/graph-break", "h200/attention-train", "block"]
+
+
+def _loose(lines: LineRecord) -> LineRecord:
+    eager = lines.eager.copy()
+    eager["exact"] = [i % 2 == 0 for i in range(len(eager))]
+    return dataclasses.replace(lines, eager=eager)
+
+
+def _expected_pairs(located: pd.DataFrame, held: pd.DataFrame) -> set[tuple[int, str]]:
+    """Every (instance, kernel) sharing a line, or a function for a loose eager line."""
+    on_line = set(zip(held["kernel"], held["file"], held["line"], strict=True))
+    on_function = set(zip(held["kernel"], held["file"], held["function"], strict=True))
+    kernels = set(held["kernel"])
+    found = set()
+    for row in located.itertuples(index=False):
+        exact = bool(getattr(row, "exact", True))
+        for kernel in kernels:
+            if (kernel, row.file, row.line if exact else None) in on_line or (
+                not exact and (kernel, row.file, row.function) in on_function
+            ):
+                found.add((int(row.i), str(kernel)))
+    return found
+
+
+@pytest.mark.parametrize("run", CREDIT_RUNS)
+def test_credits_follow_the_line_pairs(run: str) -> None:
+    eager, compiled, _, lines = run_evidence(run)
+    if lines is None or lines.compiled.empty:
+        pytest.skip("no compiled source lines in this run")
+    for record in (lines, _loose(lines)):
+        located = record.eager.assign(i=range(len(record.eager)))
+        pairs = line_pairs(located, record.compiled)
+        assert len(pairs) == len(set(pairs))  # each pair once
+        assert set(pairs) == _expected_pairs(located, record.compiled)
+        credits = fusion_lines.compiler_credits(eager, compiled, record)
+        assert len(credits) and credits["eager_row"].is_unique
+        assert credits["confidence"].between(0, 1, inclusive="right").all()
+        row_of = dict(zip(record.eager["eager_row"], located["i"], strict=True))
+        allowed = {(row, k) for row, i in row_of.items() for j, k in pairs if j == i}
+        credited = zip(credits["eager_row"], credits["kernel"], strict=True)
+        assert all((int(row), str(k)) in allowed for row, k in credited)
+
+
+@pytest.mark.parametrize("run", CREDIT_RUNS)
+def test_compiled_lines_once_per_kernel_line(run: str) -> None:
+    r = read_run_dir(SAMPLES / run)
+    compiled, log = load_trace(r.compiled), read_log(r.compile_log)
+    if log is None:
+        pytest.skip("no compile log")
+    held, ops = fusion_lines._compiled_lines(compiled, log)
+    assert len(held) and not held.duplicated(["kernel", "file", "line"]).any()
+    assert set(held["kernel"]) <= set(compiled.kernels["name"].astype(str))
+    logged = set(zip(log.lines["file"], log.lines["line"], strict=True))
+    assert set(zip(held["file"], held["line"], strict=True)) <= logged
+    assert set(held["kernel"]) <= set(ops)
+    # a log whose lines name no kernel of this trace: the empty table, the same columns
+    empty = dataclasses.replace(log, lines=log.lines.head(0))
+    none = fusion_lines._compiled_lines(compiled, empty)[0]
+    assert none.empty
+    pd.testing.assert_series_equal(none.dtypes, held.dtypes)
+
+
+RUNS_WITH_COMMA_NAMES = ["attention-train", "gpt2", "gpt2-reduce-overhead"]
+
+
+def _traces() -> list[Path]:
+    samples = sorted(SAMPLES.rglob("*.json")) + sorted(SAMPLES.rglob("*.json.gz"))
+    return [p for p in samples if "trace" in p.name] + corpus_files()
+
+
+@pytest.mark.parametrize("path", _traces(), ids=lambda p: p.name)
+def test_every_real_kernel_name_survives_a_join(path: Path) -> None:
+    names = sorted(set(load_trace(path).kernels[Kernels.name].astype(str)))
+    names = [n.strip() for n in names if n.strip()]
+    assert split_kernel_names(", ".join(names)) == names
+
+
+def test_commas_inside_brackets_do_not_part_names() -> None:
+    joined = "triton_poi_fused_add_0, void k<4, F<float>, A<char*, 1> >(int, F<float>), mm"
+    assert split_kernel_names(joined) == [
+        "triton_poi_fused_add_0",
+        "void k<4, F<float>, A<char*, 1> >(int, F<float>)",
+        "mm",
+    ]
+    assert split_kernel_names("") == split_kernel_names(None) == []
+    assert split_kernel_names(float("nan")) == []
+
+
+@pytest.mark.parametrize("run", RUNS_WITH_COMMA_NAMES)
+def test_line_lookups_keep_library_kernel_names_whole(run: str) -> None:
+    path = SAMPLES / "h200" / run
+    if not is_run_dir(path):
+        pytest.skip(f"{path} not found")
+    comparison = compare_run(path).comparison
+    by_line: pd.DataFrame = comparison.fusion.by_line
+    compiled = set(comparison.b.trace.kernels[Kernels.name].astype(str))
+    named = {k for cell in by_line[ByLine.compiled_kernels] for k in split_kernel_names(cell)}
+    assert any("," in name for name in named)  # the case this test is about
+    assert named <= compiled  # every name read back is a kernel of the compiled trace
+    assert set(_lines_of_kernels(by_line)) == named  # the Perfetto overlay
+    assert set().union(*_line_kernels(by_line).values()) == named  # ONNX cross-fusion
+
+
+def test_dashboard_line_explanation_lists_whole_names() -> None:
+    import html
+
+    pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+    from traceviz.dashboard.tabs.fusion import explain_line
+
+    path = SAMPLES / "h200" / "gpt2"
+    if not is_run_dir(path):
+        pytest.skip(f"{path} not found")
+    comparison = compare_run(path).comparison
+    by_line = comparison.fusion.by_line
+    rows = [r for _, r in by_line.iterrows() if "," in str(r[ByLine.compiled_kernels])]
+    for row in rows:
+        shown = explain_line(comparison, row)
+        for name in split_kernel_names(row[ByLine.compiled_kernels]):
+            assert f"<li>{html.escape(name)}" in shown

@@ -18,15 +18,20 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES, op
+from tests.real_data import measured_kernel_us
 from traceviz import cli
 from traceviz.analysis.fusion.fusion_map import FusionKernels, fusion_map
-from traceviz.analysis.fusion.lines import ByLine, LineRecord, compiler_credits, lines_table
+from traceviz.analysis.fusion.lines import (
+    ByLine,
+    LineRecord,
+    compiler_credits,
+    lines_table,
+)
 from traceviz.analysis.fusion.match import Credits
 from traceviz.analysis.kernels import classify
 from traceviz.parse.compile_log import is_library
 from traceviz.pipeline import compare_run
 from traceviz.rundir import is_run_dir
-from traceviz.schema import ActivityKind, Kernels
 
 
 def sample_dirs() -> list[Path]:
@@ -37,20 +42,13 @@ def sample_dirs() -> list[Path]:
     )
 
 
-def kernel_time(trace: traceviz.Trace) -> pd.Series:
-    """Measured exclusive time per kernel name."""
-    k = trace.kernels[trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value]
-    time = k[Kernels.excl_dur_us].fillna(k[Kernels.dur_us]).fillna(0.0)
-    return time.groupby(k[Kernels.name].astype(str)).sum()
-
-
 def assert_lines_conserve(comparison: traceviz.Comparison) -> None:
     """by_line credits add up to at most what each side measured."""
     by_line, fusion = comparison.fusion.by_line, comparison.fusion
     assert int(by_line[ByLine.eager_kernels].sum()) <= fusion.eager_kernel_count
-    eager_total = float(kernel_time(comparison.a.trace).sum())
+    eager_total = measured_kernel_us(comparison.a.trace.kernels)
     assert float(by_line[ByLine.eager_time_us].sum()) <= eager_total * (1 + 1e-9)
-    compiled_total = float(kernel_time(comparison.b.trace).sum())
+    compiled_total = measured_kernel_us(comparison.b.trace.kernels)
     assert float(by_line[ByLine.compiled_time_us].sum()) <= compiled_total * (1 + 1e-9) + 1e-6
     assert not by_line.duplicated([ByLine.file, ByLine.line]).any()
 
@@ -73,11 +71,6 @@ def test_sample_runs_use_the_compilers_record(path: Path) -> None:
         text = Path(file).read_text().splitlines()[int(line) - 1].strip()
         assert text == code
     assert_lines_conserve(comparison)
-
-
-def test_sample_runs_missing() -> None:
-    if not sample_dirs():
-        pytest.skip("no sample run with a compile log (sample_traces/make.sh makes them)")
 
 
 # --- lines_table on hand-made credits ------------------------------------------------------
