@@ -31,9 +31,10 @@ NOT_PORTABLE = re.compile(
 )
 
 
-def execute(path: Path, cwd: Path) -> tuple[object, float]:
-    """Run ``path`` top to bottom in a fresh kernel whose working directory is ``cwd``."""
-    notebook = nbformat.read(path, as_version=4)
+def ran(name: str, cwd: Path) -> list[dict]:
+    """The outputs of notebook ``name`` run top to bottom in a fresh kernel whose working
+    directory is ``cwd``, none of them an error."""
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = nbclient.NotebookClient(
         notebook,
         timeout=TIMEOUT_S,
@@ -42,7 +43,10 @@ def execute(path: Path, cwd: Path) -> tuple[object, float]:
     )
     start = time.monotonic()
     client.execute()  # raises CellExecutionError naming the cell on the first error
-    return notebook, time.monotonic() - start
+    print(f"{name} ran in {time.monotonic() - start:.1f} s")
+    found = outputs(notebook)
+    assert not [o for o in found if o.get("output_type") == "error"]
+    return found
 
 
 def outputs(notebook: object) -> list[dict]:
@@ -51,66 +55,46 @@ def outputs(notebook: object) -> list[dict]:
 
 def test_quickstart(tmp_path: Path) -> None:
     pytest.importorskip("torch", reason="the quickstart runs a model: needs the runner extra")
-    notebook, seconds = execute(NOTEBOOKS / "quickstart.ipynb", tmp_path)
-    found = outputs(notebook)
-    assert not [o for o in found if o.get("output_type") == "error"]
-    text = str(found)
+    text = str(ran("quickstart.ipynb", tmp_path))
     assert ("speedup" in text and "application/vnd.plotly" in text) or "plotly" in text
-    print(f"quickstart ran in {seconds:.1f} s")
 
 
 def test_diagnose_gpu_trace(tmp_path: Path) -> None:
     import traceviz
     from traceviz.report.views import headline
 
-    notebook, seconds = execute(NOTEBOOKS / "diagnose_gpu_trace.ipynb", tmp_path)
-    found = outputs(notebook)
-    assert not [o for o in found if o.get("output_type") == "error"]
+    found = ran("diagnose_gpu_trace.ipynb", tmp_path)
     # the headline the notebook printed is the sample run's, as traceviz.compare gives it
     want = headline(traceviz.compare(SAMPLES / "h200" / "gpt2-reduce-overhead"))
     printed = "".join(o.get("text", "") for o in found if o.get("output_type") == "stream")
     assert want and all(line in printed for line in want)
-    print(f"diagnose_gpu_trace ran in {seconds:.1f} s")
 
 
 def test_custom_fusion(tmp_path: Path) -> None:
     pytest.importorskip("onnx", reason="the ONNX extra: pip install 'traceviz[onnx]'")
     pytest.importorskip("onnxruntime", reason="the ONNX extra: pip install 'traceviz[onnx]'")
-    notebook, seconds = execute(NOTEBOOKS / "custom_fusion.ipynb", tmp_path)
-    found = outputs(notebook)
-    assert not [o for o in found if o.get("output_type") == "error"]
-    text = str(found)
+    text = str(ran("custom_fusion.ipynb", tmp_path))
     # the notebook asserts its checks; these say the cells that print them ran
     assert "fused vs unfused: max abs diff 0" in text
     assert "UnsupportedOpError: example.fusions:AddEye" in text
     assert "com.microsoft" in text and "FusedMatMul" in text
-    print(f"custom_fusion ran in {seconds:.1f} s")
 
 
 def test_ranks(tmp_path: Path) -> None:
-    notebook, seconds = execute(NOTEBOOKS / "ranks.ipynb", tmp_path)
-    found = outputs(notebook)
-    assert not [o for o in found if o.get("output_type") == "error"]
-    text = str(found)
+    text = str(ran("ranks.ipynb", tmp_path))
     assert "Ranks('" in text and "ranks=4, failed=0" in text  # the dataset was ingested
     assert "kernel-spread" in text  # the slow rank's kernels were found (the cell asserts which)
     assert "application/vnd.holoviews_exec.v0+json" in text  # the widget was displayed
-    print(f"ranks ran in {seconds:.1f} s")
-
-
-def test_notebooks_are_saved_without_outputs() -> None:
-    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
-        notebook = nbformat.read(path, as_version=4)
-        nbformat.validate(notebook)
-        assert not outputs(notebook), f"{path.name}: clear its outputs before committing"
 
 
 @pytest.mark.parametrize("path", sorted(NOTEBOOKS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_notebooks_are_small_and_portable(path: Path) -> None:
-    """Saved small; no path of one machine, no data from outside the repository, no path
-    relative to the notebook's folder, no unpinned URL."""
+    """Saved valid, without outputs and small; no path of one machine, no data from outside
+    the repository, no path relative to the notebook's folder, no unpinned URL."""
     assert path.stat().st_size <= SAVED_MAX_BYTES, f"{path.name}: {path.stat().st_size:,} bytes"
     notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    assert not outputs(notebook), f"{path.name}: clear its outputs before committing"
     for cell in notebook.cells:
         found = NOT_PORTABLE.search(cell.source)
         assert found is None, f"{path.name}: {found.group(0)!r} in {cell.source[:80]!r}"
