@@ -33,7 +33,7 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
@@ -195,7 +195,7 @@ def ensure_dataset(root: Path) -> None:
     with writer_lock(root):  # two first ingests at once: one writes the marker
         if not is_dataset(root):
             marker = {"format_version": FORMAT_VERSION, "traceviz_version": __version__}
-            _write_atomic_text(root / MARKER, json.dumps(marker, indent=1))
+            _write_atomic(root / MARKER, lambda tmp: tmp.write_text(json.dumps(marker, indent=1)))
 
 
 def _foreign(entry: Path) -> bool:
@@ -514,18 +514,14 @@ def dataset_bytes(root: Path) -> int:
 
 def _write_atomic_parquet(path: Path, frame: pd.DataFrame) -> None:
     require_pyarrow()
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    _write_atomic(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
-def _write_atomic_text(path: Path, text: str) -> None:
+def _write_atomic(path: Path, write: Callable[[Path], object]) -> None:
+    """``write`` a file beside ``path``, then rename it into place (readers never see half)."""
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}")
     try:
-        tmp.write_text(text)
+        write(tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
