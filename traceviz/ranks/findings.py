@@ -238,8 +238,7 @@ def kernel_spread_findings(slow: pd.DataFrame, summary: pd.DataFrame) -> list[Fi
 
 def compile_differs(summary: pd.DataFrame, *, label: str = "") -> list[Finding]:
     """``rank-compile-differs``: ranks whose compile shape is not the common one."""
-    odd = odd_compile_ranks(summary)
-    return [] if odd.empty else _odd_finding(odd, label)
+    return _odd_finding(odd_compile_ranks(summary), label)
 
 
 def failed_ranks(failed: pd.DataFrame) -> list[Finding]:
@@ -265,9 +264,7 @@ def comparison_findings(cmp: RankComparison) -> list[Finding]:
     """The findings of two sets of ranks: uneven speedup, odd compile shapes, missing ranks."""
     out = _uneven_speedup(cmp)
     for label in cmp.names:
-        odd = cmp.odd[label]
-        if not odd.empty:
-            out += _odd_finding(odd, label)
+        out += _odd_finding(cmp.odd[label], label)
     if cmp.only_a or cmp.only_b:
         a, b = cmp.names
         out.append(
@@ -294,13 +291,12 @@ def _uneven_speedup(cmp: RankComparison) -> list[Finding]:
     median = cmp.median_speedup
     slower = per.loc[ok & (speed < 1.0), RankPair.rank].astype(int).tolist() if median > 1 else []
     lagging = per.loc[ok & (speed < median * (1 - UNEVEN_SHARE)), RankPair.rank].astype(int)
-    lagging_list = lagging.tolist()
-    if not slower and not lagging_list:
+    if not slower and lagging.empty:
         return []
     worst = int(per.loc[ok].sort_values(RankPair.speedup).iloc[0][RankPair.rank])
     low = float(per.loc[per[RankPair.rank] == worst, RankPair.speedup].iloc[0])
     a, b = cmp.names
-    named = slower or lagging_list
+    named = slower or lagging.tolist()
     return [
         Finding(
             id="rank-speedup-uneven",
@@ -321,6 +317,9 @@ def _uneven_speedup(cmp: RankComparison) -> list[Finding]:
 
 
 def _odd_finding(odd: pd.DataFrame, label: str) -> list[Finding]:
+    """``rank-compile-differs`` for the ranks of ``odd`` (none when it is empty)."""
+    if odd.empty:
+        return []
     ranks = [int(r) for r in odd[S.rank]]
     lines = [
         f"rank {int(row[S.rank])}: " + " ".join(f"{c}={int(row[c])}" for c in COMPILE_SHAPE)
