@@ -162,11 +162,6 @@ def severities_reached(report: Report) -> tuple[str, ...]:
     return tuple(level for level in output_cache.SEVERITIES if at_least(report.findings, level))
 
 
-def fail_status(report: Report, fail_on: str | None) -> int:
-    """1 when ``--fail-on`` is given and a finding of that severity or worse exists, else 0."""
-    return output_cache.exit_code(severities_reached(report), fail_on)
-
-
 def read_peaks(args: argparse.Namespace) -> DevicePeaks | None:
     """The ``--peaks`` file's figures (UsageError naming the file when it is bad), or None."""
     path = getattr(args, "peaks", None)

@@ -8,7 +8,6 @@ GRAPH_BREAKS = (
     "https://docs.pytorch.org/docs/stable/compile/programming_model.graph_breaks_index.html"
 )
 RECOMPILATION = "https://docs.pytorch.org/docs/stable/compile/programming_model.recompilation.html"
-DYNAMIC_SHAPES = "https://pytorch.org/docs/stable/torch.compiler_dynamic_shapes.html"
 CUDAGRAPH_TREES = "https://pytorch.org/docs/stable/torch.compiler_cudagraph_trees.html"
 PROFILER = "https://pytorch.org/docs/stable/profiler.html"
 SYNC_DEBUG = "https://pytorch.org/docs/stable/generated/torch.cuda.set_sync_debug_mode.html"

@@ -36,10 +36,6 @@ def has_recorded_work(trace: Trace) -> bool:
 def compile_name_mask(names: pd.Series) -> npt.NDArray[np.bool_]:
     """Per op, its name is a compile-time span (each distinct name matched once; a
     categorical column's categories, looked up by code)."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        cats = names.cat.categories
-        hit = np.array([bool(COMPILE_EVENT.search(str(c))) for c in cats] + [False], dtype=bool)
-        return np.asarray(hit[names.cat.codes.to_numpy()], dtype=bool)  # code −1: the False
     codes, uniques = pd.factorize(names)
     hits = np.array([bool(COMPILE_EVENT.search(str(u))) for u in uniques], dtype=bool)
     out = np.zeros(len(names), dtype=bool)
