@@ -31,11 +31,10 @@ Where: the parse cache's directory (``--cache-dir``, ``$TRACEVIZ_CACHE_DIR``, el
 entries share the parse cache's size bound and least-recently-used eviction.
 
 Format: a pickle of traceviz's own Report (protocol 5: the tables' buffers are copied, not
-re-encoded; 161 MB and 0.06-0.11 s to read back, unbuffered, for two 1M-event traces).
-Unpickling runs code, so an entry is read only when it, its directory and its payload belong
-to the current user, are regular files / directories (no symbolic links; the payload's checks
-are made on the open file) and are writable by nobody else; it is
-written into a private temporary directory (mode 0700) and renamed into place in one step, so
+re-encoded). Unpickling runs code, so an entry is read only when it, its directory and its
+payload belong to the current user, are regular files / directories (no symbolic links; the
+payload's checks are made on the open file) and are writable by nobody else; it is written
+into a private temporary directory (mode 0700) and renamed into place in one step, so
 concurrent runs never see half an entry. A damaged or foreign-version entry is a miss, removed
 and written again; a directory that cannot be written only means no cache.
 """
@@ -100,7 +99,9 @@ class ReportEntry:
     def _payload(self, header: dict[str, Any]) -> Report:
         from traceviz.report.bundle import Report
 
-        report = _load_private(self.directory / PAYLOAD_FILE, header.get("payload_bytes"))
+        # unbuffered: pickle reads the tables' buffers straight into place
+        with _open_private(self.directory / PAYLOAD_FILE, header.get("payload_bytes")) as source:
+            report = pickle.load(source)
         if not isinstance(report, Report):
             raise TypeError(f"not a Report: {type(report).__name__}")
         return report
@@ -241,11 +242,8 @@ def pair_entry(
 ) -> ReportEntry | None:
     """The entry of :func:`traceviz.pipeline.compare` on these arguments; ``None`` when the
     cache is off or an argument is not a path (or run.json dict) the key can describe."""
-    root = cache_dir()
-    if root is None:
-        return None
-    try:
-        inputs = {
+    return _entry(
+        lambda: {
             "kind": "pair",
             "a": _input_key(a),
             "b": _input_key(b),
@@ -255,9 +253,7 @@ def pair_entry(
             "force": bool(force),
             "eager_lines": _optional_key(eager_lines),
         }
-    except _Uncacheable:
-        return None
-    return ReportEntry.of(inputs, root)
+    )
 
 
 def run_entry(
@@ -265,11 +261,8 @@ def run_entry(
 ) -> ReportEntry | None:
     """The entry of :func:`traceviz.pipeline.compare_run` on this run directory; ``None`` when
     the cache is off or the directory cannot be described."""
-    root = cache_dir()
-    if root is None:
-        return None
-    try:
-        inputs = {
+    return _entry(
+        lambda: {
             "kind": "run",
             "run": _input_key(directory),
             "named": _named_traces(directory),
@@ -277,9 +270,19 @@ def run_entry(
             "compile_log": _optional_key(compile_log),
             "force": bool(force),
         }
+    )
+
+
+def _entry(inputs: Callable[[], dict[str, Any]]) -> ReportEntry | None:
+    """The entry keyed by ``inputs()``; ``None`` when the cache is off or an input cannot be
+    described (:class:`_Uncacheable`)."""
+    root = cache_dir()
+    if root is None:
+        return None
+    try:
+        return ReportEntry.of(inputs(), root)
     except _Uncacheable:
         return None
-    return ReportEntry.of(inputs, root)
 
 
 def input_key(value: Any) -> list[Any] | None:
@@ -474,24 +477,18 @@ def _private(path: Path) -> bool:
     """``path`` is a real file or directory (not a link) of this user that nobody else may
     write: safe to unpickle from. Raises OSError when it does not exist."""
     st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode) or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
-        return False
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return False
-    geteuid = getattr(os, "geteuid", None)  # not on Windows: the user's profile is private
-    return geteuid is None or st.st_uid == geteuid()
+    return (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)) and _ours(st)
 
 
-def _load_private(path: Path, size: Any) -> Any:
-    """Unpickle ``path`` after checking, on the open file itself, that it is this user's
-    regular file of ``size`` bytes that nobody else may write (read unbuffered: pickle then
-    reads the tables' buffers straight into place, 2-5x faster than ``loads(read_bytes())``)."""
-    with _open_private(path, size) as source:
-        return pickle.load(source)
+def _ours(st: os.stat_result) -> bool:
+    """This user's, and writable by nobody else (on Windows the user's profile is private)."""
+    geteuid = getattr(os, "geteuid", None)
+    others_write = st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return not others_write and (geteuid is None or st.st_uid == geteuid())
 
 
 def read_private(path: Path, size: Any) -> bytes:
-    """The bytes of ``path``, checked as :func:`_load_private` checks a pickle."""
+    """The bytes of ``path``, checked as a report's pickle is (:func:`_open_private`)."""
     with _open_private(path, size) as source:
         return source.read()
 
@@ -503,12 +500,7 @@ def _open_private(path: Path, size: Any) -> Iterator[BinaryIO]:
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     with os.fdopen(fd, "rb", buffering=0) as source:
         st = os.fstat(fd)
-        geteuid = getattr(os, "geteuid", None)
-        if (
-            not stat.S_ISREG(st.st_mode)
-            or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-            or (geteuid is not None and st.st_uid != geteuid())
-        ):
+        if not (stat.S_ISREG(st.st_mode) and _ours(st)):
             raise ValueError(f"{path} is not a private file")
         if st.st_size != size:
             raise ValueError(f"{path} has {st.st_size} bytes, not {size}")
