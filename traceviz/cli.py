@@ -88,9 +88,27 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
         )
         module.add_arguments(cmd)
         if command.reads_traces:
-            _add_max_bytes(cmd)
+            cmd.add_argument(
+                "--max-bytes",
+                metavar="SIZE",
+                help="refuse a trace whose JSON (after gzip) is larger than SIZE, e.g. 512M or "
+                "8GiB (default: $TRACEVIZ_MAX_BYTES, else 4GiB); guards against gzip bombs",
+            )
         if command.reads_traces and command.cached:
-            _add_cache_options(cmd)
+            cmd.add_argument(
+                "--cache-dir",
+                metavar="DIR",
+                help="where parsed traces, compare's reports and what compare and summary "
+                "printed are kept, so that the next look at unchanged traces skips the parse and "
+                "the analysis, or prints the same output at once (default: $TRACEVIZ_CACHE_DIR, "
+                "else ~/.cache/traceviz)",
+            )
+            cmd.add_argument(
+                "--no-cache",
+                action="store_true",
+                help="neither read nor write the parse, report and output caches (also: "
+                "TRACEVIZ_NO_CACHE=1)",
+            )
         cmd.set_defaults(_module=module)
     return parser
 
@@ -102,32 +120,6 @@ def _command_in(argv: Sequence[str]) -> str | None:
         if not word.startswith("-"):
             return word if word in COMMANDS else None
     return None
-
-
-def _add_max_bytes(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--max-bytes",
-        metavar="SIZE",
-        help="refuse a trace whose JSON (after gzip) is larger than SIZE, e.g. 512M or 8GiB "
-        "(default: $TRACEVIZ_MAX_BYTES, else 4GiB); guards against gzip bombs",
-    )
-
-
-def _add_cache_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--cache-dir",
-        metavar="DIR",
-        help="where parsed traces, compare's reports and what compare and summary printed are "
-        "kept, so that the next look at unchanged traces skips the parse and the analysis, or "
-        "prints the same output at once (default: $TRACEVIZ_CACHE_DIR, else "
-        "~/.cache/traceviz)",
-    )
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="neither read nor write the parse, report and output caches (also: "
-        "TRACEVIZ_NO_CACHE=1)",
-    )
 
 
 def _settings(args: argparse.Namespace) -> Settings:

@@ -47,6 +47,7 @@ Loader = Callable[[Path], Trace]
 SideInput = Trace | Side | str | Path
 
 RUN_NAMES = ("eager", "compiled")
+WORKER = "traceviz-side-b"
 #: ``TRACEVIZ_CONCURRENT=0``: the two sides one after the other, on the calling thread
 #: the sides run at once only when a file to load holds at least this many bytes of JSON
 #: (below, a thread costs more than the little that overlaps)...
@@ -188,32 +189,27 @@ def _compare(
     info = run_info_of(run_info)
     dynamo = info.dynamo if info is not None else None
     log = read_log(compile_log)
-    side_a, (side_b, lines) = _both_sides(
-        lambda: _side(a, names[0], load, which="a", run_info=info),
-        lambda: _side(b, names[1], load, which="b", run_info=info, dynamo=dynamo, compile_log=log),
-        lambda: _lines(eager_lines, load),
-        overlap=_overlap(a, b, eager_lines),
-    )
+
+    def side_a() -> Side:
+        return _side(a, names[0], load, which="a", run_info=info)
+
+    def side_b_then_lines() -> tuple[Side, Trace | None]:
+        """Side b, then a's lines trace (loaded when given as a path)."""
+        side = _side(b, names[1], load, which="b", run_info=info, dynamo=dynamo, compile_log=log)
+        if eager_lines is None or isinstance(eager_lines, Trace):
+            return side, eager_lines
+        return side, load(Path(eager_lines))
+
+    # with the overlap, b and then the lines trace on a worker thread while this thread does
+    # a (side_by_side: a's error first, then b's, then the lines'; the same results)
+    if _overlap(a, b, eager_lines):
+        side_a_done, (side_b, lines) = side_by_side(side_a, side_b_then_lines, name=WORKER)
+    else:
+        side_a_done = side_a()
+        side_b, lines = side_b_then_lines()
     return compare_sides(
-        side_a, side_b, run_info=info, compile_log=log, force=force, eager_lines=lines
+        side_a_done, side_b, run_info=info, compile_log=log, force=force, eager_lines=lines
     )
-
-
-def _both_sides(
-    side_a: Callable[[], Side],
-    side_b: Callable[[], Side],
-    lines: Callable[[], Trace | None],
-    *,
-    overlap: bool,
-) -> tuple[Side, tuple[Side, Trace | None]]:
-    """Side a, then side b and a's lines trace: with ``overlap``, b (its load and analysis)
-    and then the lines trace on a worker thread while this thread does a
-    (:func:`~traceviz.concurrent_sides.side_by_side`: a's error first, then b's, then the
-    lines'; the same results as one after the other)."""
-    if not overlap:
-        first = side_a()
-        return first, (side_b(), lines())
-    return side_by_side(side_a, lambda: (side_b(), lines()), name="traceviz-side-b")
 
 
 def _overlap(a: SideInput, b: SideInput, eager_lines: Trace | str | Path | None) -> bool:
@@ -277,13 +273,6 @@ def _same_input(a: Trace | str | Path, b: Trace | str | Path) -> bool:
         return Path(a).resolve() == Path(b).resolve()
     except (OSError, RuntimeError):
         return str(a) == str(b)
-
-
-def _lines(eager_lines: Trace | str | Path | None, load: Loader) -> Trace | None:
-    """A's lines trace (loaded when given as a path)."""
-    if eager_lines is None or isinstance(eager_lines, Trace):
-        return eager_lines
-    return load(Path(eager_lines))
 
 
 def _side(

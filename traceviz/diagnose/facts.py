@@ -13,6 +13,7 @@ their own start for CPU kernels), since a GPU kernel may run after its step's CP
 
 from __future__ import annotations
 
+import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -209,7 +210,8 @@ def side_facts(side: Side, which: str, *, run_info: RunInfo | None) -> TraceFact
     if cached is not None and cached[0]() is side and cached[1] == key:
         return cached[2]
     facts = _side_facts(side, run_info, variant)
-    _SIDE_FACTS[id(side)] = (weakref.ref(side, _forget(id(side))), key, facts)
+    forget = functools.partial(_drop_side_facts, id(side))  # when the side goes
+    _SIDE_FACTS[id(side)] = (weakref.ref(side, forget), key, facts)
     return facts
 
 
@@ -217,11 +219,8 @@ def side_facts(side: Side, which: str, *, run_info: RunInfo | None) -> TraceFact
 _SIDE_FACTS: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], TraceFacts]] = {}
 
 
-def _forget(key: int) -> Callable[[Any], None]:
-    def drop(_: Any) -> None:
-        _SIDE_FACTS.pop(key, None)
-
-    return drop
+def _drop_side_facts(key: int, _: Any) -> None:
+    _SIDE_FACTS.pop(key, None)
 
 
 def _side_facts(side: Side, run_info: RunInfo | None, variant: str | None) -> TraceFacts:
@@ -359,17 +358,13 @@ def chain_groups(facts: TraceFacts) -> list[ChainGroup]:
     """Every chain of ``facts``'s trace (:mod:`traceviz.analysis.fusion.chains`), grouped by op
     sequence, largest time first; derived once per facts object (the unfused-chain and
     large-intermediates rules read them, and the already-fused pass)."""
-    return facts.memo("chain_groups", lambda: _chain_groups(facts))
 
+    def groups() -> list[ChainGroup]:
+        steps, lanes = kernel_steps(facts), timeline_of(facts)
+        members = chain_analysis.chain_members(facts.trace, facts.kernels, steps, lanes=lanes)
+        return chain_analysis.chain_groups(facts.trace, members)
 
-def _chain_groups(facts: TraceFacts) -> list[ChainGroup]:
-    members = facts.memo(
-        "chain_members",
-        lambda: chain_analysis.chain_members(
-            facts.trace, facts.kernels, kernel_steps(facts), lanes=timeline_of(facts)
-        ),
-    )
-    return chain_analysis.chain_groups(facts.trace, members)
+    return facts.memo("chain_groups", groups)
 
 
 def points_in_windows(facts: TraceFacts, points: npt.NDArray[np.float64]) -> npt.NDArray[np.int64]:
