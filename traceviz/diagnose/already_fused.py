@@ -63,7 +63,8 @@ def already_fused(comparison: Comparison, findings: list[Finding]) -> list[Findi
     if not kernels:
         return findings
     groups = chain_groups(a)[:TOP_CHAINS]
-    covered = [g for g in groups if _covered(g, kernels)]
+    fused = frozenset().union(*kernels.values())
+    covered = [g for g in groups if all(_base(op) in fused for op in g.ops)]
     if not covered:
         return findings
     return [
@@ -124,11 +125,6 @@ def _base(op: str) -> str:
     return ALIASES.get(base, base)
 
 
-def _covered(group: ChainGroup, kernels: dict[str, frozenset[str]]) -> bool:
-    fused = frozenset().union(*kernels.values())
-    return all(_base(op) in fused for op in group.ops)
-
-
 def _reword(
     finding: Finding,
     b: str,
@@ -139,19 +135,17 @@ def _reword(
     ops = {_base(op) for g in covered for op in g.ops}
     names = sorted(k for k, fused in kernels.items() if fused & ops)[:TOP_KERNELS]
     shown = ", ".join(short_name(n, 60) for n in names)
-    line = f"already fused in {b}: {shown}"
     if len(covered) < len(groups):
         rest = sorted({op for g in groups if g not in covered for op in g.ops})
-        return replace(
-            finding,
-            evidence=(*finding.evidence, line),
-            next_step=f"{b} already fuses some of these chains ({shown}); the rest "
+        next_step = (
+            f"{b} already fuses some of these chains ({shown}); the rest "
             f"({', '.join(short_name(o, 30) for o in rest)}) stay separate there too: see "
-            f"{b}'s own unfused-chain finding and the fusion map.",
+            f"{b}'s own unfused-chain finding and the fusion map."
         )
-    return replace(
-        finding,
-        evidence=(*finding.evidence, line),
-        next_step=f"Nothing to do here: {b} already runs these ops fused ({shown}); the "
-        f"fusion map shows which {b} kernel replaced which ops.",
-    )
+    else:
+        next_step = (
+            f"Nothing to do here: {b} already runs these ops fused ({shown}); the "
+            f"fusion map shows which {b} kernel replaced which ops."
+        )
+    line = f"already fused in {b}: {shown}"
+    return replace(finding, evidence=(*finding.evidence, line), next_step=next_step)

@@ -66,8 +66,7 @@ def _slower_levels(view: BackendsView, rows: list[dict[str, Any]]) -> list[Findi
         median = _number(row[BackendRow.step_median_us])
         if median is None or row[BackendRow.check_passed] is False or row[BackendRow.error]:
             continue
-        spread = ((_number(row[BackendRow.step_iqr_us]) or 0.0)
-                  + (_number(base[BackendRow.step_iqr_us]) or 0.0)) / 2  # fmt: skip
+        spread = _half_iqrs(row, base)
         gap = median - base_us
         if median / base_us >= 1 + ORT_SLOWER_TOLERANCE and gap > spread:
             out.append(_slower_level(view, name, median, base_us, spread))
@@ -152,10 +151,7 @@ def _faster(view: BackendsView, rows: list[dict[str, Any]]) -> Finding | None:
     if median is None:
         return None
     gap = median - best.median_us
-    spread = (
-        (_number(by_name[best.backend][BackendRow.step_iqr_us]) or 0.0)
-        + (_number(compiled[BackendRow.step_iqr_us]) or 0.0)
-    ) / 2
+    spread = _half_iqrs(by_name[best.backend], compiled)
     if gap <= spread:
         return None
     return Finding(
@@ -172,6 +168,11 @@ def _faster(view: BackendsView, rows: list[dict[str, Any]]) -> Finding | None:
         next_step=f"Consider deploying {best.backend}; its fusions are in the Backends view.",
         docs_url=ORT_DOCS,
     )
+
+
+def _half_iqrs(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Half the two rows' step IQRs summed (an unknown IQR counts 0): the separation test."""
+    return sum(_number(r[BackendRow.step_iqr_us]) or 0.0 for r in (a, b)) / 2
 
 
 def _number(value: Any) -> float | None:

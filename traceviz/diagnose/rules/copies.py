@@ -98,7 +98,9 @@ def host_device_copies(facts: TraceFacts) -> list[Finding]:
     to_host = int((rows[Kernels.copy_kind].astype(object) == "DtoH").sum())
     if share < COPY_MIN_SHARE and to_host == 0:
         return []
-    evidence = [*_direction_evidence(facts, rows), *_copy_sources(rows)]
+    evidence = _direction_evidence(facts, rows)
+    if sources := _most_counted(rows[Kernels.op_name]):
+        evidence.append("issued by: " + sources)
     if cost_us > time_us:
         evidence.append(
             Evidence(
@@ -183,9 +185,7 @@ def _ort_copies(facts: TraceFacts) -> list[Finding]:
 
 def syncs(facts: TraceFacts) -> list[Finding]:
     """Calls that block the CPU inside the steps, sized by their measured duration."""
-    if facts.is_onnxruntime:  # ORT profiles: no sync calls (ort_advice.py)
-        return []
-    if not facts.is_gpu:
+    if facts.is_onnxruntime or not facts.is_gpu:  # ORT profiles: no sync calls (ort_advice.py)
         return []
     calls = facts.launch.blocking.calls
     calls = calls[calls[B.step] >= 0]
@@ -210,8 +210,7 @@ def syncs(facts: TraceFacts) -> list[Finding]:
             facts.share(idle_blocked),
         ),
     ]
-    callers = _callers(calls)
-    if callers:
+    if callers := _most_counted(calls[B.op]):  # the innermost ops that made the calls
         evidence.append("made by: " + callers)
     return [
         Finding(
@@ -260,13 +259,18 @@ def _percent(share: float) -> str:
     return "<0.1%" if share < 0.001 else f"{100 * share:.1f}%"
 
 
+def _copy_calls(facts: TraceFacts) -> pd.DataFrame:
+    """The steps' blocking calls that are copies (synchronous or pageable)."""
+    calls = facts.launch.blocking.calls
+    return calls[calls[B.reason].isin(COPY_REASONS) & (calls[B.step] >= 0)]
+
+
 def _copy_cost(facts: TraceFacts, rows: pd.DataFrame) -> float:
     """Union of the copies' device spans and the CPU spans of their blocking calls, µs,
     inside the steps (total over the steps)."""
     starts = rows[Kernels.ts_us].to_numpy(dtype=float)
     ends = starts + durations(rows)
-    calls = facts.launch.blocking.calls
-    calls = calls[calls[B.reason].isin(COPY_REASONS) & (calls[B.step] >= 0)]
+    calls = _copy_calls(facts)
     c_start = calls[B.ts_us].to_numpy(dtype=float)
     c_end = c_start + calls[B.dur_us].to_numpy(dtype=float)
     all_starts, all_ends = np.concatenate([starts, c_start]), np.concatenate([ends, c_end])
@@ -283,8 +287,7 @@ def _copy_cost(facts: TraceFacts, rows: pd.DataFrame) -> float:
 def _idle_in_copy_calls(facts: TraceFacts) -> float:
     """The idle split's blocked time (device idle while the CPU was blocked) that falls inside
     the steps' blocking copy calls, µs (total over the steps)."""
-    calls = facts.launch.blocking.calls
-    calls = calls[calls[B.reason].isin(COPY_REASONS) & (calls[B.step] >= 0)]
+    calls = _copy_calls(facts)
     if calls.empty:
         return 0.0
     c_start, c_end = union(
@@ -314,15 +317,7 @@ def _direction_evidence(facts: TraceFacts, rows: pd.DataFrame) -> list[Evidence 
     return out
 
 
-def _copy_sources(rows: pd.DataFrame) -> list[Evidence | str]:
-    ops = rows[Kernels.op_name].dropna().astype(object).value_counts()
-    ops = ops[ops > 0]
-    if ops.empty:
-        return []
-    return ["issued by: " + ", ".join(f"{name} ×{count}" for name, count in ops.head(3).items())]
-
-
-def _callers(calls: pd.DataFrame) -> str:
-    """The innermost ops that made the blocking calls, most frequent first."""
-    counts = calls[B.op].dropna().astype(str).value_counts()
+def _most_counted(names: pd.Series) -> str:
+    """The three most frequent names, ``"name ×count"`` each ("" when there are none)."""
+    counts = names.dropna().astype(str).value_counts()
     return ", ".join(f"{name} ×{count}" for name, count in counts.head(3).items() if count)
