@@ -115,7 +115,9 @@ def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
     rooflines = rooflines_of(comparison)  # once each
     views = [
         _bridge_view(comparison),
-        _roofline_view(comparison, rooflines, top=top),
+        kernels_view(
+            [(comparison.side(w).name, r) for w, r in rooflines.items() if r is not None], top=top
+        ),
         _ledger_view(comparison, rooflines["b"], top=top),
         by_line_view(comparison, rooflines["b"], top=top),
     ]
@@ -151,17 +153,6 @@ def _bridge_view(comparison: Comparison) -> View | None:
         rows=rows,
         note=note,
     )
-
-
-def _roofline_view(
-    comparison: Comparison, rooflines: dict[str, Roofline | None], *, top: int
-) -> View | None:
-    named = [
-        (comparison.side(which).name, roofline)
-        for which, roofline in rooflines.items()
-        if roofline is not None
-    ]
-    return kernels_view(named, top=top)
 
 
 def kernels_view(named: Sequence[tuple[str | None, Roofline]], *, top: int) -> View | None:
@@ -218,15 +209,10 @@ def bounds_view(roofline: Roofline) -> View | None:
         title="Roofline: time by bound",
         columns=["bound", "device time", "share"],
         rows=[
-            [_bound_label(bound, latency), fmt_us(time), fmt_pct(100 * time / total)]
+            [latency if bound == "latency" else bound, fmt_us(time), fmt_pct(100 * time / total)]
             for bound, time in ordered
         ],
     )
-
-
-def _bound_label(bound: str, latency: str) -> str:
-    """A bound as shown, ``latency`` with its rule (short: a table of three columns)."""
-    return latency if bound == "latency" else bound
 
 
 def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int) -> View | None:

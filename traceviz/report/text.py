@@ -8,7 +8,7 @@ per row instead (:func:`render_view`), and every cell folds rather than ends in 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from rich.cells import cell_len
 from rich.console import Console
@@ -120,18 +120,22 @@ def _ignored_text(ignored: dict[str, int]) -> str:
     return "(" + ", ".join(f"{k}: {v:,}" for k, v in ignored.items()) + ")"
 
 
-def _activities(s: TraceSummary) -> Table:
-    table = Table(title="Device activity by kind", title_justify="left")
-    for col in ("kind", "count", "time", "bytes"):
-        table.add_column(col, justify="left" if col == "kind" else "right")
-    for row in records(s.activities):
-        table.add_row(
-            str(row["activity"]),
-            fmt_count(row["count"]),
-            fmt_us(row["time_us"]),
-            fmt_bytes(row["bytes"]),
-        )
+def _plain_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
+    """A summary table: the first column left-aligned, the others (numbers) right-aligned."""
+    table = Table(title=title, title_justify="left")
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="right" if i else "left")
+    for row in rows:
+        table.add_row(*row)
     return table
+
+
+def _activities(s: TraceSummary) -> Table:
+    rows = (
+        [str(r["activity"]), fmt_count(r["count"]), fmt_us(r["time_us"]), fmt_bytes(r["bytes"])]
+        for r in records(s.activities)
+    )
+    return _plain_table("Device activity by kind", ("kind", "count", "time", "bytes"), rows)
 
 
 def _top_kernels(s: TraceSummary) -> View:
@@ -154,27 +158,21 @@ def _top_kernels(s: TraceSummary) -> View:
 
 
 def _launch_classes(s: TraceSummary) -> Table:
-    table = Table(title="Runtime/driver API calls", title_justify="left")
-    for col in ("class", "calls", "CPU time"):
-        table.add_column(col, justify="left" if col == "class" else "right")
-    for row in records(s.launch_classes):
-        table.add_row(str(row["launch_class"]), fmt_count(row["count"]), fmt_us(row["time_us"]))
-    return table
+    rows = (
+        [str(r["launch_class"]), fmt_count(r["count"]), fmt_us(r["time_us"])]
+        for r in records(s.launch_classes)
+    )
+    return _plain_table("Runtime/driver API calls", ("class", "calls", "CPU time"), rows)
 
 
 def _regions(s: TraceSummary) -> Table:
-    table = Table(title="Compiled regions", title_justify="left")
-    for col in ("marker", "calls", "wall time", "kernels inside", "their device time"):
-        table.add_column(col, justify="left" if col == "marker" else "right")
-    for row in records(s.region_kinds):
-        table.add_row(
-            str(row["kind"]),
-            fmt_count(row["calls"]),
-            fmt_us(row["wall_us"]),
-            fmt_count(row["kernel_count"]),
-            fmt_us(row["kernel_time_us"]),
-        )
-    return table
+    rows = (
+        [str(r["kind"]), fmt_count(r["calls"]), fmt_us(r["wall_us"]),
+         fmt_count(r["kernel_count"]), fmt_us(r["kernel_time_us"])]
+        for r in records(s.region_kinds)
+    )  # fmt: skip
+    columns = ("marker", "calls", "wall time", "kernels inside", "their device time")
+    return _plain_table("Compiled regions", columns, rows)
 
 
 def render_comparison(comparison: Report, console: Console, *, top: int = 10) -> None:
