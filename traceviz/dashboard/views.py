@@ -3,8 +3,8 @@
 Figures come from :mod:`traceviz.report.figures` and tables from :mod:`traceviz.report.views`
 (the ones the CLI and the HTML report show); the tabs lay them out and add the interactive
 parts (kernel table, step choice, click-to-explain), one module per tab in
-:mod:`traceviz.dashboard.tabs`. This module is their registry, :data:`VIEWS`; every tab's
-names stay importable from here.
+:mod:`traceviz.dashboard.tabs` (the two metrics tabs in its ``common``). This module is their
+registry, :data:`VIEWS`.
 
 A tab that applies only to some reports (ONNX Runtime backends, many ranks) is added with
 :func:`register_view` and a ``when`` test; :func:`views_for` lists the tabs a report shows.
@@ -20,42 +20,24 @@ from typing import Any
 import panel as pn
 
 from traceviz.dashboard.tabs.backends import backends, has_backends
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot
-from traceviz.dashboard.tabs.fusion import LinesView, explain_line, fusion
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, launch, memory
+from traceviz.dashboard.tabs.fusion import LinesView, fusion
 from traceviz.dashboard.tabs.kernel_diff import KernelDiffView
 from traceviz.dashboard.tabs.kernels import KernelsView, explain_kernel, kernel_table, kernels
-from traceviz.dashboard.tabs.launch import launch
-from traceviz.dashboard.tabs.memory import memory
-from traceviz.dashboard.tabs.overview import CARD_METRICS, findings_html, overview
-from traceviz.dashboard.tabs.ranks import RanksView, has_ranks, ranks
+from traceviz.dashboard.tabs.overview import overview
+from traceviz.dashboard.tabs.ranks import has_ranks, ranks
 from traceviz.dashboard.tabs.regions import regions
 from traceviz.dashboard.tabs.timeline import TimelineView
 from traceviz.report.bundle import Report
 
-__all__ = [
-    "CARD_METRICS",
+__all__ = [  # the tabs' names their users import from here
     "STRETCH",
-    "VIEWS",
-    "Component",
     "KernelDiffView",
     "KernelsView",
     "LinesView",
-    "RanksView",
-    "TimelineView",
     "explain_kernel",
-    "explain_line",
-    "findings_html",
-    "fusion",
     "html_pane",
     "kernel_table",
-    "kernels",
-    "launch",
-    "memory",
-    "overview",
-    "plot",
-    "regions",
-    "register_view",
-    "views_for",
 ]
 
 #: Tab title → builder, in the order the dashboard shows them.

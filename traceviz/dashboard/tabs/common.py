@@ -1,5 +1,6 @@
 """What every dashboard tab shares: sizing, the stylesheet, figure and HTML panes, tables
-with a CSV download."""
+with a CSV download; and the two tabs that are figures above a metrics table (Launch overhead,
+Memory)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import panel as pn
 from bokeh.models.widgets.tables import NumberFormatter
 
 from traceviz.analysis.compare import Comparison, Metric
+from traceviz.report import figures
 from traceviz.report.snippet import view_html
 from traceviz.report.views import View, metrics_view
 
@@ -185,6 +187,12 @@ def view_frame(view: View) -> pd.DataFrame:
     return pd.DataFrame(view.rows, columns=view.columns)
 
 
+def short_path(path: str, keep: int = 3) -> str:
+    """The last ``keep`` parts of a path (``…/block/eager.pt.trace.json.gz``)."""
+    parts = path.replace("\\", "/").split("/")
+    return path if len(parts) <= keep else "…/" + "/".join(parts[-keep:])
+
+
 def slug(text: str) -> str:
     """``"Launch overhead (measured)"`` → ``"launch-overhead-measured"`` (for file names)."""
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "table"
@@ -211,3 +219,22 @@ def metrics_tab(
     return pn.Column(
         *(plot(fig) for fig in figures), view_table(table, data), sizing_mode=STRETCH, name=name
     )
+
+
+LAUNCH_METRICS = ("launch_count", "launch_api_time_us", "launch_delay_p50_us", "short_kernels",
+                  "device_idle_us", "cpu_wait_us")  # fmt: skip
+MEMORY_METRICS = ("est_bytes", "unestimated_time_share", "peak_allocated_bytes", "memcpy_bytes",
+                  "est_bytes_saved")  # fmt: skip
+
+
+def launch(c: Comparison) -> pn.Column:
+    """The Launch overhead tab: launch delay, device idle, per-step figures and the launch
+    metrics (measured)."""
+    plots = [figures.launch_delay_figure(c), figures.idle_figure(c), figures.per_step_figure(c)]
+    return metrics_tab(c, LAUNCH_METRICS, "Launch overhead (measured)", plots, "launch")
+
+
+def memory(c: Comparison) -> pn.Column:
+    """The Memory tab: traffic by kernel kind, allocated memory, and the memory metrics."""
+    plots = [figures.memory_kind_figure(c), figures.allocated_figure(c)]
+    return metrics_tab(c, MEMORY_METRICS, "Memory", plots, "memory")

@@ -19,6 +19,7 @@ from traceviz.dashboard.tabs.common import (
     html_pane,
     plot,
     selectable_table,
+    short_path,
     table_csv,
     view_table,
 )
@@ -82,8 +83,7 @@ def lines_shown(by_line: pd.DataFrame) -> pd.DataFrame:
 def _short_file(file: str) -> str:
     """A recorded path as a user reads it, its last three parts when still absolute."""
     text = source_files.shown(file)
-    parts = text.replace("\\", "/").split("/")
-    return "…/" + "/".join(parts[-3:]) if text.startswith("/") and len(parts) > 3 else text
+    return short_path(text) if text.startswith("/") else text
 
 
 class LinesView(pn.viewable.Viewer):

@@ -11,7 +11,7 @@ import math
 import panel as pn
 
 from traceviz.analysis.compare import Comparison, Metric
-from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, view_table
+from traceviz.dashboard.tabs.common import STRETCH, html_pane, plot, short_path, view_table
 from traceviz.dashboard.tabs.findings import FINDINGS_CSS, findings_pane
 from traceviz.report import figures
 from traceviz.report.bundle import Report
@@ -19,7 +19,6 @@ from traceviz.report.figures.overview import traffic_partial
 from traceviz.report.figures.roofline import bridge_figure, roofline_figure
 from traceviz.report.headline import change_text, headline
 from traceviz.report.headline_html import HEADLINE_CSS, headline_html
-from traceviz.report.html import finding_html
 from traceviz.report.views import View, fmt_delta, fmt_value, metrics_view
 from traceviz.units import fmt_pct
 
@@ -156,13 +155,6 @@ def _run_cards(c: Comparison) -> str:
 NO_FINDINGS = "No findings: no diagnosis rule applied to this pair."
 
 
-def findings_html(c: Report) -> str:
-    """Every finding in full (severity, title, evidence, gain, next step), expanded."""
-    if not c.findings:
-        return f"<p class='tv-tag'>{NO_FINDINGS}</p>"
-    return "".join(finding_html(f) for f in c.findings)
-
-
 def one_way_ratios(view: View, c: Comparison) -> View:
     """The metrics table with its ratio column read one way (``"2.63× less"``, ``"1.58×
     more"``: :func:`~traceviz.report.headline.change_text`), never a ``0.38×``; its CSV
@@ -177,17 +169,11 @@ def one_way_ratios(view: View, c: Comparison) -> View:
 def compared_html(c: Report) -> str:
     """What was compared, one muted line: each side's source and device kind."""
     sides = " · ".join(
-        f"{html.escape(name)}: {html.escape(_short_path(str(side.trace.meta.source)))} "
+        f"{html.escape(name)}: {html.escape(short_path(str(side.trace.meta.source)))} "
         f"({html.escape(side.trace.device_kind.value)})"
         for name, side in zip(c.names, (c.a, c.b), strict=True)
     )
     return f"<div class='tv-tag' title='{html.escape(str(c.a.trace.meta.source))}'>{sides}</div>"
-
-
-def _short_path(path: str, keep: int = 3) -> str:
-    """The last ``keep`` parts of a path (``…/block/eager.pt.trace.json.gz``)."""
-    parts = path.replace("\\", "/").split("/")
-    return path if len(parts) <= keep else "…/" + "/".join(parts[-keep:])
 
 
 def first_screen(c: Report) -> pn.pane.HTML:
