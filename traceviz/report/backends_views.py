@@ -4,7 +4,6 @@ counts. Empty for a report without ONNX Runtime data (:attr:`Report.backends` is
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from typing import Any
 
@@ -30,14 +29,6 @@ def backends_views(report: Any, *, top: int = 10) -> list[View]:
     views = [backends_table(view), level_summary_view(view), fusion_view(view, top=top),
              op_counts_view(view), folded_view(view, top=top)]  # fmt: skip
     return [v for v in views if v.rows or v.note]
-
-
-def _view(title: str, columns: list[str], rows: list[list[str]], note: str = "",
-          names: tuple[int, ...] = ()) -> View:  # fmt: skip
-    """A View; ``names`` (columns no renderer may cut) where this View has the field."""
-    fields = {f.name for f in dataclasses.fields(View)}
-    extra = {"names": names} if "names" in fields and names else {}
-    return View(title, columns, rows, note, **extra)
 
 
 def backends_table(view: BackendsView) -> View:
@@ -72,7 +63,7 @@ def backends_table(view: BackendsView) -> View:
         note += " Failed: " + "; ".join(errors)
     columns = ["backend", "step median", "IQR", "× eager", "kernels/step", "kernel time/step",
                "est. bytes/step", "output check (max |Δ|)", "one-time cost"]  # fmt: skip
-    return _view("Backends side by side", columns, rows, note, names=(0,))
+    return View("Backends side by side", columns, rows, note, names=(0,))
 
 
 def level_summary_view(view: BackendsView) -> View:
@@ -112,7 +103,7 @@ def level_summary_view(view: BackendsView) -> View:
     if view.problems:
         note += " Not read: " + "; ".join(view.problems)
     columns = ["level", "nodes", "fused nodes", "exported nodes fused", "folded", "fused ops"]
-    return _view("ONNX Runtime levels: what each fused", columns, rows, note)
+    return View("ONNX Runtime levels: what each fused", columns, rows, note)
 
 
 def fusion_level(view: BackendsView) -> str | None:
@@ -125,7 +116,7 @@ def fusion_view(view: BackendsView, *, top: int) -> View:
     """The cross-backend fusion table of :func:`fusion_level`, longest ORT time first."""
     level = fusion_level(view)
     if level is None:
-        return _view("ONNX Runtime fusion", [], [])
+        return View("ONNX Runtime fusion", [], [])
     table = view.fusion[view.fusion[CrossFusion.level] == level]
     table = table.sort_values(
         CrossFusion.time_us, ascending=False, kind="stable", na_position="last"
@@ -149,7 +140,7 @@ def fusion_view(view: BackendsView, *, top: int) -> View:
     )
     columns = ["ORT op", "time/run", "aten ops", "exported nodes replaced", "Inductor kernels",
                "ORT node"]  # fmt: skip
-    return _view(f"ONNX Runtime fusion ({level}) vs Inductor", columns, rows, note,
+    return View(f"ONNX Runtime fusion ({level}) vs Inductor", columns, rows, note,
                  names=(0, 2, 3, 4, 5))  # fmt: skip
 
 
@@ -157,7 +148,7 @@ def op_counts_view(view: BackendsView) -> View:
     """Nodes per op: the exported graph and each level, ops whose count changes first."""
     counts = view.op_counts
     if counts.empty:
-        return _view("ONNX op counts", [], [])
+        return View("ONNX op counts", [], [])
     # the pivot (op x graph, summed, 0 where absent) in dicts: a sample run has ~100 rows
     cells: dict[Any, dict[Any, int]] = {}
     for graph, op, n in zip(counts[OpCounts.graph].tolist(), counts[OpCounts.op].tolist(),
@@ -170,7 +161,7 @@ def op_counts_view(view: BackendsView) -> View:
     table = {op: [cells[op].get(g, 0) for g in graphs] for op in sorted(cells)}
     order = sorted(table, key=lambda op: (len(set(table[op])) <= 1, -sum(table[op])))
     rows = [[_short_op(str(op)), *(str(v) for v in table[op])] for op in order]
-    return _view("ONNX op counts per graph", ["op", *graphs], rows,
+    return View("ONNX op counts per graph", ["op", *graphs], rows,
                  "Ops whose count changes between graphs first.")  # fmt: skip
 
 
@@ -183,7 +174,7 @@ def folded_view(view: BackendsView, *, top: int) -> View:
     level = view.levels[-1] if view.levels else None
     folded = view.folded[view.folded[Folded.level] == level] if level else view.folded.head(0)
     if folded.empty:
-        return _view("Folded exported nodes", [], [])
+        return View("Folded exported nodes", [], [])
     rows = [
         [str(r[Folded.node]), _short_op(str(r[Folded.op])), str(r[Folded.aten_op]) or "–",
          str(r[Folded.reason])]
@@ -191,7 +182,7 @@ def folded_view(view: BackendsView, *, top: int) -> View:
     ]  # fmt: skip
     note = f"{len(folded)} exported nodes have no node standing for them at level {level}"
     note += f", {top} shown." if len(folded) > top else "."
-    return _view(f"Folded exported nodes ({level})", ["exported node", "op", "aten op", "why"],
+    return View(f"Folded exported nodes ({level})", ["exported node", "op", "aten op", "why"],
                  rows, note, names=(0,))  # fmt: skip
 
 

@@ -440,27 +440,15 @@ def roofline_args(roofline: Roofline, rows: Iterable[int]) -> dict[int, dict[str
     """Kernels-table row → its ``args.traceviz.roofline`` (keys: :data:`ROOFLINE_ARGS`) for
     the given rows of a side whose roofline is ``roofline``; NaN and unknown figures are left
     out."""
-    c = RooflineColumns
-    table = roofline.per_kernel
+    words = ("bytes_basis", "bound", "precision")  # the others but peaks_basis: numbers
+    table = roofline.per_kernel  # ROOFLINE_ARGS are RooflineColumns' names
+    columns = {key: table[getattr(RooflineColumns, key)] for key in ROOFLINE_ARGS[:-1]}
     floats = {
-        key: table[column].to_numpy(dtype=float, na_value=np.nan)
-        for key, column in (
-            ("flops", c.flops),
-            ("bytes", c.bytes),
-            ("achieved_tbps", c.achieved_tbps),
-            ("achieved_tflops", c.achieved_tflops),
-            ("intensity", c.intensity),
-            ("pct_of_roof", c.pct_of_roof),
-        )
+        key: column.to_numpy(dtype=float, na_value=np.nan)
+        for key, column in columns.items()
+        if key not in words
     }
-    texts = {
-        key: table[column].astype(object).to_numpy()
-        for key, column in (
-            ("bytes_basis", c.bytes_basis),
-            ("bound", c.bound),
-            ("precision", c.precision),
-        )
-    }
+    texts = {key: columns[key].astype(object).to_numpy() for key in words}
     basis = roofline.peaks.basis.value
     out: dict[int, dict[str, Any]] = {}
     for row in rows:
