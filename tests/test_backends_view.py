@@ -7,12 +7,14 @@ the dashboard tab, the figures, bad files, and that plain runs are unchanged."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tests import ort_fixtures as fx
@@ -149,15 +151,28 @@ def test_every_renderer_shows_the_backends(report: Any) -> None:
     assert 'id="backends"' in html and len(set(re.findall(r"fig-backends-\d+", html))) == 3
 
 
-def test_dashboard_tab_only_for_runs_with_ort(report: Any) -> None:
+def test_dashboard_tab_only_for_runs_with_ort_its_tables_as_csv(report: Any) -> None:
     pytest.importorskip("panel")
     from traceviz.dashboard.views import VIEWS, views_for
 
     assert "Backends" in views_for(report)
     assert "Backends" not in views_for(compare_run(SAMPLES / "linear-add"))
-    tab = VIEWS["Backends"](report)
-    tables = [o for o in tab.objects if type(o).__name__ == "Tabulator"]
-    assert len(tables) == 1 and len(tables[0].value) == len(report.backends.fusion)
+    tab = list(VIEWS["Backends"](report))
+    downloads = [o for o in tab if type(o).__name__ == "FileDownload"]
+    (fusion,) = [o for o in tab if type(o).__name__ == "Tabulator"]
+    shown = [o for o in tab if type(o).__name__ == "Column"]  # view_table: HTML table + CSV
+    tables = backends_views(report, top=20)
+    assert len(shown) == len(tables) - 1  # every table but the fusion one (a Tabulator)
+    for column, view in zip(shown, tables[:2] + tables[3:], strict=True):
+        frame = _csv(column[1])
+        assert list(frame.columns) == view.columns and len(frame) == len(view.rows)
+    fusion_csv = _csv(downloads[0])
+    assert len(fusion_csv) == len(report.backends.fusion) == len(fusion.value)
+    assert fusion_csv["time_us"].to_numpy() == pytest.approx(fusion.value["time_us"].to_numpy())
+
+
+def _csv(download: Any) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(download.callback().getvalue()), keep_default_na=False)
 
 
 def test_figures(report: Any, ort_run: Path) -> None:

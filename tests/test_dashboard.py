@@ -1,21 +1,20 @@
 """The dashboard without a browser: loading and caching, bad uploads, the views (each tab built
 only when first opened, registered ones too), the Overview's cards and findings, the command,
-the ``panel serve`` entry and the notebook widgets. (tests/test_dashboard_browser.py drives
-the served page in Chromium.)"""
+the ``panel serve`` entry and the notebook widgets (which load their JavaScript and CSS inline,
+not from a CDN, so they work offline). (tests/test_dashboard_browser.py drives the served page
+in Chromium.)"""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import html
-import io
 import re
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 
 from tests.conftest import CORPUS, SAMPLES, load_trace
@@ -24,6 +23,7 @@ pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
 
 import panel as pn
 
+import traceviz.widgets as tw
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.cli import main
@@ -232,14 +232,58 @@ def test_panel_serve_entry(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_widgets(sample: Comparison) -> None:
-    import traceviz.widgets as tw
-
     assert isinstance(tw.compare(sample), Dashboard)
     assert tw.compare(str(sample_run())).comparison is not None
     assert tw.view(sample, "Fusion") is not None
     with pytest.raises(UsageError):
         tw.view(sample, "Nope")
     assert "<table>" in sample._repr_html_()  # rich display of the object itself still works
+
+
+# What Bokeh's autoload script fetches: these lists (a "skip" list of URLs a page already
+# has may name the CDN; it fetches nothing).
+URL_LISTS = re.compile(r"\b(js_urls|css_urls|js_modules)\s*=\s*(\[[^\]]*\])")
+SCRIPT_SRC = re.compile(r"<(?:script|link)[^>]+(?:src|href)=[\"']?https?://", re.I)
+
+
+def published(monkeypatch: pytest.MonkeyPatch, inline: bool | None = None) -> str:
+    """Everything Panel's notebook loader would send to the notebook (with the configured
+    ``inline`` unless given), as text."""
+    ipython = pytest.importorskip("IPython.display", reason="pip install ipython")
+    from panel.io import notebook
+
+    sent: list[dict[str, Any]] = []
+    monkeypatch.setattr(ipython, "publish_display_data", lambda data, **_: sent.append(data))
+    notebook.load_notebook(pn.config.inline if inline is None else inline)
+    return "\n".join(str(v) for data in sent for v in data.values())
+
+
+def test_widgets_load_their_javascript_inline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tw, "_loaded", False)
+    tw.extension()
+    assert pn.config.inline
+    text = published(monkeypatch)
+    lists = dict(URL_LISTS.findall(text))
+    assert set(lists) == {"js_urls", "css_urls", "js_modules"}, "the loader's lists not found"
+    assert {k: re.sub(r"\s", "", v) for k, v in lists.items()} == dict.fromkeys(lists, "[]")
+    assert not SCRIPT_SRC.search(text)
+    assert "Plotly" in text and "Tabulator" in text  # the libraries themselves are inline
+
+
+def test_the_check_fails_on_cdn_resources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test above would catch a CDN load: Panel's default (inline off) uses one."""
+    lists = dict(URL_LISTS.findall(published(monkeypatch, inline=False)))
+    assert "https://" in lists["js_urls"]
+
+
+def test_notebook_kernels_view_has_fixed_name_columns(sample: Comparison) -> None:
+    from traceviz.dashboard.tabs.common import NAME_WIDTH
+
+    view = tw.view(sample, "Kernels")
+    tables = list(view.select(pn.widgets.Tabulator))
+    assert tables and all(
+        any(t.widths.get(c) == NAME_WIDTH for c in ("kernel", "key")) for t in tables
+    )
 
 
 # --- tabs built when first opened ------------------------------------------------------
@@ -448,36 +492,3 @@ def test_each_finding_is_one_line_that_expands_to_its_evidence(sample: Compariso
 def test_no_findings_says_so() -> None:
     assert "nothing here" in findings_block([], empty="nothing here")
     assert "<details" not in findings_block([], empty="nothing here")
-
-
-@pytest.fixture(scope="module")
-def ort_report(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("torch")
-    from tests import ort_fixtures as fx
-    from traceviz.pipeline import compare_run
-
-    run = fx.make_ort_run(tmp_path_factory.mktemp("ort") / "run", sample=SAMPLES / "linear-add")
-    return compare_run(run)
-
-
-def test_backends_tables_download_as_csv(ort_report: Any) -> None:
-    from traceviz.dashboard.tabs.backends import backends
-    from traceviz.report.backends_views import backends_views
-
-    tab = list(backends(ort_report))
-    downloads = [o for o in tab if type(o).__name__ == "FileDownload"]
-    (fusion,) = [o for o in tab if type(o).__name__ == "Tabulator"]
-    shown = [o for o in tab if type(o).__name__ == "Column"]  # view_table: HTML table + CSV
-    tables = backends_views(ort_report, top=20)
-    assert len(shown) == len(tables) - 1  # every table but the fusion one (a Tabulator)
-    for column, view in zip(shown, tables[:2] + tables[3:], strict=True):
-        frame = _csv(column[1])
-        assert list(frame.columns) == view.columns and len(frame) == len(view.rows)
-    fusion_csv = _csv(downloads[0])
-    assert len(fusion_csv) == len(ort_report.backends.fusion) == len(fusion.value)
-    assert fusion_csv["time_us"].to_numpy() == pytest.approx(fusion.value["time_us"].to_numpy())
-
-
-def _csv(download: Any) -> pd.DataFrame:
-    return pd.read_csv(io.StringIO(download.callback().getvalue()), keep_default_na=False)
