@@ -51,12 +51,9 @@ def sample() -> Report:
 # --- kernel_diff ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("by", ["kernel", "op", "kind"])
-@pytest.mark.parametrize("which", ["a100", "sample"])
-def test_each_side_adds_up_to_its_measured_time(
-    by: str, which: str, request: pytest.FixtureRequest
-) -> None:
-    report: Report = request.getfixturevalue(which)
+def assert_adds_up(report: Report, by: str) -> None:
+    """``kernel_diff`` by ``by``: unique keys, each side's columns adding up to its measured
+    device time and activity count, the largest change first."""
     table = kernel_diff(report.a.kernels, report.b.kernels, by=by)  # type: ignore[arg-type]
     assert table[KernelDiff.key].is_unique
     for side, calls, time in (
@@ -64,12 +61,17 @@ def test_each_side_adds_up_to_its_measured_time(
         (report.b, KernelDiff.b_calls, KernelDiff.b_time_us),
     ):
         measured = float(np.nansum(side.kernels[Kernels.excl_dur_us].to_numpy(dtype=float)))
-        assert table[time].sum() == pytest.approx(measured, rel=1e-9)
-        assert int(table[calls].sum()) == len(side.kernels)
+        assert table[time].sum() == pytest.approx(measured, rel=1e-9, abs=1e-9), by
+        assert int(table[calls].sum()) == len(side.kernels), by
     delta = table[KernelDiff.b_time_us] - table[KernelDiff.a_time_us]
     assert np.allclose(table[KernelDiff.delta_time_us], delta)
     order = table[KernelDiff.delta_time_us].abs().to_numpy()
     assert (np.diff(order) <= 1e-9).all()  # largest change first
+
+
+@pytest.mark.parametrize("by", ["kernel", "op", "kind"])
+def test_each_side_of_the_a100_pair_adds_up(by: str, a100: Report) -> None:
+    assert_adds_up(a100, by)
 
 
 RUNS = sorted(p.parent for p in [*SAMPLES.glob("*/run.json"), *SAMPLES.glob("*/*/run.json")])
@@ -79,22 +81,14 @@ RUNS = sorted(p.parent for p in [*SAMPLES.glob("*/run.json"), *SAMPLES.glob("*/*
     "run", RUNS or [None], ids=lambda p: str(p.relative_to(SAMPLES)) if p else "none"
 )
 def test_every_sample_run_adds_up(run: Path | None) -> None:
-    """On every sample run (CPU and the H200 runs): each grouping's columns add up to each
-    side's measured device time and activity count."""
+    """On every sample run (CPU and the H200 runs), by kernel, op and kind."""
     if run is None:
         pytest.skip(f"no sample runs in {SAMPLES}")
     from traceviz.pipeline import open_report
 
     report = open_report(run)
     for by in ("kernel", "op", "kind"):
-        table = kernel_diff(report.a.kernels, report.b.kernels, by=by)  # type: ignore[arg-type]
-        for side, calls, time in (
-            (report.a, KernelDiff.a_calls, KernelDiff.a_time_us),
-            (report.b, KernelDiff.b_calls, KernelDiff.b_time_us),
-        ):
-            measured = float(np.nansum(side.kernels[Kernels.excl_dur_us].to_numpy(dtype=float)))
-            assert table[time].sum() == pytest.approx(measured, rel=1e-9, abs=1e-9), (run, by)
-            assert int(table[calls].sum()) == len(side.kernels), (run, by)
+        assert_adds_up(report, by)
 
 
 def test_kernel_diff_on_a_tiny_pair(tmp_trace) -> None:  # type: ignore[no-untyped-def]
