@@ -30,6 +30,7 @@ from traceviz.analysis.timing.profiled import (
 )
 from traceviz.analysis.timing.speed import median_interval
 from traceviz.pipeline import open_report
+from traceviz.report.bundle import Report
 from traceviz.report.json_report import comparison_json
 from traceviz.report.markdown import comparison_markdown
 from traceviz.report.profiled_note import profiled_note
@@ -53,10 +54,11 @@ def _stats(samples: list[float]) -> TimingStats:
     )  # fmt: skip
 
 
-def _busy_run(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def busy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The sample pointwise run, its timed eager steps ``FASTER`` × faster: the profiled
     eager steps then took ~95× the timed median, as on a machine busy while profiling."""
-    directory = tmp_path / "busy-run"
+    directory = tmp_path_factory.mktemp("profiled-vs-timed") / "busy-run"
     shutil.copytree(SAMPLES / "pointwise", directory)
     info = decode((directory / RUN_JSON).read_bytes(), source=directory / RUN_JSON)
     eager = _stats([v / FASTER for v in info.timing.eager.samples_us])
@@ -69,8 +71,8 @@ def _busy_run(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def busy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _busy_run(tmp_path_factory.mktemp("profiled-vs-timed"))
+def busy(busy_run: Path) -> Report:
+    return open_report(busy_run)
 
 
 def _side(profiled: float, timed: float, *, name: str = "eager") -> SideTiming:
@@ -111,9 +113,8 @@ def test_median_interval_holds_the_median() -> None:
     assert median_interval([1.0, 2.0]) is None
 
 
-def test_the_busy_run_disagrees_on_eager_only(busy_run: Path) -> None:
-    report = open_report(busy_run)
-    check = report.profiled_timing
+def test_the_busy_run_disagrees_on_eager_only(busy: Report) -> None:
+    check = busy.profiled_timing
     assert check is not None
     eager, compiled = check.sides
     assert (eager.name, compiled.name) == ("eager", "compiled")
@@ -138,26 +139,22 @@ def test_two_plain_traces_have_no_check() -> None:
     assert comparison_json(report)["profiled_vs_timed"] is None
 
 
-def test_no_check_without_enough_timed_steps(busy_run: Path) -> None:
-    report = open_report(busy_run)
-    assert report.run_info is not None
-    info = report.run_info
+def test_no_check_without_enough_timed_steps(busy: Report) -> None:
+    assert busy.run_info is not None
+    info = busy.run_info
     few = msgspec.structs.replace(
         info.timing, eager=msgspec.structs.replace(info.timing.eager, samples_us=[1.0, 2.0])
     )
     short = msgspec.structs.replace(info, timing=few)
-    assert (
-        profiled_vs_timed(report.a.trace, report.b.trace, names=report.names, run_info=short)
-        is None
-    )
+    assert profiled_vs_timed(busy.a.trace, busy.b.trace, names=busy.names, run_info=short) is None
 
 
 # --- what the reports say first -------------------------------------------------------------
 
 
-def test_text_says_first_that_profiled_times_are_not_representative(busy_run: Path) -> None:
+def test_text_says_first_that_profiled_times_are_not_representative(busy: Report) -> None:
     buffer = io.StringIO()
-    render_comparison(open_report(busy_run), Console(file=buffer, width=2000, color_system=None))
+    render_comparison(busy, Console(file=buffer, width=2000, color_system=None))
     lines = buffer.getvalue().splitlines()
     assert lines[0].startswith(f"{NOTE}: profiled eager steps took 543 µs (median of 3) ")
     assert "vs 5.73 µs timed (95% interval" in lines[0]
@@ -167,25 +164,24 @@ def test_text_says_first_that_profiled_times_are_not_representative(busy_run: Pa
     assert "device time withheld" in kernel_line and "1.75 ms" not in kernel_line
 
 
-def test_markdown_html_json_lead_with_the_note(busy_run: Path) -> None:
-    report = open_report(busy_run)
-    first = headline(report)[0]
+def test_markdown_html_json_lead_with_the_note(busy: Report) -> None:
+    first = headline(busy)[0]
     assert first.startswith(NOTE)
-    markdown = comparison_markdown(report)
+    markdown = comparison_markdown(busy)
     bullets = [line for line in markdown.splitlines() if line.startswith("- ")]
     assert bullets[0] == f"- {first}"
-    data = json.loads(json.dumps(comparison_json(report)))
+    data = json.loads(json.dumps(comparison_json(busy)))
     check = data["profiled_vs_timed"]
     assert check["disagrees"] is True and check["a"]["disagrees"] is True
     assert check["b"]["disagrees"] is False and check["a"]["name"] == "eager"
     assert check["a"]["inflation"] > 50
 
 
-def test_html_summary_leads_with_the_note(busy_run: Path) -> None:
+def test_html_summary_leads_with_the_note(busy: Report) -> None:
     pytest.importorskip("plotly", reason="the HTML report needs the dashboard extra")
     from traceviz.report.html import comparison_html
 
-    page = comparison_html(open_report(busy_run))
+    page = comparison_html(busy)
     assert f"<div class='tv-note'>{NOTE}" in page  # the first screen opens on the note
     assert page.index("tv-note'>") < page.index("id='tv-verdict'")
 
@@ -197,13 +193,12 @@ def test_a_quiet_run_leads_with_the_timed_verdict_and_shows_device_time() -> Non
     assert any("device time 1.75 ms → 398 µs" in line for line in lines), lines
 
 
-def test_no_kernel_time_ratio_above_3x_before_the_note(busy_run: Path) -> None:
+def test_no_kernel_time_ratio_above_3x_before_the_note(busy: Report) -> None:
     """Must show (issue 24): no kernel-time ratio between profiled sides above 3× is shown as
     a saving without the disagreement note, which comes before everything."""
-    report = open_report(busy_run)
-    time = report.metric("kernel_time_us")
+    time = busy.metric("kernel_time_us")
     assert time["a"] / time["b"] > 3  # the profiled sides' device time: eager 3× compiled's
-    lines = headline(report)
+    lines = headline(busy)
     assert lines[0].startswith(NOTE)
     assert not any(re.search(r"device time [\d.]+ [µm]?s →", line) for line in lines)
 
