@@ -16,11 +16,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser_support import free_port
 from tests.conftest import REPO, SAMPLES
 
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
@@ -28,6 +30,8 @@ pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
 
 from traceviz.cli import main
 from traceviz.commands import dashboard as command
+from traceviz.dashboard import loading
+from traceviz.dashboard import serve as serve_module
 from traceviz.errors import UsageError
 
 RUN = SAMPLES / "graph-break"
@@ -85,12 +89,13 @@ CHILD = textwrap.dedent(
 )
 
 
-def _free_port() -> int:
-    import socket
+def _never(what: str) -> Callable[..., None]:
+    """A stand-in that fails the test when called: ``what`` happened."""
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    def called(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(what)
+
+    return called
 
 
 def _run_child(args: list[str]) -> tuple[list[list[str]], str, int]:
@@ -98,7 +103,7 @@ def _run_child(args: list[str]) -> tuple[list[list[str]], str, int]:
     its stderr and its exit code."""
     env = dict(os.environ)
     cmd = [sys.executable, "-c", CHILD, "dashboard", *args, "--no-show"]
-    cmd += ["--port", str(_free_port())]
+    cmd += ["--port", str(free_port())]
     proc = subprocess.Popen(
         cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -125,10 +130,6 @@ def _order(events: list[list[str]]) -> list[str]:
     return [what for what, _ in events]
 
 
-def _thread_of(events: list[list[str]], what: str) -> str:
-    return next(thread for name, thread in events if name == what)
-
-
 PAIR = [str(RUN / "eager.pt.trace.json.gz"), str(RUN / "compiled.pt.trace.json.gz")]
 
 
@@ -150,7 +151,6 @@ def test_panel_starts_first_then_the_load_runs_once(args: list[str]) -> None:
 @pytest.fixture
 def no_server(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     """``serve`` replaced by a recorder (no server started); the calls it got."""
-    import traceviz.dashboard.serve as serve_module
 
     calls: list[dict[str, Any]] = []
 
@@ -198,17 +198,14 @@ def test_a_missing_extra_is_said_before_any_load(
 ) -> None:
     import importlib.util
 
-    from traceviz.dashboard import loading
-
     real = importlib.util.find_spec
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a)
     )
 
-    def never(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("loaded without the dashboard extra")
-
-    monkeypatch.setattr(loading, "comparison_from_args", never)
+    monkeypatch.setattr(
+        loading, "comparison_from_args", _never("loaded without the dashboard extra")
+    )
     assert main(["dashboard", str(RUN), "--no-show"]) == 2
     err = capsys.readouterr().err
     assert "plotly is missing" in err and "pip install 'traceviz[dashboard]'" in err
@@ -218,7 +215,6 @@ def test_the_report_is_served_once_warm_and_unchanged(
     monkeypatch: pytest.MonkeyPatch, no_server: list[dict[str, Any]]
 ) -> None:
     """The served report is the one the loader made, and serve does not warm Panel up again."""
-    from traceviz.dashboard import loading
 
     made: list[Any] = []
     real = loading.comparison_from_args
@@ -250,15 +246,11 @@ def test_ctrl_c_while_panel_starts_stops_before_any_load(
     no_server: list[dict[str, Any]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from traceviz.dashboard import loading
-
-    def never(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("loaded after Ctrl-C")
 
     def interrupted() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(loading, "comparison_from_args", never)
+    monkeypatch.setattr(loading, "comparison_from_args", _never("loaded after Ctrl-C"))
     monkeypatch.setattr(command, "prepare_panel", interrupted)
     assert main(["dashboard", str(RUN), "--no-show"]) == 130
     assert "interrupted" in capsys.readouterr().err
@@ -270,7 +262,6 @@ def test_ctrl_c_during_the_load_stops_and_serves_nothing(
     no_server: list[dict[str, Any]],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    from traceviz.dashboard import loading
 
     def load(paths: Any, *, names: Any = None) -> Any:
         _thread.interrupt_main()  # Ctrl-C, delivered as the load runs
@@ -287,8 +278,6 @@ def test_ctrl_c_during_the_load_stops_and_serves_nothing(
 
 def test_serve_warms_up_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
     import panel as pn
-
-    import traceviz.dashboard.serve as serve_module
 
     prepared: list[bool] = []
     monkeypatch.setattr(serve_module, "prepare", lambda: prepared.append(True))
@@ -311,18 +300,16 @@ def test_a_ranks_dataset_is_served_by_its_app_warmed_once(
     pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
     import traceviz
     from tests.ranks_fixtures import synthetic_job, write_ranks
-    from traceviz.dashboard import loading
 
     job = synthetic_job(2, seed=3)
     dataset = tmp_path / "job.ds"
     traceviz.load_ranks(write_ranks(tmp_path / "traces", job.docs), dataset)
 
-    def never(*args: Any, **kwargs: Any) -> None:
-        raise AssertionError("a dataset is not a pair of traces")
-
     prepared: list[bool] = []
     real_prepare = command.prepare_panel
-    monkeypatch.setattr(loading, "comparison_from_args", never)
+    monkeypatch.setattr(
+        loading, "comparison_from_args", _never("a dataset is not a pair of traces")
+    )
     monkeypatch.setattr(command, "prepare_panel", lambda: prepared.append(True) or real_prepare())
     assert main(["dashboard", str(dataset), "--no-show"]) == 0
     assert prepared == [True] and len(no_server) == 1
