@@ -241,8 +241,9 @@ def test_log_ticks() -> None:
 
 
 def test_kind_legend_is_beside_the_plot(each_sample: Report) -> None:
-    fig = figures.kinds_figure(each_sample)
-    assert fig.layout.legend.orientation == "v" and fig.layout.legend.x > 1
+    legend = figures.kinds_figure(each_sample).layout.legend
+    assert (legend.orientation, legend.yref, legend.y, legend.yanchor) == ("v", "paper", 1, "top")
+    assert legend.x > 1 and legend.xanchor == "left"
 
 
 def test_fusion_view_says_when_names_carry_no_ops(a100_forced: Report) -> None:

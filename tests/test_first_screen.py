@@ -140,15 +140,6 @@ def test_dashboard_overview_leads_with_the_sentence(cpu_block: Report) -> None:
     assert "× less" in cards and not BELOW_ONE.search(cards)
 
 
-def test_kind_legend_sits_beside_the_bars(cpu_block: Report) -> None:
-    pytest.importorskip("plotly")
-    from traceviz.report.figures import kinds_figure
-
-    legend = kinds_figure(cpu_block).layout.legend
-    assert (legend.yref, legend.y, legend.yanchor) == ("paper", 1, "top")
-    assert legend.x > 1 and legend.xanchor == "left"
-
-
 def test_one_colour_per_side_and_per_kind() -> None:
     pytest.importorskip("plotly")
     from traceviz.report.figures.style import KIND_COLORS, SIDE_COLORS
