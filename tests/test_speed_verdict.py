@@ -10,7 +10,8 @@ Who gets a verdict (issue 24 §3): two traces without ops get none (their step s
 nothing: an ``empty-trace`` finding per trace instead); the same model on two GPU vendors (an
 H100 cuda trace, an MI300 rocm one with the same op signatures) is one workload and gets it,
 only the per-kernel fusion figures need one vendor's kernels, and the finding names the checks
-that failed.
+that failed. In the compare JSON every ``step`` is the ProfilerStep number, null outside every
+step.
 """
 
 from __future__ import annotations
@@ -333,3 +334,34 @@ def test_another_model_on_two_vendors_names_both_checks(tmp_trace) -> None:
     assert "failed checks: device vendor, op signatures" in finding.evidence_lines()
     assert finding.severity.value == "warning"
     assert "compiled-slower" not in {f.id for f in comparison.findings}
+
+
+def _numbered_steps(tmp_trace, first: int = 7):  # type: ignore[no-untyped-def]
+    """Three steps numbered from ``first``; each: 300 µs of CPU work, a kernel, and a sync
+    while the device idles; one more sync after the last step."""
+    events: list[dict] = []
+    for i in range(3):
+        t, c = 1000.0 * i, 10 * i + 1
+        events += [
+            op(f"ProfilerStep#{first + i}", t, 1000, cat="user_annotation"),
+            op("preprocess", t + 5, 300, cat="user_annotation"),
+            launch("cudaLaunchKernel", t + 310, 5, c),
+            kernel("gemm", t + 320, 100, c),
+            launch("cudaStreamSynchronize", t + 500, 200, c + 1),
+        ]
+    events.append(launch("cudaStreamSynchronize", 3500, 100, 99))
+    return traceviz.load(tmp_trace(events))
+
+
+def test_every_step_in_the_json_is_a_profiler_step_number(tmp_trace) -> None:
+    doc = comparison_json(compare(_numbered_steps(tmp_trace), _numbered_steps(tmp_trace, first=20)))
+    for side, first in (("a", 7), ("b", 20)):
+        launch = doc["launch"][side]
+        numbers = {first, first + 1, first + 2}
+        assert {r["step"] for r in launch["per_step"]} == numbers
+        assert {r["step"] for r in launch["idle_per_step"]} == numbers
+        work = {r["step"] for r in launch["idle_cpu_work"]}
+        assert work and work <= numbers
+        calls = [r["step"] for r in launch["blocking_calls"]]
+        assert set(calls) - {None} == numbers
+        assert calls.count(None) == 1  # the sync after the last step: outside every step
