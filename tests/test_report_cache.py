@@ -130,7 +130,11 @@ def test_second_look_at_a_corpus_pair(cache: Path, builds: list[str]) -> None:
     assert len(entries(cache)) == 1 and len(list(cache.iterdir())) == 3
 
 
-def test_any_change_of_an_input_misses(tmp_path: Path, cache: Path, builds: list[str]) -> None:
+def test_any_change_of_an_input_misses(
+    tmp_path: Path, cache: Path, builds: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from traceviz import report_cache
+
     a, b = pair(tmp_path)
     base = traceviz.compare(a, b, names=("x", "y"))
     traceviz.compare(a, b, names=("x", "y"))
@@ -147,6 +151,9 @@ def test_any_change_of_an_input_misses(tmp_path: Path, cache: Path, builds: list
     changed = traceviz.compare(moved, b, names=("x", "y"))
     assert builds == ["pair"] * 6 and as_json(changed) != as_json(base)
     assert len(entries(cache)) == 6
+    monkeypatch.setattr(report_cache, "_source_fingerprint", lambda: "an edited analysis")
+    traceviz.compare(moved, b, names=("x", "y"))  # another traceviz source
+    assert builds == ["pair"] * 7 and len(entries(cache)) == 7
 
 
 def test_a_small_trace_rewritten_with_as_many_bytes_in_the_same_tick_misses(
@@ -162,18 +169,6 @@ def test_a_small_trace_rewritten_with_as_many_bytes_in_the_same_tick_misses(
     assert b.stat().st_size == st.st_size
     after = traceviz.compare(a, b)
     assert builds == ["pair", "pair"] and as_json(after) != as_json(before)
-
-
-def test_another_traceviz_source_misses(
-    tmp_path: Path, cache: Path, builds: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from traceviz import report_cache
-
-    a, b = pair(tmp_path)
-    traceviz.compare(a, b)
-    monkeypatch.setattr(report_cache, "_source_fingerprint", lambda: "an edited analysis")
-    traceviz.compare(a, b)
-    assert builds == ["pair", "pair"] and len(entries(cache)) == 2
 
 
 def test_a_run_directory_misses_when_a_file_or_the_compile_log_changes(
@@ -199,17 +194,7 @@ def test_a_run_directory_misses_when_a_file_or_the_compile_log_changes(
     assert builds == ["run"] * 6
 
 
-def test_cli_second_compare_hits_and_prints_the_same(
-    cache: Path, builds: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
-    run = str(SAMPLES / "graph-break")
-    assert main(["compare", run, "--format", "json"]) == 0
-    first = capsys.readouterr().out
-    assert main(["compare", run, "--format", "json"]) == 0
-    assert capsys.readouterr().out == first and builds == ["run"]
-
-
-def test_no_cache_writes_nothing(
+def test_no_cache_writes_nothing_and_the_cli_hits(
     tmp_path: Path,
     cache: Path,
     builds: list[str],
@@ -218,8 +203,13 @@ def test_no_cache_writes_nothing(
 ) -> None:
     run = str(SAMPLES / "attention")
     assert main(["compare", run, "--no-cache", "--format", "json"]) == 0
+    first = capsys.readouterr().out
     assert main(["compare", run, "--no-cache", "--format", "json"]) == 0
     assert builds == ["run", "run"] and not cache.exists()
+    assert main(["compare", run, "--format", "json"]) == 0  # the cache: a miss, then a hit
+    assert main(["compare", run, "--format", "json"]) == 0
+    assert builds == ["run"] * 3 and capsys.readouterr().out == first * 3
+    shutil.rmtree(cache)  # then with NO_CACHE_ENV, nothing written again
     monkeypatch.setenv(NO_CACHE_ENV, "1")
     a, b = pair(tmp_path)
     traceviz.compare(a, b)
