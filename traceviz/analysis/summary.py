@@ -18,7 +18,7 @@ import pandas as pd
 
 from traceviz.analysis.device import NOT_ANALYSED, DeviceActivity, device_activity, is_analysed
 from traceviz.analysis.traffic.memory import peak_allocated
-from traceviz.analysis.windows import full_steps
+from traceviz.analysis.windows import full_steps, union
 from traceviz.records import records
 from traceviz.schema import (
     ActivityKind,
@@ -257,10 +257,6 @@ def _covered_us(spans: pd.DataFrame) -> float:
     total = 0.0
     for _, rows in spans.groupby(Regions.thread, observed=True):
         starts = rows[Regions.ts_us].to_numpy(dtype=float)
-        ends = starts + rows[Regions.dur_us].to_numpy(dtype=float)
-        order = np.argsort(starts, kind="stable")
-        reach = -np.inf
-        for start, end in zip(starts[order], ends[order], strict=True):
-            total += max(0.0, end - max(start, reach))
-            reach = max(reach, end)
+        lo, hi = union(starts, starts + rows[Regions.dur_us].to_numpy(dtype=float))
+        total += float((hi - lo).sum())
     return total

@@ -144,8 +144,7 @@ def union(starts: FloatArray, ends: FloatArray) -> tuple[FloatArray, FloatArray]
     new = np.ones(s.size, dtype=bool)
     new[1:] = s[1:] > reach[:-1]
     # a merged interval's end is its largest end: the reach at its last member (every
-    # earlier interval ends before its first member starts, and that one ends after it
-    # starts), read off directly (was a ufunc.at maximum per group)
+    # earlier interval ends before its first member starts, and that one ends after it starts)
     last = np.append(np.flatnonzero(new)[1:] - 1, s.size - 1)
     return s[new], reach[last]
 

@@ -26,6 +26,7 @@ the calls' spans clipped to the step, so it never exceeds the step's wall time.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -160,9 +161,9 @@ def _reason_codes(trace: Trace) -> npt.NDArray[np.int8]:
     classes = launches[Launches.launch_class]
     # codes into _REASONS, spelled out only for the calls that block (_spelled)
     out = np.zeros(len(launches), dtype=np.int8)
-    is_copy = _is_one_of(classes, (LaunchClass.MEMCPY.value,))
-    is_async = _name_contains(launches[Launches.name], "Async")
-    out[_is_one_of(classes, (LaunchClass.SYNC.value,))] = 1
+    is_copy = classes.isin([LaunchClass.MEMCPY.value]).to_numpy(dtype=bool)
+    is_async = _contains(launches[Launches.name], "Async")
+    out[classes.isin([LaunchClass.SYNC.value]).to_numpy(dtype=bool)] = 1
     out[is_copy & ~is_async] = 2
     pageable = np.zeros(len(launches), dtype=bool)
     pageable[_pageable_launch_rows(trace)] = True
@@ -174,38 +175,22 @@ def _reason_codes(trace: Trace) -> npt.NDArray[np.int8]:
 _REASONS = ("", *(r.value for r in BlockReason))  # codes of blocking_reasons
 
 
+def _contains(names: pd.Series, text: str) -> npt.NDArray[np.bool_]:
+    return per_name(names, lambda labels: labels.str.contains(text, regex=False))
+
+
 def _pageable_launch_rows(trace: Trace) -> npt.NDArray[np.int64]:
     kernels = trace.kernels
     is_copy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
-    pageable = _name_contains(kernels[Kernels.name], "Pageable")
+    pageable = _contains(kernels[Kernels.name], "Pageable")
     rows = kernels[Kernels.launch_row].to_numpy(dtype=float, na_value=np.nan)[is_copy & pageable]
     rows = rows[np.isfinite(rows)].astype(np.int64)
     return rows[(rows >= 0) & (rows < len(trace.launches))]
 
 
-def _is_one_of(column: pd.Series, values: tuple[str, ...]) -> npt.NDArray[np.bool_]:
-    """Per row, whether the value equals one of ``values`` (a categorical column: each
-    category compared once, the rows looked up by code)."""
-    if not isinstance(column.dtype, pd.CategoricalDtype):
-        objects = column.astype(object).to_numpy()
-        return np.logical_or.reduce([objects == v for v in values], initial=False)
-    hit = np.array([any(c == v for v in values) for c in column.cat.categories], dtype=bool)
-    codes = column.cat.codes.to_numpy()
-    return (codes >= 0) & hit[np.clip(codes, 0, max(hit.size - 1, 0))] if hit.size else codes < -1
-
-
-def _name_contains(names: pd.Series, text: str) -> npt.NDArray[np.bool_]:
-    """Per categorical name, whether it contains ``text`` (tested once per category)."""
-    if not isinstance(names.dtype, pd.CategoricalDtype):
-        return names.astype(str).str.contains(text, regex=False).to_numpy(dtype=bool)
-    hit = np.asarray(names.cat.categories.astype(str).str.contains(text, regex=False), dtype=bool)
-    codes = names.cat.codes.to_numpy()
-    return (codes >= 0) & hit[np.clip(codes, 0, max(hit.size - 1, 0))] if hit.size else codes < -1
-
-
 def _stalled_launches(trace: Trace, classes: pd.Series) -> npt.NDArray[np.bool_]:
     launches = trace.launches
-    is_launch = _is_one_of(classes, _LAUNCHES)
+    is_launch = classes.isin(_LAUNCHES).to_numpy(dtype=bool)
     durs = launches[Launches.dur_us].to_numpy(dtype=float)
     if not is_launch.any():
         return np.zeros(len(launches), dtype=bool)
@@ -230,14 +215,9 @@ def _medians(
 ) -> npt.NDArray[np.float64]:
     """Per launch call, the median duration of the launch calls with its API name (NaN where
     not needed). Taken only for the names with a call of :data:`STALL_MIN_US` or more (the
-    only ones a stall can be among), over the same calls as before: each name's median is its
-    own calls' (a categorical name by code, missing names one group; any other column the
-    whole table, as before)."""
-    names = launches[Launches.name]
-    if not isinstance(names.dtype, pd.CategoricalDtype):
-        median = pd.Series(durs).where(is_launch).groupby(np.asarray(names)).transform("median")
-        return median.to_numpy(float)
-    codes = names.cat.codes.to_numpy()
+    only ones a stall can be among), each name's median over its own calls (by code; missing
+    names one group)."""
+    codes = pd.factorize(launches[Launches.name])[0]
     out = np.full(len(durs), np.nan)
     wanted = np.unique(codes[is_launch & (durs >= STALL_MIN_US)])
     if wanted.size:
@@ -296,7 +276,7 @@ def _innermost(
     end after the call's start, walking up the parents from ``start``: all calls one level
     at a time. A span with an empty name is taken, and replaced by an enclosing one met before
     the search ends (it ends once an op and a frame are both found)."""
-    empty = _empty_name(names)
+    empty = per_name(names, lambda text: text == "")
     found = {kind: np.full(len(start), -1, dtype=np.int64) for kind in ("op", "frame")}
     named = {kind: np.zeros(len(start), dtype=bool) for kind in ("op", "frame")}
     row = start.copy()
@@ -313,29 +293,19 @@ def _innermost(
         row[at] = parent[here]
 
 
-def _empty_name(names: pd.Series) -> npt.NDArray[np.bool_]:
-    """Per row, whether its name reads as the empty string."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        labels = np.asarray(names.cat.categories.astype(str) == "", dtype=bool)
-        codes = names.cat.codes.to_numpy()
-        return (
-            np.where(codes >= 0, labels[np.clip(codes, 0, None)], False)
-            if labels.size
-            else codes < -1
-        )
-    return np.array([str(v) == "" for v in names.to_numpy(dtype=object)], dtype=bool)
-
-
 def is_step_span(names: pd.Series) -> npt.NDArray[np.bool_]:
     """Per name (categorical or text), whether it is a ``ProfilerStep#N`` span."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        labels = names.cat.categories.astype(str)
-        step = np.asarray(labels.str.startswith(_STEP_PREFIX), dtype=bool)
-        codes = names.cat.codes.to_numpy()
-        return (
-            np.where(codes >= 0, step[np.clip(codes, 0, None)], False) if step.size else codes < -1
-        )
-    return names.astype(str).str.startswith(_STEP_PREFIX).to_numpy(dtype=bool)
+    return per_name(names, lambda text: text.str.startswith(_STEP_PREFIX))
+
+
+def per_name(names: pd.Series, test: Callable[[pd.Series], pd.Series]) -> npt.NDArray[np.bool_]:
+    """Per row, ``test`` of its value read as text (a categorical column: each category tested
+    once, the rows looked up by code; a missing value: False)."""
+    if not isinstance(names.dtype, pd.CategoricalDtype):
+        return np.asarray(test(names.astype(str)), dtype=bool)
+    labels = pd.Series(names.cat.categories.astype(str))
+    hit = np.append(np.asarray(test(labels), dtype=bool), False)
+    return hit[names.cat.codes.to_numpy()]  # code −1 (missing): the appended False
 
 
 def _copies(

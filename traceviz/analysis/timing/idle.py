@@ -36,7 +36,12 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from traceviz.analysis.timing.blocking import BlockingCalls, blocked_intervals, is_step_span
+from traceviz.analysis.timing.blocking import (
+    BlockingCalls,
+    blocked_intervals,
+    is_step_span,
+    per_name,
+)
 from traceviz.analysis.timing.stream_waits import gated_activities
 from traceviz.analysis.windows import (
     FloatArray,
@@ -463,18 +468,11 @@ def _recorded_work(trace: Trace, thread: str | None) -> tuple[FloatArray, FloatA
         return np.empty(0), np.empty(0)
     mine = (ops[Ops.thread] == thread).to_numpy(dtype=bool) & ~is_step_span(ops[Ops.name])
     python = (ops[Ops.category] == OpCategory.PYTHON_FUNCTION.value).to_numpy(dtype=bool)
-    waiting = mine & python & _matches(ops[Ops.name], IDLE_FRAMES)
+    waiting = mine & python & per_name(ops[Ops.name], lambda text: text.str.contains(IDLE_FRAMES))
     ts = ops[Ops.ts_us].to_numpy(dtype=float)
     end = ts + np.nan_to_num(ops[Ops.dur_us].to_numpy(dtype=float))
     work = mine & ~waiting
     return subtract(*union(ts[work], end[work]), *union(ts[waiting], end[waiting]))
-
-
-def _matches(names: pd.Series, pattern: re.Pattern[str]) -> npt.NDArray[np.bool_]:
-    """Per name, whether ``pattern`` is found in it (each distinct name searched once)."""
-    codes, uniques = pd.factorize(names)
-    hit = np.array([bool(pattern.search(str(u))) for u in uniques], dtype=bool)
-    return (codes >= 0) & (hit[np.clip(codes, 0, None)] if hit.size else False)
 
 
 #: The ops columns the outer ops are read by (:class:`_OuterOps`, :func:`_work_table`).

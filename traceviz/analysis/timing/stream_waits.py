@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.timing.blocking import per_name
 from traceviz.schema import Kernels, LaunchClass, Launches
 from traceviz.trace import Trace
 
@@ -41,12 +42,7 @@ BoolArray = npt.NDArray[np.bool_]
 
 def is_stream_wait(names: pd.Series) -> BoolArray:
     """Per API name, whether it is a stream-wait-event call (:data:`STREAM_WAIT`)."""
-    if isinstance(names.dtype, pd.CategoricalDtype):
-        cats = names.cat.categories.astype(str)
-        hit = np.array([bool(STREAM_WAIT.match(c)) for c in cats], dtype=bool)
-        codes = names.cat.codes.to_numpy()
-        return np.where(codes >= 0, hit[np.clip(codes, 0, None)] if hit.size else False, False)
-    return names.astype(str).str.match(STREAM_WAIT).to_numpy(dtype=bool)
+    return per_name(names, lambda text: text.str.match(STREAM_WAIT))
 
 
 def gated_launches(trace: Trace) -> BoolArray:

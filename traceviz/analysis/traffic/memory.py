@@ -516,10 +516,7 @@ def _sum_or_none(per_kernel: pd.DataFrame, *bases: Basis | None) -> int | None:
 def _by_kind(
     per_kernel: pd.DataFrame, kinds: pd.Series, dur: npt.NDArray[np.float64]
 ) -> pd.DataFrame:
-    """Totals per kernel kind (columns :class:`TrafficByKind`), by device time, largest first.
-
-    One pandas groupby (issue 26: a NumPy form of the same table saved 1-8 ms a trace on the
-    sample runs, about 1% of a compare, and 3-8 ms on a 1M-event trace, so it went)."""
+    """Totals per kernel kind (columns :class:`TrafficByKind`), by device time, largest first."""
     basis = per_kernel[KernelTraffic.basis]
     est = per_kernel[KernelTraffic.est_bytes]
     frame = pd.DataFrame(
