@@ -144,20 +144,22 @@ def _part_per_step(side: Any, parts: tuple[str, ...]) -> float:
     return total / max(len(side.launch.per_step), 1)
 
 
+def _forced_pair(a_name: str, b_name: str) -> Any:
+    """The forced comparison of two corpus traces (skipped without the corpus)."""
+    a, b = CORPUS / a_name, CORPUS / b_name
+    if not (a.is_file() and b.is_file()):
+        pytest.skip(f"corpus not found at {CORPUS}")
+    return compare(a, b, force=True, load=traceviz.load)
+
+
 def test_idle_by_cause_on_the_a100_pair() -> None:
     """The A100 pair's compiled side waits less for the CPU than the eager one, yet idles far
     more, queued behind work already issued and blocked in syncs: the attribution says so
     and calls none of it launch/CPU overhead."""
-    a, b = (
-        CORPUS / "nvidia" / name
-        for name in (
-            "a100_eager_train_control.json.gz",
-            "a100_compiled_cudagraph_train_2023.json.gz",
-        )
+    report = _forced_pair(
+        "nvidia/a100_eager_train_control.json.gz",
+        "nvidia/a100_compiled_cudagraph_train_2023.json.gz",
     )
-    if not (a.is_file() and b.is_file()):
-        pytest.skip(f"corpus not found at {CORPUS}")
-    report = compare(a, b, force=True, load=traceviz.load)
     lines = _idle_lines(report)
     want = {}
     for parts, cause in slower.IDLE_CAUSES:
@@ -195,10 +197,7 @@ def test_idle_causes_named_only_from_one_percent(pair: tuple[str, str]) -> None:
     """Every idle line of a forced GPU pair's compiled-slower finding is a part b has at
     least 1% of its step more of (the mi250/mi300x pair's +0.01 µs is not a cause), and
     together they stay within b's idle time per step."""
-    a, b = (CORPUS / p for p in pair)
-    if not (a.is_file() and b.is_file()):
-        pytest.skip(f"corpus not found at {CORPUS}")
-    report = compare(a, b, force=True, load=traceviz.load)
+    report = _forced_pair(*pair)
     found = next((f for f in report.findings if f.id == slower.RULE_ID), None)
     if found is None:
         pytest.skip("no compiled-slower finding on this pair")
