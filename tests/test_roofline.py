@@ -323,7 +323,6 @@ def test_a_plain_pair_uses_the_profiled_step_medians() -> None:
     assert bridge.to_json()["basis"] == PROFILED
 
 
-H200_RUNS = sorted(p for p in (SAMPLES / "h200").glob("*") if (p / "run.json").is_file())
 GELU = "triton_poi_fused_add_addmm_mul_pow_tanh_view_4"
 
 
@@ -338,7 +337,7 @@ def ledger_of(run: Path):  # type: ignore[no-untyped-def]
     return report, table
 
 
-@pytest.mark.parametrize("run", H200_RUNS, ids=lambda p: p.name)
+@pytest.mark.parametrize("run", H200_RUNS, ids=_id)
 def test_credits_add_up_and_no_fused_kernel_beats_its_roof(run: Path) -> None:
     report, table = ledger_of(run)
     steps_a = max(report.a.summary.step_count, 1)
@@ -363,11 +362,7 @@ def test_no_peak_devices_have_no_roof_time() -> None:
     assert set(table[K.bound]) == {"no-peak"}
 
 
-LINE_RUNS = sorted(
-    p
-    for p in [*SAMPLES.glob("*"), *(SAMPLES / "h200").glob("*")]
-    if (p / "run.json").is_file() and (p / "eager_lines.pt.trace.json.gz").is_file()
-)
+LINE_RUNS = [run for run in RUNS if (run / "eager_lines.pt.trace.json.gz").is_file()]
 L = LedgerByLineColumns
 SUMMED = [
     (L.eager_kernels, K.eager_kernels),
