@@ -1,5 +1,5 @@
 """Two models whose blocks repeat the same ops, for the name-match order tests
-(tests/test_name_match_order.py): op names alone cannot tell block 1's kernel from block 2's.
+(tests/test_fusion_map.py): op names alone cannot tell block 1's kernel from block 2's.
 
 The run directories beside this file were made with (one CPU thread, caches off)::
 
