@@ -2,15 +2,23 @@
 or `traceviz summary` of unchanged inputs with the same options writes the first one's bytes
 without pandas, with the right exit code; anything that changes the bytes misses; damage is
 a miss; foreign entries are never read; --no-cache writes nothing; concurrent runs are fine.
-A hit, with --max-bytes and --cache-dir too, imports neither pandas nor NumPy nor the parser."""
+A hit, with --max-bytes and --cache-dir too, imports neither pandas nor NumPy nor the parser.
+
+The cache writes the very bytes of an uncached render: on every sample run (CPU and H200) and
+a corpus pair, for the text drawing on a pipe at several widths, on terminals (256 colours,
+true colour, NO_COLOR, dumb) and into a file (-o), and for the text formats; the stored output
+is what was written; the drawing does not depend on the console's height (which the key
+leaves out)."""
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import importlib.util
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -18,13 +26,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES
-from traceviz import report_cache, settings
+from tests.conftest import CORPUS, SAMPLES, load_trace
+from traceviz import pipeline, report_cache, settings
+from traceviz.analysis.summary import summarize
 from traceviz.cli import main
 from traceviz.commands import compare as compare_command
 from traceviz.commands import output_cache
-from traceviz.commands.output import FILE_WIDTH, console
+from traceviz.commands.output import FILE_WIDTH, console, emit
 from traceviz.commands.output_cache import ENTRY_PREFIX, PAYLOAD_FILE
+from traceviz.diagnose import diagnose_trace
+from traceviz.report.bundle import Report
+from traceviz.report.formats import renderer
 
 GRAPH_BREAK = SAMPLES / "graph-break"  # a warning finding
 LINEAR_ADD = SAMPLES / "linear-add"  # an error finding
@@ -38,6 +50,27 @@ HEAVY = (
     "traceviz.parse",
     "traceviz.analysis",
 )
+RUNS = sorted(p.parent for p in [*SAMPLES.glob("*/run.json"), *SAMPLES.glob("h200/*/run.json")])
+CORPUS_PAIR = (
+    CORPUS / "nvidia" / "a100_eager_train_control.json.gz",
+    CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz",
+)
+CASES = [str(run.relative_to(SAMPLES)) for run in RUNS] + ["corpus-a100"]
+
+#: Console settings: (environment, written to a file?).
+SCENARIOS: dict[str, tuple[dict[str, str], bool]] = {
+    "pipe-60": ({"COLUMNS": "60"}, False),
+    "pipe-100": ({"COLUMNS": "100"}, False),
+    "pipe-200": ({"COLUMNS": "200"}, False),
+    "tty-256": ({"FORCE_COLOR": "1", "TERM": "xterm-256color", "COLUMNS": "120"}, False),
+    "tty-truecolor": ({"FORCE_COLOR": "1", "COLORTERM": "truecolor", "COLUMNS": "80"}, False),
+    "tty-no-color": ({"FORCE_COLOR": "1", "NO_COLOR": "1", "COLUMNS": "100"}, False),
+    "tty-dumb": ({"FORCE_COLOR": "1", "TERM": "dumb"}, False),
+    "file": ({}, True),
+    "file-forced-colour": ({"FORCE_COLOR": "1", "TERM": "xterm"}, True),
+}
+# A terminal hyperlink's id is random per render (rich's Style); the rest must be identical.
+LINK_ID = re.compile(r"\x1b\]8;id=[^;]*;")
 
 
 @pytest.fixture
@@ -51,53 +84,28 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
-@pytest.fixture
-def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Counts the reports and summaries the commands build (output-cache misses)."""
-    seen: list[str] = []
-    build = compare_command.build
-
-    def counted(args):  # type: ignore[no-untyped-def]
-        seen.append("compare")
-        return build(args)
-
-    monkeypatch.setattr(compare_command, "build", counted)
-    import traceviz
-
-    load = traceviz.load
-
-    def counted_load(*args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append("summary")
-        return load(*args, **kwargs)
-
-    monkeypatch.setattr(traceviz, "load", counted_load)
-    return seen
-
-
 def outputs(root: Path) -> list[Path]:
     return sorted(root.glob(f"{ENTRY_PREFIX}*")) if root.is_dir() else []
 
 
-def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str]:
-    code = main(argv)
-    out, err = capsys.readouterr()
-    assert not err, err
-    return code, out
+def _set(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name in (*output_cache.RICH_ENVIRONMENT, "LINES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
 
 
-def uncached(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
-) -> tuple[int, str]:
-    """The output without any cache (the old path: rendered straight onto the console)."""
-    with monkeypatch.context() as patch:
-        patch.setenv(settings.NO_CACHE_ENV, "1")
-        return run_cli(capsys, argv)
+def fresh_env(cache: Path, **extra: str) -> dict[str, str]:
+    """This process's environment for a command in a fresh interpreter on ``cache``."""
+    drop = (settings.NO_CACHE_ENV, settings.MAX_BYTES_ENV)
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    return {**env, settings.CACHE_DIR_ENV: str(cache), **extra}
 
 
 @dataclasses.dataclass(frozen=True)
 class Looks:
-    """The command line, run in this process on the test's cache (``cache``), counting the
-    reports and summaries it builds (``builds``)."""
+    """The command line, run in this process on the test's cache (``cache``), counting in
+    ``builds`` the reports and summaries it builds (output-cache misses)."""
 
     cache: Path
     builds: list[str]
@@ -105,10 +113,16 @@ class Looks:
     monkeypatch: pytest.MonkeyPatch
 
     def run(self, argv: list[str]) -> tuple[int, str]:
-        return run_cli(self.capsys, argv)
+        code = main(argv)
+        out, err = self.capsys.readouterr()
+        assert not err, err
+        return code, out
 
     def uncached(self, argv: list[str]) -> tuple[int, str]:
-        return uncached(self.capsys, self.monkeypatch, argv)
+        """The output without any cache (rendered straight onto the console)."""
+        with self.monkeypatch.context() as patch:
+            patch.setenv(settings.NO_CACHE_ENV, "1")
+            return self.run(argv)
 
     def second_look(self, argv: list[str]) -> tuple[int, str]:
         """``argv``'s exit code and output without any cache, once a miss and then a hit
@@ -130,11 +144,20 @@ class Looks:
 
 @pytest.fixture
 def looks(
-    cache: Path,
-    builds: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    cache: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> Looks:
+    import traceviz
+
+    builds: list[str] = []
+    for owner, name, kind in ((compare_command, "build", "compare"),
+                              (traceviz, "load", "summary")):  # fmt: skip
+        real = getattr(owner, name)
+
+        def counted(*args, _real=real, _kind=kind, **kwargs):  # type: ignore[no-untyped-def]
+            builds.append(_kind)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(owner, name, counted)
     return Looks(cache, builds, capsys, monkeypatch)
 
 
@@ -187,10 +210,7 @@ def test_the_package_fingerprint_covers_the_front_ends_the_reports_does_not(
 def test_the_stand_in_for_an_output_file_is_the_files_console(
     env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in output_cache.RICH_ENVIRONMENT:
-        monkeypatch.delenv(name, raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
+    _set(monkeypatch, env)
     with open(tmp_path / "out.txt", "w", encoding="utf-8") as handle:
         real = output_cache.describe(console(file=handle, width=FILE_WIDTH))
     assert output_cache.describe(console(file=io.StringIO(), width=FILE_WIDTH)) == real
@@ -211,15 +231,10 @@ def test_second_compare_of_a_run_writes_the_same_bytes_without_building(
     assert stored == reference[1]
 
 
-def test_second_compare_of_a_corpus_pair(
-    looks: Looks,
-) -> None:
-    a = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
-    b = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
-    if not a.is_file():
+def test_second_compare_of_a_corpus_pair(looks: Looks) -> None:
+    if not CORPUS_PAIR[0].is_file():
         pytest.skip(f"corpus not found at {CORPUS}")
-    argv = ["compare", str(a), str(b), "--force", "--top", "5"]
-    looks.second_look(argv)
+    looks.second_look(["compare", *map(str, CORPUS_PAIR), "--force", "--top", "5"])
 
 
 @pytest.mark.parametrize(
@@ -429,8 +444,7 @@ def test_a_linked_entry_is_never_read(tmp_path: Path, looks: Looks) -> None:
 
 
 def test_no_cache_writes_no_output(tmp_path: Path, cache: Path) -> None:
-    env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache))
-    env.pop("TRACEVIZ_NO_CACHE", None)
+    env = fresh_env(cache)
     exe = Path(sys.executable).with_name("traceviz")
     argv = [str(exe), "compare", str(ATTENTION), "--format", "json"]
     subprocess.run([*argv, "--no-cache"], env=env, capture_output=True, check=True)
@@ -441,14 +455,12 @@ def test_no_cache_writes_no_output(tmp_path: Path, cache: Path) -> None:
     assert outputs(cache) == [] and len(outputs(other)) == 1
 
 
-def test_output_entries_share_the_size_bound(cache: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    run_cli(capsys, ["compare", str(ATTENTION), "--format", "json"])
-    (first,) = outputs(cache)
+def test_output_entries_share_the_size_bound(looks: Looks) -> None:
+    _, first = looks.first_entry(["compare", str(ATTENTION), "--format", "json"])
     os.utime(first / "entry.json", (1, 1))  # the least recently used
-    monkeypatch.setenv(settings.MAX_CACHE_BYTES_ENV, "1")
-    run_cli(capsys, ["compare", str(ATTENTION), "--format", "markdown"])
-    assert first not in outputs(cache) and len(outputs(cache)) == 1
+    looks.monkeypatch.setenv(settings.MAX_CACHE_BYTES_ENV, "1")
+    looks.run(["compare", str(ATTENTION), "--format", "markdown"])
+    assert first not in outputs(looks.cache) and len(outputs(looks.cache)) == 1
 
 
 def _cli_code(argv: list[str]) -> str:
@@ -491,9 +503,7 @@ def test_a_hit_imports_no_pandas_numpy_or_parser(
 ) -> None:
     elsewhere = tmp_path / "elsewhere"  # --cache-dir: another directory than the environment's
     argv = [word.format(elsewhere=elsewhere) for word in argv]
-    env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache), COLUMNS="100")
-    env.pop("TRACEVIZ_NO_CACHE", None)
-    env.pop("TRACEVIZ_MAX_BYTES", None)
+    env = fresh_env(cache, COLUMNS="100")
     first, first_code, first_heavy = _run_fresh(argv, env)
     assert "pandas" in first_heavy  # the miss builds it
     second, second_code, second_heavy = _run_fresh(argv, env)
@@ -503,8 +513,7 @@ def test_a_hit_imports_no_pandas_numpy_or_parser(
 
 
 def test_concurrent_runs_write_one_entry(cache: Path) -> None:
-    env = dict(os.environ, TRACEVIZ_CACHE_DIR=str(cache), COLUMNS="100")
-    env.pop("TRACEVIZ_NO_CACHE", None)
+    env = fresh_env(cache, COLUMNS="100")
     exe = Path(sys.executable).with_name("traceviz")
     argv = [str(exe), "compare", str(ATTENTION)]
     procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -564,3 +573,117 @@ def test_on_a_real_terminal(cache: Path) -> None:
     assert len(outputs(cache)) == 1
     narrower = on_terminal(90)
     assert without_link_ids(narrower) != without_link_ids(miss) and len(outputs(cache)) == 2
+
+
+# ---- byte identity with the uncached render ------------------------------------------------
+
+
+def _report(case: str) -> Report:
+    if case == "corpus-a100":
+        if not CORPUS_PAIR[0].is_file():
+            pytest.skip(f"corpus not found at {CORPUS}")
+        return pipeline.compare(*CORPUS_PAIR, names=("eager", "compiled"), force=True)
+    return pipeline.compare_run(SAMPLES / case)
+
+
+def _written(
+    write: Callable[[str | None], None],
+    target: Path | None,
+    capsys: pytest.CaptureFixture[str],
+) -> str:
+    write(None if target is None else str(target))
+    out = capsys.readouterr().out
+    if target is None:
+        return out
+    assert out == ""
+    return target.read_text(encoding="utf-8")
+
+
+def _check(
+    make: Callable[[], object],
+    fmt: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    scenarios: dict[str, tuple[dict[str, str], bool]],
+) -> None:
+    """Old path (emit) and cached path (emit_cached, then the entry read back) agree, on the
+    test's ``cache``."""
+    for name, (env, to_file) in scenarios.items():
+        _set(monkeypatch, env)
+        target = tmp_path / f"{name}.out" if to_file else None
+        old = _written(lambda path: emit(make(), path), target, capsys)  # type: ignore[arg-type]
+        entry = output_cache._entry(
+            "test", {"case": name}, fmt, 10, None if target is None else str(target)
+        )
+        assert entry is not None, name
+        new = _written(
+            lambda path: output_cache.emit_cached(make(), path, entry),  # type: ignore[arg-type]  # noqa: B023
+            target,
+            capsys,
+        )
+        assert LINK_ID.sub("", new) == LINK_ID.sub("", old), f"{name}: cached path differs"
+        stored = entry.read()
+        assert stored is not None and stored.text == new, f"{name}: stored output differs"
+        assert old.strip(), name
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compare_text_is_byte_identical(
+    case: str,
+    cache: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = _report(case)
+    top = 10 if len(case) % 2 else 3
+
+    def make() -> object:
+        return renderer("text").comparison(report, top=top)
+
+    _check(make, "text", tmp_path, capsys, monkeypatch, SCENARIOS)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compare_text_formats_are_byte_identical(
+    case: str,
+    cache: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = _report(case)
+    html = case in ("graph-break", "h200/block") and importlib.util.find_spec("plotly") is not None
+    formats = ["json", "markdown"] + (["html"] if html else [])  # html: the dashboard extra
+    for fmt in formats:
+        _check(lambda: renderer(fmt).comparison(report, top=10), fmt, tmp_path, capsys,  # noqa: B023
+               monkeypatch, {"pipe": ({}, False), "file": ({}, True)})  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["pointwise", "h200/attention-train", "graph-break"])
+def test_summary_text_is_byte_identical(
+    case: str,
+    cache: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trace = load_trace(SAMPLES / case / "compiled.pt.trace.json.gz")
+    summary, findings = summarize(trace, top=5), diagnose_trace(trace)
+    for fmt in ("text", "json"):
+        _check(lambda: renderer(fmt).summary(summary, findings), fmt, tmp_path, capsys,  # noqa: B023
+               monkeypatch, {k: v for k, v in SCENARIOS.items() if not v[1]})  # fmt: skip
+
+
+@pytest.mark.parametrize("case", ["graph-break", "h200/block", "corpus-a100"])
+def test_the_drawing_does_not_depend_on_the_height(
+    case: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = _report(case)
+    drawn = set()
+    for lines in ("5", "24", "400"):
+        _set(monkeypatch, {"COLUMNS": "100", "LINES": lines, "FORCE_COLOR": "1"})
+        emit(renderer("text").comparison(report, top=10), None)
+        drawn.add(LINK_ID.sub("", capsys.readouterr().out))
+    assert len(drawn) == 1
