@@ -53,6 +53,27 @@ SAMPLE_RUNS = [
 ]
 
 
+def sample_runs() -> list[Path]:
+    """The CPU sample runs at the top of sample_traces/ (each a run directory)."""
+    return sorted(p for p in SAMPLES.glob("*") if (p / "run.json").is_file())
+
+
+def sample_params() -> list[Any]:
+    """:func:`sample_runs` as pytest parameters (one skip when there are none)."""
+    runs = sample_runs()
+    if not runs:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no sample runs in {SAMPLES}"))]
+    return [pytest.param(run, id=run.name) for run in runs]
+
+
+def sample_run(name: str) -> Path:
+    """sample_traces/NAME, a run directory; the test skips when it is not there."""
+    path = SAMPLES / name
+    if not (path / "run.json").is_file():
+        pytest.skip(f"sample run {path} not found")
+    return path
+
+
 def every_trace_file() -> list[object]:
     """pytest params: every corpus trace (each a vendor, format or profiler quirk), then every
     trace file of the :data:`SAMPLE_RUNS` (eager, compiled and, where recorded, eager_lines)."""

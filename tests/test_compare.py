@@ -21,11 +21,11 @@ from tests.conftest import (
     KERNEL_CATS,
     LAUNCH_NAMES,
     MEMCPY_CATS,
-    SAMPLES,
     corpus_files,
     load_trace,
     read_json,
 )
+from tests.real_data import sample_params, sample_run, sample_runs
 from traceviz.analysis.compare import METRICS, Comparison, Side, analyze, compare_sides
 from traceviz.cli import main
 from traceviz.pipeline import compare
@@ -46,10 +46,6 @@ CORPUS_PAIRS = [
 ]  # fmt: skip
 #: CPU against GPU: the host figures (steps, compiled regions) still hold on both sides.
 HOST_PAIRS = [("cpu/cpu_only_rank.json.gz", "nvidia/a100_compiled_triton_tiny.json.gz")]
-
-
-def sample_runs() -> list[Path]:
-    return sorted(p for p in SAMPLES.glob("*") if (p / "run.json").is_file())
 
 
 def all_traces() -> list[Path]:
@@ -145,13 +141,6 @@ def test_cpu_against_gpu_host_figures_equal_plain_counts(a: str, b: str) -> None
     assert comparison.metric("kernel_count").b == plain(CORPUS / b)["kernel_count"]
 
 
-def sample_params() -> list[Any]:
-    runs = sample_runs()
-    if not runs:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no sample runs in {SAMPLES}"))]
-    return [pytest.param(run, id=run.name) for run in runs]
-
-
 @pytest.mark.parametrize("run", sample_params())
 def test_sample_run_figures(run: Path) -> None:
     """A CPU run: steps and compiled regions equal plain counts (regions only on the compiled
@@ -208,15 +197,8 @@ def test_every_trace_compares_with_itself_and_the_next(path: Path) -> None:
     _check_rows(compare_sides(side(path), side(following)).metrics, lambda a, b: True)
 
 
-def _sample(name: str) -> Path:
-    path = SAMPLES / name
-    if not (path / "run.json").is_file():
-        pytest.skip(f"sample run {path} not found")
-    return path
-
-
 def test_pointwise_run_fuses_the_chain() -> None:
-    run = _sample("pointwise")
+    run = sample_run("pointwise")
     comparison = compare(
         run / "eager.pt.trace.json.gz",
         run / "compiled.pt.trace.json.gz",
@@ -231,8 +213,8 @@ def test_pointwise_run_fuses_the_chain() -> None:
 
 def test_graph_break_run_shows_its_regions() -> None:
     comparison = compare(
-        _sample("graph-break") / "eager.pt.trace.json.gz",
-        _sample("graph-break") / "compiled.pt.trace.json.gz",
+        sample_run("graph-break") / "eager.pt.trace.json.gz",
+        sample_run("graph-break") / "compiled.pt.trace.json.gz",
     )
     assert comparison.metric("graph_breaks").b >= 1
     assert comparison.metric("compiled_frames").b >= 2
@@ -241,7 +223,7 @@ def test_graph_break_run_shows_its_regions() -> None:
 
 @pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
 def test_cli_formats(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run = _sample("pointwise")
+    run = sample_run("pointwise")
     out = tmp_path / f"out.{fmt}"
     assert main(["compare", str(run), "--format", fmt, "-o", str(out), "--top", "3"]) == 0
     text = out.read_text()

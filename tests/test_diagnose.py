@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
+from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
+from tests.real_data import sample_params, sample_run
 from tests.runinfo_builder import run_info
 from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.cli import main
@@ -588,17 +589,6 @@ CORPUS_PAIRS = [
 ]
 
 
-def sample_runs() -> list[Path]:
-    return sorted(p for p in SAMPLES.glob("*") if (p / "run.json").is_file())
-
-
-def sample_params() -> list[object]:
-    runs = sample_runs()
-    if not runs:
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no sample runs in {SAMPLES}"))]
-    return [pytest.param(run, id=run.name) for run in runs]
-
-
 @cache
 def trace(path: Path) -> traceviz.Trace:
     return load_trace(path)
@@ -652,15 +642,8 @@ def test_rules_run_on_corpus_pairs(pair: tuple[str, str]) -> None:
     check(comparison.findings)
 
 
-def _sample(name: str) -> Path:
-    path = SAMPLES / name
-    if not (path / "run.json").is_file():
-        pytest.skip(f"sample run {path} not found")
-    return path
-
-
 def test_graph_break_sample_reports_dynamo_reason() -> None:
-    run = _sample("graph-break")
+    run = sample_run("graph-break")
     reasons = [
         b["reason"] for b in json.loads((run / "run.json").read_text())["dynamo"]["graph_breaks"]
     ]
@@ -673,7 +656,7 @@ def test_graph_break_sample_reports_dynamo_reason() -> None:
 
 
 def test_pointwise_eager_trace_names_the_unfused_chain() -> None:
-    run = _sample("pointwise")
+    run = sample_run("pointwise")
     found = diagnose_trace(trace(run / "eager.pt.trace.json.gz"), name="eager")
     (chain,) = [f for f in found if f.id == "unfused-chain"]
     body = chain.title + "\n" + "\n".join(chain.evidence_lines())
