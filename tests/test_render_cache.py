@@ -23,6 +23,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -599,81 +600,58 @@ def _written(
     return target.read_text(encoding="utf-8")
 
 
-def _check(
-    make: Callable[[], object],
-    fmt: str,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    scenarios: dict[str, tuple[dict[str, str], bool]],
-) -> None:
-    """Old path (emit) and cached path (emit_cached, then the entry read back) agree, on the
-    test's ``cache``."""
-    for name, (env, to_file) in scenarios.items():
-        _set(monkeypatch, env)
-        target = tmp_path / f"{name}.out" if to_file else None
-        old = _written(lambda path: emit(make(), path), target, capsys)  # type: ignore[arg-type]
-        entry = output_cache._entry(
-            "test", {"case": name}, fmt, 10, None if target is None else str(target)
-        )
-        assert entry is not None, name
-        new = _written(
-            lambda path: output_cache.emit_cached(make(), path, entry),  # type: ignore[arg-type]  # noqa: B023
-            target,
-            capsys,
-        )
-        assert LINK_ID.sub("", new) == LINK_ID.sub("", old), f"{name}: cached path differs"
-        stored = entry.read()
-        assert stored is not None and stored.text == new, f"{name}: stored output differs"
-        assert old.strip(), name
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_compare_text_is_byte_identical(
-    case: str,
+@pytest.fixture
+def identical(
     cache: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
+) -> Callable[..., None]:
+    """``check(make, fmt, scenarios)``: the old path (emit) and the cached path (emit_cached,
+    then the entry read back) agree in each console scenario, on the test's ``cache``."""
+
+    def check(make: Callable[[], Any], fmt: str, scenarios: dict[str, Any]) -> None:
+        for name, (env, to_file) in scenarios.items():
+            _set(monkeypatch, env)
+            target = tmp_path / f"{name}.out" if to_file else None
+            old = _written(lambda path: emit(make(), path), target, capsys)
+            out = None if target is None else str(target)
+            entry = output_cache._entry("test", {"case": name}, fmt, 10, out)
+            assert entry is not None, name
+            new = _written(lambda path: output_cache.emit_cached(make(), path, entry), target,  # noqa: B023
+                           capsys)  # fmt: skip
+            assert LINK_ID.sub("", new) == LINK_ID.sub("", old), f"{name}: cached path differs"
+            stored = entry.read()
+            assert stored is not None and stored.text == new, f"{name}: stored output differs"
+            assert old.strip(), name
+
+    return check
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compare_text_is_byte_identical(case: str, identical: Callable[..., None]) -> None:
     report = _report(case)
     top = 10 if len(case) % 2 else 3
-
-    def make() -> object:
-        return renderer("text").comparison(report, top=top)
-
-    _check(make, "text", tmp_path, capsys, monkeypatch, SCENARIOS)
+    identical(lambda: renderer("text").comparison(report, top=top), "text", SCENARIOS)
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_compare_text_formats_are_byte_identical(
-    case: str,
-    cache: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_compare_text_formats_are_byte_identical(case: str, identical: Callable[..., None]) -> None:
     report = _report(case)
     html = case in ("graph-break", "h200/block") and importlib.util.find_spec("plotly") is not None
     formats = ["json", "markdown"] + (["html"] if html else [])  # html: the dashboard extra
     for fmt in formats:
-        _check(lambda: renderer(fmt).comparison(report, top=10), fmt, tmp_path, capsys,  # noqa: B023
-               monkeypatch, {"pipe": ({}, False), "file": ({}, True)})  # fmt: skip
+        identical(lambda: renderer(fmt).comparison(report, top=10), fmt,  # noqa: B023
+                  {"pipe": ({}, False), "file": ({}, True)})  # fmt: skip
 
 
 @pytest.mark.parametrize("case", ["pointwise", "h200/attention-train", "graph-break"])
-def test_summary_text_is_byte_identical(
-    case: str,
-    cache: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_summary_text_is_byte_identical(case: str, identical: Callable[..., None]) -> None:
     trace = load_trace(SAMPLES / case / "compiled.pt.trace.json.gz")
     summary, findings = summarize(trace, top=5), diagnose_trace(trace)
     for fmt in ("text", "json"):
-        _check(lambda: renderer(fmt).summary(summary, findings), fmt, tmp_path, capsys,  # noqa: B023
-               monkeypatch, {k: v for k, v in SCENARIOS.items() if not v[1]})  # fmt: skip
+        identical(lambda: renderer(fmt).summary(summary, findings), fmt,  # noqa: B023
+                  {k: v for k, v in SCENARIOS.items() if not v[1]})  # fmt: skip
 
 
 @pytest.mark.parametrize("case", ["graph-break", "h200/block", "corpus-a100"])
