@@ -434,3 +434,24 @@ def test_a_cpu_run_records_its_peaks_and_its_roofline_uses_them(tmp_path: Path) 
     assert host.memory_tbps > 0 and host.fp32_tflops > 0
     roofline = roofline_of(traceviz.compare(run.directory), "a")
     assert roofline is not None and roofline.peaks.basis is PeakBasis.MEASURED
+
+
+def test_summary_of_a_trace_in_a_run_directory_uses_its_measured_peaks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``traceviz summary RUN/compiled.pt.trace.json.gz``: the run's measured CPU peaks, not
+    no-peak; the stored output is not reused once run.json changes (its key holds run.json)."""
+    run = shutil.copytree(SAMPLES / "mlp", tmp_path / "mlp")
+    trace = str(run / COMPILED_TRACE)
+
+    def summary_basis() -> str:
+        assert cli.main(["summary", trace, "--format", "json"]) == 0
+        return json.loads(capsys.readouterr().out)["roofline"]["basis"]
+
+    assert summary_basis() == "no-peak"  # run.json without host_peaks
+    info = decode((run / RUN_JSON).read_bytes(), source=run / RUN_JSON)
+    (run / RUN_JSON).write_bytes(encode(msgspec.structs.replace(info, host_peaks=HOST)))
+    assert summary_basis() == "measured"
+    (run / RUN_JSON).write_text("{")
+    assert cli.main(["summary", trace]) == 2
+    assert "run.json" in capsys.readouterr().err

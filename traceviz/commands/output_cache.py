@@ -168,7 +168,9 @@ def summary_entry(args: argparse.Namespace) -> OutputEntry | None:
     trace = report_cache.input_key(args.trace)
     if trace is None:
         return None
-    inputs = {"kind": "summary", "trace": trace}
+    # the run.json beside the trace: its measured CPU peaks feed the roofline
+    run_json = report_cache.input_key(str(Path(args.trace).parent / "run.json"))
+    inputs = {"kind": "summary", "trace": trace, "run_json": run_json}
     key = {"inputs": inputs, "environment": report_cache.environment()}
     return _entry("summary", key, args.format, args.top, None)
 

@@ -4,8 +4,9 @@ TRACE is a Chrome/Kineto trace (.json, .json.gz), an ONNX Runtime profile (writt
 SessionOptions.enable_profiling: its nodes are the kernels, each session.run a step; see
 docs/onnxruntime-profile.md) or a cache directory written by Trace.save. The JSON form is
 documented in docs/summary-json.md. A short roofline follows the tables: the device peaks
-used (the peak table's row for the trace's device, or --peaks FILE's figures), device time per
-bound, and the top kernels' TB/s, TFLOP/s and % of roof (docs/roofline.md).
+used (the peak table's row for the trace's device, the CPU peaks its run measured when the
+trace lies in a run directory whose run.json has them, or --peaks FILE's figures), device time
+per bound, and the top kernels' TB/s, TFLOP/s and % of roof (docs/roofline.md).
 
 With --ranks, TRACE is a ranks dataset made by `traceviz ingest`: one job's ranks —
 stragglers, waiting inside collectives, step and kernel spread, failed ranks, findings
@@ -23,12 +24,17 @@ examples:
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import traceviz
 from traceviz.commands import output_cache
 from traceviz.commands.collector import collector_off
 from traceviz.commands.compare import add_peaks_argument, read_peaks
 from traceviz.report.formats import SUMMARY, names, renderer
+
+if TYPE_CHECKING:
+    from traceviz.runs.runinfo import HostPeaks
 
 RANKS_FORMATS = ("text", "json", "markdown")  # traceviz.ranks.render.FORMATS
 
@@ -83,7 +89,19 @@ def run(args: argparse.Namespace) -> int:
 
     trace = traceviz.load(args.trace)
     summary = summarize(trace, top=args.top)
-    roofline = trace_roofline(trace, override=peaks)
+    roofline = trace_roofline(trace, override=peaks, host=host_peaks_beside(args.trace))
     rendered = renderer(args.format).summary(summary, diagnose_trace(trace), roofline)
     output_cache.emit_cached(rendered, None, entry)
     return 0
+
+
+def host_peaks_beside(trace: str) -> HostPeaks | None:
+    """The CPU peaks measured by the run whose directory holds ``trace`` (run.json
+    ``host_peaks``), or None: not in a run directory, or a run that measured none. A run.json
+    that is not a valid traceviz run.json raises :class:`traceviz.TraceFormatError` naming it."""
+    from traceviz.runs.runinfo import RUN_JSON, decode
+
+    run_json = Path(trace).parent / RUN_JSON
+    if not run_json.is_file():
+        return None
+    return decode(run_json.read_bytes(), source=run_json).host_peaks

@@ -419,10 +419,13 @@ def side_roofline(
     )
 
 
-def trace_roofline(trace: Trace, *, override: DevicePeaks | None = None) -> Roofline | None:
+def trace_roofline(
+    trace: Trace, *, override: DevicePeaks | None = None, host: HostPeaks | None = None
+) -> Roofline | None:
     """:func:`kernel_roofline` of one trace on its own (``traceviz summary``): its kernels
-    classified and its memory traffic estimated here, the peaks of its device or ``override``
-    (a ``--peaks`` file's). None when traceviz does not model the trace's device."""
+    classified and its memory traffic estimated here, the peaks of its device, ``override``
+    (a ``--peaks`` file's) or, for a CPU trace, ``host`` (the CPU peaks its run measured).
+    None when traceviz does not model the trace's device."""
     if not is_analysed(trace):
         return None
     kinds = classify(trace)[Classified.kind]
@@ -430,5 +433,5 @@ def trace_roofline(trace: Trace, *, override: DevicePeaks | None = None) -> Roof
         trace,
         kinds=kinds,
         traffic=memory_traffic(trace, kinds=kinds),
-        peaks=device_peaks(trace, override=override),
+        peaks=device_peaks(trace, override=override, host=host),
     )
