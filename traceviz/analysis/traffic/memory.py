@@ -289,7 +289,7 @@ def kernel_traffic(
     has |= from_compiler
     basis = np.where(measured, 0, np.where(from_compiler, 3, np.where(has, 1, 2)))
     dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         bandwidth = np.where(has & (dur > 0), est / dur * 1e-3, np.nan)
     est_col = pd.array(est, dtype=pd.Int64Dtype())
     est_col[~has] = pd.NA
