@@ -98,17 +98,21 @@ def _names_only(data: object) -> object:
     return data
 
 
-def test_make_portable_rewrites_project_paths_only(tmp_path: Path) -> None:
+def test_make_portable_leaves_no_absolute_path_of_this_machine(tmp_path: Path) -> None:
     project = tmp_path / "proj"
     run_dir = project / "runs" / "x"
     run_dir.mkdir(parents=True)
+    library = tmp_path / "venv" / "site-packages" / "torch" / "nn"
+    library.mkdir(parents=True)
     model = f"{project}/model.py"
     text = json.dumps(
         {
             "file": model,
             "detail": f'File "{model}", line 3, in forward',
-            "library": "/usr/lib/python3/torch/nn/linear.py",
+            "library": f"{library}/linear.py",  # outside the project: relative too
+            "elsewhere": "/gone-machine/proj/model.py",  # no such folder here: as recorded
             "longer": f"/mnt{project}/model.py",  # contains the project path, is another file
+            "docs": "https://pytorch.org/docs/stable/torch.compiler.html",
         }
     )
     (run_dir / "run.json").write_text(text)
@@ -118,8 +122,11 @@ def test_make_portable_rewrites_project_paths_only(tmp_path: Path) -> None:
     data = json.loads((run_dir / "run.json").read_text())
     assert data["file"] == "../../model.py"
     assert data["detail"] == 'File "../../model.py", line 3, in forward'
-    assert data["library"] == "/usr/lib/python3/torch/nn/linear.py"
+    assert data["library"] == "../../../venv/site-packages/torch/nn/linear.py"
+    assert (run_dir / data["library"]).resolve() == (library / "linear.py").resolve()
+    assert data["elsewhere"] == "/gone-machine/proj/model.py"
     assert data["longer"] == f"/mnt{project}/model.py"
+    assert data["docs"] == "https://pytorch.org/docs/stable/torch.compiler.html"
     assert json.loads(gzip.decompress(log.read_bytes()))["co_filename"] == "../../model.py"
     assert make_portable(run_dir, project) == 0  # nothing left to rewrite
 

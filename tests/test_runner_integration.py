@@ -10,6 +10,7 @@ timed iterations are tiny to keep them to about a minute on two cores.
 
 from __future__ import annotations
 
+import gzip
 import json
 import textwrap
 from collections import Counter
@@ -70,6 +71,24 @@ def test_run_directory_and_json_fields_are_sane(any_run: Run) -> None:
     env = info.environment
     assert env.torch == str(torch.__version__) and env.python.count(".") == 2
     assert env.device == "cpu" and env.device_name and env.cpu_threads >= 1
+
+
+@pytest.mark.slow
+def test_the_run_directory_stores_no_absolute_path(any_run: Run) -> None:
+    """No folder of the machine that ran it (the checkout holding the built-in models, the
+    temporary folder of Inductor's cache, the Python installation, the home folder) appears
+    in any file of the run directory: each is written relative to the run directory."""
+    import sys
+    import tempfile
+
+    from tests.conftest import REPO
+
+    roots = {str(REPO), tempfile.gettempdir(), sys.prefix, str(Path.home())}
+    for path in any_run.directory.iterdir():
+        raw = path.read_bytes()
+        text = (gzip.decompress(raw) if path.suffix == ".gz" else raw).decode(errors="replace")
+        for root in roots:
+            assert f'"{root}/' not in text and f" {root}/" not in text, (path.name, root)
 
 
 @pytest.mark.slow

@@ -9,9 +9,11 @@ nothing. :func:`make_portable` rewrites every path under the project folder (the
 compile log and the traces. Readers resolve them again with
 :func:`traceviz.source_files.locate`.
 
-Paths outside the project folder (the Python installation's packages, Inductor's cache in
-the temporary folder) belong to the machine that ran the model, not to the project; they are
-kept as recorded, for information, and nothing reads a file through them.
+Paths outside the project folder (the Python installation's packages, a built-in model's
+source in the installed traceviz, Inductor's cache in the temporary folder) are made relative
+to the run directory too, where they name a folder of this machine: a run directory stores no
+absolute path (a user's home and folder layout stay on their machine). Read elsewhere, a
+library's source is still found by its package path under ``site-packages``.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def make_portable(directory: Path, project: Path) -> int:
     changed = 0
     for name in TEXT_PATTERNS:
         for path in sorted(directory.glob(name)):
-            changed += _rewrite(path, pattern, relative.replace(os.sep, "/") + "/")
+            changed += _rewrite(path, pattern, relative.replace(os.sep, "/") + "/", directory)
     return changed
 
 
@@ -49,11 +51,38 @@ def project_paths(project: Path) -> re.Pattern[bytes]:
     return re.compile(rb"(?<![\w./\\-])" + re.escape(prefix.encode()))
 
 
-def _rewrite(path: Path, pattern: re.Pattern[bytes], replacement: str) -> int:
+#: An absolute POSIX folder path (``/usr/lib/python3/``), not where it continues a longer
+#: path or a URL (``https://host/docs/``).
+ABSOLUTE_FOLDER = re.compile(rb"(?<![\w./\\:-])/(?:[\w.+@~-]+/)+")
+
+
+def _relative_folders(text: bytes, directory: Path) -> bytes:
+    """``text`` with each absolute folder path that names a folder of this machine written
+    relative to ``directory``; other matches are left as they are (not a path here)."""
+    if os.name != "posix":
+        return text
+    rewritten: dict[bytes, bytes] = {}
+
+    def relative(match: re.Match[bytes]) -> bytes:
+        folder = match.group(0)
+        if folder not in rewritten:
+            name = folder.decode(errors="surrogateescape")
+            rewritten[folder] = (
+                (os.path.relpath(name, directory) + "/").encode(errors="surrogateescape")
+                if os.path.isdir(name)
+                else folder
+            )
+        return rewritten[folder]
+
+    return ABSOLUTE_FOLDER.sub(relative, text)
+
+
+def _rewrite(path: Path, pattern: re.Pattern[bytes], replacement: str, directory: Path) -> int:
     raw = path.read_bytes()
     packed = path.suffix == ".gz"
     text = gzip.decompress(raw) if packed else raw
     new = pattern.sub(replacement.encode().replace(b"\\", b"\\\\"), text)
+    new = _relative_folders(new, directory)
     if new == text:
         return 0
     path.write_bytes(gzip.compress(new, compresslevel=6, mtime=0) if packed else new)
