@@ -168,7 +168,8 @@ def summary_entry(args: argparse.Namespace) -> OutputEntry | None:
     trace = report_cache.input_key(args.trace)
     if trace is None:
         return None
-    # the run.json beside the trace: its measured CPU peaks feed the roofline
+    # the run.json beside the trace: its measured CPU peaks feed the roofline (the name is
+    # spelled here: importing traceviz.runs.runinfo would load msgspec on a cache hit)
     run_json = report_cache.input_key(str(Path(args.trace).parent / "run.json"))
     inputs = {"kind": "summary", "trace": trace, "run_json": run_json}
     key = {"inputs": inputs, "environment": report_cache.environment()}

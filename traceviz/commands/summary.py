@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
 
     trace = traceviz.load(args.trace)
     summary = summarize(trace, top=args.top)
-    roofline = trace_roofline(trace, override=peaks, host=host_peaks_beside(args.trace))
+    host = None if peaks is not None else host_peaks_beside(args.trace)  # --peaks wins
+    roofline = trace_roofline(trace, override=peaks, host=host)
     rendered = renderer(args.format).summary(summary, diagnose_trace(trace), roofline)
     output_cache.emit_cached(rendered, None, entry)
     return 0
