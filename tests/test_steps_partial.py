@@ -66,6 +66,16 @@ def test_a_fragment_shorter_than_a_quarter_of_the_shortest_step_is_partial(tmp_t
     assert full_steps(trace)[Steps.dur_us].tolist() == pytest.approx(durs[:-1])
 
 
+def test_a_short_last_step_that_issued_every_kernel_is_whole(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    """A busy machine: the first of two steps of a tiny model took 5× the second. The second
+    issued as many kernels as the first, so it did all its work (CI once dropped it from one of
+    two traces of the same run, and the source lines moved to only half the kernels)."""
+    trace = _steps_trace(tmp_trace, [1000.0, 200.0])
+    assert trace.steps[Steps.dur_us].iloc[-1] < PARTIAL_STEP_SHARE * 1000.0
+    assert partial_steps(trace) == 0 and len(full_steps(trace)) == 2
+    assert partial_steps(_steps_trace(tmp_trace, [1000.0, 200.0], [10.0, 0.0])) == 1
+
+
 @pytest.mark.parametrize(
     "path",
     [pytest.param(ORT_COMMITTED, id="tests/data/ort_all")]
@@ -113,7 +123,7 @@ def test_few_steps_without_a_partial_step_reads_as_before(tmp_trace) -> None:  #
 def test_noisy_steps_judges_full_steps_only(tmp_trace) -> None:  # type: ignore[no-untyped-def]
     """Four even steps and a 40 µs fragment: the fragment is no evidence of noise."""
     even = [900.0, 905.0, 898.0, 902.0]
-    with_fragment = _steps_trace(tmp_trace, [*even, 40.0])
+    with_fragment = _steps_trace(tmp_trace, [*even, 40.0], [10.0] * 4 + [0.0])
     assert partial_steps(with_fragment) == 1
     durs = with_fragment.steps[Steps.dur_us].to_numpy(dtype=float)
     assert np.std(durs) / np.mean(durs) > 0.2  # all spans together would read as noisy

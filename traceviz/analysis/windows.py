@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from traceviz.analysis.kernels import issue_us
 from traceviz.schema import Ops, Steps
 from traceviz.trace import Trace
 
@@ -79,12 +80,14 @@ def full_steps(trace: Trace) -> pd.DataFrame:
     ``torch.profiler`` opens ``ProfilerStep#N+1`` at each ``prof.step()`` and closes the open
     step when it stops, at the end of the trace: a trace stopped soon after a ``step()`` ends
     with a fragment of a step (the corpus MI250 trace: 49 µs after a 9.3 ms step, no kernel).
-    The last of two or more steps is partial when it ends where the trace's CPU events end
-    and lasts less than :data:`PARTIAL_STEP_SHARE` of the *shortest* of the others (not their
+    The last of two or more steps is partial when it ends where the trace's CPU events end,
+    lasts less than :data:`PARTIAL_STEP_SHARE` of the *shortest* of the others (not their
     median: with few steps one slow step would pull the median up and an ordinary last step
-    would read as cut off); per-step figures leave it out (:func:`partial_steps` says how many
-    were). An ONNX Runtime profile keeps every step: its steps are whole ``model_run`` calls,
-    written when each run ends, never cut off by a profiler schedule."""
+    would read as cut off) and issued fewer kernels than every other step (a step that issued
+    as many did all its work, however fast: on a busy machine the first of two steps of a tiny
+    model can take 4× the second); per-step figures leave it out (:func:`partial_steps` says
+    how many were). An ONNX Runtime profile keeps every step: its steps are whole
+    ``model_run`` calls, written when each run ends, never cut off by a profiler schedule."""
     steps = trace.steps
     return steps.iloc[:-1] if _last_is_partial(trace) else steps
 
@@ -110,7 +113,16 @@ def _last_is_partial(trace: Trace) -> bool:
         ops[Ops.dur_us].to_numpy(dtype=float)
     )
     cpu_end = float(np.nanmax(ends)) if len(ends) else float("nan")
-    return bool(starts[last] + durs[last] >= cpu_end - 1e-3)
+    return bool(starts[last] + durs[last] >= cpu_end - 1e-3) and _issued_less(trace, last)
+
+
+def _issued_less(trace: Trace, last: int) -> bool:
+    """Step row ``last`` issued fewer kernels than each other step (True when no step issued
+    any: the kernels cannot tell, the length decides)."""
+    at = _windows(trace.steps).index_of(issue_us(trace.kernels))
+    counts = np.bincount(at[at >= 0], minlength=len(trace.steps))
+    others = np.delete(counts, last)
+    return not others.any() or bool(counts[last] < others.min())
 
 
 def step_windows(trace: Trace) -> StepWindows:
@@ -118,17 +130,22 @@ def step_windows(trace: Trace) -> StepWindows:
     whole-trace window when there are none."""
     steps = full_steps(trace)
     if len(steps):
-        starts = steps[Steps.ts_us].to_numpy(dtype=float)
-        return StepWindows(
-            steps=[int(s) for s in steps[Steps.step].to_numpy(dtype=np.int64)],
-            start_us=starts,
-            end_us=starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float)),
-        )
+        return _windows(steps)
     first, last = trace.meta.time_origin_us, trace.meta.time_end_us
     return StepWindows(
         steps=[None],
         start_us=np.array([first if first is not None else 0.0]),
         end_us=np.array([last if last is not None else 0.0]),
+    )
+
+
+def _windows(steps: pd.DataFrame) -> StepWindows:
+    """One window per row of a steps table (:class:`~traceviz.schema.Steps`)."""
+    starts = steps[Steps.ts_us].to_numpy(dtype=float)
+    return StepWindows(
+        steps=[int(s) for s in steps[Steps.step].to_numpy(dtype=np.int64)],
+        start_us=starts,
+        end_us=starts + np.nan_to_num(steps[Steps.dur_us].to_numpy(dtype=float)),
     )
 
 
