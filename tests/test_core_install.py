@@ -220,7 +220,7 @@ def test_the_ranks_and_command_modules_import_without_pyarrow() -> None:
     code = (
         "import sys; sys.modules['pyarrow'] = None;"
         "import traceviz.ranks.dataset, traceviz.ranks.ingestion, traceviz.ranks.load;"
-        "import traceviz.commands.ingest, traceviz.commands.ranks_summary;"
+        "import traceviz.commands.ingest, traceviz.commands.ranks;"
         "import traceviz.commands.dashboard, traceviz.commands.compare"
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)

@@ -126,9 +126,9 @@ def run(args: argparse.Namespace) -> int:
     check_output(args.output)
     args.format = output_format(args.format, args.output, FORMATS)
     if getattr(args, "ranks", False):
-        from traceviz.commands import ranks_compare
+        from traceviz.commands import ranks
 
-        return ranks_compare.run(args)
+        return ranks.compare(args)
     if args.format == "html":
         check_html_extra()
     # An unchanged input with the same options: the stored output, without pandas.

@@ -64,9 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "ranks", False):
         if args.peaks is not None:
             raise traceviz.UsageError("--peaks is for one trace's roofline, not --ranks")
-        from traceviz.commands import ranks_summary
+        from traceviz.commands import ranks
 
-        return ranks_summary.run(args)
+        return ranks.summary(args)
     if args.format not in names(SUMMARY):
         raise traceviz.UsageError(
             f"--format {args.format} is for --ranks; a trace's summary renders "

@@ -64,11 +64,16 @@ def _pick(
     json_form: Callable[[Any], dict[str, Any]],
     markdown: Callable[[Any, int], str],
 ) -> Callable[[Any, int], str]:
-    if fmt not in FORMATS:
-        raise UsageError(f"--ranks renders {', '.join(FORMATS)}, not {fmt!r}")
+    check_format(fmt)
     if fmt == "json":
         return lambda value, _top: json.dumps(json_form(value), indent=1) + "\n"
     return text if fmt == "text" else markdown
+
+
+def check_format(fmt: str) -> None:
+    """A :class:`UsageError` when ``--ranks`` cannot render ``fmt``."""
+    if fmt not in FORMATS:
+        raise UsageError(f"--ranks renders --format {', '.join(FORMATS)}, not {fmt!r}")
 
 
 # --- JSON -----------------------------------------------------------------------------------
