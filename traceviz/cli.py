@@ -14,11 +14,11 @@ and not 1, which ``--fail-on`` uses.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from traceviz._version import __version__
@@ -59,10 +59,6 @@ COMMANDS: dict[str, Command] = {
 EXIT_PIPE_CLOSED = 141
 
 
-def _load(command: Command) -> ModuleType:
-    return importlib.import_module(f"traceviz.commands.{command.module}")
-
-
 def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser. Subcommands named in ``load`` (default: all) get their full
     arguments, which imports their modules; the others are listed by name and summary only."""
@@ -79,7 +75,7 @@ def build_parser(load: Iterable[str] | None = None) -> argparse.ArgumentParser:
         if name not in loaded:
             sub.add_parser(name, help=command.summary)
             continue
-        module = _load(command)
+        module = importlib.import_module(f"traceviz.commands.{command.module}")
         cmd = sub.add_parser(
             name,
             help=command.summary,
@@ -145,24 +141,6 @@ def _settings(args: argparse.Namespace) -> Settings:
     return Settings.from_environ(**given)
 
 
-def _silence_stdout() -> None:
-    """Point stdout at /dev/null so that the interpreter's last flush cannot fail again."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, AttributeError):  # stdout replaced (tests) or already closed
-        pass
-
-
-def _not_one_command() -> None:
-    """Tell :mod:`traceviz.commands.collector`, if a command has loaded it, that this call
-    is not the console script's (its helper then leaves the collector alone); a call that
-    needs no collector does not import it (``traceviz --help`` imports no command module)."""
-    collector = sys.modules.get("traceviz.commands.collector")
-    if collector is not None:
-        collector.one_command(False)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``traceviz`` console script; returns the exit code."""
     words = sys.argv[1:] if argv is None else list(argv)
@@ -176,7 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         with collector_off():
             parser = build_parser(load=[command])
     else:  # --help, --version, or a call from Python: the collector stays as it is
-        _not_one_command()
+        # a collector module a command has loaded is told so (not imported when not loaded:
+        # ``traceviz --help`` imports no command module)
+        if (collector := sys.modules.get("traceviz.commands.collector")) is not None:
+            collector.one_command(False)
         parser = build_parser(load=[command] if command else [])
     args = parser.parse_args(words)
     if getattr(args, "_module", None) is None:
@@ -206,7 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except BrokenPipeError:  # output piped into `head` and closed early
-        _silence_stdout()
+        # stdout to /dev/null, so that the interpreter's last flush cannot fail again
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # replaced, or closed
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_PIPE_CLOSED
     except KeyboardInterrupt:
         print("traceviz: interrupted", file=sys.stderr)

@@ -31,6 +31,7 @@ from traceviz.diagnose.finding import Evidence, Finding, Severity, Unit, format_
 from traceviz.ranks.collectives import Instance
 from traceviz.ranks.compare import COMPILE_SHAPE, RankComparison, RankPair, odd_compile_ranks
 from traceviz.ranks.reduce import RankSummary as S
+from traceviz.ranks.reduce import range_text
 from traceviz.ranks.spread import SlowKernel, StepSpread
 from traceviz.ranks.stragglers import Lateness, Stragglers
 
@@ -273,8 +274,8 @@ def comparison_findings(cmp: RankComparison) -> list[Finding]:
                 severity=Severity.INFO,
                 title="The two sets do not hold the same ranks; only common ranks are compared",
                 evidence=(
-                    Evidence(f"ranks only in {a}", _range_text(cmp.only_a) or "none"),
-                    Evidence(f"ranks only in {b}", _range_text(cmp.only_b) or "none"),
+                    Evidence(f"ranks only in {a}", range_text(cmp.only_a) or "none"),
+                    Evidence(f"ranks only in {b}", range_text(cmp.only_b) or "none"),
                 ),
                 next_step="Ingest every rank of both runs",
             )
@@ -307,7 +308,7 @@ def _uneven_speedup(cmp: RankComparison) -> list[Finding]:
                 Evidence("median speedup (a step / b step)", median, Unit.FACTOR),
                 Evidence(f"lowest (rank {worst})", low, Unit.FACTOR),
                 f"ranks {'slower under ' + b if slower else 'well below the median'}: "
-                + _range_text(named),
+                + range_text(named),
             ),
             next_step=f"Compare rank {worst}'s two traces (traceviz compare) and look for a "
             "graph break, recompile or straggler on that rank only",
@@ -404,18 +405,7 @@ def _us(value: float) -> str:
 def _ranks(ranks: list[int]) -> str:
     if len(ranks) == 1:
         return f"Rank {ranks[0]}"
-    return f"Ranks {_range_text(ranks)}"
-
-
-def _range_text(ranks: list[int]) -> str:
-    """``0-3, 5, 7-9`` from ranks."""
-    runs: list[list[int]] = []
-    for r in sorted(set(ranks)):
-        if runs and r == runs[-1][-1] + 1:
-            runs[-1].append(r)
-        else:
-            runs.append([r])
-    return ", ".join(str(x[0]) if len(x) == 1 else f"{x[0]}-{x[-1]}" for x in runs)
+    return f"Ranks {range_text(ranks)}"
 
 
 def _more(items: list[int]) -> str:

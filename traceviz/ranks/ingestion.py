@@ -296,7 +296,7 @@ def _unchanged(row: dict[str, Any], task: RankTask) -> bool:
 
 
 def _same(value: Any, expected: int) -> bool:
-    return value is not pd.NA and value is not None and int(value) == expected
+    return _is_int(value) and int(value) == expected
 
 
 def _carried_over(previous: pd.DataFrame, plan: _Plan) -> list[dict[str, Any]]:
@@ -373,6 +373,8 @@ def ingest(
     (``traceviz.load``'s). ``progress(done, failed, total)`` is called after each rank.
     Without pyarrow, a :class:`UsageError` naming the ``ranks`` extra before any work.
     """
+    from traceviz.parse.read import max_bytes as resolve_max_bytes
+
     ds.require_pyarrow()  # not a failed row per rank after each parse
     sources = expand_inputs(inputs)
     root = Path(cache).expanduser().absolute() if cache else default_dataset(sources)
@@ -380,63 +382,36 @@ def ingest(
         ds.ensure_dataset(root)
     except OSError as err:
         raise UsageError(f"cannot write the dataset at {root}: {err.strerror or err}") from None
-    with ds.writer_lock(root):
-        return _ingest_locked(
-            inputs,
-            sources,
-            root,
-            where_from=(cluster, workers),
-            rank_regex=rank_regex,
-            max_bytes=max_bytes,
-            progress=progress,
+    with ds.writer_lock(root):  # from reading the manifest to appending the run
+        started = time.perf_counter()
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        previous = ds.read_manifest(root)
+        cap = resolve_max_bytes(max_bytes)
+        plan = _plan(sources, root, previous, rank_regex=rank_regex, max_bytes=cap, now=now)
+        where = resolve_where(
+            cluster,
+            workers,
+            tasks=len(plan.tasks),
+            largest_json_bytes=max((_json_size(t) for t in plan.tasks), default=0),
         )
-
-
-def _ingest_locked(
-    inputs: str | Path | Sequence[str | Path],
-    sources: list[Path],
-    root: Path,
-    *,
-    where_from: tuple[Any, int | str | None],
-    rank_regex: str | None,
-    max_bytes: int | None,
-    progress: Progress | None,
-) -> IngestResult:
-    """The ingest proper, under the dataset's writer lock: read the manifest, ingest the
-    changed ranks (``where_from``: the ``cluster`` and ``workers`` of :func:`ingest`), write
-    the manifest, append the run."""
-    from traceviz.parse.read import max_bytes as resolve_max_bytes
-
-    started = time.perf_counter()
-    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    previous = ds.read_manifest(root)
-    cap = resolve_max_bytes(max_bytes)
-    plan = _plan(sources, root, previous, rank_regex=rank_regex, max_bytes=cap, now=now)
-    where = resolve_where(
-        *where_from,
-        tasks=len(plan.tasks),
-        largest_json_bytes=max((_json_size(t) for t in plan.tasks), default=0),
-    )
-    rows = _run(plan, where, progress, len(sources))
-    rows += plan.kept + plan.failed + _carried_over(previous, plan)
-    rows += _missing_ranks(rows, now)
-    manifest = ds.manifest_frame(rows)
-    for rank in ds.stored_ranks(root) - set(ds.ok_ranks(manifest)):
-        ds.remove_rank(root, rank)
-    ds.write_manifest(root, manifest)
-    wall = time.perf_counter() - started
-    ingested = sum(1 for r in rows[: len(plan.tasks)] if r[M.status] == ds.Status.ok)
-    result = IngestResult(
-        dataset=root,
-        manifest=manifest,
-        ingested=ingested,
-        skipped=len(plan.kept),
-        failed=int((manifest[M.status] == ds.Status.failed).sum()),
-        where=where.describe(),
-        wall_s=wall,
-    )
-    ds.append_run(root, _run_row(result, inputs, now))
-    return result
+        rows = _run(plan, where, progress, len(sources))
+        rows += plan.kept + plan.failed + _carried_over(previous, plan)
+        rows += _missing_ranks(rows, now)
+        manifest = ds.manifest_frame(rows)
+        for rank in ds.stored_ranks(root) - set(ds.ok_ranks(manifest)):
+            ds.remove_rank(root, rank)
+        ds.write_manifest(root, manifest)
+        result = IngestResult(
+            dataset=root,
+            manifest=manifest,
+            ingested=sum(1 for r in rows[: len(plan.tasks)] if r[M.status] == ds.Status.ok),
+            skipped=len(plan.kept),
+            failed=int((manifest[M.status] == ds.Status.failed).sum()),
+            where=where.describe(),
+            wall_s=time.perf_counter() - started,
+        )
+        ds.append_run(root, _run_row(result, inputs, now))
+        return result
 
 
 def _json_size(task: RankTask) -> int:

@@ -17,7 +17,12 @@ from traceviz import schema
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.ingestion import DEFAULT_DATASET_NAME, Progress, ingest
-from traceviz.ranks.reduce import COLLECTIVES_DTYPES, KERNEL_SUMMARY_DTYPES, SUMMARY_DTYPES
+from traceviz.ranks.reduce import (
+    COLLECTIVES_DTYPES,
+    KERNEL_SUMMARY_DTYPES,
+    SUMMARY_DTYPES,
+    range_text,
+)
 from traceviz.trace import ParseStats, Trace, TraceMeta
 
 if TYPE_CHECKING:
@@ -177,7 +182,7 @@ def load_rank_trace(path: str | Path, rank: int, *, manifest: pd.DataFrame | Non
         raise UsageError(f"rank must be an int, not {rank!r}")
     ranks = ds.ok_ranks(ds.read_manifest(root) if manifest is None else manifest)
     if rank not in ranks:
-        shown = _ranges(ranks) or "none"
+        shown = range_text(ranks) or "none"
         raise UsageError(f"{root}: no rank {rank} in this dataset (ranks: {shown})")
     header = ds.read_meta(root, rank)
     tables = {name: ds.read_rank_table(root, name, rank) for name in ds.TRACE_TABLES}
@@ -187,17 +192,3 @@ def load_rank_trace(path: str | Path, rank: int, *, manifest: pd.DataFrame | Non
     except (KeyError, TypeError, ValueError) as err:
         raise TraceFormatError(root, f"rank {rank}: unreadable meta: {err}") from err
     return Trace(meta=meta, stats=stats, **tables)
-
-
-def _ranges(ranks: Sequence[int]) -> str:
-    """``0-3, 5, 7-9`` from sorted ranks."""
-    parts: list[str] = []
-    start = prev = None
-    for rank in [*ranks, None]:
-        if rank is not None and prev is not None and rank == prev + 1:
-            prev = rank
-            continue
-        if start is not None:
-            parts.append(str(start) if start == prev else f"{start}-{prev}")
-        start = prev = rank
-    return ", ".join(parts)

@@ -17,6 +17,7 @@ missing (``<NA>``), never guessed.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,7 @@ __all__ = [
     "is_collective_kernel",
     "node_of",
     "plain",
+    "range_text",
     "reduce_rank",
 ]
 
@@ -224,6 +226,17 @@ def plain(frame: pd.DataFrame) -> pd.DataFrame:
     if not cats:
         return frame
     return frame.assign(**{c: frame[c].astype(object) for c in cats})
+
+
+def range_text(ranks: Iterable[int]) -> str:
+    """``0-3, 5, 7-9`` from ranks."""
+    runs: list[list[int]] = []
+    for r in sorted(set(ranks)):
+        if runs and r == runs[-1][-1] + 1:
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    return ", ".join(str(x[0]) if len(x) == 1 else f"{x[0]}-{x[-1]}" for x in runs)
 
 
 # --- summary --------------------------------------------------------------------------------
