@@ -116,43 +116,32 @@ def launch_overhead(trace: Trace) -> LaunchOverhead:
 def _per_step(
     trace: Trace, is_kernel: np.ndarray, counted: np.ndarray, idle: IdleSplit
 ) -> pd.DataFrame:
+    """Per step: busy and waiting time from the idle split (on CPU traces, busy is the CPU
+    kernel time and nothing waits for a launch), counts and sums over the rows starting in it."""
     windows = step_windows(trace)
-    kernels = trace.kernels
-    starts = kernels[Kernels.ts_us].to_numpy(dtype=float)
-    ends = starts + np.nan_to_num(kernels[Kernels.dur_us].to_numpy(dtype=float))
-    issue_end = kernels[Kernels.launch_ts_us].to_numpy(dtype=float) + kernels[
-        Kernels.launch_dur_us
-    ].to_numpy(dtype=float)
-    launch_ts = trace.launches[Launches.ts_us].to_numpy(dtype=float)
+    kernel_rows = _rows_by_window(windows, trace.kernels[Kernels.ts_us].to_numpy(dtype=float))
+    launch_rows = _rows_by_window(windows, trace.launches[Launches.ts_us].to_numpy(dtype=float))
     launch_durs = trace.launches[Launches.dur_us].to_numpy(dtype=float)
-    kernel_durs = kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested CPU kernels once
+    kernel_durs = trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float)  # nested ones once
+    cpu = trace.device_kind is DeviceKind.CPU
     gpu = trace.device_kind in (DeviceKind.CUDA, DeviceKind.ROCM)
+    busy = idle.per_step[IdleParts.busy_us].to_numpy(dtype=float)
     waits = idle.per_step[IdleParts.cpu_wait_us].to_numpy(dtype=float)
-    if windows.in_order():
-        parts = _steps_at_once(windows, starts, ends, issue_end, launch_ts)
-    else:
-        parts = _step_by_step(windows, starts, ends, issue_end, launch_ts)
     rows = []
-    for i, ((step, lo, hi), (inside, busy, wait, in_step)) in enumerate(
-        zip(windows, parts, strict=True)
-    ):
-        in_step = in_step[counted[in_step]]
-        wall = hi - lo
-        inside_kernels = inside[is_kernel[inside]]
+    for i, (step, lo, hi) in enumerate(windows):
+        in_step = launch_rows[i][counted[launch_rows[i]]]
+        inside_kernels = kernel_rows[i][is_kernel[kernel_rows[i]]]
         kernel_time = float(np.nansum(kernel_durs[inside_kernels]))
-        if trace.device_kind is DeviceKind.CPU:
-            busy = min(kernel_time, wall)
-        if gpu:
-            wait = float(waits[i])
+        busy_us = min(kernel_time, hi - lo) if cpu else float(busy[i])
         rows.append(
             {
                 StepOverhead.step: step,
-                StepOverhead.wall_us: wall,
+                StepOverhead.wall_us: hi - lo,
                 StepOverhead.kernel_count: int(inside_kernels.size),
                 StepOverhead.kernel_time_us: kernel_time,
-                StepOverhead.busy_us: busy,
-                StepOverhead.idle_us: max(wall - busy, 0.0),
-                StepOverhead.cpu_wait_us: wait,
+                StepOverhead.busy_us: busy_us,
+                StepOverhead.idle_us: max(hi - lo - busy_us, 0.0),
+                StepOverhead.cpu_wait_us: float(waits[i]) if gpu else 0.0,
                 StepOverhead.launch_calls: int(in_step.size),
                 StepOverhead.launch_api_us: float(np.nansum(launch_durs[in_step])),
             }
@@ -162,62 +151,9 @@ def _per_step(
     return table
 
 
-#: Per step: its device rows in row order, busy time, wait time, its launch rows in row order.
-_StepParts = tuple[np.ndarray, float, float, np.ndarray]
-
-
-def _step_by_step(
-    windows: StepWindows,
-    starts: np.ndarray,
-    ends: np.ndarray,
-    issue_end: np.ndarray,
-    launch_ts: np.ndarray,
-) -> list[_StepParts]:
-    """:func:`_steps_at_once` one window at a time, for any windows (unordered, overlapping,
-    infinite): each window alone is in order."""
-    return [
-        part
-        for step, lo, hi in windows
-        for part in _steps_at_once(
-            StepWindows([step], np.array([lo]), np.array([hi])), starts, ends, issue_end, launch_ts
-        )
-    ]
-
-
-def _steps_at_once(
-    windows: StepWindows,
-    starts: np.ndarray,
-    ends: np.ndarray,
-    issue_end: np.ndarray,
-    launch_ts: np.ndarray,
-) -> list[_StepParts]:
-    """Per window in order (:meth:`StepWindows.in_order`): its device rows, busy time (the
-    union of its activities clipped to it), the idle time spent waiting for launches (see
-    the module docstring) and its launch rows; every step's rows found at once, the
-    arithmetic over all of them (each step's activities by start, ties in row order, one run
-    after the other; the running reach over all: an earlier step's clipped ends never pass a
-    later step's start), and each step's sums over its own slice."""
-    rows, window, bounds = windows.rows_by_window(starts)
-    launch_rows, _, launch_bounds = windows.rows_by_window(launch_ts)
-    order = np.lexsort((starts[rows], window))  # stable: ties by start in row order
-    by_start, w = rows[order], window[order]
-    lo, hi = windows.start_us[w], windows.end_us[w]
-    s, e = np.clip(starts[by_start], lo, hi), np.clip(ends[by_start], lo, hi)
-    issued = issue_end[by_start]
-    reach = np.maximum.accumulate(e) if e.size else e
-    first = np.ones(w.size, dtype=bool)
-    first[1:] = w[1:] != w[:-1]
-    previous_reach = s.copy()
-    previous_reach[~first] = reach[:-1][~first[1:]]
-    lengths = e - s
-    overlaps = np.clip(np.minimum(e, previous_reach) - s, 0.0, None)
-    gaps = np.clip(s - previous_reach, 0.0, None)
-    waiting = np.where(np.isfinite(issued), np.clip(issued - previous_reach, 0.0, None), 0.0)
-    waits = np.minimum(gaps, waiting)
-    parts = []
-    for i in range(len(windows.steps)):
-        at = slice(bounds[i], bounds[i + 1])
-        busy = float(lengths[at].sum() - float(overlaps[at].sum())) if at.stop > at.start else 0.0
-        wait = float(waits[at].sum()) if at.stop > at.start else 0.0
-        parts.append((rows[at], busy, wait, launch_rows[launch_bounds[i] : launch_bounds[i + 1]]))
-    return parts
+def _rows_by_window(windows: StepWindows, times: np.ndarray) -> list[np.ndarray]:
+    """Per window, the rows whose time lies in it (``lo <= t < hi``), in row order."""
+    if windows.in_order():
+        rows, _, bounds = windows.rows_by_window(times)
+        return [rows[bounds[i] : bounds[i + 1]] for i in range(len(windows.steps))]
+    return [np.flatnonzero((times >= lo) & (times < hi)) for _, lo, hi in windows]
