@@ -18,6 +18,7 @@ or onnxruntime.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -46,7 +47,7 @@ class UnsupportedOpError(UsageError):
         self.node = node
         super().__init__(
             f"no reference implementation of {op} (node {node!r}); traceviz implements "
-            f"{', '.join(sorted(f'{MS_DOMAIN}:{name}' for name in CONTRIB_OP_NAMES))}"
+            f"{', '.join(sorted(f'{MS_DOMAIN}:{cls.__name__}' for cls in contrib_ops()))}"
         )
 
 
@@ -108,8 +109,10 @@ def _activation(
     raise UsageError(f"FusedConv/FusedGemm activation {name!r} has no reference implementation")
 
 
-def _make_ops() -> list[type]:
-    """The OpRun classes (built on first use: OpRun lives in the optional onnx package)."""
+@functools.cache
+def contrib_ops() -> tuple[type, ...]:
+    """The ``OpRun`` classes of ORT's fused ops, for ``ReferenceEvaluator(new_ops=...)`` (built
+    on first use: OpRun lives in the optional onnx package)."""
     op_run = _onnx().reference.op_run.OpRun
 
     class Gelu(op_run):  # type: ignore[misc, valid-type]
@@ -264,30 +267,10 @@ def _make_ops() -> list[type]:
                 y = _activation(y, activation, activation_alpha, activation_beta)
             return (y.astype(a.dtype),)
 
-    return [
+    return (
         Gelu, BiasGelu, FastGelu, QuickGelu, FusedMatMul, SkipLayerNormalization, FusedConv,
         FusedGemm,
-    ]  # fmt: skip
-
-
-CONTRIB_OP_NAMES = (
-    "Gelu",
-    "BiasGelu",
-    "FastGelu",
-    "QuickGelu",
-    "FusedMatMul",
-    "SkipLayerNormalization",
-    "FusedConv",
-    "FusedGemm",
-)
-_OPS: list[type] = []
-
-
-def contrib_ops() -> list[type]:
-    """The ``OpRun`` classes of ORT's fused ops, for ``ReferenceEvaluator(new_ops=...)``."""
-    if not _OPS:
-        _OPS.extend(_make_ops())
-    return list(_OPS)
+    )  # fmt: skip
 
 
 def unsupported_ops(model: onnx.ModelProto, extra: Sequence[type] = ()) -> list[tuple[str, str]]:
@@ -295,8 +278,7 @@ def unsupported_ops(model: onnx.ModelProto, extra: Sequence[type] = ()) -> list[
     If/Loop/Scan, in order) that neither onnx.reference nor these classes (plus ``extra``)
     implement; the model's local functions count as implemented."""
     onnx = _onnx()
-    known = {(MS_DOMAIN, name) for name in CONTRIB_OP_NAMES}
-    known |= {(getattr(cls, "op_domain", ""), cls.__name__) for cls in extra}
+    known = {(getattr(cls, "op_domain", ""), cls.__name__) for cls in (*contrib_ops(), *extra)}
     known |= {(f.domain, f.name) for f in model.functions}
     missing = []
     for node in _nodes(onnx, model.graph):
