@@ -180,170 +180,148 @@ class MetricSpec:
 
     name: str
     unit: str
-    basis: str
     description: str
     get: Callable[[Side], Any]
+    basis: str = "measured"
 
 
 METRICS: list[MetricSpec] = [
     MetricSpec(
         "kernel_count",
         "count",
-        "measured",
         "device kernels (CPU ops that compute on CPU traces)",
         lambda s: s.summary.kernel_count,
     ),
     MetricSpec(
         "kernel_time_us",
         "us",
-        "measured",
         "summed kernel device time",
         lambda s: s.summary.kernel_time_us,
     ),
     MetricSpec(
         "step_count",
         "count",
-        "measured",
         "ProfilerStep spans (model_run calls in an ONNX Runtime profile)",
         lambda s: s.summary.step_count,
     ),
     MetricSpec(
         "step_time_us",
         "us",
-        "measured",
         "mean step wall time (ProfilerStep; model_run for ONNX Runtime)",
         lambda s: s.summary.step_mean_us,
     ),
     MetricSpec(
         "kernels_per_step",
         "count",
-        "measured",
         "kernels per step",
         lambda s: _per_step(s, s.summary.kernel_count),
     ),
     MetricSpec(
         "kernel_time_per_step_us",
         "us",
-        "measured",
         "kernel device time per step",
         lambda s: _per_step(s, s.summary.kernel_time_us),
     ),
     MetricSpec(
         "memcpy_count",
         "count",
-        "measured",
         "device memcpy activities",
         lambda s: s.summary.memcpy_count,
     ),
     MetricSpec(
         "memcpy_bytes",
         "bytes",
-        "measured",
         "bytes moved by memcpy",
         lambda s: s.summary.memcpy_bytes,
     ),
     MetricSpec(
         "memset_count",
         "count",
-        "measured",
         "device memset activities",
         lambda s: s.summary.memset_count,
     ),
     MetricSpec(
         "launch_count",
         "count",
-        "measured",
         "kernel and graph launch API calls",
         lambda s: s.launch.launch_calls,
     ),
     MetricSpec(
         "launch_api_time_us",
         "us",
-        "measured",
         "CPU time inside launch API calls",
         lambda s: s.launch.launch_api_us,
     ),
     MetricSpec(
         "launch_delay_p50_us",
         "us",
-        "measured",
         "median kernel launch delay (device start − launch end)",
         lambda s: s.launch.delay_p50_us,
     ),
     MetricSpec(
         "short_kernels",
         "count",
-        "measured",
         "kernels shorter than their own launch call",
         lambda s: s.launch.short_kernels,
     ),
     MetricSpec(
         "device_idle_us",
         "us",
-        "measured",
         "step wall time with no device activity (CPU: framework overhead)",
         lambda s: s.launch.idle_us,
     ),
     MetricSpec(
         "cpu_wait_us",
         "us",
-        "measured",
         "device idle waiting for the CPU to issue work (step edges in, sync-blocked time out)",
         lambda s: s.launch.cpu_wait_us,
     ),
     MetricSpec(
         "est_bytes",
         "bytes",
-        "estimated",
         "bytes read + written by kernels (memcpy/memset exact)",
         lambda s: s.traffic.total_bytes,
+        "estimated",
     ),
     MetricSpec(
         "unestimated_time_share",
         "ratio",
-        "measured",
         "share of kernel time with no traffic estimate",
         lambda s: s.traffic.unestimated_time_share,
     ),
     MetricSpec(
         "peak_allocated_bytes",
         "bytes",
-        "measured",
         "peak allocated memory ([memory] events)",
         lambda s: s.traffic.peak_allocated_bytes,
     ),
     MetricSpec(
         "compiled_regions",
         "count",
-        "measured",
         "Torch-Compiled Region calls",
         lambda s: s.regions.region_calls,
     ),
     MetricSpec(
         "compiled_frames",
         "count",
-        "measured",
         "distinct compiled frames",
         lambda s: s.regions.distinct_frames,
     ),
     MetricSpec(
         "graph_breaks",
         "count",
-        "measured",
         "graph breaks visible in the trace (frames per step − 1)",
         lambda s: s.regions.graph_breaks,
     ),
     MetricSpec(
         "recompiles",
         "count",
-        "measured",
         "frames recompiled (Torch-Compiled Region X/Y with Y > 0)",
         lambda s: s.regions.recompiles,
     ),
     MetricSpec(
         "kernels_outside_regions",
         "count",
-        "measured",
         "kernels issued outside every compiled region",
         lambda s: s.regions.outside_kernels,
     ),
