@@ -220,7 +220,9 @@ def _empty_pair(tmp_trace, a_work: bool = False, b_work: bool = False):  # type:
     return compare(a, b, names=("eager", "compiled"))
 
 
-def test_two_empty_traces_get_no_speed_verdict(tmp_trace) -> None:
+def test_no_speed_verdict_while_a_side_is_empty(tmp_trace) -> None:
+    """Both sides empty, or only one: no verdict and an empty-trace finding per empty side;
+    both with work: the verdict stands."""
     comparison = _empty_pair(tmp_trace)
     verdict = comparison_speed(comparison)
     assert verdict.verdict == UNKNOWN and verdict.basis == NO_WORK
@@ -230,15 +232,9 @@ def test_two_empty_traces_get_no_speed_verdict(tmp_trace) -> None:
     speed = headline(comparison)[0].lower()  # the verdict sentence leads
     assert "no speed verdict" in speed and "slower" not in speed
     assert comparison_json(comparison)["speed"]["verdict"] == UNKNOWN
-
-
-def test_one_empty_side_is_enough_to_withhold_it(tmp_trace) -> None:
     comparison = _empty_pair(tmp_trace, a_work=True)
     assert comparison_speed(comparison).verdict == UNKNOWN
     assert [f.trace for f in comparison.findings if f.id == EMPTY_ID] == ["compiled"]
-
-
-def test_traces_with_work_keep_their_verdict(tmp_trace) -> None:
     comparison = _empty_pair(tmp_trace, a_work=True, b_work=True)
     assert comparison_speed(comparison).verdict == "slower"
     assert EMPTY_ID not in {f.id for f in comparison.findings}
@@ -286,27 +282,16 @@ def _vendor_pair(tmp_trace, b_api: str = "hipLaunchKernel", b_gemm: str = "Cijk_
     )
 
 
-def test_two_vendors_fail_only_the_vendor_check(tmp_trace) -> None:
+def test_two_vendors_fail_only_the_vendor_check_and_keep_the_speed_verdict(tmp_trace) -> None:
     comparison = _vendor_pair(tmp_trace)
-    assert (comparison.a.trace.device_kind.value, comparison.b.trace.device_kind.value) == (
-        "cuda",
-        "rocm",
-    )
+    kinds = (comparison.a.trace.device_kind.value, comparison.b.trace.device_kind.value)
+    assert kinds == ("cuda", "rocm")
     verdict = comparison.fusion.comparability
     assert verdict.failed == (DEVICE_VENDOR,)
     assert verdict.withheld and not verdict.other_workload
-
-
-def test_two_vendors_get_the_speed_verdict(tmp_trace) -> None:
-    comparison = _vendor_pair(tmp_trace)
-    ids = {f.id for f in comparison.findings}
-    assert "compiled-slower" in ids
+    assert "compiled-slower" in {f.id for f in comparison.findings}
     speed = headline(comparison)[0]  # the verdict sentence leads
     assert "no speed verdict" not in speed.lower() and "slower than" in speed
-
-
-def test_the_finding_names_the_failed_checks(tmp_trace) -> None:
-    comparison = _vendor_pair(tmp_trace)
     (finding,) = [f for f in comparison.findings if f.id == "traces-not-comparable"]
     assert finding.severity.value == "info"
     assert "failed checks: device vendor" in finding.evidence_lines()
