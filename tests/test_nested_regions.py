@@ -1,10 +1,15 @@
-"""Nested compiled regions: after a graph break the resumed frame's region (1/0) runs inside
-the region of the frame that broke (0/0). A kernel belongs to the innermost region of each
-kind, so each kind's rows partition the kernels; region device time ≤ region wall on CPU
-traces; a kind's wall time is the time its spans cover (per thread, nested spans once), never
-more than the trace's span; the graph-break gap table is computed once and the finding and the
-figure both show it. Region and step numbers too large for the schema's integers do not crash
-the parser.
+"""Compiled regions. The regions table adds up on every real trace: per kind, its rows' kernels
+and the kernels outside every compiled region are the trace's kernels, count and time; region
+device time ≤ region wall on CPU traces; a kind's wall time is the time its spans cover (per
+thread, nested spans once), never more than the trace's span. Autograd's backward under
+``CompiledFunctionBackward`` after the frame returned is a ``backward`` row; traces older than
+the region marker have ``forward``/``backward`` rows. A step the profiler's stop cut short is
+left out of per-step figures.
+
+Nested regions: after a graph break the resumed frame's region (1/0) runs inside the region of
+the frame that broke (0/0). A kernel belongs to the innermost region of each kind; the
+graph-break gap table is computed once and the finding and the figure both show it. Region and
+step numbers too large for the schema's integers do not crash the parser.
 
 Where compiled code runs: each code span lies in the innermost Torch-Compiled Region of its
 thread in the raw JSON; the shortcuts taken where there is nothing to find (no compiled-code
@@ -24,7 +29,6 @@ import traceviz
 from tests.conftest import (
     CORPUS,
     SAMPLES,
-    corpus_files,
     corpus_params,
     kernel,
     launch,
@@ -35,14 +39,17 @@ from tests.real_data import raw_events
 from traceviz.analysis import kernels as kernel_analysis
 from traceviz.analysis import regions
 from traceviz.analysis.kernels import issued_inside
-from traceviz.analysis.regions import CodeSpan, Gap, graph_break_gaps, region_stats
+from traceviz.analysis.regions import CodeSpan, Frame, Gap, graph_break_gaps, region_stats
 from traceviz.analysis.summary import summarize
 from traceviz.analysis.timing.launch import launch_overhead
+from traceviz.analysis.windows import PARTIAL_STEP_SHARE, full_steps, partial_steps, step_windows
 from traceviz.diagnose.facts import facts_of_trace
 from traceviz.diagnose.finding import Finding
 from traceviz.diagnose.rules.breaks import graph_breaks
 from traceviz.pipeline import compare
-from traceviz.schema import ActivityKind, DeviceKind, Kernels, RegionKind, Regions
+from traceviz.report.json_report import comparison_json
+from traceviz.report.views import metrics_view, regions_view
+from traceviz.schema import ActivityKind, DeviceKind, Kernels, Ops, RegionKind, Regions, Steps
 from traceviz.trace import Trace
 
 GRAPH_BREAK = SAMPLES / "graph-break" / "compiled.pt.trace.json.gz"
@@ -51,13 +58,24 @@ GAP_KERNEL_TIME = "their time per step"
 BETWEEN_BAR = "between regions of a step (graph-break gaps)"
 
 
+EVERY_TRACE = [
+    *corpus_params(),
+    *(
+        pytest.param(p, id=str(p.relative_to(SAMPLES)))
+        for p in sorted(SAMPLES.glob("**/*.pt.trace.json.gz"))
+    ),
+]
+MI250 = CORPUS / "amd" / "mi250_eager_train_rocm62.json.gz"
+
+
 def _kernel_count(trace: Trace) -> int:
     return int((trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value).sum())
 
 
 def check_regions_partition(trace: Trace) -> None:
     """Per region kind: the rows' kernel counts and times add up to the kernels issued inside
-    that kind's spans, never more than the trace holds."""
+    that kind's spans, never more than the trace holds; the frame rows and the kernels
+    outside every region are the trace's kernels, count and time."""
     regions = trace.regions
     stats = region_stats(trace)
     total = _kernel_count(trace)
@@ -66,30 +84,52 @@ def check_regions_partition(trace: Trace) -> None:
         assert counted <= total, (kind, counted, total)
         if kind != RegionKind.FX_GRAPH_CALL.value:
             assert counted <= stats.inside_kernels
-    assert int(stats.frames["kernel_count"].sum()) <= stats.inside_kernels
-    assert float(stats.frames["kernel_time_us"].sum()) <= stats.inside_time_us + 1e-6
+    frames = stats.frames
+    assert int(frames[Frame.kernel_count].sum()) == stats.inside_kernels
+    assert float(frames[Frame.kernel_time_us].sum()) == pytest.approx(
+        stats.inside_time_us, rel=1e-9, abs=1e-6
+    )
     assert stats.inside_kernels + stats.outside_kernels == total
     assert stats.between_kernels <= total
     parts = stats.code_time_us + stats.between_time_us + stats.other_time_us
     assert parts == pytest.approx(stats.inside_time_us + stats.outside_time_us, abs=1e-6)
     assert parts == pytest.approx(summarize(trace).kernel_time_us, abs=1e-6)
+    assert set(frames[Frame.kind]) <= {"frame", "backward", "forward", "graph"}
+    assert frames.loc[frames[Frame.kind] != "frame", Frame.kind].is_unique  # one row per part
     if trace.device_kind is DeviceKind.CPU:
         wall = np.nan_to_num(regions[Regions.dur_us].to_numpy(dtype=float))
         device = regions[Regions.kernel_time_us].to_numpy(dtype=float)
         assert np.all(device <= wall + 1e-3 * max(total, 1))
-        assert float(stats.frames["kernel_time_us"].sum()) <= float(stats.frames["wall_us"].sum())
+        assert float(frames[Frame.kernel_time_us].sum()) <= float(frames["wall_us"].sum())
 
 
-@pytest.mark.parametrize(
-    "path", [pytest.param(p, id=p.parent.name) for p in sorted(SAMPLES.glob("*/compiled.*"))]
-)
-def test_regions_partition_kernels_on_samples(path: Path) -> None:
-    check_regions_partition(load_trace(path))
+def _cpu_end(trace: traceviz.Trace) -> float:
+    ops = trace.ops
+    return float((ops[Ops.ts_us] + ops[Ops.dur_us].fillna(0.0)).max())
 
 
-@pytest.mark.parametrize("path", corpus_params())
-def test_regions_partition_kernels_on_corpus(path: Path) -> None:
-    check_regions_partition(load_trace(path))
+@pytest.mark.parametrize("path", EVERY_TRACE)
+def test_regions_add_up_and_only_a_cut_last_step_is_partial(path: Path) -> None:
+    """On every real trace: the regions add up and each kind's wall time fits in the trace's
+    span; a step is left out only when it is the last, far shorter than the others and ends
+    with the trace's CPU events; the full and partial steps are all steps."""
+    trace = load_trace(path)
+    check_regions_partition(trace)
+    summary = summarize(trace)
+    for kind, wall in zip(
+        summary.region_kinds["kind"], summary.region_kinds["wall_us"], strict=True
+    ):
+        assert wall <= summary.span_us + 1e-6, (kind, wall, summary.span_us)
+    steps = trace.steps
+    left_out = partial_steps(trace)
+    assert len(full_steps(trace)) + left_out == len(steps)
+    assert summary.step_count + summary.partial_steps == len(steps)
+    if left_out:
+        durs = steps[Steps.dur_us].to_numpy(dtype=float)
+        assert durs[-1] < PARTIAL_STEP_SHARE * float(np.min(durs[:-1]))
+        assert float(steps[Steps.ts_us].iloc[-1]) + durs[-1] >= _cpu_end(trace) - 1e-3
+    # only the MI250 trace has one among the corpus and sample traces
+    assert bool(left_out) == (Path(path).resolve() == MI250.resolve())
 
 
 def test_graph_break_sample_region_rows_sum_to_its_kernels() -> None:
@@ -293,16 +333,6 @@ def test_largest_numbers_that_fit_are_kept(tmp_trace) -> None:  # type: ignore[n
 
 
 Make = Callable[..., Path]
-TRACES = [*sorted(SAMPLES.glob("*/*.pt.trace.json.gz")), *corpus_files()]
-
-
-@pytest.mark.parametrize("path", TRACES, ids=[str(p.name) for p in TRACES])
-def test_region_wall_time_fits_in_the_trace(path: Path) -> None:
-    summary = summarize(load_trace(path))
-    for kind, wall in zip(
-        summary.region_kinds["kind"], summary.region_kinds["wall_us"], strict=True
-    ):
-        assert wall <= summary.span_us + 1e-6, (kind, wall, summary.span_us)
 
 
 def test_graph_break_sample_nested_region_counted_once() -> None:
@@ -420,3 +450,141 @@ def test_graph_break_sample_still_finds_its_gaps() -> None:
     gaps, gap_of = regions._gap_table(trace)
     assert len(gaps) > 0
     assert int((gap_of >= 0).sum()) == int(gaps["kernel_count"].sum())
+
+
+def test_attention_train_backward_is_a_row() -> None:
+    trace = load_trace(SAMPLES / "h200" / "attention-train" / "compiled.pt.trace.json.gz")
+    frames = region_stats(trace).frames.set_index(Frame.kind)
+    assert list(frames.index) == ["frame", "backward"]
+    assert int(frames.loc["frame", Frame.kernel_count]) == 85
+    assert int(frames.loc["backward", Frame.kernel_count]) == 180
+    assert int(frames.loc["backward", Frame.calls]) == 5  # one backward per step
+
+
+def test_backward_on_its_own_thread(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    """GIVEN a frame on thread 1 (one kernel), its backward on thread 2 under
+    CompiledFunctionBackward with a graph call inside (two kernels) and one kernel outside;
+    THEN the rows are frame 0/0 (1), backward (2), and 1 outside; the text says backward."""
+    path = tmp_trace(
+        [
+            op("Torch-Compiled Region: 0/0", 0, 100),
+            op("CompiledFunction", 5, 90),
+            launch("cudaLaunchKernel", 10, 5, 1),
+            kernel("triton_poi_fused_sin_0", 20, 5, 1),
+            op("CompiledFunctionBackward", 200, 100, tid=2),
+            op("## Call CompiledFxGraph fabc ##", 205, 90, tid=2, cat="user_annotation"),
+            launch("cudaLaunchKernel", 210, 5, 2, tid=2),
+            kernel("triton_poi_fused_cos_0", 220, 5, 2),
+            launch("cudaLaunchKernel", 230, 5, 3, tid=2),
+            kernel("triton_poi_fused_mul_0", 240, 5, 3),
+            launch("cudaLaunchKernel", 400, 5, 4),
+            kernel("triton_poi_fused_relu_0", 410, 5, 4),
+        ]
+    )
+    trace = traceviz.load(path)
+    stats = region_stats(trace)
+    frames = stats.frames
+    assert frames[Frame.kind].tolist() == ["frame", "backward"]
+    assert frames[Frame.kernel_count].tolist() == [1, 2]
+    assert frames[Frame.kernel_time_us].tolist() == [5.0, 10.0]
+    assert frames[Frame.graph_keys].tolist()[1] == "fabc"
+    assert stats.outside_kernels == 1
+    check_regions_partition(trace)
+    view = regions_view(compare(trace, trace))
+    assert [row[1] for row in view.rows] == ["0/0", "backward (outside frames)"] * 2
+
+
+def test_compiled_function_alone_is_a_forward_row(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    """Traces older than the region marker (the corpus' 2023 cudagraph runs): CompiledFunction
+    and CompiledFunctionBackward only; both are rows, and an FX-graph call alone is too."""
+    path = tmp_trace(
+        [
+            op("CompiledFunction", 0, 100),
+            launch("cudaLaunchKernel", 10, 5, 1),
+            kernel("triton_poi_fused_sin_0", 20, 5, 1),
+            op("CompiledFunctionBackward", 200, 100),
+            launch("cudaLaunchKernel", 210, 5, 2),
+            kernel("triton_poi_fused_cos_0", 220, 5, 2),
+            op("## Call CompiledFxGraph fx1 ##", 500, 100, cat="user_annotation"),
+            launch("cudaLaunchKernel", 510, 5, 3),
+            kernel("triton_poi_fused_mul_0", 520, 5, 3),
+        ]
+    )
+    trace = traceviz.load(path)
+    stats = region_stats(trace)
+    assert stats.frames[Frame.kind].tolist() == ["backward", "forward", "graph"]
+    assert stats.frames[Frame.kernel_count].tolist() == [1, 1, 1]
+    assert stats.outside_kernels == 0
+    check_regions_partition(trace)
+
+
+@pytest.mark.parametrize(
+    "name", ["a100_compiled_cudagraph_train_2023", "v100_train_compiledfunction_cudagraph"]
+)
+def test_corpus_compiled_function_traces_have_rows(name: str) -> None:
+    path = CORPUS / "nvidia" / f"{name}.json.gz"
+    if not path.is_file():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    stats = region_stats(load_trace(path))
+    assert set(stats.frames[Frame.kind]) == {"forward", "backward"}
+    assert int(stats.frames[Frame.kernel_count].sum()) > 0
+
+
+@pytest.mark.skipif(not MI250.is_file(), reason=f"corpus not found at {CORPUS}")
+def test_mi250_cut_off_step_is_left_out() -> None:
+    trace = load_trace(MI250)
+    steps = trace.steps
+    durs = steps[Steps.dur_us].to_numpy(dtype=float)
+    assert len(steps) == 2 and durs[1] < PARTIAL_STEP_SHARE * durs[0]
+    # the fragment ends where the trace's CPU events end
+    assert float(steps[Steps.ts_us].iloc[-1]) + durs[1] == pytest.approx(_cpu_end(trace))
+    assert partial_steps(trace) == 1 and len(full_steps(trace)) == 1
+    summary = summarize(trace)
+    assert summary.step_count == 1 and summary.partial_steps == 1
+    assert summary.step_mean_us == pytest.approx(durs[0])  # not the mean of 9.3 ms and 49 µs
+    assert summary.to_json()["partial_steps"] == 1
+    launch = launch_overhead(trace)
+    assert len(launch.per_step) == 1  # per-step figures over the full step only
+    assert step_windows(trace).steps == [int(steps[Steps.step].iloc[0])]
+    # the text and JSON say what the step count counts
+    report = compare(trace, trace)
+    comparison = report.comparison
+    assert comparison.metric("step_count").a == 1
+    note = metrics_view(comparison).note
+    assert "1 partial step left out" in note
+    doc = comparison_json(report)
+    assert doc["traces"]["a"]["steps"] == 1 and doc["traces"]["a"]["partial_steps"] == 1
+
+
+def _trace(tmp_trace, last_dur: float, tail: float = 0.0) -> traceviz.Trace:  # type: ignore[no-untyped-def]
+    events = []
+    for i in range(3):
+        start = i * 1000.0
+        events += [
+            op(f"ProfilerStep#{i + 1}", start, 900.0, cat="user_annotation"),
+            launch("cudaLaunchKernel", start + 10, 5, i + 1),
+            kernel("k", start + 20, 100, i + 1),
+        ]
+    events.append(op("ProfilerStep#4", 3000.0, last_dur, cat="user_annotation"))
+    if tail:
+        events.append(op("aten::empty", 3000.0 + last_dur, tail))
+    return traceviz.load(tmp_trace(events))
+
+
+@pytest.mark.parametrize(
+    ("last_dur", "tail", "partial"),
+    [
+        (30.0, 0.0, 1),  # a short last step at the end: cut by the profiler's stop
+        (30.0, 50.0, 0),  # the trace goes on after it: it ended by itself, kept
+        (800.0, 0.0, 0),  # a last step of ordinary length: kept
+    ],
+)
+def test_a_last_step_is_partial_only_when_short_and_at_the_end(
+    tmp_trace, last_dur: float, tail: float, partial: int
+) -> None:  # type: ignore[no-untyped-def]
+    trace = _trace(tmp_trace, last_dur, tail)
+    assert partial_steps(trace) == partial
+    assert summarize(trace).step_count == 4 - partial
+    if partial:
+        assert summarize(trace).step_mean_us == pytest.approx(900.0)
+        assert len(launch_overhead(trace).per_step) == 3
