@@ -129,8 +129,10 @@ def run(args: argparse.Namespace) -> int:
         from traceviz.commands import ranks
 
         return ranks.compare(args)
-    if args.format == "html":
-        check_html_extra()
+    if args.format == "html":  # before any work: without plotly, a UsageError naming the extra
+        from traceviz.report.formats import check_html_extra
+
+        check_html_extra("--format html")
     # An unchanged input with the same options: the stored output, without pandas.
     peaks = read_peaks(args)  # a bad --peaks file fails before any work
     # (with --peaks: no stored output, its key does not hold the file)
@@ -146,13 +148,6 @@ def run(args: argparse.Namespace) -> int:
     sources = report_cache.source_files(report)  # user files whose lines' text it shows
     output_cache.emit_cached(rendered, args.output, entry, reached, sources)
     return output_cache.exit_code(reached, args.fail_on)
-
-
-def check_html_extra() -> None:
-    """Before any work: ``--format html`` without plotly is a UsageError naming the extra."""
-    from traceviz.report.formats import check_html_extra as check
-
-    check("--format html")
 
 
 def severities_reached(report: Report) -> tuple[str, ...]:

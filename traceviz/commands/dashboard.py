@@ -76,10 +76,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the arguments; import Panel and warm it up, then read and analyse the traces (a
-    run directory or A B); then serve. A ranks dataset is read after Panel is imported too
-    (its app needs Panel). Panel first: a missing or broken Panel is said before any trace is
-    read. (Loading on a worker thread while Panel imports was measured slower on 2 CPUs: both
-    hold the GIL; benchmarks/RESULTS.md PERF8.)"""
+    run directory, A B, or ranks datasets); then serve. Panel first: a missing or broken Panel
+    is said before any trace is read. (Not on a worker thread beside Panel's import: both hold
+    the GIL.)"""
     if len(args.paths) > 2:
         raise traceviz.UsageError(
             "give a run directory, two trace files (A B), or one or two ranks datasets"
@@ -147,8 +146,8 @@ def prepare_panel() -> None:
 
 
 def _serve_ranks(args: argparse.Namespace, names: tuple[str, ...] | None) -> int:
-    """One or two ranks datasets: read and analysed after Panel is imported (as before);
-    without pyarrow, the ranks extra's :class:`~traceviz.UsageError` before Panel's import."""
+    """One or two ranks datasets, read and analysed after Panel is imported; without pyarrow,
+    the ranks extra's :class:`~traceviz.UsageError` before Panel's import."""
     from traceviz.ranks.dataset import require_pyarrow
 
     require_pyarrow()

@@ -36,7 +36,8 @@ def run(args: argparse.Namespace) -> int:
         notes = []
         if model.name == DEFAULT_MODEL:
             notes.append("default")
-        if model.extra and not _extra_installed(model.extra):
+        module = {"gpt2": "transformers"}.get(model.extra or "", model.extra)
+        if module and importlib.util.find_spec(module) is None:
             notes.append(f"needs pip install 'traceviz[{model.extra}]'")
         suffix = f" [{'; '.join(notes)}]" if notes else ""
         line = f"{model.name:<{width}}  {model.line}{suffix}"
@@ -53,8 +54,3 @@ def _columns() -> int | None:
         return shutil.get_terminal_size().columns
     value = os.environ.get("COLUMNS", "")
     return int(value) if value.isdecimal() and int(value) > 20 else None
-
-
-def _extra_installed(extra: str) -> bool:
-    module = {"gpt2": "transformers"}.get(extra, extra)
-    return importlib.util.find_spec(module) is not None

@@ -153,10 +153,5 @@ def profile_from_args(args: argparse.Namespace) -> Run:
         out=args.out,
         **extras,
         progress=RichProgress(Console(stderr=True)),
-        command=command_line(),
+        command=shlex.join(["traceviz", *sys.argv[1:]]),  # as typed, for run.json
     )
-
-
-def command_line() -> str:
-    """The command as typed, for run.json."""
-    return shlex.join(["traceviz", *sys.argv[1:]])

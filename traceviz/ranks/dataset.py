@@ -421,15 +421,11 @@ def read_meta(root: Path, rank: int) -> dict[str, Any]:
 # --- manifest and catalogue --------------------------------------------------------------------
 
 
-def empty_manifest() -> pd.DataFrame:
-    return schema.empty_table(MANIFEST_DTYPES)
-
-
 def manifest_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """Manifest rows (dicts keyed by :class:`ManifestColumns`) as a typed table, sorted by
     rank then source; absent keys and None are <NA> (NaN for floats)."""
     if not rows:
-        return empty_manifest()
+        return schema.empty_table(MANIFEST_DTYPES)
     frame = pd.DataFrame(
         {c: _typed_column([r.get(c) for r in rows], dt) for c, dt in MANIFEST_DTYPES.items()}
     )
@@ -463,7 +459,7 @@ def read_manifest(root: Path) -> pd.DataFrame:
     require_pyarrow()
     path = root / MANIFEST
     if not path.is_file():
-        return empty_manifest()
+        return schema.empty_table(MANIFEST_DTYPES)
     try:
         frame = pd.read_parquet(path)
     except Exception as err:  # pyarrow raises many types for a damaged file

@@ -130,15 +130,6 @@ def compile_rank_regex(pattern: str | None) -> re.Pattern[str]:
     return compiled
 
 
-def rank_from_path(path: Path, regex: re.Pattern[str]) -> int | None:
-    """The rank the path names: the regex's first group of its last match, or ``None``."""
-    matches = list(regex.finditer(str(path)))
-    if not matches:
-        return None
-    group = matches[-1].group(1)
-    return int(group) if group is not None and group.isdigit() else None
-
-
 def _int_or_none(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
@@ -162,9 +153,10 @@ def detect_rank(path: str | Path, *, rank_regex: str | re.Pattern[str] | None = 
     rank = _int_or_none(info.get("rank"))
     if rank is not None and rank >= 0:
         return RankInfo(rank, RankBasis.header, world_size, host)
-    from_path = rank_from_path(source, regex)
-    if from_path is not None:
-        return RankInfo(from_path, RankBasis.path, world_size, host)
+    matches = list(regex.finditer(str(source)))  # the first group of the last match
+    group = matches[-1].group(1) if matches else None
+    if group is not None and group.isdigit():
+        return RankInfo(int(group), RankBasis.path, world_size, host)
     return RankInfo(None, None, world_size, host)
 
 

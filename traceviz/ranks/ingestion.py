@@ -209,12 +209,6 @@ def _inside_dataset(path: Path) -> bool:
     return any(ds.is_dataset(parent) for parent in path.parents)
 
 
-def default_dataset(sources: Sequence[Path]) -> Path:
-    """``<the sources' common folder>/traceviz-dataset``."""
-    common = Path(os.path.commonpath([str(p.parent) for p in sources]))
-    return common / DEFAULT_DATASET_NAME
-
-
 # --- planning ---------------------------------------------------------------------------------
 
 
@@ -377,7 +371,8 @@ def ingest(
 
     ds.require_pyarrow()  # not a failed row per rank after each parse
     sources = expand_inputs(inputs)
-    root = Path(cache).expanduser().absolute() if cache else default_dataset(sources)
+    common = Path(os.path.commonpath([str(p.parent) for p in sources]))  # default: beside them
+    root = Path(cache).expanduser().absolute() if cache else common / DEFAULT_DATASET_NAME
     try:
         ds.ensure_dataset(root)
     except OSError as err:

@@ -16,7 +16,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks import dataset as ds
-from traceviz.ranks.ingestion import DEFAULT_DATASET_NAME, Progress, ingest
+from traceviz.ranks.ingestion import DEFAULT_DATASET_NAME, ingest
 from traceviz.ranks.reduce import (
     COLLECTIVES_DTYPES,
     KERNEL_SUMMARY_DTYPES,
@@ -95,8 +95,17 @@ class Ranks:
 
 def open_dataset(path: str | Path) -> Ranks:
     """Read the dataset at ``path`` (no ingest). ``path`` may also be the traces' folder that a
-    default ``traceviz ingest DIR`` wrote its dataset into (``DIR/traceviz-dataset``)."""
-    root = dataset_root(path)
+    default ``traceviz ingest DIR`` wrote its dataset into (``DIR/traceviz-dataset``);
+    :class:`TraceFormatError` when it is neither."""
+    root = Path(path).expanduser().absolute()
+    if not ds.is_dataset(root) and ds.is_dataset(root / DEFAULT_DATASET_NAME):
+        root = root / DEFAULT_DATASET_NAME
+    elif not ds.is_dataset(root):
+        raise TraceFormatError(
+            root,
+            "is not a traceviz ranks dataset, nor a folder holding one "
+            f"({DEFAULT_DATASET_NAME}/); make one: traceviz ingest",
+        )
     ds.check_format(root)
     manifest = ds.read_manifest(root)
     ranks = ds.ok_ranks(manifest)
@@ -106,22 +115,6 @@ def open_dataset(path: str | Path) -> Ranks:
         summary=read_rank_tables(root, "summary", ranks),
         kernel_summary=read_rank_tables(root, "kernel_summary", ranks),
         collectives=read_rank_tables(root, "collectives", ranks),
-    )
-
-
-def dataset_root(path: str | Path) -> Path:
-    """The dataset ``path`` names: itself, or the ``traceviz-dataset`` folder inside it that a
-    default ``traceviz ingest path`` made. :class:`TraceFormatError` when it is neither."""
-    root = Path(path).expanduser().absolute()
-    if ds.is_dataset(root):
-        return root
-    inside = root / DEFAULT_DATASET_NAME
-    if ds.is_dataset(inside):
-        return inside
-    raise TraceFormatError(
-        root,
-        "is not a traceviz ranks dataset, nor a folder holding one "
-        f"({DEFAULT_DATASET_NAME}/); make one: traceviz ingest",
     )
 
 
@@ -143,32 +136,18 @@ def read_rank_tables(root: Path, name: str, ranks: Sequence[int]) -> pd.DataFram
 def load_ranks(
     paths_or_glob: str | Path | Sequence[str | Path],
     cache: str | Path | None = None,
-    *,
-    cluster: Any = None,
-    workers: int | str | None = None,
-    rank_regex: str | None = None,
-    max_bytes: int | None = None,
-    progress: Progress | None = None,
+    **options: Any,
 ) -> Ranks:
     """The ranks of a job. ``paths_or_glob`` is a ranks dataset directory (read as is), or
     trace files, directories or globs: ingested first into ``cache`` (incrementally: unchanged
-    ranks are not parsed again; :func:`~traceviz.ranks.ingestion.ingest`, whose ``cluster``,
-    ``workers``, ``rank_regex``, ``max_bytes`` and ``progress`` these are)."""
+    ranks are not parsed again) by :func:`~traceviz.ranks.ingestion.ingest`, whose keywords
+    ``options`` are (``cluster``, ``workers``, ``rank_regex``, ``max_bytes``, ``progress``)."""
     single = paths_or_glob if isinstance(paths_or_glob, str | Path) else None
     if single is not None and ds.is_dataset(Path(single).expanduser()):
         if cache is not None:
             raise UsageError(f"{single} is a ranks dataset already; cache= is for trace files")
         return open_dataset(single)
-    result = ingest(
-        paths_or_glob,
-        cache,
-        cluster=cluster,
-        workers=workers,
-        rank_regex=rank_regex,
-        max_bytes=max_bytes,
-        progress=progress,
-    )
-    return open_dataset(result.dataset)
+    return open_dataset(ingest(paths_or_glob, cache, **options).dataset)
 
 
 def load_rank_trace(path: str | Path, rank: int, *, manifest: pd.DataFrame | None = None) -> Trace:

@@ -34,6 +34,7 @@ import pandas as pd
 from traceviz.ranks.collectives import CollectiveMatch, match_collectives
 from traceviz.ranks.reduce import RankSummary as S
 from traceviz.ranks.reduce import plain
+from traceviz.records import plain as plain_value
 
 K_MAD = 3.5
 MAD_TO_SIGMA = 1.4826
@@ -87,17 +88,17 @@ class Stragglers:
                     "rank": rank,
                     "node": str(row[Lateness.node]),
                     "evidence": {
-                        "lateness_p50_us": _num(row[Lateness.lateness_p50_us]),
-                        "lateness_max_us": _num(row[Lateness.lateness_max_us]),
-                        "threshold_us": _num(self.threshold_us),
-                        "arrived_last_share": _num(row[Lateness.arrived_last_share]),
+                        "lateness_p50_us": plain_value(row[Lateness.lateness_p50_us]),
+                        "lateness_max_us": plain_value(row[Lateness.lateness_max_us]),
+                        "threshold_us": plain_value(self.threshold_us),
+                        "arrived_last_share": plain_value(row[Lateness.arrived_last_share]),
                         "instances": int(row[Lateness.instances]),
-                        "others_wait_us": _num(
+                        "others_wait_us": plain_value(
                             self.per_rank.loc[
                                 self.per_rank[Lateness.rank] != rank, Lateness.wait_us
                             ].sum()
                         ),
-                        "score": _num(row[Lateness.score]),
+                        "score": plain_value(row[Lateness.score]),
                     },
                 }
             )
@@ -183,8 +184,3 @@ def _by_node(per: pd.DataFrame) -> pd.DataFrame:
             "wait_us": g[Lateness.wait_us].sum(),
         }
     ).reset_index()
-
-
-def _num(value: Any) -> float | None:
-    number = float(value)
-    return number if np.isfinite(number) else None
