@@ -21,6 +21,7 @@ from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
 from tests.real_data import sample_params, sample_run
 from tests.runinfo_builder import run_info
 from traceviz.analysis.compare import Comparison, Side, analyze
+from traceviz.analysis.regions import region_stats
 from traceviz.cli import main
 from traceviz.diagnose import (
     Evidence,
@@ -246,6 +247,12 @@ def test_one_frame_per_step_is_no_graph_break(tmp_trace: Make) -> None:
 
 def test_recompile_with_dynamo_reason(tmp_trace: Make) -> None:
     events = _two_frames(op("Torch-Compiled Region: 1/1", 500, 100))
+    stats = region_stats(traceviz.load(tmp_trace(events)))
+    assert stats.region_calls == 3 and stats.distinct_frames == 2
+    assert stats.graph_breaks == 1 and stats.recompiles == 1
+    assert stats.inside_kernels == 2 and stats.outside_kernels == 1
+    assert stats.between_kernels == 1 and stats.between_time_us == 5
+    assert set(stats.frames.recompile_id) == {0, 1}
     (again,) = by_id(
         findings(tmp_trace, events, run={"dynamo": DYNAMO}, variant="compiled"), "recompile"
     )

@@ -50,6 +50,12 @@ def test_each_part_of_a_step(tmp_trace) -> None:
     assert row[P.between_us] == 0
     assert row[P.lead_us] == 10 and row[P.lead_cpu_wait_us] == 5
     assert row[P.trail_us] == 5 and row[P.trail_cpu_wait_us] == 5
+    lo = launch_overhead(traceviz.load(path))  # the launch figures of the same step
+    step = lo.per_step.iloc[0]
+    assert step.wall_us == 50 and step.busy_us == 15 and step.idle_us == 35
+    assert step.cpu_wait_us == row[P.cpu_wait_us]
+    assert lo.launch_calls == 2 and lo.launch_api_us == 9  # kernel launches, not the sync
+    assert lo.short_kernels == 0 and lo.delay_p50_us == pytest.approx(5)
 
 
 def test_gap_with_work_already_queued_is_between_kernels(tmp_trace) -> None:
