@@ -1,8 +1,10 @@
-"""Smoke test of benchmarks/make_large_trace.py: copies are exact, shifted in time and in ids."""
+"""The benchmark scripts' own logic, no timing: benchmarks/make_large_trace.py (copies are
+exact, shifted in time and in ids) and benchmarks/scaling.py (the exponent fit, the 0.1x cut
+and the report's ratios)."""
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -15,17 +17,23 @@ from tests.conftest import CORPUS, REPO
 SOURCE = CORPUS / "nvidia" / "v100_small_plain.json"
 
 
+def _bench(name: str) -> Any:
+    """benchmarks/NAME.py, imported with its folder on the path (scaling imports its siblings)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(REPO / "benchmarks"))
+
+
 @pytest.fixture(scope="module")
 def mlt() -> Any:
-    """benchmarks/make_large_trace.py, imported from its file."""
-    spec = importlib.util.spec_from_file_location(
-        "make_large_trace", REPO / "benchmarks" / "make_large_trace.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return _bench("make_large_trace")
+
+
+@pytest.fixture(scope="module")
+def scaling() -> Any:
+    return _bench("scaling")
 
 
 @pytest.fixture(scope="module")
@@ -110,3 +118,47 @@ def test_second_call_reuses_the_file(mlt: Any, big: Any) -> None:
     assert again.reused and again.sha256 == big.sha256 and again.bytes == big.bytes
     forced = mlt.make_large_trace(SOURCE, FACTOR, big.path, force=True)
     assert not forced.reused and forced.sha256 == big.sha256  # deterministic
+
+
+def test_exponent_recovers_the_power(scaling: Any) -> None:
+    xs = [1e4, 1e5, 1e6, 3e6]
+    assert scaling.exponent([(x, 3e-6 * x) for x in xs]) == pytest.approx(1.0)
+    assert scaling.exponent([(x, 2e-9 * x**2) for x in xs]) == pytest.approx(2.0)
+    assert scaling.exponent([(1e4, 1.0)]) is None
+
+
+def _record(size: float, name: str, seconds: float, rss: float) -> dict[str, Any]:
+    events = int(size * 100_000)
+    return {"size": size, "events": events, "contender": name, "process_s": seconds + 1,
+            "seconds": seconds, "cpu_seconds": seconds, "peak_rss_mib": rss + 100,
+            "rss_after_import_mib": 100.0}  # fmt: skip
+
+
+def test_report_ratios_and_exponents(scaling: Any) -> None:
+    records = [_record(s, "traceviz", 0.3 * s, 40 * s) for s in (1, 10)]
+    records += [_record(s, "hta", 3.0 * s**1.2, 100 * s) for s in (1, 10)]
+    records.append({**_record(10, "traceviz", 99.0, 1.0), "seconds": 99.0})  # a slower round
+    text = scaling.report(records)
+    assert "- 1×: in-process 10.0×" in text
+    assert "peak RSS traceviz/HTA 0.70" in text  # (40 + 100) / (100 + 100)
+    assert "traceviz (2 sizes): in-process time 1.00" in text
+    assert "hta (2 sizes): in-process time 1.20" in text
+    assert "peak RSS − imports 1.00" in text
+
+
+def test_fraction_is_the_first_tenth_of_events(
+    scaling: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not SOURCE.is_file():
+        pytest.skip(f"corpus not found at {CORPUS}")
+    monkeypatch.setattr(scaling, "DATA", tmp_path)
+    path, kept = scaling.fraction_trace(SOURCE, 0.1)
+    events = json.loads(SOURCE.read_text())["traceEvents"]
+    meta = sum(1 for e in events if e.get("ph") == "M")
+    assert kept == meta + round(0.1 * (len(events) - meta))
+    written = json.loads(path.read_text())["traceEvents"]
+    assert len(written) == kept
+    body = [e for e in written if e.get("ph") != "M"]
+    latest = max(e["ts"] for e in body)
+    rest = sorted(e["ts"] for e in events if e.get("ph") != "M")[len(body) :]
+    assert all(ts >= latest for ts in rest)
