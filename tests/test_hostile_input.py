@@ -39,7 +39,7 @@ from tests.mutation_fixtures import (
 )
 from traceviz import TraceFormatError, UsageError
 from traceviz.cli import EXIT_PIPE_CLOSED, main
-from traceviz.parse.durations import impossible
+from traceviz.parse.build import impossible
 from traceviz.parse.read import decode_events, read_bytes
 from traceviz.parse.structs import StructSource
 from traceviz.report.json_numbers import whole_counts

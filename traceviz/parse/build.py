@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz import schema
-from traceviz.parse import cpu_kernels, durations, link, meta, regions, routing, tables
+from traceviz.parse import cpu_kernels, link, meta, regions, routing, tables
 from traceviz.parse.columns import ColumnSet
 from traceviz.parse.events import Event, TraceHeader
 from traceviz.parse.source import EventSource
@@ -66,8 +66,7 @@ class Collector:
         self.processes.update(processes)
         self.thread_names.update(threads)
         parts = {label: events.take(_rows(rows_of, label)) for label in routing.TABLES}
-        # Negative or infinite durations are not measurements: counted as ignored, no row.
-        durations.drop_impossible(parts, durations.TIMED_TABLES, self.ignored)
+        _drop_impossible(parts, self.ignored)
         for label, add in ADDERS.items():
             if len(parts[label]):
                 add(self.columns[label], parts[label])
@@ -153,6 +152,25 @@ ADDERS: dict[str, Callable[[ColumnSet, EventSource], None]] = {
     routing.SPANS: tables.add_spans,
     routing.MEMORY: tables.add_memory,
 }
+
+
+def impossible(events: EventSource) -> np.ndarray:
+    """Boolean mask: the events whose ``dur`` is negative or ±infinite."""
+    durs = events.floats("dur")
+    return (durs < 0) | np.isinf(durs)
+
+
+def _drop_impossible(parts: dict[str, EventSource], ignored: Counter[str]) -> None:
+    """A negative or infinite duration is not something a profiler measured (kept, it would
+    turn summed kernel time negative and idle shares above 100%): such a complete event is
+    taken out of ``parts`` and counted in ``ignored["bad_duration"]``. A missing or NaN
+    duration is kept (the row exists, its duration unknown)."""
+    for label in (routing.KERNELS, routing.OPS, routing.LAUNCHES, routing.SPANS):
+        events = parts[label]
+        bad = impossible(events) if len(events) else np.zeros(0, dtype=bool)
+        if bad.any():
+            parts[label] = events.take(np.flatnonzero(~bad))
+            ignored["bad_duration"] += int(bad.sum())
 
 
 def _durations(table: pd.DataFrame) -> np.ndarray:

@@ -157,9 +157,9 @@ def lookup(source: Path, option: CacheOption) -> Entry | None:
     return Entry.of(source, root)
 
 
-def with_source(trace: Trace, source: Path) -> Trace:
-    """``trace`` as if just parsed from ``source`` (the entry may have been written from
-    another spelling of the same path)."""
+def with_source(trace: Trace, source: str | Path) -> Trace:
+    """``trace`` with ``meta.source`` ``source`` (the same tables, not copied): a cache entry
+    may have been written from another spelling of the same path."""
     if trace.meta.source == str(source):
         return trace
     return dataclasses.replace(trace, meta=dataclasses.replace(trace.meta, source=str(source)))

@@ -41,10 +41,7 @@ def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     string belongs) are compared as text.
     """
     numbering = _Numbering()
-    try:
-        codes = np.fromiter(map(numbering.__getitem__, values), dtype=np.int64, count=len(values))
-    except TypeError:
-        return factorize([_hashable(v) for v in values])
+    codes = _encode(numbering, values)
     return _without_none(codes, list(numbering))
 
 
@@ -83,10 +80,7 @@ def floats(values: list[Any]) -> np.ndarray:
 
 def nullable_ints(values: list[Any]) -> pd.arrays.IntegerArray:
     """Int64 array with ``<NA>`` for missing (``MISSING_INT``/``None``) or unusable values."""
-    try:
-        arr = np.asarray(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        arr = np.fromiter((_to_int(v) for v in values), dtype=np.int64, count=len(values))
+    arr = int64s(values)
     return pd.arrays.IntegerArray(arr, arr == MISSING_INT)
 
 
@@ -152,7 +146,7 @@ def raw_text_of(codes: np.ndarray, uniques: list[bytes]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=categories)
 
 
-def _encode(numbering: _Numbering, values: Values) -> np.ndarray:
+def _encode(numbering: dict[Any, int], values: Values) -> np.ndarray:
     """Codes of ``values`` in ``numbering`` (new values numbered as they first appear)."""
     try:
         return np.fromiter(map(numbering.__getitem__, values), dtype=np.int64, count=len(values))

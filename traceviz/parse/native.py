@@ -232,32 +232,24 @@ class NativeSource:
     def take(self, rows: np.ndarray) -> NativeSource:
         return NativeSource(self._batch, rows if self._rows is None else self._rows[rows])
 
-    def _column(self, field: str) -> tuple[np.ndarray, np.ndarray, Any]:
-        """Kinds, values and the value when absent of one field over these events."""
-        kinds, values, _ = self._arrays(field)
-        return kinds, values, FIELDS[field][1]
-
-    def _present(self, field: str) -> int:
-        """The kinds present in the field, as a bit set (bit k for kind k)."""
-        return self._arrays(field)[2]
-
-    def _arrays(self, field: str) -> tuple[np.ndarray, np.ndarray, int]:
+    def _column(self, field: str) -> tuple[np.ndarray, np.ndarray, int, Any]:
+        """Kinds, values, the kinds present (a bit set: bit k for kind k) and the value when
+        absent of one field over these events."""
         arrays = self._cache.get(field)
         if arrays is None:
             kinds, values = self._batch.column(FIELDS[field][0])
             if self._rows is not None:
                 kinds, values = kinds[self._rows], values[self._rows]
             arrays = self._cache[field] = (kinds, values, _present(kinds))
-        return arrays
+        return (*arrays, FIELDS[field][1])
 
     def values(self, field: str) -> list[Any]:
-        kinds, values, default = self._column(field)
+        kinds, values, _, default = self._column(field)
         ids, python, _ = self._atoms(kinds, values, default)
         return list(map(python.__getitem__, ids.tolist()))
 
     def floats(self, field: str) -> np.ndarray:
-        kinds, values, default = self._column(field)
-        present = self._present(field)
+        kinds, values, present, default = self._column(field)
         if present & ~_NUMBER_KINDS or (present & 1 << ABSENT and default is not None):
             return streamed(self.values(field), np.float64, floats)
         out = values.view(np.float64).copy()
@@ -269,8 +261,7 @@ class NativeSource:
         return out
 
     def ints(self, field: str) -> np.ndarray:
-        kinds, values, default = self._column(field)
-        present = self._present(field)
+        kinds, values, present, default = self._column(field)
         absent_ok = default is None or default == MISSING_INT
         if present & ~_INT_KINDS or (present & 1 << ABSENT and not absent_ok):
             return streamed(self.values(field), np.int64, int64s)
@@ -280,27 +271,26 @@ class NativeSource:
         return out
 
     def codes(self, numbering: dict[Any, int], field: str) -> np.ndarray:
-        kinds, values, default = self._column(field)
-        if self._present(field) & ~_TEXT_KINDS or default is not None:
-            return _encode(numbering, self.values(field))  # type: ignore[arg-type]
+        kinds, values, present, default = self._column(field)
+        if present & ~_TEXT_KINDS or default is not None:
+            return _encode(numbering, self.values(field))
         return _renumber(numbering, *self._atoms(kinds, values, default))
 
     def raw_codes(self, numbering: dict[Any, int], field: str, fallback: str = "") -> np.ndarray:
-        kinds, values, _ = self._column(field)
+        kinds, values, _, _ = self._column(field)
         if fallback:
-            other_kinds, other_values, _ = self._column(fallback)
+            other_kinds, other_values, _, _ = self._column(fallback)
             absent = kinds == ABSENT
             kinds = np.where(absent, other_kinds, kinds)
             values = np.where(absent, other_values, values)
         if _present(kinds) & ~(1 << ABSENT | 1 << RAW):
-            return _encode(numbering, raw_bytes(self, field, fallback))  # type: ignore[arg-type]
+            return _encode(numbering, raw_bytes(self, field, fallback))
         return _renumber(numbering, *self._atoms(kinds, values, b"", as_bytes=True))
 
     def pair_codes(self, numbering: dict[Any, int], first: str, second: str) -> np.ndarray:
-        kinds_a, values_a, default_a = self._column(first)
-        kinds_b, values_b, default_b = self._column(second)
-        plain_a = _plain_key(self._present(first), default_a)
-        if not (plain_a and _plain_key(self._present(second), default_b)):
+        kinds_a, values_a, present_a, default_a = self._column(first)
+        kinds_b, values_b, present_b, default_b = self._column(second)
+        if not (_plain_key(present_a, default_a) and _plain_key(present_b, default_b)):
             return pairs_encoded(numbering, self.values(first), self.values(second))
         ids_a, python_a, _ = self._atoms(kinds_a, values_a, default_a)
         ids_b, python_b, _ = self._atoms(kinds_b, values_b, default_b)
@@ -313,7 +303,7 @@ class NativeSource:
         return lookup[inverse]
 
     def equals(self, field: str, text: str) -> np.ndarray:
-        kinds, values, default = self._column(field)
+        kinds, values, _, default = self._column(field)
         ids, python, _ = self._atoms(kinds, values, default)
         same = np.array([value == text for value in python], dtype=bool)
         return same[ids] if len(ids) else np.zeros(0, dtype=bool)

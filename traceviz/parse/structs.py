@@ -55,10 +55,10 @@ class StructSource:
         return streamed(self.values(field), np.int64, int64s)
 
     def codes(self, numbering: dict[Any, int], field: str) -> np.ndarray:
-        return _encode(numbering, self.values(field))  # type: ignore[arg-type]
+        return _encode(numbering, self.values(field))
 
     def raw_codes(self, numbering: dict[Any, int], field: str, fallback: str = "") -> np.ndarray:
-        return _encode(numbering, raw_bytes(self, field, fallback))  # type: ignore[arg-type]
+        return _encode(numbering, raw_bytes(self, field, fallback))
 
     def pair_codes(self, numbering: dict[Any, int], first: str, second: str) -> np.ndarray:
         return pairs_encoded(numbering, list(self.values(first)), list(self.values(second)))
@@ -82,10 +82,8 @@ def raw_bytes(source: EventSource, field: str, fallback: str = "") -> list[bytes
 def pairs_encoded(numbering: dict[Any, int], first: list[Any], second: list[Any]) -> np.ndarray:
     """Codes of the (first[i], second[i]) pairs in ``numbering``, streamed (zip reuses its
     tuple between lookups); unhashable values (a list) compared as their text."""
-    count = len(first)
     try:
         pairs = zip(first, second, strict=True)
-        return np.fromiter(map(numbering.__getitem__, pairs), dtype=np.int64, count=count)
+        return np.fromiter(map(numbering.__getitem__, pairs), dtype=np.int64, count=len(first))
     except TypeError:
-        fixed = [_hashable(p) for p in zip(first, second, strict=True)]
-        return np.fromiter(map(numbering.__getitem__, fixed), dtype=np.int64, count=count)
+        return _encode(numbering, [_hashable(p) for p in zip(first, second, strict=True)])
