@@ -1,7 +1,7 @@
 """Blocking host calls (analysis.blocking) and the findings built on them (sync-in-step,
 host-device-copy), on hand-made traces and the real corpus; the runner's step-sync mark hides
 only its own call. Every raw sync of a corpus trace is a blocking call:
-tests/test_summary_matches_raw_json.py. The calls' issuers, the timeline's lanes and the idle
+tests/test_parse_corpus.py. The calls' issuers, the timeline's lanes and the idle
 split's main thread against the raw JSON, and on tiny made traces for the edge cases (empty
 names, ties, CPU-only lanes)."""
 
