@@ -575,23 +575,19 @@ class RuleCalls:
         return {thread for thread, side, _ in self.calls if side == name}
 
 
-def test_side_b_share_runs_on_its_worker(monkeypatch: pytest.MonkeyPatch) -> None:
-    run = _run("graph-break")
+@pytest.mark.parametrize("concurrent", ["1", "0"])
+def test_each_sides_share_runs_before_the_join(
+    monkeypatch: pytest.MonkeyPatch, concurrent: str
+) -> None:
+    """At once, b's rules run on the worker beside a's analysis; one after the other, both
+    here; either way none after the join, and each rule once a side: nothing redone."""
+    monkeypatch.setenv(CONCURRENT_ENV, concurrent)
     calls = RuleCalls(monkeypatch)
-    report = _run_report(run)
-    assert report.findings
-    assert calls.threads("compiled") == {WORKER}  # b's rules beside a's analysis
-    assert calls.threads("eager") == {threading.current_thread().name}
+    assert _run_report(_run("graph-break")).findings
+    here = threading.current_thread().name
+    assert calls.threads("compiled") == {WORKER if concurrent == "1" else here}
+    assert calls.threads("eager") == {here}
     assert not any(joined for _, _, joined in calls.calls), "a trace rule ran after the join"
-    assert len(calls.calls) == 2 * len(TRACE_RULES)  # each rule once a side: nothing redone
-
-
-def test_one_after_the_other_shares_before_the_join(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(CONCURRENT_ENV, "0")
-    calls = RuleCalls(monkeypatch)
-    _run_report(_run("graph-break"))
-    assert calls.threads("compiled") == calls.threads("eager") == {"MainThread"}
-    assert not any(joined for _, _, joined in calls.calls)
     assert len(calls.calls) == 2 * len(TRACE_RULES)
 
 
