@@ -313,17 +313,16 @@ def test_a_run_json_without_host_peaks_loads_with_none() -> None:
     assert decode(path.read_bytes(), source=path).host_peaks is None
 
 
-def test_host_peaks_survive_a_run_json_round_trip(tmp_path: Path) -> None:
-    run = run_with_host_peaks(tmp_path, "mlp")
-    info = traceviz.load_run(run).info
-    assert isinstance(info, RunInfo) and info.host_peaks == HOST
-
-
 # --- the roofline against them -----------------------------------------------------------
 
 
-def test_a_cpu_run_with_host_peaks_gets_basis_measured(tmp_path: Path) -> None:
-    report = traceviz.compare(run_with_host_peaks(tmp_path, "mlp"))
+def test_a_cpu_run_with_host_peaks_gets_basis_measured_unless_a_peaks_file_wins(
+    tmp_path: Path,
+) -> None:
+    run = run_with_host_peaks(tmp_path, "mlp")
+    info = traceviz.load_run(run).info  # the figures survive run.json's round trip
+    assert isinstance(info, RunInfo) and info.host_peaks == HOST
+    report = traceviz.compare(run)
     for which in ("a", "b"):
         roofline = roofline_of(report, which)
         assert roofline is not None and roofline.peaks.basis is PeakBasis.MEASURED
@@ -335,6 +334,10 @@ def test_a_cpu_run_with_host_peaks_gets_basis_measured(tmp_path: Path) -> None:
     assert roofline_json(report, top=3)["a"]["basis"] == "measured"
     note = next(v.note for v in roofline_views(report) if v.title.startswith("Roofline"))
     assert "(measured: run.json host_peaks" in note
+    mine = DevicePeaks("mine", 0.5, 1.0, None, None, None, None, "my file")
+    roofline = roofline_of(dataclasses.replace(report, peaks=mine), "a")
+    assert roofline is not None and roofline.peaks.basis is PeakBasis.FILE
+    assert roofline.peaks.peaks == mine
 
 
 def test_pct_of_roof_is_against_the_measured_figures(tmp_path: Path) -> None:
@@ -369,14 +372,6 @@ def test_the_committed_runs_and_bare_traces_stay_no_peak(tmp_path: Path) -> None
             roofline = roofline_of(report, which)
             assert roofline is not None and roofline.peaks.basis is PeakBasis.NO_PEAK
             assert (roofline.per_kernel[C.bound] == "no-peak").all()
-
-
-def test_a_peaks_file_wins_over_the_measured_figures(tmp_path: Path) -> None:
-    mine = DevicePeaks("mine", 0.5, 1.0, None, None, None, None, "my file")
-    report = traceviz.compare(run_with_host_peaks(tmp_path, "mlp"))
-    roofline = roofline_of(dataclasses.replace(report, peaks=mine), "a")
-    assert roofline is not None and roofline.peaks.basis is PeakBasis.FILE
-    assert roofline.peaks.peaks == mine
 
 
 # --- the measurement (torch) -------------------------------------------------------------

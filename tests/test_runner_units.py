@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from unittest import mock
 
+import msgspec
 import pytest
 from rich.console import Console
 
@@ -312,8 +313,6 @@ def test_compile_failure_is_shown_first_and_loudly(tmp_path: Path) -> None:
 
 
 def test_mismatch_is_shown_loudly(tmp_path: Path) -> None:
-    import msgspec
-
     bad = Correctness(checked=True, passed=False, outputs_compared=1, max_abs_error=0.5,
                       max_rel_error=0.25, rtol=1e-3, atol=1e-4, mismatched=["out"])  # fmt: skip
     info = msgspec.structs.replace(sample_info(), correctness=bad)
@@ -322,8 +321,6 @@ def test_mismatch_is_shown_loudly(tmp_path: Path) -> None:
 
 
 def test_outputs_of_another_structure_are_a_problem_in_words(tmp_path: Path) -> None:
-    import msgspec
-
     x = torch.ones(3)
     differs = compare_outputs((x,), [x])  # no figures: the structures differ
     info = msgspec.structs.replace(sample_info(), correctness=differs)
@@ -333,8 +330,6 @@ def test_outputs_of_another_structure_are_a_problem_in_words(tmp_path: Path) -> 
 
 
 def test_a_mixed_dtype_pass_states_the_bounds_of_each_dtype(tmp_path: Path) -> None:
-    import msgspec
-
     x, h = torch.linspace(-2, 2, 64), torch.ones(8, dtype=torch.bfloat16)
     info = msgspec.structs.replace(sample_info(), correctness=compare_outputs((x, h), (x, h)))
     text = " ".join(render(Run(tmp_path, info)).split())
