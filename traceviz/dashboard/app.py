@@ -23,7 +23,7 @@ import param
 
 from traceviz.analysis.compare import Side
 from traceviz.dashboard.loading import DEFAULT_MAX_UPLOAD_MB, load_upload, upload_label
-from traceviz.dashboard.tabs.common import build_later, failed_tab, tab_slots
+from traceviz.dashboard.tabs.common import LazyTabs, failed_tab, tab_slots
 from traceviz.dashboard.views import STRETCH, VIEWS, Component, html_pane, views_for
 from traceviz.errors import TraceVizError
 from traceviz.pipeline import Report, compare
@@ -45,7 +45,7 @@ def build_view(comparison: Report, title: str) -> Component:
         return failed_tab(title, err)
 
 
-class Dashboard(pn.viewable.Viewer):
+class Dashboard(LazyTabs, pn.viewable.Viewer):
     """Eager vs compiled (or any two traces), in tabs; upload traces to replace either side."""
 
     comparison = param.ClassSelector(
@@ -80,8 +80,7 @@ class Dashboard(pn.viewable.Viewer):
         self._spinner = pn.indicators.LoadingSpinner(value=True, size=22, visible=False)
         self._status = pn.pane.HTML("", name="status")
         self._tabs = pn.Tabs(dynamic=True, sizing_mode=STRETCH)
-        self._slots: dict[str, pn.Column] = {}
-        self._showing = False
+        self._slots = {}
         self._tabs.param.watch(self._on_tab, "active")
         self._show(self.comparison)
         self._layout = pn.Column(
@@ -195,27 +194,9 @@ class Dashboard(pn.viewable.Viewer):
         finally:
             self._showing = False
 
-    def _fill(self, title: str) -> None:
-        """Build the tab ``title`` into its slot unless it was built already."""
-        slot = self._slots.get(title)
-        if slot is None or len(slot) or self.comparison is None:
-            return
-        slot[:] = [build_view(self.comparison, title)]
-
-    def _on_tab(self, event: param.parameterized.Event) -> None:
-        """A tab was opened: build it. In a served page the build runs on the next tick, so the
-        browser first gets the slot's loading indicator (a notebook or a test builds at once)."""
-        titles = list(self._slots)
-        if self._showing or not 0 <= event.new < len(titles):
-            return
-        title = titles[event.new]
-        if not len(self._slots[title]):
-            build_later(self._slots[title], lambda: self._fill(title))
-
-    @property
-    def built_tabs(self) -> list[str]:
-        """The titles of the tabs built so far (the others are built when first opened)."""
-        return [t for t, slot in self._slots.items() if len(slot)]
+    def _build(self, title: str) -> Component:
+        assert self.comparison is not None  # no slots without one
+        return build_view(self.comparison, title)
 
     def _set_error(self, message: str) -> None:
         self.error = message

@@ -6,16 +6,16 @@ No Panel here: these functions are plain and tested without a browser.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import tempfile
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.parse import load_trace
+from traceviz.parse.cache import with_source
 from traceviz.pipeline import Report, open_report
 from traceviz.rundir import file_stem
 from traceviz.trace import Trace
@@ -51,6 +51,15 @@ class TraceCache:
             while len(self._items) > self.entries:
                 self._items.popitem(last=False)
 
+    def get_or_load(self, key: str, load: Callable[[], Trace]) -> Trace:
+        """The trace kept under ``key``, else ``load()``'s, kept. Two threads missing one key
+        at once both load it (the later put wins)."""
+        trace = self.get(key)
+        if trace is None:
+            trace = load()
+            self.put(key, trace)
+        return trace
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._items)
@@ -65,19 +74,14 @@ CACHE = TraceCache()
 
 
 def load_path(path: str | Path, *, cache: TraceCache = CACHE) -> Trace:
-    """Parse a trace file or cache directory (cached by path, mtime and size). Safe from
-    several threads; two missing one key at once both parse it (the later put wins)."""
+    """Parse a trace file or cache directory (cached by path, mtime and size)."""
     source = Path(path)
     try:
         stat = source.stat()
     except OSError as err:
         raise TraceFormatError(source, f"cannot read: {err.strerror or err}") from err
     key = f"path:{source.resolve()}:{stat.st_mtime_ns}:{stat.st_size}"
-    trace = cache.get(key)
-    if trace is None:
-        trace = load_trace(source)
-        cache.put(key, trace)
-    return trace
+    return cache.get_or_load(key, lambda: load_trace(source))
 
 
 def load_upload(
@@ -104,28 +108,18 @@ def load_upload(
         )
     if not payload:
         raise TraceFormatError(name, "the file is empty")
-    key = "sha256:" + hashlib.sha256(payload).hexdigest()
-    trace = cache.get(key)
-    if trace is not None:
-        return _named(trace, name)
-    with tempfile.TemporaryDirectory(prefix="traceviz-upload-") as tmp:
-        path = Path(tmp) / name
-        path.write_bytes(payload)
-        try:
-            trace = load_trace(path)
-        except TraceFormatError as err:
-            raise TraceFormatError(name, err.reason) from None
-    trace = _named(trace, name)
-    cache.put(key, trace)
-    return trace
 
+    def parse() -> Trace:
+        with tempfile.TemporaryDirectory(prefix="traceviz-upload-") as tmp:
+            path = Path(tmp) / name
+            path.write_bytes(payload)
+            try:
+                return with_source(load_trace(path), name + UPLOADED)
+            except TraceFormatError as err:
+                raise TraceFormatError(name, err.reason) from None
 
-def _named(trace: Trace, name: str) -> Trace:
-    """``trace`` whose source is ``name (uploaded)`` (the same tables, not copied)."""
-    source = name + UPLOADED
-    if trace.meta.source == source:
-        return trace
-    return dataclasses.replace(trace, meta=dataclasses.replace(trace.meta, source=source))
+    trace = cache.get_or_load("sha256:" + hashlib.sha256(payload).hexdigest(), parse)
+    return with_source(trace, name + UPLOADED)
 
 
 def upload_label(filename: str, other: str) -> str:

@@ -30,8 +30,8 @@ import param
 from traceviz.dashboard.loading import TraceCache
 from traceviz.dashboard.tabs.common import (
     STRETCH,
+    LazyTabs,
     build_later,
-    failed_tab,
     html_pane,
     plot,
     selectable_table,
@@ -137,11 +137,7 @@ def rank_trace(ranks: Ranks, rank: int, *, cache: TraceCache = RANK_TRACES) -> T
     except OSError:
         stamp = 0
     key = f"rank:{ranks.dataset}:{rank}:{stamp}"
-    trace = cache.get(key)
-    if trace is None:
-        trace = load_rank_trace(ranks.dataset, rank)
-        cache.put(key, trace)
-    return trace
+    return cache.get_or_load(key, lambda: load_rank_trace(ranks.dataset, rank))
 
 
 def pair_view(pair: RanksPair) -> pn.viewable.Viewable:
@@ -202,7 +198,7 @@ def _x(value: float) -> str:
     return f"{value:.2f}×" if value == value else "n/a"
 
 
-class RanksDashboard(pn.viewable.Viewer):
+class RanksDashboard(LazyTabs, pn.viewable.Viewer):
     """One or two ranks datasets in tabs (see the module docstring); each tab is built when
     first opened, the rank trace when its tab is shown."""
 
@@ -242,11 +238,6 @@ class RanksDashboard(pn.viewable.Viewer):
             self._tabs,
             sizing_mode=STRETCH,
         )
-
-    @property
-    def built_tabs(self) -> list[str]:
-        """The titles of the tabs built so far."""
-        return [t for t, slot in self._slots.items() if len(slot)]
 
     @property
     def trace_shown(self) -> tuple[str, int] | None:
@@ -311,22 +302,9 @@ class RanksDashboard(pn.viewable.Viewer):
     def _active(self) -> str:
         return list(self._slots)[self._tabs.active]
 
-    def _fill(self, title: str) -> None:
-        slot = self._slots[title]
-        if len(slot):
-            return
-        try:
-            slot[:] = [self._builders[title]()]
-        except TraceVizError as err:
-            slot[:] = [failed_tab(title, err)]
+    def _build(self, title: str) -> Any:
+        return self._builders[title]()
 
-    def _on_tab(self, event: param.parameterized.Event) -> None:
-        titles = list(self._slots)
-        if not 0 <= event.new < len(titles):
-            return
-        title = titles[event.new]
-        if len(self._slots[title]):
-            if title == TRACE_TAB:
-                build_later(self._trace, self._show_trace)
-            return
-        build_later(self._slots[title], lambda: self._fill(title))
+    def _reopened(self, title: str) -> None:
+        if title == TRACE_TAB:  # the side or rank may have changed meanwhile
+            build_later(self._trace, self._show_trace)

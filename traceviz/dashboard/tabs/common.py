@@ -15,6 +15,7 @@ import panel as pn
 from bokeh.models.widgets.tables import NumberFormatter
 
 from traceviz.analysis.compare import Comparison, Metric
+from traceviz.errors import TraceVizError
 from traceviz.report import figures
 from traceviz.report.snippet import view_html
 from traceviz.report.views import View, metrics_view
@@ -87,6 +88,49 @@ def build_later(slot: pn.Column, build: Callable[[], None]) -> None:
             slot.loading = False
 
     doc.add_next_tick_callback(run)
+
+
+class LazyTabs:
+    """Tabs each built when first opened: ``_slots`` (title → its :func:`tab_slots` slot) are
+    the pages of ``_tabs``, whose ``active`` is watched with :meth:`_on_tab`; :meth:`_build`
+    makes a tab's component."""
+
+    _slots: dict[str, pn.Column]
+    _showing = False  # the tabs are being replaced: opening one builds nothing
+
+    @property
+    def built_tabs(self) -> list[str]:
+        """The titles of the tabs built so far (the others are built when first opened)."""
+        return [t for t, slot in self._slots.items() if len(slot)]
+
+    def _build(self, title: str) -> Any:
+        raise NotImplementedError
+
+    def _reopened(self, title: str) -> None:
+        """A tab built before was opened again."""
+
+    def _fill(self, title: str) -> None:
+        """Build the tab ``title`` into its slot unless it was built already; a builder that
+        fails gives a message in the tab, not a traceback."""
+        slot = self._slots.get(title)
+        if slot is None or len(slot):
+            return
+        try:
+            slot[:] = [self._build(title)]
+        except TraceVizError as err:
+            slot[:] = [failed_tab(title, err)]
+
+    def _on_tab(self, event: Any) -> None:
+        """A tab was opened: build it. In a served page the build runs on the next tick, so the
+        browser first gets the slot's loading indicator (a notebook or a test builds at once)."""
+        titles = list(self._slots)
+        if self._showing or not 0 <= event.new < len(titles):
+            return
+        title = titles[event.new]
+        if len(self._slots[title]):
+            self._reopened(title)
+        else:
+            build_later(self._slots[title], lambda: self._fill(title))
 
 
 def selectable_table(
@@ -182,11 +226,6 @@ def table_csv(table: pn.widgets.Tabulator, filename: str) -> pn.widgets.FileDown
     return csv_download(lambda: table.current_view, filename)
 
 
-def view_frame(view: View) -> pd.DataFrame:
-    """A view's display strings as a table (what its CSV download holds)."""
-    return pd.DataFrame(view.rows, columns=view.columns)
-
-
 def short_path(path: str, keep: int = 3) -> str:
     """The last ``keep`` parts of a path (``…/block/eager.pt.trace.json.gz``)."""
     parts = path.replace("\\", "/").split("/")
@@ -201,7 +240,7 @@ def slug(text: str) -> str:
 def view_table(view: View, data: pd.DataFrame | None = None) -> pn.viewable.Viewable:
     """A :class:`View` as its HTML table with a CSV download of ``data`` (default: the view's
     own rows)."""
-    frame = view_frame(view) if data is None else data
+    frame = pd.DataFrame(view.rows, columns=view.columns) if data is None else data
     return pn.Column(
         html_pane(view_html(view)),
         csv_download(frame, f"{slug(view.title)}.csv"),
