@@ -3,21 +3,15 @@
 A trace's traffic total (:attr:`~traceviz.analysis.traffic.memory.MemoryTraffic.total_bytes`) sums
 only the kernels that have a figure; kernels without one (basis ``none``) move bytes nobody
 counted. Two totals are comparable only when their figures cover about the same share of
-each side's kernel time. When one side's estimates cover far less (a CUDA-graph replay,
+each side's kernel time: when one side's estimates cover far less (a CUDA-graph replay,
 ``torch.compile(mode="reduce-overhead")``: the replayed cuBLAS and attention kernels have no
-launching op with shapes), b − a and b / a measure the missing estimates, not the traffic:
-on ``sample_traces/h200/gpt2-reduce-overhead`` 78.1 MiB → 11.7 MiB, "0.15×", while the
-estimates cover 94.7 % of eager's kernel time and 14.5 % of compiled's.
+launching op with shapes), b − a and b / a measure the missing estimates, not the traffic.
 
 **The rule**: the ``est_bytes`` metric's Δ and ratio are left out (NaN, "–") when the covered
 shares (1 − ``unestimated_time_share``, of kernel time) differ by more than
-:data:`COVERAGE_GAP` (10 percentage points). Evidence (covered shares a / b): the 15 sample
-runs of one model eager vs compiled differ by at most 5.3 points (``h200/gpt2``: 94.7 % /
-100 %; ``h200/attention-train`` 97.5 / 100; ``gpt2-ort`` 97.8 / 100; the others ≤ 0.6), so
-twice the largest same-model gap passes them all; the broken pairs differ by 26 points or more
-(``h200/gpt2-reduce-overhead`` 94.7 / 14.5; the corpus pairs A100 44.0 / 17.7, V100
-53.9 / 24.4, MI250 vs MI300X 59.6 / 14.6, whose ratio was 98,967×). A side with no kernel time
-(share unknown) is not judged.
+:data:`COVERAGE_GAP` (10 percentage points): twice the largest gap of the same-model sample
+runs (5.3 points), while the broken pairs (reduce-overhead, cross-device corpus pairs) differ
+by 26 points or more. A side with no kernel time (share unknown) is not judged.
 """
 
 from __future__ import annotations

@@ -54,15 +54,19 @@ def graph_library_bytes(
     replay = kernels[Kernels.graph_launch_row].to_numpy(dtype=np.int64, na_value=-1)
     if (replay < 0).all() or provenance.empty or log_kernels.empty:
         return empty, empty, empty
-    entry = _entries(provenance, log_kernels)
+    info, last, ext = _graph_log(log_kernels)
+    primary = provenance[provenance[KP.primary].astype(bool)]
+    entry = {
+        int(row): info[str(prov)]
+        for row, prov in zip(primary[KP.kernel_row], primary[KP.prov_kernel], strict=True)
+        if str(prov) in info
+    }
     handle_of = np.full(len(kernels), -1, dtype=np.int64)
     graph_of = np.full(len(kernels), -1, dtype=np.int64)
     for row, (graph, handle) in entry.items():
         if 0 <= row < len(kernels):
             graph_of[row], handle_of[row] = graph, handle
     generated = generated | (handle_of >= 0)
-    ext = _library_calls(log_kernels)
-    last = _last_generated(log_kernels)
     ts = kernels[Kernels.ts_us].to_numpy(dtype=float, na_value=np.nan)
     rows_out: list[int] = []
     group_out: list[int] = []
@@ -87,64 +91,32 @@ def graph_library_bytes(
             rows_out += members.tolist()
             group_out += [label] * len(members)
             total_out += [int(inside[:, 1].sum())] * len(members)
-    as_array = np.asarray
-    return (
-        as_array(rows_out, dtype=np.int64),
-        as_array(group_out, dtype=np.int64),
-        as_array(total_out, dtype=np.int64),
-    )
+    rows, group, total = (np.asarray(v, dtype=np.int64) for v in (rows_out, group_out, total_out))
+    return rows, group, total
 
 
-def _entries(provenance: pd.DataFrame, log_kernels: pd.DataFrame) -> dict[int, tuple[int, int]]:
-    """Kernel row → (graph id, handle) of its matched generated log entry (primary rows)."""
-    log = log_kernels[~log_kernels[P.extern].astype(bool)]
-    graph_ids = _graph_ids(log_kernels)
-    info = {
-        str(prov): (graph_ids[(str(cid), int(gi))], int(handle))
-        for prov, cid, gi, handle in zip(
-            log[P.prov_kernel], log[P.compile_id], log[P.graph_index], log[P.handle], strict=True
-        )
-    }
-    primary = provenance[provenance[KP.primary].astype(bool)]
-    return {
-        int(row): info[str(prov)]
-        for row, prov in zip(primary[KP.kernel_row], primary[KP.prov_kernel], strict=True)
-        if str(prov) in info
-    }
-
-
-def _graph_ids(log_kernels: pd.DataFrame) -> dict[tuple[str, int], int]:
-    """(compile id, graph index) → a number, in order of first appearance."""
-    keys = zip(log_kernels[P.compile_id].astype(str), log_kernels[P.graph_index], strict=True)
+def _graph_log(
+    log: pd.DataFrame,
+) -> tuple[dict[str, tuple[int, int]], dict[int, int], dict[int, npt.NDArray[np.int64]]]:
+    """Per generated log entry (its ``prov_kernel``): (graph id, handle); per graph id: the
+    handle of its last generated kernel (a replay that ends before it was cut short: its last
+    run's calls may never have run), and its library calls as rows (handle, bytes; −1: not
+    logged). Graph ids number the (compile id, graph index) pairs in order of appearance."""
     ids: dict[tuple[str, int], int] = {}
-    for cid, gi in keys:
-        ids.setdefault((cid, int(gi)), len(ids))
-    return ids
-
-
-def _last_generated(log_kernels: pd.DataFrame) -> dict[int, int]:
-    """Graph id → the handle of its last generated kernel (a replay that ends before it was
-    cut short: its last run's calls may never have run)."""
-    graph_ids = _graph_ids(log_kernels)
-    gen = log_kernels[~log_kernels[P.extern].astype(bool)]
+    entries: dict[str, tuple[int, int]] = {}
     last: dict[int, int] = {}
-    for cid, gi, handle in zip(gen[P.compile_id], gen[P.graph_index], gen[P.handle], strict=True):
-        graph = graph_ids[(str(cid), int(gi))]
-        last[graph] = max(last.get(graph, int(handle)), int(handle))
-    return last
-
-
-def _library_calls(log_kernels: pd.DataFrame) -> dict[int, npt.NDArray[np.int64]]:
-    """Graph id → its library calls as rows (handle, bytes; −1: not logged)."""
-    graph_ids = _graph_ids(log_kernels)
-    ext = log_kernels[log_kernels[P.extern].astype(bool)]
-    out: dict[int, list[tuple[int, int]]] = {}
-    for cid, gi, handle, nbytes in zip(
-        ext[P.compile_id], ext[P.graph_index], ext[P.handle], ext[P.est_bytes], strict=True
+    calls: dict[int, list[tuple[int, int]]] = {}
+    columns = (P.prov_kernel, P.compile_id, P.graph_index, P.handle, P.est_bytes)
+    for (prov, cid, gi, handle, nbytes), extern in zip(
+        zip(*(log[c] for c in columns), strict=True), log[P.extern].astype(bool), strict=True
     ):
-        value = -1 if pd.isna(nbytes) else int(nbytes)
-        out.setdefault(graph_ids[(str(cid), int(gi))], []).append((int(handle), value))
-    return {g: np.array(calls, dtype=np.int64).reshape(-1, 2) for g, calls in out.items()}
+        graph, handle = ids.setdefault((str(cid), int(gi)), len(ids)), int(handle)
+        if extern:
+            calls.setdefault(graph, []).append((handle, -1 if pd.isna(nbytes) else int(nbytes)))
+        else:
+            entries[str(prov)] = (graph, handle)
+            last[graph] = max(last.get(graph, handle), handle)
+    return entries, last, {g: np.array(c, dtype=np.int64).reshape(-1, 2) for g, c in calls.items()}
 
 
 def _runs(

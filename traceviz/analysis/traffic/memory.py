@@ -324,10 +324,23 @@ def _estimate_from_ops(
     known = op_bytes.notna().to_numpy()[back]
     rows, kernel_ops, back = rows[known], kernel_ops[known], back[known]
     totals = op_bytes.to_numpy(dtype=np.int64, na_value=0)[back]
-    dur = trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
-    est[rows] = split_bytes(kernel_ops, totals, dur)
-    has[rows] = True
+    _split_into(trace, rows, kernel_ops, totals, est, has)
     rule[rows] = _rule_codes(op_est[Traffic.rule])[back]
+
+
+def _split_into(
+    trace: Trace,
+    rows: npt.NDArray[np.int64],
+    groups: npt.NDArray[np.int64],
+    totals: npt.NDArray[np.int64],
+    est: npt.NDArray[np.int64],
+    has: npt.NDArray[np.bool_],
+) -> None:
+    """Fill ``est``/``has`` on kernel ``rows``: each group's total split over its rows by
+    their durations (:func:`split_bytes`)."""
+    dur = trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
+    est[rows] = split_bytes(groups, totals, dur)
+    has[rows] = True
 
 
 def _estimate_foreach_copies(
@@ -341,11 +354,7 @@ def _estimate_foreach_copies(
     its lists' shapes, the types its kernels' names give
     (:mod:`~traceviz.analysis.traffic.foreach`), split over its kernels by duration."""
     rows, ops, totals = foreach_copy_kernels(trace.kernels, trace.ops, open_rows)
-    if rows.size == 0:
-        return
-    dur = trace.kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
-    est[rows] = split_bytes(ops, totals, dur)
-    has[rows] = True
+    _split_into(trace, rows, ops, totals, est, has)
     rule[rows] = RULES.index(TrafficRule.COPY.value)
 
 
@@ -387,10 +396,7 @@ def _from_graph_replays(
         return filled
     generated = is_inductor_kernel(kernels[Kernels.name])
     rows, group, total = graph_library_bytes(kernels, provenance, log_kernels, open_rows, generated)
-    if rows.size:
-        dur = kernels[Kernels.excl_dur_us].to_numpy(dtype=float, na_value=np.nan)[rows]
-        est[rows] = split_bytes(group, total, dur)
-        filled[rows] = True
+    _split_into(trace, rows, group, total, est, filled)
     return filled
 
 
