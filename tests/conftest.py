@@ -119,3 +119,29 @@ def tmp_trace(tmp_path: Path):  # type: ignore[no-untyped-def]
         return write_trace(tmp_path / f"trace{next(counter)}.json", events, **header)
 
     return make
+
+
+def tensors(*shapes: list[int]) -> dict[str, Any]:
+    """``Input Dims``/``Input type`` op args of float tensors (an empty shape is a Scalar)."""
+    return {"Input Dims": list(shapes), "Input type": ["float" if s else "Scalar" for s in shapes]}
+
+
+def launched(
+    name: str, ts: float, dur: float, ext: int, *, kernel_name: str = "", **op_args: Any
+) -> list[dict]:
+    """A CPU op launching one GPU kernel (``k_<ext>`` unless named), correlation and External
+    id ``ext``, the kernel ``dur`` µs long."""
+    ids = {"External id": ext}
+    return [
+        op(name, ts, 10, **ids, **op_args),
+        launch("cudaLaunchKernel", ts + 1, 2, ext, **ids),
+        kernel(kernel_name or f"k_{ext}", ts + 20, dur, ext, **ids),
+    ]
+
+
+def corpus_or_skip(relative: str) -> Trace:
+    """The corpus trace at ``relative`` (parsed once), or a skip when it is absent."""
+    path = CORPUS / relative
+    if not path.is_file():
+        pytest.skip(f"corpus trace {relative} not found under {CORPUS}")
+    return load_trace(path)

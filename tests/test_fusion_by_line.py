@@ -1,20 +1,25 @@
-"""The per-line fusion table (fusion_by_line.lines_table_rows; one form since issue 26) on one
-sample run per code path, on the corpus eager traces whose kernels have source lines, and on
-hand-made edge cases: one row per located line with its eager kernels, time and ops, the
-compiled kernels credited from it and their share of the measured time, the lines fused with
-it (both ways); a hand-made case's figures worked out by hand; group_sums is pandas' groupby
-sum. Every compiled kernel the compiler's provenance ties to a line counts there, credited or
-not (the H200 gpt2 line pytorch_utils.py:119 holds its cuBLAS GEMM, split-K reduction and
-cutlass GEMM). ``fused_with`` names only lines that share an Inductor-generated kernel: a
-library call shared by name (``aten::addmm``) is no fusion. The credits through the source
-lines (``line_pairs``) on real runs, with half of each run's eager lines made loose (naming
-only their function): each pair shares a line (or function) with its kernel, once, and each
-credit is one of its instance's pairs. A row's kernel names are read back whole, commas of a
-demangled library name and all."""
+"""The fusion map per source line (lines.lines_table, by_line.lines_table_rows) and the
+compiler's record as credits.
+
+On every sample run (made by the runner: eager lines, a compile log with Inductor's
+provenance) every compiled kernel has basis ``compiler`` and ``by_line`` names the model's own
+lines; on one run per code path, the corpus pairs and hand-made cases: one row per located line
+with its eager kernels, time and ops, the compiled kernels credited from it and their share of
+the measured time, and the lines fused with it (both ways, sharing an Inductor-generated
+kernel), all within what was measured. Every compiled kernel the provenance ties to a line
+counts there, credited or not (gpt2's pytorch_utils.py:119 holds its cuBLAS GEMM, split-K
+reduction and cutlass GEMM). The credits through source lines (``line_pairs``), half of each
+run's eager lines made loose (naming only their function): each credit is one of its
+instance's pairs. Kernel names are read back whole, commas of a demangled name and all. A
+model defined in a test here checks the exact line numbers.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import html
+import inspect
+import json
 import math
 import random
 from pathlib import Path
@@ -23,25 +28,30 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace
+import traceviz
+from tests.conftest import CORPUS, SAMPLES, corpus_files, load_trace, op
 from tests.real_data import CORPUS_PAIRS, SAMPLE_RUNS, measured_kernel_us
+from traceviz import cli
 from traceviz.analysis.fusion import lines as fusion_lines
 from traceviz.analysis.fusion.by_line import _measured, group_sums, lines_table_rows
+from traceviz.analysis.fusion.fusion_map import FusionKernels, fusion_map
 from traceviz.analysis.fusion.lines import (
     CREDITED_DTYPES,
     ByLine,
     LineRecord,
+    compiler_credits,
     fusion_evidence,
+    line_pairs,
     lines_table,
     read_log,
     split_kernel_names,
     with_uncredited,
 )
-from traceviz.analysis.fusion.lines_pairs import line_pairs
 from traceviz.analysis.fusion.match import Credits, Outcome, credit_eager_kernels
 from traceviz.analysis.inductor_names import fused_kernel_ops
 from traceviz.analysis.kernels import classify
 from traceviz.analysis.onnx.fusion import _line_kernels
+from traceviz.parse.compile_log import is_library
 from traceviz.pipeline import compare_run
 from traceviz.report.perfetto import _lines_of_kernels
 from traceviz.rundir import is_run_dir, read_run_dir
@@ -279,17 +289,6 @@ def test_gpt2_line_119_counts_every_kernel_the_compiler_puts_there() -> None:
         assert (name in uncredited) == (name not in set(matched[Credits.kernel].astype(str)))
 
 
-def _classified_by_name(times: dict[str, float]) -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            Kernels.name: list(times),
-            Kernels.activity: [ActivityKind.KERNEL.value] * len(times),
-            Kernels.dur_us: list(times.values()),
-            Kernels.excl_dur_us: list(times.values()),
-        }
-    )
-
-
 def _line_table(lines: list[int], times: list[float]) -> pd.DataFrame:
     """By-line rows for m.py's ``lines``, each one eager aten::mm credited to kernel g."""
     n = len(lines)
@@ -326,14 +325,14 @@ def test_an_uncredited_kernel_is_split_evenly_over_its_lines() -> None:
         }
     )
     record = LineRecord(compiled=held)
-    times = _classified_by_name({"g": 12.0, "h": 30.0})
+    times = _classified(["g", "h"], [12.0, 30.0])
     out = with_uncredited(_line_table([3, 4], [8.0, 4.0]), credits, times, record)
     assert out[ByLine.compiled_time_us].tolist() == [23.0, 19.0]
     assert out[ByLine.compiled_kernels].tolist() == ["g, h", "g, h"]
     assert out[ByLine.uncredited_kernels].tolist() == ["h", "h"]
     assert float(np.sum(out[ByLine.compiled_time_us])) <= 12.0 + 30.0
     alone = with_uncredited(
-        _line_table([3], [8.0]), credits.head(1), _classified_by_name({"g": 8.0}), LineRecord()
+        _line_table([3], [8.0]), credits.head(1), _classified(["g"], [8.0]), LineRecord()
     )
     assert alone[ByLine.compiled_time_us].tolist() == [8.0]
     assert alone[ByLine.uncredited_kernels].tolist() == [""]
@@ -347,15 +346,29 @@ def _kernels(text: str) -> set[str]:
 
 
 @pytest.mark.parametrize("run", RUNS)
-def test_fused_with_lines_share_a_generated_kernel(run: str) -> None:
-    table = compare_run(SAMPLES / run).fusion.by_line
-    kernels = {
+def test_sample_runs_use_the_compilers_record(run: str) -> None:
+    """Every compiled kernel (Inductor's and the library calls it made) is in the compiler's
+    record; by_line names the model's own lines, with the recorded text of each, its credits
+    within what was measured, and lines fused with each other share a generated kernel."""
+    comparison = compare_run(SAMPLES / run)
+    kernels = comparison.fusion.kernels
+    assert not kernels.empty
+    assert set(kernels[FusionKernels.basis]) == {"compiler"}, kernels[[FusionKernels.kernel]]
+    assert (comparison.fusion.credits[Credits.basis] == "compiler").any()
+    table = comparison.fusion.by_line
+    assert not table.empty
+    for file, line, code in zip(table[ByLine.file], table[ByLine.line], table[ByLine.code],
+                                strict=True):  # fmt: skip
+        assert not is_library(file)  # model code: the user's, or a model library's (gpt2)
+        assert Path(file).read_text().splitlines()[int(line) - 1].strip() == code
+    assert_lines_conserve(comparison)
+    held = {
         f"{f}:{n}": _kernels(k)
         for f, n, k in zip(table["file"], table["line"], table["compiled_kernels"], strict=True)
     }
-    for spot, others in zip(kernels, table["fused_with"], strict=True):
+    for spot, others in zip(held, table["fused_with"], strict=True):
         for other in _kernels(others):
-            shared = kernels[spot] & kernels.get(other, set())
+            shared = held[spot] & held.get(other, set())
             assert any(fused_kernel_ops(k) is not None for k in shared), (run, spot, other)
 
 
@@ -396,6 +409,8 @@ def _expected_pairs(located: pd.DataFrame, held: pd.DataFrame) -> set[tuple[int,
 
 @pytest.mark.parametrize("run", CREDIT_RUNS)
 def test_credits_follow_the_line_pairs(run: str) -> None:
+    """Also: the compiled lines hold each (kernel, file, line) once, of this trace's kernels
+    and the log's lines; a log whose lines name no kernel gives the empty table."""
     eager, compiled, _, lines = run_evidence(run)
     if lines is None or lines.compiled.empty:
         pytest.skip("no compiled source lines in this run")
@@ -411,21 +426,13 @@ def test_credits_follow_the_line_pairs(run: str) -> None:
         allowed = {(row, k) for row, i in row_of.items() for j, k in pairs if j == i}
         credited = zip(credits["eager_row"], credits["kernel"], strict=True)
         assert all((int(row), str(k)) in allowed for row, k in credited)
-
-
-@pytest.mark.parametrize("run", CREDIT_RUNS)
-def test_compiled_lines_once_per_kernel_line(run: str) -> None:
-    r = read_run_dir(SAMPLES / run)
-    compiled, log = load_trace(r.compiled), read_log(r.compile_log)
-    if log is None:
-        pytest.skip("no compile log")
+    log = read_log(read_run_dir(SAMPLES / run).compile_log)
     held, ops = fusion_lines._compiled_lines(compiled, log)
     assert len(held) and not held.duplicated(["kernel", "file", "line"]).any()
     assert set(held["kernel"]) <= set(compiled.kernels["name"].astype(str))
     logged = set(zip(log.lines["file"], log.lines["line"], strict=True))
     assert set(zip(held["file"], held["line"], strict=True)) <= logged
     assert set(held["kernel"]) <= set(ops)
-    # a log whose lines name no kernel of this trace: the empty table, the same columns
     empty = dataclasses.replace(log, lines=log.lines.head(0))
     none = fusion_lines._compiled_lines(compiled, empty)[0]
     assert none.empty
@@ -460,6 +467,7 @@ def test_commas_inside_brackets_do_not_part_names() -> None:
 
 @pytest.mark.parametrize("run", RUNS_WITH_COMMA_NAMES)
 def test_line_lookups_keep_library_kernel_names_whole(run: str) -> None:
+    """In the Perfetto overlay, the ONNX cross-fusion and the dashboard's line explanation."""
     path = SAMPLES / "h200" / run
     if not is_run_dir(path):
         pytest.skip(f"{path} not found")
@@ -471,21 +479,182 @@ def test_line_lookups_keep_library_kernel_names_whole(run: str) -> None:
     assert named <= compiled  # every name read back is a kernel of the compiled trace
     assert set(_lines_of_kernels(by_line)) == named  # the Perfetto overlay
     assert set().union(*_line_kernels(by_line).values()) == named  # ONNX cross-fusion
-
-
-def test_dashboard_line_explanation_lists_whole_names() -> None:
-    import html
-
     pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
     from traceviz.dashboard.tabs.fusion import explain_line
 
-    path = SAMPLES / "h200" / "gpt2"
-    if not is_run_dir(path):
-        pytest.skip(f"{path} not found")
-    comparison = compare_run(path).comparison
-    by_line = comparison.fusion.by_line
-    rows = [r for _, r in by_line.iterrows() if "," in str(r[ByLine.compiled_kernels])]
-    for row in rows:
+    for _, row in by_line.iterrows():
         shown = explain_line(comparison, row)
         for name in split_kernel_names(row[ByLine.compiled_kernels]):
             assert f"<li>{html.escape(name)}" in shown
+
+
+def assert_lines_conserve(comparison: traceviz.Comparison) -> None:
+    """by_line credits add up to at most what each side measured."""
+    by_line, fusion = comparison.fusion.by_line, comparison.fusion
+    assert int(by_line[ByLine.eager_kernels].sum()) <= fusion.eager_kernel_count
+    eager_total = measured_kernel_us(comparison.a.trace.kernels)
+    assert float(by_line[ByLine.eager_time_us].sum()) <= eager_total * (1 + 1e-9)
+    compiled_total = measured_kernel_us(comparison.b.trace.kernels)
+    assert float(by_line[ByLine.compiled_time_us].sum()) <= compiled_total * (1 + 1e-9) + 1e-6
+    assert not by_line.duplicated([ByLine.file, ByLine.line]).any()
+
+
+def test_lines_share_a_fused_kernels_time_by_their_eager_time(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    compiled = traceviz.load(
+        tmp_trace([op("graph_0_cpp_fused_add_mul_0", 10, 30), op("aten::mm", 50, 60)])
+    )
+    credits = pd.DataFrame(
+        {
+            Credits.eager_row: [0, 1, 2],
+            Credits.op: ["aten::mul", "aten::add", "aten::mm"],
+            Credits.time_us: [10.0, 30.0, 50.0],
+            Credits.kernel: ["graph_0_cpp_fused_add_mul_0", "graph_0_cpp_fused_add_mul_0",
+                             "aten::mm"],
+            Credits.outcome: ["matched"] * 3,
+        }
+    )  # fmt: skip
+    lines = LineRecord(
+        eager=pd.DataFrame({"eager_row": [0, 1, 2], "file": ["m.py"] * 3, "line": [3, 4, 5],
+                            "code": ["y = x * 2", "z = y + 1", "w = z @ a"]})
+    )  # fmt: skip
+    table = lines_table(credits, classify(compiled), lines).set_index(ByLine.line)
+    assert table.loc[3, ByLine.compiled_time_us] == pytest.approx(30 * 10 / 40)
+    assert table.loc[4, ByLine.compiled_time_us] == pytest.approx(30 * 30 / 40)
+    assert table.loc[5, ByLine.compiled_time_us] == pytest.approx(60)
+    assert table.loc[3, ByLine.fused_with] == "m.py:4" and table.loc[5, ByLine.fused_with] == ""
+    assert table.loc[4, ByLine.eager_ops] == "aten::add (1)"
+    assert float(table[ByLine.compiled_time_us].sum()) == pytest.approx(90)
+    assert list(table.index) == [5, 4, 3]  # by eager time, largest first
+
+
+def test_cli_compile_log_gives_by_line_and_compiler_basis(capsys: pytest.CaptureFixture) -> None:
+    run = SAMPLES / RUNS[0]
+    # the run's lines trace as a: two plain traces get lines only from a's own marks
+    argv = ["compare", str(run / "eager_lines.pt.trace.json.gz"),
+            str(run / "compiled.pt.trace.json.gz"),
+            "--compile-log", str(run / "compile_log.jsonl.gz"), "--format", "json"]  # fmt: skip
+    assert cli.main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    fusion = doc["fusion"]
+    assert fusion["comparable"]["comparable"] is True and fusion["by_line"]
+    assert {k["basis"] for k in fusion["kernels"] if k["is_fusion"]} == {"compiler"}
+
+
+def test_cli_bad_compile_log_is_one_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    bogus = tmp_path / "torch_trace"
+    bogus.mkdir()
+    run = SAMPLES / RUNS[0]
+    # the run's lines trace as a: two plain traces get lines only from a's own marks
+    argv = ["compare", str(run / "eager_lines.pt.trace.json.gz"),
+            str(run / "compiled.pt.trace.json.gz"),
+            "--compile-log", str(bogus)]  # fmt: skip
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert str(bogus) in err and "Traceback" not in err
+
+
+def test_cli_force_computes_the_figures(capsys: pytest.CaptureFixture) -> None:
+    compiled = str(SAMPLES / RUNS[0] / "compiled.pt.trace.json.gz")
+    assert cli.main(["compare", compiled, compiled, "--format", "json"]) == 0
+    withheld = json.loads(capsys.readouterr().out)
+    assert withheld["fusion"]["kernels"] == [] and withheld["fusion"]["est_bytes_saved"] is None
+    assert "traces-not-comparable" in {f["id"] for f in withheld["findings"]}
+    assert cli.main(["compare", compiled, compiled, "--format", "json", "--force"]) == 0
+    forced = json.loads(capsys.readouterr().out)
+    assert forced["fusion"]["kernels"] and forced["fusion"]["comparable"]["forced"] is True
+
+
+@pytest.mark.slow
+def test_a_model_in_this_file_maps_to_its_exact_lines(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from traceviz.runner import profile_model
+
+    class TwoLines(torch.nn.Module):  # type: ignore[misc]
+        """Two lines of pointwise work, then a line with a GEMM: Inductor fuses the first two."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = torch.nn.Linear(64, 64)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = torch.cos(x) * 2.0
+            z = torch.relu(y) + 1.0
+            return self.fc(z)
+
+    def line_of(text: str) -> int:
+        """The line number in this file of the statement ``text`` in TwoLines.forward."""
+        source, start = inspect.getsourcelines(TwoLines.forward)
+        found = [start + i for i, line in enumerate(source) if line.strip() == text]
+        assert len(found) == 1
+        return found[0]
+
+    run = profile_model(TwoLines(), (torch.randn(8, 64),), device="cpu", steps=2, warmup=1,
+                        iters=3, out=tmp_path / "two-lines")  # fmt: skip
+    assert run.ok
+    comparison = compare_run(tmp_path / "two-lines")
+    by_line = comparison.fusion.by_line
+    mine = by_line[by_line[ByLine.file] == __file__].set_index(ByLine.line)
+    first, second = line_of("y = torch.cos(x) * 2.0"), line_of("z = torch.relu(y) + 1.0")
+    gemm = line_of("return self.fc(z)")
+    assert {first, second, gemm} <= set(mine.index), by_line[[ByLine.file, ByLine.line]]
+    assert int(mine[ByLine.eager_kernels].sum()) == int(by_line[ByLine.eager_kernels].sum())
+    # the two pointwise lines went into one fused kernel, each says it was fused with the other
+    fused = set(mine.loc[first, ByLine.compiled_kernels].split(", "))
+    assert fused & set(mine.loc[second, ByLine.compiled_kernels].split(", "))
+    assert f"{__file__}:{second}" in mine.loc[first, ByLine.fused_with]
+    kernels = comparison.fusion.kernels
+    inductor = kernels[kernels[FusionKernels.is_fusion]]
+    assert set(inductor[FusionKernels.basis]) == {"compiler"}
+    assert_lines_conserve(comparison)
+    assert np.isfinite(comparison.fusion.eager_kernels_per_compiled_kernel or np.nan)
+
+
+def test_fusion_map_without_lines_has_no_by_line(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    trace = traceviz.load(tmp_trace([op("aten::sin", 10, 5)]))
+    assert fusion_map(trace, trace).by_line.empty
+
+
+def test_layout_kernel_on_the_convs_line_gets_no_conv_from_the_compiler_stage() -> None:
+    path = SAMPLES / "conv-bn-relu"
+    if not (path / "compile_log.jsonl.gz").is_file():
+        pytest.skip("conv-bn-relu sample with a compile log not found")
+    comparison = compare_run(path)
+    kernels = comparison.fusion.kernels.set_index(FusionKernels.kernel)
+    layout = kernels[kernels[FusionKernels.is_layout]]
+    assert len(layout) and (layout[FusionKernels.eager_kernels] == 0).all()
+    assert set(layout[FusionKernels.basis]) == {"compiler"}  # explained, just credited nothing
+    convs = comparison.fusion.credits
+    convs = convs[convs[Credits.op].str.contains("convolution")]
+    assert len(convs) and not convs[Credits.kernel].isin(layout.index).any()
+
+
+def test_bias_add_goes_to_the_gemm_that_fused_it() -> None:
+    path = SAMPLES / "linear-add"
+    if not (path / "compile_log.jsonl.gz").is_file():
+        pytest.skip("linear-add sample with a compile log not found")
+    credits = compare_run(path).fusion.credits
+    adds = credits[credits[Credits.op] == "aten::add"]
+    assert len(adds) and set(adds[Credits.kernel]) == {"aten::addmm"}
+    assert (adds[Credits.confidence] == 1.0).all()
+
+
+def test_function_level_eager_lines_meet_the_log_by_function_and_path_tail(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    # a with_stack frame names the function's first line and may hold a relative path
+    eager = traceviz.load(tmp_trace([op("aten::cos", 10, 5), op("aten::mm", 30, 9)]))
+    compiled = traceviz.load(tmp_trace([op("graph_0_cpp_fused_cos_0", 10, 2),
+                                        op("aten::mm", 20, 8)]))  # fmt: skip
+    lines = LineRecord(
+        eager=pd.DataFrame({"eager_row": [0, 1], "file": ["pkg/model.py"] * 2, "line": [20, 20],
+                            "code": ["def forward(self, x):"] * 2, "function": ["forward"] * 2,
+                            "exact": [False, False]}),
+        compiled=pd.DataFrame({"kernel": ["graph_0_cpp_fused_cos_0", "aten::mm"],
+                               "file": ["/src/pkg/model.py"] * 2, "line": [21, 22],
+                               "code": ["y = x.cos()", "return y @ w"],
+                               "function": ["forward", "forward"]}),
+    )  # fmt: skip
+    credits = compiler_credits(eager, compiled, lines).set_index("eager_row")["kernel"]
+    assert credits.to_dict() == {0: "graph_0_cpp_fused_cos_0", 1: "aten::mm"}
+    exact = LineRecord(eager=lines.eager.assign(exact=True), compiled=lines.compiled)
+    assert compiler_credits(eager, compiled, exact).empty  # line 20 holds no kernel

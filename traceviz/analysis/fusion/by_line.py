@@ -1,11 +1,14 @@
-"""The fusion map per source line from the located credits, and the grouping helpers the
-fusion tables share.
+"""The fusion map's tables per source line and per compiled kernel from the credits, and the
+grouping helpers they share.
 
 :func:`lines_table_rows` builds :func:`traceviz.analysis.fusion.lines.lines_table`'s credited
 columns (:class:`~traceviz.analysis.fusion.lines.ByLine`) from the located credits (one row per
 eager kernel instance with a source line): rows are numbered per key once (:func:`first_seen`,
 pandas' factorize of each column), summed by one groupby on those codes (:func:`group_sums`),
 and the per-line text is built with dicts over the distinct keys, never the rows.
+:func:`uncredited_shares` and :func:`add_uncredited` add the compiled kernels the compiler's
+provenance ties to a line but no eager kernel was credited to. :func:`kernel_table_rows`
+builds the ``kernels`` table (one row per compiled kernel name) the same way.
 """
 
 from __future__ import annotations
@@ -19,14 +22,25 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.fusion.match import Credits, Outcome
+from traceviz.analysis.fusion.match import (
+    COMPILER_BASIS,
+    NAME_MATCH_BASIS,
+    Credits,
+    Outcome,
+    is_layout_kernel,
+)
+from traceviz.analysis.fusion.op_keys import name_keys
+from traceviz.analysis.inductor_names import fused_kernel_ops
 from traceviz.schema import ActivityKind, Kernels
 
 __all__ = [
+    "add_uncredited",
     "first_seen",
     "group_sums",
+    "kernel_table_rows",
     "largest_first",
     "lines_table_rows",
+    "uncredited_shares",
 ]
 
 
@@ -119,11 +133,15 @@ def lines_table_rows(
         )
         for g, key in enumerate(line_keys)
     ]
-    rows = largest_first(rows, key=lambda r: r[4], name=lambda r: (r[0], r[1]))
+    return _frame(largest_first(rows, key=lambda r: r[4], name=lambda r: (r[0], r[1])), dtypes)
+
+
+def _frame(rows: list[tuple[Any, ...]], dtypes: dict[str, str]) -> pd.DataFrame:
+    """``rows`` as a table of the ``dtypes`` columns (text built as object, then conform)."""
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(dtypes)
     table = pd.DataFrame(
         {
-            name: pd.Series(list(values), dtype=dtype)
+            name: pd.Series(list(values), dtype=dtype if dtype != schema.CAT else object)
             for (name, dtype), values in zip(dtypes.items(), columns, strict=True)
         }
     )
@@ -219,3 +237,168 @@ def _fused_with(
         others = {o for k in kernels_of.get(spot, []) for o in spots_of[k] if o != spot}
         out[(f, n)] = ", ".join(sorted(others))
     return out
+
+
+def uncredited_shares(
+    credits: pd.DataFrame,
+    classified: pd.DataFrame,
+    held: pd.DataFrame,
+    rows: list[tuple[Any, Any]],
+) -> dict[tuple[Any, Any], list[tuple[str, float]]]:
+    """Per line of ``rows`` (``(file, line)`` as the compile log spells the file): the
+    compiled kernels ``held`` (the provenance's ``kernel``, ``file``, ``line`` rows) ties to it
+    that no matched credit names, each with its share, µs (its measured time in ``classified``
+    over the number of ``rows`` lines it is tied to), largest first. A compiled kernel the
+    compiler added beside the work it replaced (a library GEMM's split-K reduction, a second
+    cutlass GEMM of one ``addmm``) gets no credit, but its provenance ties it to its lines: it
+    is split evenly over the table's lines it names, so counted at most once over all lines,
+    and on none when it names no line of the table."""
+    if held.empty or not rows:
+        return {}
+    matched = credits[credits[Credits.outcome] == Outcome.MATCHED.value]
+    credited = {str(k) for k in matched[Credits.kernel].dropna().astype(str)}
+    measured = _measured(classified)
+    wanted = set(rows)
+    lines_of: dict[str, list[tuple[Any, Any]]] = {}
+    for kernel, file, line in zip(held["kernel"], held["file"], held["line"], strict=True):
+        name = str(kernel)
+        if name in credited or name not in measured:
+            continue
+        try:
+            key = (file, int(line))
+        except (TypeError, ValueError):  # a provenance row without a line number
+            continue
+        if key in wanted and key not in lines_of.setdefault(name, []):
+            lines_of[name].append(key)
+    out: dict[tuple[Any, Any], list[tuple[str, float]]] = {}
+    for name, keys in lines_of.items():
+        for key in keys:
+            out.setdefault(key, []).append((name, measured[name] / len(keys)))
+    return {
+        key: largest_first(shares, key=lambda s: s[1], name=lambda s: s[0])
+        for key, shares in out.items()
+    }
+
+
+def add_uncredited(
+    table: pd.DataFrame, spelled: pd.Series, shares: dict[tuple[Any, Any], list[tuple[str, float]]]
+) -> pd.DataFrame:
+    """``table`` (the ByLine columns of the credited kernels) with the uncredited kernels of
+    ``shares`` (:func:`uncredited_shares`; keyed by ``spelled``, the table's files as the
+    compile log spells them): their names appended to ``compiled_kernels``, their shares
+    added to ``compiled_time_us``, and the ``uncredited_kernels`` column ("" for none)."""
+    table = table.copy()
+    names = table["compiled_kernels"].astype(object).tolist()
+    times = table["compiled_time_us"].to_numpy(dtype=float).copy()
+    uncredited = []
+    for i, (file, line) in enumerate(zip(spelled, table["line"], strict=True)):
+        mine = shares.get((file, int(line)), [])
+        uncredited.append(", ".join(n for n, _ in mine))
+        if mine:
+            names[i] = ", ".join([n for n in [str(names[i])] if n] + [n for n, _ in mine])
+            for _, share in mine:
+                times[i] += share
+    table["compiled_kernels"] = names
+    table["compiled_time_us"] = times
+    table["uncredited_kernels"] = uncredited
+    return table
+
+
+_CLASSIFIED_SOURCE = "source"  # Classified.source (kernels.py): the kernel's KernelSource
+
+
+def kernel_table_rows(
+    classified: pd.DataFrame,
+    credits: pd.DataFrame,
+    ops: pd.DataFrame,
+    recorded: set[str],
+    dtypes: dict[str, str],
+    *,
+    name_basis: str = NAME_MATCH_BASIS,
+) -> pd.DataFrame:
+    """The fusion map's ``kernels``: one row per compiled kernel name (its kernel rows of
+    ``classified``), with what the credits gave it; ``ops`` is
+    :func:`~traceviz.analysis.fusion.ops.kernel_ops` of ``credits``, ``recorded`` the names
+    the compile log explains (basis ``compiler``; the others ``name_basis``)."""
+    is_kernel = classified[Kernels.activity] == schema.ActivityKind.KERNEL.value
+    at = np.flatnonzero(is_kernel.to_numpy(dtype=bool))
+    names = classified[Kernels.name].iloc[at]
+    op_names = classified[Kernels.op_name].iloc[at]
+    sources = classified[_CLASSIFIED_SOURCE].iloc[at]
+    ids, keys = first_seen(names)
+    calls = np.bincount(ids[ids >= 0], minlength=len(keys)).tolist()
+    kernels = [str(k[0]) for k in keys]
+    measured = _measured(classified)
+    sums = [measured[k[0]] for k in keys]
+    source_of = {name: found[0] for name, found in _counted(names, sources).items()}
+    own_ops = _counted(names, op_names)
+    decoded = [fused_kernel_ops(name) for name in kernels]
+    extern_keys = {
+        key
+        for name, d in zip(kernels, decoded, strict=True)
+        if d is None
+        for key in dict.fromkeys(k for op in (own_ops.get(name) or [name]) for k in name_keys(op))
+    }
+    credited = _credited(credits, ops)
+    rows = []
+    for name, d, n, t in zip(kernels, decoded, calls, sums, strict=True):
+        text, eager_n, eager_t, confidence = credited.get(name, ("", 0, 0.0, np.nan))
+        rows.append(
+            (
+                name,
+                source_of.get(name),
+                d is not None,
+                ", ".join(d.ops) if d else "",
+                ", ".join(own_ops.get(name, [])),
+                n,
+                t,
+                text,
+                eager_n,
+                eager_t,
+                is_layout_kernel(name, extern_keys),
+                confidence,
+                COMPILER_BASIS if name in recorded else name_basis,
+            )
+        )
+    return _frame(largest_first(rows, key=lambda r: r[6], name=lambda r: r[0]), dtypes)
+
+
+def _counted(names: pd.Series, values: pd.Series) -> dict[str, list[str]]:
+    """Per name, its distinct values, most rows first, ties by first appearance (pandas'
+    ``groupby([name, value], sort=False).size()`` sorted by count, stable)."""
+    ids, keys = first_seen(names, values)
+    counts = np.bincount(ids[ids >= 0], minlength=len(keys)).tolist()
+    order = sorted(range(len(keys)), key=lambda g: -counts[g])
+    out: dict[str, list[str]] = {}
+    for g in order:
+        out.setdefault(str(keys[g][0]), []).append(str(keys[g][1]))
+    return out
+
+
+def _credited(credits: pd.DataFrame, ops: pd.DataFrame) -> dict[str, tuple[str, int, float, float]]:
+    """Per compiled kernel credited: ``eager_ops`` text, eager kernels, their time and the
+    time-weighted confidence (a kernel of no time weighs 1e-9 µs)."""
+    at = np.flatnonzero((credits[Credits.outcome] == Outcome.MATCHED.value).to_numpy(dtype=bool))
+    kernel = credits[Credits.kernel].to_numpy(dtype=object)[at]
+    time = credits[Credits.time_us].to_numpy(dtype=float)[at]
+    weight = np.where(time > 0, time, 1e-9)
+    confidence = credits[Credits.confidence].to_numpy(dtype=float)[at]
+    ids, uniques = pd.factorize(pd.Series(kernel, dtype=object), sort=True)
+    weighted = group_sums(ids, confidence * weight, len(uniques))
+    total = group_sums(ids, weight, len(uniques))
+    share = {str(k): w / t for k, w, t in zip(uniques.tolist(), weighted, total, strict=True)}
+    op_kernels = ops.iloc[:, 0].tolist()
+    op_names = ops.iloc[:, 1].tolist()
+    op_counts = ops.iloc[:, 2].tolist()
+    op_ids, op_keys = first_seen(op_kernels)
+    op_time = group_sums(op_ids, ops.iloc[:, 3].to_numpy(dtype=float), len(op_keys))
+    texts: list[list[str]] = [[] for _ in op_keys]
+    counts = [0] * len(op_keys)
+    for g, op, n in zip(op_ids, op_names, op_counts, strict=True):
+        if g >= 0:
+            texts[g].append(f"{op} ({n})")
+            counts[g] += n
+    return {
+        str(k[0]): (", ".join(text), n, t, share.get(str(k[0]), np.nan))
+        for k, text, n, t in zip(op_keys, texts, counts, op_time, strict=True)
+    }

@@ -347,8 +347,8 @@ class _NodeFlags:
 
 
 def _integers(column: pd.Series, missing: int) -> npt.NDArray[np.int64]:
-    """An integer column as int64, ``missing`` for <NA> (a nullable integer column without a
-    float round trip; any other dtype through float, truncated, as before)."""
+    """An integer column as int64, ``missing`` for <NA> (any other dtype through float,
+    truncated)."""
     if pd.api.types.is_integer_dtype(column.dtype):
         return column.to_numpy(dtype=np.int64, na_value=missing)
     return column.to_numpy(dtype=float, na_value=float(missing)).astype(np.int64)
@@ -358,7 +358,7 @@ def _by_depth(
     rows: npt.NDArray[np.int64], depth: npt.NDArray[np.int64]
 ) -> list[npt.NDArray[np.int64]]:
     """``rows`` grouped by their ``depth``, shallowest first, each group in ascending row
-    order: one stable sort and a split (was a pass over every op per depth level)."""
+    order."""
     if not rows.size:
         return []
     levels = depth[rows]
@@ -538,18 +538,12 @@ def _text(value: object) -> str | None:
 
 def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
     """Per chain occurrence, in order: chain id, signature, kernels, time, longest kernel,
-    intermediates, as arrays.
-
-    A member's output counts as an intermediate when it is the first kernel of its op in the
-    chain and that op is not the chain's last (an op's several kernels share one output).
-
-    A chain's members are consecutive rows (chain ids only grow down the lane order), so each
-    figure is taken over its run of rows with NumPy; the two float sums by pandas' groupby
-    (its compensated sum, as before), the maxima skipping NaN, the first row of a tie.
-
-    The signatures come as numbers (``signature_codes``: per chain, its signature's number
-    in order of first appearance; ``signature_texts``: per number, the signature).
-    """
+    intermediates, as arrays. A member's output counts as an intermediate when it is the
+    first kernel of its op in the chain and that op is not the chain's last (an op's several
+    kernels share one output). A chain's members are consecutive rows, so each figure is taken
+    over its run of rows (float sums by pandas' compensated groupby sum, maxima skipping NaN,
+    the first row of a tie). ``signature_codes``: per chain, its signature's number in order of
+    first appearance; ``signature_texts``: per number, the signature."""
     chain = members[ChainMember.chain].to_numpy()
     n = chain.size
     starts = np.flatnonzero(np.r_[True, chain[1:] != chain[:-1]]) if n else np.zeros(0, int)
@@ -592,9 +586,7 @@ def _chain_table(members: pd.DataFrame) -> dict[str, Any]:
 
 
 def _first_of_op(run: npt.NDArray[np.intp], op: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
-    """Per row, whether it is the first row of its (run, op) pair (NaN equals NaN): numbered
-    by one hash in order of first appearance, the first of each number where it first
-    appears (was a sort of the pairs)."""
+    """Per row, whether it is the first row of its (run, op) pair (NaN equals NaN)."""
     first = np.zeros(op.size, dtype=bool)
     if not op.size:
         return first
@@ -623,14 +615,8 @@ def _signature_numbers(
 
 def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
     """Sum the chains of :func:`_chain_table` with the same op sequence; largest total time
-    first.
-
-    Signatures numbered in order of first appearance (as groupby without sorting); the sums
-    by one groupby over the numbers (pandas' compensated float sums, as before), the other
-    figures with NumPy: counts, any/all, the largest skipping NaN, and the op of the chain
-    with the largest intermediate (the first such chain on a tie); the order by a stable
-    sort of the negated times (``sort_values(ascending=False, kind="stable")``: ties in
-    order of first appearance)."""
+    first (ties in order of first appearance). The largest intermediate's op is that of the
+    first chain holding it."""
     codes, signatures = table["signature_codes"], table["signature_texts"]
     n = len(signatures)
     time_us = np.asarray(table["time_us"], dtype=float)
@@ -655,12 +641,9 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
     largest_op = np.asarray(table["largest_op"], dtype=float)[first]
     valid = np.isfinite(largest_op) & (largest_op >= 0) & (largest_op < len(ops))
     op_names = [""] * n
-    for i, name in zip(
-        np.flatnonzero(valid).tolist(),
-        _names_at(ops[Ops.name], largest_op[valid].astype(np.int64)),
-        strict=True,
-    ):
-        op_names[i] = name
+    names = ops[Ops.name].iloc[largest_op[valid].astype(np.int64)].tolist()
+    for i, name in zip(np.flatnonzero(valid).tolist(), names, strict=True):
+        op_names[i] = str(name)  # a missing name: "nan"
     groups = []
     for i in np.argsort(-time_sum, kind="stable").tolist():
         lost = bool(unknown[i])
@@ -680,8 +663,3 @@ def _group_table(table: dict[str, Any], ops: pd.DataFrame) -> list[ChainGroup]:
             )
         )
     return groups
-
-
-def _names_at(names: pd.Series, rows: npt.NDArray[np.int64]) -> list[str]:
-    """``str(names.iloc[row])`` per row (a missing name: "nan")."""
-    return [str(v) for v in names.iloc[rows].tolist()]

@@ -163,10 +163,8 @@ def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comp
                 f"a runs ({_few(fused[1])} are not)",
             )
         )
-    per_step = (
-        _per_step(a_heavy, len(full_steps(eager))),
-        _per_step(b_heavy, len(full_steps(compiled))),
-    )
+    steps = (len(full_steps(eager)), len(full_steps(compiled)))
+    per_step = [n / k if k else float(n) for n, k in zip((a_heavy, b_heavy), steps, strict=True)]
     if b_heavy and per_step[1] > 2 * per_step[0] + 2:
         failed.append(
             (
@@ -174,14 +172,14 @@ def comparability(eager: Trace, compiled: Trace, *, force: bool = False) -> Comp
                 f"b runs {per_step[1]:.3g} library calls per step, a only {per_step[0]:.3g}",
             )
         )
-    return Comparability(
-        comparable=not failed,
-        reasons=tuple(reason for _, reason in failed),
-        signature_overlap=overlap,
-        fused_op_overlap=fused[0] if fused is not None else None,
-        forced=force,
-        failed=tuple(check for check, _ in failed),
-    )
+    fused_overlap = fused[0] if fused is not None else None
+    return _verdict(failed, force, signature_overlap=overlap, fused_op_overlap=fused_overlap)
+
+
+def _verdict(failed: list[tuple[str, str]], force: bool, **overlaps: float | None) -> Comparability:
+    """The verdict of the failed (check, reason) pairs."""
+    reasons, checks = tuple(r for _, r in failed), tuple(c for c, _ in failed)
+    return Comparability(not failed, reasons, forced=force, failed=checks, **overlaps)
 
 
 def _device_check(a: Trace, b: Trace) -> tuple[str, str] | None:
@@ -225,12 +223,7 @@ def _ort_comparability(a: Trace, b: Trace, *, force: bool) -> Comparability:
                 f"a's nodes take ({_few(unmet)} are not)",
             )
         )
-    return Comparability(
-        comparable=not failed,
-        reasons=tuple(reason for _, reason in failed),
-        forced=force,
-        failed=tuple(check for check, _ in failed),
-    )  # the overlap is in the reason: signature_overlap is check 3's (library calls)
+    return _verdict(failed, force)  # the overlap is in the reason, not check 3's field
 
 
 def _node_shapes(trace: Trace) -> set[tuple[int, ...]]:
@@ -343,10 +336,6 @@ def _fused_op_overlap(
         have.update(COMPOSITES.get(key, ()))
     missing = wanted - have
     return 1 - len(missing) / len(wanted), missing
-
-
-def _per_step(count: int, steps: int) -> float:
-    return count / steps if steps else float(count)
 
 
 def _unmet(b: set[Signature], a: set[Signature]) -> set[str]:

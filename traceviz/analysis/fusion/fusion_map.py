@@ -8,14 +8,10 @@ compiled kernel (:func:`~traceviz.analysis.fusion.match.credit_eager_kernels`: t
 record when there is one, else identical calls one-to-one, aliases, then Inductor kernels by
 the ops in their names), so the map's rows add up to at most what the eager trace measured.
 
-The vocabulary both sides share is a key per op: the base name (``aten::add_.Tensor`` →
-``add``) mapped through :data:`OP_ALIASES` (names that do the same work: ``_softmax``/
-``softmax``, ``native_layer_norm``/``layer_norm``, ``clamp_min``/``relu``, ``addmm``/``mm``/
-``linear``, ``copy_``/``clone``/``_to_copy``, …). Views and other ops that move no data
-(:data:`NO_WORK_OPS`: ``view``, ``_unsafe_view``, ``transpose``, ``split``, …) have no key.
-An Inductor kernel (``triton_poi_fused_add_cos_0``, ``graph_0_cpp_fused_…``) stands for the
-ops Inductor wrote into its name (:func:`~traceviz.analysis.inductor_names.fused_kernel_ops`) and
-is a fusion (``is_fusion``), even when its name is an old mangled one whose ops are unknown.
+Both sides meet through a key per op (:mod:`~traceviz.analysis.fusion.op_keys`: the base
+name through :data:`OP_ALIASES`; ops that move no data have none). An Inductor kernel stands
+for the ops in its name and is a fusion (``is_fusion``), even when its name is an old mangled
+one whose ops are unknown.
 
 Times are exclusive device times (``excl_dur_us``, so a CPU kernel nested in another counts
 once). The headline figures are over whole traces, kernels only (no memcpy/memset): eager
@@ -32,6 +28,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from traceviz import schema
+from traceviz.analysis.fusion.by_line import kernel_table_rows
 from traceviz.analysis.fusion.comparable import Comparability, comparability
 from traceviz.analysis.fusion.inductor_record import (
     NAME_MATCH_UNRECORDED_BASIS,
@@ -49,7 +46,6 @@ from traceviz.analysis.fusion.match import (
 )
 from traceviz.analysis.fusion.op_keys import NO_WORK_OPS, OP_ALIASES, name_keys, op_key
 from traceviz.analysis.fusion.ops import KERNEL_OPS_DTYPES, kernel_ops
-from traceviz.analysis.fusion.rows import kernel_table_rows
 from traceviz.analysis.kernels import classify
 from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.analysis.traffic.memory import (
@@ -270,9 +266,10 @@ def fusion_map(
         recorded |= set(compiler["kernel"].astype(str))
     ops = kernel_ops(credits)
     name_basis = NAME_MATCH_BASIS if unrecorded is None else NAME_MATCH_UNRECORDED_BASIS
-    kernels = _kernel_table(compiled_classified, credits, ops, recorded, name_basis)
+    kernels = kernel_table_rows(
+        compiled_classified, credits, ops, recorded, FUSION_KERNELS_DTYPES, name_basis=name_basis
+    )
     not_fusions = kernels[~kernels[FusionKernels.is_fusion]].reset_index(drop=True)
-    # the empty tables are built only where they are the answer (~2 ms each on a first call)
     by_line = (
         lines_table(credits, compiled_classified, lines)
         if lines is not None
@@ -320,8 +317,8 @@ def _unrecorded(compiled: Trace, credits: pd.DataFrame) -> UnrecordedKernels | N
 
 
 def _empty(dtypes: dict[str, str]) -> pd.DataFrame:
-    """A zero-row table with ``dtypes``: a copy of one built once per dtypes (building and
-    casting an empty frame costs ~2 ms, copying it ~0.1 ms; a FusionMap holds six)."""
+    """A zero-row table with ``dtypes``: a copy of one built once per dtypes (copying is
+    cheaper than building and casting, and a FusionMap holds six)."""
     return _empty_template(tuple(dtypes.items())).copy()
 
 
@@ -333,27 +330,8 @@ def _empty_template(dtypes: tuple[tuple[str, str], ...]) -> pd.DataFrame:
 # --- the two sides -----------------------------------------------------------------------
 
 
-def _is_kernel(kernels: pd.DataFrame) -> pd.Series:
-    return kernels[Kernels.activity] == ActivityKind.KERNEL.value
-
-
 def _kernel_count(trace: Trace) -> int:
-    return int(_is_kernel(trace.kernels).sum())
-
-
-def _kernel_table(
-    classified: pd.DataFrame,
-    credits: pd.DataFrame,
-    ops: pd.DataFrame,
-    recorded: set[str],
-    name_basis: str = NAME_MATCH_BASIS,
-) -> pd.DataFrame:
-    """One row per distinct compiled kernel name with what the credits gave it; ``recorded``
-    names the kernels the compile log explains (basis ``compiler``), the others have
-    ``name_basis`` (:func:`~traceviz.analysis.fusion.rows.kernel_table_rows`)."""
-    return kernel_table_rows(
-        classified, credits, ops, recorded, FUSION_KERNELS_DTYPES, name_basis=name_basis
-    )
+    return int((trace.kernels[Kernels.activity] == ActivityKind.KERNEL.value).sum())
 
 
 def _eager_only(credits: pd.DataFrame) -> pd.DataFrame:

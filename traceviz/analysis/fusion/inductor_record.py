@@ -73,12 +73,6 @@ def unrecorded_inductor_kernels(trace: Trace) -> UnrecordedKernels | None:
         return None
     return UnrecordedKernels(
         graph_calls=len(calls),
-        graph_time_us=_total(calls[Regions.dur_us]),
-        recorded_time_us=_total(calls[Regions.kernel_time_us]),
+        graph_time_us=float(np.nansum(np.asarray(calls[Regions.dur_us], dtype=float))),
+        recorded_time_us=float(np.nansum(np.asarray(calls[Regions.kernel_time_us], dtype=float))),
     )
-
-
-def _total(column: object) -> float:
-    """The sum of a numeric column, missing values as 0."""
-    values = np.asarray(column, dtype=float)
-    return float(np.nansum(values))

@@ -8,16 +8,15 @@ Inductor's provenance in the compile log):
 - :func:`compiler_credits` credits an eager kernel to the compiled kernel that holds its line;
   when several compiled kernels hold that line, the one whose ops (decoded name, post-grad
   nodes) include the eager op wins, then the one nearest in position (``confidence`` 1/n for
-  n such kernels); a layout kernel never
-  takes the GEMM/convolution it prepares. One row per eager kernel at most — the
-  ``compiler`` stage of
+  n such kernels); a layout kernel never takes the GEMM/convolution it prepares. One row per
+  eager kernel at most — the ``compiler`` stage of
   :func:`~traceviz.analysis.fusion.match.credit_eager_kernels`.
 - :func:`lines_table` sums the credits per line (:class:`ByLine`): the line's eager kernels
   and their time, the compiled kernels they were credited to, and those kernels' time split
   over the lines that share them in proportion to the eager time credited from each (evenly
   when none was), so a compiled kernel's time is counted at most once over all lines; then
   the compiled kernels the provenance ties to a line that no eager kernel was credited to
-  (:mod:`traceviz.analysis.fusion.lines_uncredited`), split evenly over their lines.
+  (:func:`~traceviz.analysis.fusion.by_line.uncredited_shares`), split evenly over their lines.
 """
 
 from __future__ import annotations
@@ -28,19 +27,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from traceviz import schema
-from traceviz.analysis.fusion.by_line import lines_table_rows
+from traceviz.analysis.fusion.by_line import add_uncredited, lines_table_rows, uncredited_shares
 from traceviz.analysis.fusion.line_transfer import LineTransfer, transfer_lines
-from traceviz.analysis.fusion.lines_pairs import line_credits, line_pairs
-from traceviz.analysis.fusion.lines_uncredited import add_uncredited, uncredited_shares
 from traceviz.analysis.fusion.match import (
+    COMPOSITES,
+    HEAVY_KEYS,
     Credits,
+    KernelSide,
+    instances_by_name,
     kernel_side,
+    layout_kernels,
+    nearest_kernel,
+    own_key,
+    runs_heavy_work,
 )
 from traceviz.analysis.fusion.op_keys import OP_ALIASES, name_keys
-from traceviz.analysis.inductor_names import TritonSubkind, fused_kernel_ops
+from traceviz.analysis.inductor_names import fused_kernel_ops
 from traceviz.analysis.provenance import (
     compiled_kernel_provenance,
     eager_kernel_lines,
@@ -144,7 +150,7 @@ def compiler_credits(eager: Trace, compiled: Trace, lines: LineRecord) -> pd.Dat
     eager_lines = lines.eager.assign(i=at)[at >= 0]
     spelled = eager_lines.assign(file=_same_files(eager_lines["file"], held["file"]))
     pairs = line_pairs(spelled, held)
-    found = line_credits(e, c, pairs, lines.compiled_ops, _runs_heavy_work)
+    found = line_credits(e, c, pairs, lines.compiled_ops)
     return out if found is None else found
 
 
@@ -164,10 +170,109 @@ def _same_files(eager_files: pd.Series, compiled_files: pd.Series) -> pd.Series:
     return eager_files.astype(str).replace(spelled) if spelled else eager_files
 
 
-def _runs_heavy_work(kernel: str) -> bool:
-    """A library kernel or an Inductor template: where a GEMM/conv/attention can run."""
-    decoded = fused_kernel_ops(kernel)
-    return decoded is None or decoded.subkind is TritonSubkind.TEMPLATE
+def line_pairs(eager_lines: pd.DataFrame, held: pd.DataFrame) -> list[tuple[int, str]]:
+    """(i, kernel) for each eager instance and each compiled kernel holding its line: on
+    (file, line) for an exact eager line, then on (file, function) for a line that only names
+    its function (a ``with_stack`` frame gives the function's first line, not the call's); each
+    pair once. ``eager_lines`` has ``i``,
+    ``file`` (as the log spells it), ``line``, optionally ``exact`` and ``function``."""
+    on_line: dict[tuple[Any, Any], list[str]] = {}
+    for key in dict.fromkeys(zip(held["kernel"], held["file"], held["line"], strict=True)):
+        on_line.setdefault((key[1], key[2]), []).append(key[0])
+    rows = list(
+        zip(eager_lines["i"].tolist(), eager_lines["file"], eager_lines["line"], strict=True)
+    )
+    exact = (
+        eager_lines["exact"].fillna(True).astype(bool).tolist()
+        if "exact" in eager_lines
+        else [True] * len(rows)
+    )
+    pairs = [
+        (i, k)
+        for (i, f, n), ok in zip(rows, exact, strict=True)
+        if ok
+        for k in on_line.get((f, n), [])
+    ]
+    if "exact" in eager_lines and "function" in held and not all(exact):
+        on_function: dict[tuple[Any, Any], list[str]] = {}
+        keys = zip(held["kernel"], held["file"], held["function"], strict=True)
+        for key in dict.fromkeys(keys):
+            on_function.setdefault((key[1], key[2]), []).append(key[0])
+        functions = eager_lines["function"].tolist()
+        pairs += [
+            (i, k)
+            for (i, f, _), ok, fn in zip(rows, exact, functions, strict=True)
+            if not ok
+            for k in on_function.get((f, fn), [])
+        ]
+    return list(dict.fromkeys(pairs))
+
+
+def line_credits(
+    e: KernelSide,
+    c: KernelSide,
+    pairs: list[tuple[int, str]],
+    compiled_ops: dict[str, frozenset[str]],
+) -> pd.DataFrame | None:
+    """``eager_row``, ``kernel``, ``confidence`` from the line ``pairs`` (None when no pair
+    survives the filters; ``compiled_ops``: per compiled kernel, the op keys of its FX nodes):
+    the pairs a heavy op or a layout kernel rules out dropped, each instance's best op match
+    kept, then the nearest kernel picked."""
+    own = own_key(e.label).values()
+    layout = layout_kernels(c)
+    kept = []
+    for i, kernel in pairs:
+        key = own[i]
+        heavy = key in HEAVY_KEYS
+        # a layout kernel never does the GEMM/conv it prepares; a heavy op runs in a library
+        # kernel or an Inductor template, never in a pointwise kernel carrying its epilogue
+        if heavy and (kernel in layout or not runs_heavy_work(kernel)):
+            continue
+        kept.append((i, kernel, key))
+    if not kept:
+        return None
+    ops = {n: compiled_ops.get(n, frozenset()) | frozenset(name_keys(n)) for n, in
+           dict.fromkeys((k,) for _, k, _ in kept)}  # fmt: skip
+    parts = {
+        n: frozenset(p for k in keys for p in COMPOSITES.get(k, ())) for n, keys in ops.items()
+    }
+    # 2: the kernel holds the eager op itself; 1: a part of one of its ops (addmm's bias add)
+    scored = [(i, n, 2 if k in ops[n] else 1 if k in parts[n] else 0) for i, n, k in kept]
+    best: dict[int, int] = {}
+    for i, _, has in scored:
+        best[i] = max(best.get(i, has), has)
+    scored = [s for s in scored if s[2] == best[s[0]]]
+    distinct: dict[int, set[str]] = {}
+    for i, n, _ in scored:
+        distinct.setdefault(i, set()).add(n)
+    # Sharing a line is evidence only when the line names one compiled kernel: on a coarse
+    # line (a whole model called from one line) a kernel without the eager op is a guess.
+    scored = [s for s in scored if s[2] > 0 or len(distinct[s[0]]) == 1]
+    if not scored:
+        return None
+    by_i: dict[int, set[str]] = {}
+    for i, n, _ in sorted(scored, key=lambda s: s[0]):
+        by_i.setdefault(i, set()).add(n)
+    # a tuple, not a joined string: library kernel names hold ", " in their template arguments
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, names in by_i.items():
+        groups.setdefault(tuple(sorted(names)), []).append(i)
+    by_name = instances_by_name(c)
+    rows: list[npt.NDArray[np.int64]] = []
+    chosen: list[npt.NDArray[np.object_]] = []
+    confidence: list[npt.NDArray[np.float64]] = []
+    for names_of, members in groups.items():
+        instances = np.asarray(members, dtype=np.int64)
+        rows.append(e.rows[instances])
+        chosen.append(nearest_kernel(list(names_of), by_name, e.pos[instances]))
+        confidence.append(np.full(len(members), 1.0 / len(names_of)))
+    return pd.DataFrame(
+        {
+            "eager_row": np.concatenate(rows),
+            "kernel": np.concatenate(chosen),
+            "confidence": np.concatenate(confidence),
+        }
+    )
 
 
 def lines_table(
@@ -188,7 +293,7 @@ def with_uncredited(
 ) -> pd.DataFrame:
     """The credited table (:data:`CREDITED_DTYPES`) with the compiled kernels the compiler's
     provenance ties to a line but no eager kernel was credited to, split evenly over their
-    lines (:mod:`traceviz.analysis.fusion.lines_uncredited`): the :class:`ByLine` table."""
+    lines (:func:`~traceviz.analysis.fusion.by_line.uncredited_shares`): the ByLine table."""
     held = lines.compiled
     spelled = _same_files(table[ByLine.file], held["file"]) if len(held) else table[ByLine.file]
     rows = list(zip(spelled, table[ByLine.line].astype(int), strict=True))
@@ -287,7 +392,7 @@ def _empty_compiled() -> pd.DataFrame:
 
 
 def _eager_lines(table: pd.DataFrame) -> pd.DataFrame:
-    """H1's ``eager_kernel_lines`` (kernel_row, file, line, function, code) as LineRecord.eager."""
+    """``eager_kernel_lines`` (kernel_row, file, line, function, code) as LineRecord.eager."""
     if table is None or table.empty:
         return _frame(["eager_row", "file", "line", "code", "function", "exact"])
     out = table.rename(columns={"kernel_row": "eager_row"})

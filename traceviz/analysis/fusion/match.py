@@ -44,11 +44,9 @@ keys only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
-from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
@@ -56,9 +54,10 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.fusion.inductor_record import NAME_MATCH_UNRECORDED_BASIS
-from traceviz.analysis.fusion.op_keys import name_keys, op_key
+from traceviz.analysis.fusion.op_keys import keys_of, name_keys, op_key
 from traceviz.analysis.inductor_names import TritonSubkind, eager_op_base, fused_kernel_ops
 from traceviz.analysis.kernels import issue_us
+from traceviz.analysis.shapes import tensor_shapes
 from traceviz.dense import sorted_unique
 from traceviz.schema import ActivityKind, Kernels, Ops, Steps
 from traceviz.trace import Trace
@@ -81,6 +80,7 @@ __all__ = [
     "mark_unrecorded",
     "nearest_kernel",
     "own_key",
+    "runs_heavy_work",
 ]
 
 #: How many ops around a kernel's own op are looked at (``sum`` inside ``mean`` inside ...).
@@ -189,12 +189,15 @@ class Coded:
         return table[self.codes]
 
     @classmethod
-    def of(cls, series: pd.Series) -> Coded:
-        """From a (categorical or plain) column."""
+    def of(cls, series: pd.Series, rows: npt.NDArray[np.int64] | None = None) -> Coded:
+        """From a (categorical or plain) column, on its ``rows`` (positions) when given: a
+        categorical's codes taken there (its categories kept), another column factorized."""
         if isinstance(series.dtype, pd.CategoricalDtype):
             cat_codes: npt.NDArray[np.int64] = np.asarray(series.cat.codes, dtype=np.int64)
-            return cls(cat_codes, series.cat.categories.to_numpy(dtype=object))
-        found, uniques = pd.factorize(series.to_numpy(dtype=object))
+            taken = cat_codes if rows is None else cat_codes[rows]
+            return cls(taken, series.cat.categories.to_numpy(dtype=object))
+        values = series.to_numpy(dtype=object)
+        found, uniques = pd.factorize(values if rows is None else values[rows])
         codes: npt.NDArray[np.int64] = np.asarray(found, dtype=np.int64)
         return cls(codes, np.asarray(uniques, dtype=object))
 
@@ -249,7 +252,7 @@ def credit_eager_kernels(
         used=np.zeros(len(c.rows), dtype=bool),
     )
     if compiler is not None and len(compiler) and len(c.rows):
-        _take_compiler(e, c, compiler, state.kernel, state.how, state.confidence)
+        _take_compiler(e, c, compiler, state)
     if len(c.rows):
         fusion = c.name.flags(lambda s: fused_kernel_ops(s) is not None)
         e_key, c_key = own_key(e.label), own_key(c.label)
@@ -266,8 +269,7 @@ def credit_eager_kernels(
         for e_cols, c_cols, c_mask, rule in stages:
             _one_to_one(e, c, e_cols, c_cols, c_mask, state, rule)
         _claim_fused(eager, e, c, fusion, state)
-    kernel, how, confidence = state.kernel, state.how, state.confidence
-    return _table(e, c, kernel, how, confidence)
+    return _table(e, c, state)
 
 
 def _replayed(classified: pd.DataFrame, c: KernelSide) -> npt.NDArray[np.bool_]:
@@ -293,6 +295,12 @@ def distinct(column: Coded, mask: npt.NDArray[np.bool_] | None = None) -> set[st
     return {str(v) for v in column.uniques[found] if v is not None}
 
 
+def runs_heavy_work(kernel: str) -> bool:
+    """A library kernel or an Inductor template: where a GEMM/conv/attention can run."""
+    decoded = fused_kernel_ops(kernel)
+    return decoded is None or decoded.subkind is TritonSubkind.TEMPLATE
+
+
 def is_layout_kernel(name: str, extern_keys: Iterable[str]) -> bool:
     """An Inductor kernel that only prepares a heavy op run elsewhere: not a template, named
     only after ops of :data:`HEAVY_KEYS`, all of which the compiled trace also runs as extern
@@ -300,7 +308,7 @@ def is_layout_kernel(name: str, extern_keys: Iterable[str]) -> bool:
     decoded = fused_kernel_ops(name)
     if decoded is None or decoded.subkind is TritonSubkind.TEMPLATE or not decoded.descriptive:
         return False
-    keys = set(_keys(decoded.ops))
+    keys = set(keys_of(decoded.ops))
     return bool(keys) and keys <= HEAVY_KEYS and keys <= set(extern_keys)
 
 
@@ -311,8 +319,8 @@ def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
     is_kernel = (kernels[Kernels.activity] == ActivityKind.KERNEL.value).to_numpy(dtype=bool)
     rows = np.flatnonzero(is_kernel).astype(np.int64)
     # the few columns used, taken on the kernel rows (not the whole wide table's rows)
-    name = _coded_rows(kernels[Kernels.name], rows)
-    op = _coded_rows(kernels[Kernels.op_name], rows)
+    name = Coded.of(kernels[Kernels.name], rows)
+    op = Coded.of(kernels[Kernels.op_name], rows)
     label_codes = np.where(op.codes >= 0, op.codes, len(op.uniques) + name.codes)
     uniques = np.concatenate([op.uniques, name.uniques]).astype(str).astype(object)
     canon, distinct = pd.factorize(uniques)  # one code per distinct label
@@ -338,15 +346,6 @@ def kernel_side(trace: Trace, kernels: pd.DataFrame) -> KernelSide:
         pos=pos,
         time=time,
     )
-
-
-def _coded_rows(column: pd.Series, rows: npt.NDArray[np.int64]) -> Coded:
-    """:meth:`Coded.of` the ``rows`` of ``column``: a categorical column's codes taken on the
-    rows (its categories are what ``column.iloc[rows]`` keeps), another column factorized."""
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes: npt.NDArray[np.int64] = np.asarray(column.cat.codes, dtype=np.int64)[rows]
-        return Coded(codes, column.cat.categories.to_numpy(dtype=object))
-    return Coded.of(column.iloc[rows])
 
 
 def _shapes(ops: pd.DataFrame, op_rows: npt.NDArray[np.float64]) -> Coded:
@@ -388,11 +387,6 @@ def _positions(
     return step, pos
 
 
-def _keys(ops: Iterable[str]) -> list[str]:
-
-    return list(dict.fromkeys(k for k in (op_key(op) for op in ops) if k is not None))
-
-
 def own_key(labels: Coded) -> Coded:
     """Per instance: the key of its own op (None for ops that move no data or several keys)."""
 
@@ -414,9 +408,7 @@ def _take_compiler(
     e: KernelSide,
     c: KernelSide,
     compiler: pd.DataFrame,
-    kernel: npt.NDArray[np.object_],
-    how: npt.NDArray[np.object_],
-    confidence: npt.NDArray[np.float64],
+    state: _State,
 ) -> None:
     """Stage 1: the compiler's record (eager kernels-table row → compiled kernel name)."""
     known = distinct(c.name)
@@ -424,12 +416,10 @@ def _take_compiler(
     record = record[record["kernel"].isin(known)]
     at = pd.Index(e.rows).get_indexer(pd.Index(record["eager_row"].to_numpy(dtype=np.int64)))
     ok = at >= 0
-    kernel[at[ok]] = record["kernel"].to_numpy(dtype=object)[ok]
-    how[at[ok]] = How.COMPILER.value
-    if "confidence" in record:
-        confidence[at[ok]] = record["confidence"].to_numpy(dtype=float)[ok]
-    else:
-        confidence[at[ok]] = 1.0
+    state.kernel[at[ok]] = record["kernel"].to_numpy(dtype=object)[ok]
+    state.how[at[ok]] = How.COMPILER.value
+    given = "confidence" in record
+    state.confidence[at[ok]] = record["confidence"].to_numpy(dtype=float)[ok] if given else 1.0
 
 
 def _one_to_one(
@@ -603,35 +593,18 @@ def call_shapes(c: KernelSide) -> dict[str, frozenset[Shape]]:
     for name_code, shape_code in pairs.itertuples(index=False):
         if name_code < 0 or shape_code < 0:
             continue
-        shapes = _tensor_shapes(c.shape.uniques[shape_code])
-        matrices = [s for s in _shape_list(c.shape.uniques[shape_code]) if len(s) >= 2]
+        text = c.shape.uniques[shape_code]
+        shapes = _tensor_shapes(text)
+        matrices = [s for s in tensor_shapes(text) if len(s) >= 2] if isinstance(text, str) else []
         if len(matrices) >= 2 and matrices[-2][-1] == matrices[-1][-2]:
             shapes = shapes | {matrices[-2][:-1] + matrices[-1][-1:]}
         out.setdefault(str(c.name.uniques[name_code]), set()).update(shapes)
     return {name: frozenset(shapes) for name, shapes in out.items()}
 
 
-@lru_cache(maxsize=4096)
-def _shape_list(text: object) -> tuple[Shape, ...]:
-    """The tensor shapes of an ``Input Dims`` text (``"[[32, 256], [256], []]"``), in order,
-    scalars (``[]``) left out; empty when the text is missing or not such a list."""
-    if not isinstance(text, str) or not text.startswith("["):
-        return ()
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return ()
-    if not isinstance(value, list):
-        return ()
-    return tuple(
-        tuple(dim for dim in item)
-        for item in value
-        if isinstance(item, list) and item and all(type(dim) is int for dim in item)
-    )
-
-
 def _tensor_shapes(text: object) -> frozenset[Shape]:
-    return frozenset(_shape_list(text))
+    """The tensor shapes of an ``Input Dims`` text, scalars left out (none when missing)."""
+    return frozenset(tensor_shapes(text)) if isinstance(text, str) else frozenset()
 
 
 def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
@@ -646,7 +619,7 @@ def _offers(c: KernelSide, fusion: npt.NDArray[np.bool_]) -> pd.DataFrame:
     rows: list[tuple[str, str, int, bool, bool]] = []
     for name in fused_names:
         decoded = fused_kernel_ops(name)
-        keys = _keys(decoded.ops) if decoded is not None else []
+        keys = keys_of(decoded.ops) if decoded is not None else []
         layout = is_layout_kernel(name, extern_keys)
         runs = decoded is None or decoded.subkind is TritonSubkind.TEMPLATE
         rows += [(name, key, 0, layout, runs) for key in keys]
@@ -689,8 +662,7 @@ def _ancestor_keys(eager: Trace, e: KernelSide, free: npt.NDArray[np.int64]) -> 
     parent = ops[Ops.parent_row].to_numpy(dtype=float, na_value=np.nan)
     codes, uniques = pd.factorize(ops[Ops.name].astype(object))
     key_of = np.array(
-        [_keys([str(u)])[0] if "::" in str(u) and _keys([str(u)]) else None for u in uniques]
-        + [None],
+        [op_key(str(u)) if "::" in str(u) else None for u in uniques] + [None],
         dtype=object,
     )
     out = []
@@ -800,19 +772,14 @@ def mark_unrecorded(credits: pd.DataFrame) -> pd.DataFrame:
 # --- the table -----------------------------------------------------------------------------
 
 
-def _table(
-    e: KernelSide,
-    c: KernelSide,
-    kernel: npt.NDArray[np.object_],
-    how: npt.NDArray[np.object_],
-    confidence: npt.NDArray[np.float64],
-) -> pd.DataFrame:
+def _table(e: KernelSide, c: KernelSide, state: _State) -> pd.DataFrame:
+    kernel, how = state.kernel, state.how
     matched = ~_free(kernel)
     compiled_keys = distinct(own_key(c.label))
     for name in distinct(c.name):
         decoded = fused_kernel_ops(name)
         if decoded is not None:
-            compiled_keys.update(_keys(decoded.ops))
+            compiled_keys.update(keys_of(decoded.ops))
     folded = _FOLDED_KEYS - compiled_keys
     own = own_key(e.label)
     gone = np.array([k is None or k in folded for k in own.uniques] + [False], dtype=bool)
@@ -828,7 +795,7 @@ def _table(
             Credits.kernel: kernel,
             Credits.outcome: outcome,
             Credits.how: how,
-            Credits.confidence: confidence,
+            Credits.confidence: state.confidence,
             Credits.basis: np.where(matched, basis, ""),
         }
     )
