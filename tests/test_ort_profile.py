@@ -119,14 +119,17 @@ def test_committed_profile_is_small_and_real() -> None:
 
 
 def test_real_profiles_become_kernels_ops_and_steps(fresh_profiles: list[Path]) -> None:
+    """Nodes become kernels, each its own op; one step per model_run, kernel time within each
+    run's wall time; the bytes are the recorded sizes, and memory traffic takes them."""
     for path in _real(fresh_profiles):
         plain = json.loads(path.read_text())
         nodes = _plain_nodes(path)
         runs = [e for e in plain if e["cat"] == "Session" and e["name"] == "model_run"]
+        runs.sort(key=lambda e: float(e["ts"]))
         trace = traceviz.load(path)
         assert trace.device_kind is DeviceKind.CPU
         assert trace.meta.profiler_flags["providers"] == ["CPUExecutionProvider"]
-        k = trace.kernels
+        k, steps = trace.kernels, trace.steps
         assert len(k) == len(nodes) > 0
         expected_names = sorted(e["name"].removesuffix("_kernel_time") for e in nodes)
         assert sorted(k[Kernels.name].astype(str)) == expected_names
@@ -138,48 +141,28 @@ def test_real_profiles_become_kernels_ops_and_steps(fresh_profiles: list[Path]) 
         assert (own[Ops.ts_us].to_numpy() == k[Kernels.ts_us].to_numpy()).all()
         assert (own[Ops.category] == OpCategory.CPU_OP.value).all()
         # one step per model_run, in time order
-        assert list(trace.steps[Steps.step]) == list(range(len(runs)))
-        assert list(trace.steps[Steps.dur_us]) == [e["dur"] for e in sorted(runs, key=_ts)]
+        assert list(steps[Steps.step]) == list(range(len(runs)))
+        assert list(steps[Steps.dur_us]) == [e["dur"] for e in runs]
         assert trace.stats.events_in == len(plain) == trace.stats.accounted
-
-
-def _ts(event: dict[str, Any]) -> float:
-    return float(event["ts"])
-
-
-def test_node_time_credited_to_steps_adds_up(fresh_profiles: list[Path]) -> None:
-    """Kernel time inside each model_run is at most the run's wall time, and every node of
-    the profiled runs falls in one run."""
-    for path in _real(fresh_profiles):
-        trace = traceviz.load(path)
-        k, steps = trace.kernels, trace.steps
+        # every node in one run, the kernel time inside each run at most its wall time
         starts = steps[Steps.ts_us].to_numpy()
-        ends = starts + steps[Steps.dur_us].to_numpy()
         ts = k[Kernels.ts_us].to_numpy()
-        end = ts + k[Kernels.dur_us].to_numpy()
         step_of = np.searchsorted(starts, ts, side="right") - 1
-        assert (step_of >= 0).all() and (end <= ends[step_of]).all()
+        ends = starts + steps[Steps.dur_us].to_numpy()
+        assert (step_of >= 0).all() and (ts + k[Kernels.dur_us].to_numpy() <= ends[step_of]).all()
         per_step = pd.Series(k[Kernels.excl_dur_us].to_numpy()).groupby(step_of).sum()
         assert (per_step.to_numpy() <= steps[Steps.dur_us].to_numpy()[per_step.index]).all()
         assert k[Kernels.excl_dur_us].sum() <= k[Kernels.dur_us].sum()
-
-
-def test_bytes_are_the_recorded_sizes_and_feed_memory_traffic(fresh_profiles: list[Path]) -> None:
-    for path in _real(fresh_profiles):
-        nodes = _plain_nodes(path)
         expected = sum(int(e["args"][key]) for e in nodes for key in SIZES)
-        trace = traceviz.load(path)
-        assert int(trace.kernels[Kernels.bytes].sum()) == expected
+        assert int(k[Kernels.bytes].sum()) == expected
         traffic = memory_traffic(trace)
         per = traffic.per_kernel
         assert (per[KernelTraffic.basis] == Basis.ESTIMATED.value).all()
         assert (per[KernelTraffic.rule] == TrafficRule.TENSOR_SIZES.value).all()
         assert traffic.estimated_bytes == traffic.total_bytes == expected
-        assert traffic.measured_bytes is None
-        assert traffic.unestimated_time_us == 0.0
-        by_kind = traffic.by_kind
-        assert int(by_kind["est_bytes"].sum()) == expected
-        assert by_kind["time_us"].sum() == pytest.approx(trace.kernels[Kernels.excl_dur_us].sum())
+        assert traffic.measured_bytes is None and traffic.unestimated_time_us == 0.0
+        assert int(traffic.by_kind["est_bytes"].sum()) == expected
+        assert traffic.by_kind["time_us"].sum() == pytest.approx(k[Kernels.excl_dur_us].sum())
 
 
 def test_input_shapes_become_kineto_style_dims(fresh_profiles: list[Path]) -> None:
