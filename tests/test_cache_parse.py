@@ -221,10 +221,10 @@ def test_eviction_removes_least_recently_used_first(
     assert len(_entries(root)) == 1
 
 
-def test_bad_size_bound_is_a_usage_error(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bad_size_bound_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.MAX_CACHE_BYTES_ENV, "lots")
     with pytest.raises(UsageError, match=settings.MAX_CACHE_BYTES_ENV):
-        cache.max_cache_bytes()
+        cache.evict(tmp_path)
 
 
 CONCURRENT = """

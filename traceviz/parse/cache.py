@@ -45,19 +45,12 @@ from traceviz._version import __version__
 from traceviz.cache_paths import ENTRY_FILE, CacheOption, cache_dir, entry_path
 from traceviz.trace import CACHE_FORMAT_VERSION, Trace, is_cache_dir, load_cache
 
-# Below this file size a parse (~10 ms per 100 kB of gzip, ~25 ms at least) costs little more
-# than a hit (~12 ms to read the seven .npz tables of a small trace, plus the lookup).
+# Below this file size a parse costs little more than reading the entry's seven tables back.
 MIN_FILE_BYTES = 256 * 2**10
 ENTRY_FORMAT = 1
 STALE_TEMP_S = 3600.0  # a temporary directory older than this belongs to a crashed writer
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-
-
-def max_cache_bytes() -> int:
-    """The size bound of the cache directory, from the current settings:
-    ``$TRACEVIZ_CACHE_MAX_BYTES`` (``"2GiB"``, ...), else 2 GiB."""
-    return settings.current().cache_max_bytes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,9 +160,9 @@ def with_source(trace: Trace, source: str | Path) -> Trace:
 
 def evict(root: Path, *, keep: Path | None = None, limit: int | None = None) -> list[Path]:
     """Remove the least recently used entries until ``root`` holds at most ``limit`` bytes
-    (default :func:`max_cache_bytes`), never ``keep``; also temporary directories left by
-    crashed writers. Returns the removed entries."""
-    bound = max_cache_bytes() if limit is None else limit
+    (default: the current settings', ``$TRACEVIZ_CACHE_MAX_BYTES``, else 2 GiB), never
+    ``keep``; also temporary directories left by crashed writers. Returns the removed entries."""
+    bound = settings.current().cache_max_bytes if limit is None else limit
     now = time.time()
     entries: list[tuple[float, int, Path]] = []
     try:

@@ -146,6 +146,18 @@ def raw_text_of(codes: np.ndarray, uniques: list[bytes]) -> pd.Categorical[Any]:
     return pd.Categorical.from_codes(codes, categories=categories)
 
 
+def used_labels(codes: np.ndarray, labels: pd.Index) -> pd.Categorical[Any]:
+    """The rows whose codes into ``labels`` (text; −1 missing) are ``codes``, as the
+    categorical ``astype("category")`` makes of their texts: the labels used, sorted."""
+    used = np.unique(codes[codes >= 0])
+    texts = labels.take(used).to_numpy(dtype=object).tolist()
+    order = sorted(range(len(texts)), key=texts.__getitem__)
+    lookup = np.full(len(labels) + 1, -1, dtype=np.int64)  # the last entry: code -1 stays -1
+    lookup[used[order]] = np.arange(len(order))
+    categories = pd.Index([texts[i] for i in order]) if texts else pd.Index([], dtype=object)
+    return pd.Categorical.from_codes(lookup[codes], categories=categories)
+
+
 def _encode(numbering: dict[Any, int], values: Values) -> np.ndarray:
     """Codes of ``values`` in ``numbering`` (new values numbered as they first appear)."""
     try:

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz.parse import nesting
+from traceviz.parse.columns import used_labels
 from traceviz.parse.tables import missing_ints
 from traceviz.schema import Kernels, LaunchClass, Launches, OpCategory, Ops
 
@@ -99,16 +100,10 @@ def _used_sorted(column: pd.Series, rows: np.ndarray) -> pd.Categorical | None:
     the labels used, sorted: what ``astype("category")`` of those labels as objects gives.
     ``None`` when no label is used (the caller takes the general way)."""
     codes = _take_codes(column, rows)
-    used = np.unique(codes[codes >= 0])
-    if len(used) == 0:
+    used = column.cat.categories[np.unique(codes[codes >= 0])]
+    if len(used) == 0 or not all(isinstance(label, str) for label in used):
         return None
-    labels = column.cat.categories[used].tolist()
-    if not all(isinstance(label, str) for label in labels):
-        return None
-    order = sorted(range(len(labels)), key=labels.__getitem__)
-    lookup = np.full(len(column.cat.categories) + 1, -1, dtype=np.int64)
-    lookup[used[order]] = np.arange(len(used))
-    return pd.Categorical.from_codes(lookup[codes], categories=pd.Index([labels[i] for i in order]))
+    return used_labels(codes, column.cat.categories)
 
 
 def _attach_launches(kernels: pd.DataFrame, launches: pd.DataFrame, row: np.ndarray) -> None:

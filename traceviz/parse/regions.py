@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from traceviz.parse import nesting
+from traceviz.parse.columns import used_labels
 from traceviz.schema import (
     REGIONS_DTYPES,
     STEPS_DTYPES,
@@ -93,11 +94,11 @@ def region_table(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     table = pd.DataFrame(
         {
             Regions.kind: _sorted_categorical([m[0].value for m in found]),
-            Regions.name: _used_labels(codes[rows], names),
+            Regions.name: used_labels(codes[rows], names),
             Regions.frame_id: pd.array([m[1] for m in found], dtype="Int32"),
             Regions.recompile_id: pd.array([m[2] for m in found], dtype="Int32"),
             Regions.graph_key: _sorted_categorical([m[3] for m in found]),
-            Regions.thread: _used_labels(thread_codes, threads.categories),
+            Regions.thread: used_labels(thread_codes, threads.categories),
             Regions.ts_us: ops[Ops.ts_us].to_numpy()[rows],
             Regions.dur_us: ops[Ops.dur_us].to_numpy()[rows],
             Regions.op_row: pd.array(rows, dtype="Int64"),
@@ -124,18 +125,6 @@ def _sorted_categorical(values: list[str | None]) -> pd.Categorical:
     codes = np.array([-1 if v is None else code_of[v] for v in values], dtype=np.int64)
     categories = pd.Index(labels) if labels else pd.Index([], dtype=object)
     return pd.Categorical.from_codes(codes, categories=categories)
-
-
-def _used_labels(codes: np.ndarray, labels: pd.Index) -> pd.Categorical:
-    """The rows whose codes into ``labels`` (text; −1 missing) are ``codes``, as the
-    categorical ``astype("category")`` makes of their texts: the labels used, sorted."""
-    used = np.unique(codes[codes >= 0])
-    texts = labels.take(used).to_numpy(dtype=object).tolist()
-    order = sorted(range(len(texts)), key=texts.__getitem__)
-    lookup = np.full(len(labels) + 1, -1, dtype=np.int64)  # the last entry: code -1 stays -1
-    lookup[used[order]] = np.arange(len(order))
-    categories = pd.Index([texts[i] for i in order]) if texts else pd.Index([], dtype=object)
-    return pd.Categorical.from_codes(lookup[codes], categories=categories)
 
 
 def _region_table_general(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
