@@ -4,7 +4,8 @@ session of its own writes (``ProfilerStep#2`` … in order, metadata and the pro
 
 GIVEN a hand-made session trace (two sides, the plan the runner follows), WHEN it is split,
 THEN each side's file holds exactly its kept steps' events, renumbered, and parses as a trace
-whose steps are those steps. The plan and a real interleaved run need torch (skipped without).
+whose steps are those steps. The plan needs torch (skipped without); a real interleaved run:
+test_runner_integration.
 """
 
 from __future__ import annotations
@@ -128,30 +129,6 @@ def test_pinned_threads_are_restored() -> None:
 def _tiny_model() -> tuple[Any, tuple[Any, ...]]:
     torch = pytest.importorskip("torch", reason="the runner needs torch")
     return torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU()), (torch.randn(4, 16),)
-
-
-@pytest.mark.slow
-def test_a_run_profiles_eager_and_compiled_in_turns(tmp_path: Path) -> None:
-    """The profiled steps alternate in time (eager, compiled, eager, …), each trace numbered
-    ProfilerStep#2.. as a session of its own; profiled one after the other (the old runner),
-    every eager step came before every compiled one."""
-    pytest.importorskip("torch", reason="the runner needs torch")
-    from traceviz.runner import profile_model
-
-    model, inputs = _tiny_model()
-    run = profile_model(
-        model, inputs, device="cpu", backend="eager", steps=3, warmup=1, iters=3,
-        out=tmp_path / "run",
-    )  # fmt: skip
-    assert run.ok and run.eager_trace is not None and run.compiled_trace is not None
-    eager, compiled = run.load_eager().steps, run.load_compiled().steps
-    assert eager[Steps.step].tolist() == compiled[Steps.step].tolist() == [2, 3, 4]
-    starts = sorted(
-        [(ts, "eager") for ts in eager[Steps.ts_us]]
-        + [(ts, "compiled") for ts in compiled[Steps.ts_us]]
-    )
-    assert [side for _, side in starts] == ["eager", "compiled"] * 3
-    assert not list(tmp_path.glob("run/interleaved*"))  # the session's trace is removed
 
 
 @pytest.mark.slow

@@ -26,7 +26,7 @@ from traceviz import cli  # noqa: E402
 from traceviz.errors import UsageError  # noqa: E402
 from traceviz.runner import SCHEMA_VERSION, Run, load_run, profile_model  # noqa: E402
 from traceviz.runs.runinfo import COMPILED_TRACE, EAGER_TRACE, RUN_JSON  # noqa: E402
-from traceviz.schema import Kernels, RegionKind, Regions  # noqa: E402
+from traceviz.schema import Kernels, RegionKind, Regions, Steps  # noqa: E402
 
 FAST = {"device": "cpu", "steps": 2, "warmup": 1, "iters": 3}
 FAST_ARGS = ["--device", "cpu", "--steps", "2", "--warmup", "1", "--iters", "3"]
@@ -250,12 +250,23 @@ def test_training_step_with_a_fast_backend(tmp_path: Path) -> None:
     assert any("backward" in n.lower() or "Backward" in n for n in names)
 
 
-def test_profile_model_accepts_a_module_and_inputs(tmp_path: Path) -> None:
+def test_profile_model_accepts_a_module_and_profiles_both_in_turns(tmp_path: Path) -> None:
+    """The profiled steps alternate in time (eager, compiled, eager, …), each trace numbered
+    ProfilerStep#2.. as a session of its own; profiled one after the other (the old runner),
+    every eager step came before every compiled one."""
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())
     run = profile_model(model, {"input": torch.randn(2, 8)}, backend="eager", out=tmp_path, **FAST)
     assert run.ok and run.name == "Sequential"
     assert [s.path for s in run.info.model.inputs] == ["kwargs['input']"]
     assert run.info.model.parameters == 8 * 8 + 8
+    eager, compiled = run.load_eager().steps, run.load_compiled().steps
+    assert eager[Steps.step].tolist() == compiled[Steps.step].tolist() == [2, 3]
+    starts = sorted(
+        [(ts, "eager") for ts in eager[Steps.ts_us]]
+        + [(ts, "compiled") for ts in compiled[Steps.ts_us]]
+    )
+    assert [side for _, side in starts] == ["eager", "compiled"] * 2
+    assert not list(tmp_path.glob("interleaved*"))  # the session's trace is removed
 
 
 # ---------------------------------------------------------------- demo
