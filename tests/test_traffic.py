@@ -401,14 +401,10 @@ def test_reduce_overhead_traces_get_no_traffic_ratio() -> None:
     assert metric["delta"] is None and metric["ratio"] is None
     assert report.fusion.est_bytes_saved is None
     assert "no Δ" not in metrics_view(compare_run(RO)).note  # the log fills them: compared
-
-
-def test_reduce_overhead_figures_say_why() -> None:
-    pytest.importorskip("plotly")
+    pytest.importorskip("plotly")  # the figures say why too
     from traceviz.report.figures.memory import memory_kind_figure
     from traceviz.report.figures.overview import metrics_figure, traffic_partial
 
-    report = _ro_partial()
     assert traffic_partial(report)
     assert "Totals not comparable, no Δ or ratio" in memory_kind_figure(report).layout.title.text
     labels = list(metrics_figure(report).data[0].y)
@@ -568,9 +564,7 @@ def test_a_tiny_fast_path_trace(tmp_trace) -> None:
                   **LISTS),
         *_foreach(3, 2000, [(SAME.format(t="float"), 1.0), (SAME.format(t="double"), 1.0)],
                   **LISTS),
-        op("aten::mystery_op", 3000, 10, **{"External id": 4}),
-        launch("cudaLaunchKernel", 3001, 1, 400, **{"External id": 4}),
-        kernel("k_mystery", 3020, 2, 400, **{"External id": 4}),
+        *launched("aten::mystery_op", 3000, 2, 4),
     ]  # fmt: skip
     trace, result = traffic_of(tmp_trace, events)
     per = result.per_kernel
@@ -1011,16 +1005,16 @@ def test_kernels_without_an_estimate_are_none_and_counted_in_time_share(tmp_trac
     assert result.unestimated_time_us == pytest.approx(5.0)
 
 
+F8_8 = tensors([8], [8])
+
+
 def test_by_kind_totals(tmp_trace) -> None:
     events = [
-        *launched("aten::add", 0, 3.0, 1, **tensors([8], [8])),
-        *launched("aten::mul", 100, 1.0, 2, **tensors([8], [8])),
+        *launched("aten::add", 0, 3.0, 1, kernel_name="vectorized_elementwise_kernel", **F8_8),
+        *launched("aten::mul", 100, 1.0, 2, kernel_name="vectorized_elementwise_k2", **F8_8),
         launch("cudaMemcpyAsync", 200, 2, 3),
         kernel("Memcpy DtoD (Device -> Device)", 210, 2.0, 3, cat="gpu_memcpy", bytes=64),
     ]
-    kernels_named = {"k_1": "vectorized_elementwise_kernel", "k_2": "vectorized_elementwise_k2"}
-    for event in events:
-        event["name"] = kernels_named.get(event["name"], event["name"])
     _, result = traffic_of(tmp_trace, events)
     by_kind = result.by_kind.set_index(TrafficByKind.kind)
     pointwise = by_kind.loc["pointwise"]

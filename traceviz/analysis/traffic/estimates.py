@@ -155,8 +155,6 @@ def _result_frame(
     est = np.array([r[0] if r else 0 for r in results], dtype=np.int64)
     has = np.array([r is not None for r in results], dtype=bool)
     rule_code = np.array([rules.index(r[1]) if r else -1 for r in results], dtype=np.int64)
-    if not results:
-        est, has, rule_code = (np.zeros(0, np.int64), np.zeros(0, bool), np.zeros(0, np.int64))
     row_est = pd.array(est[key], dtype="Int64")
     row_est[~has[key]] = pd.NA
     return pd.DataFrame(

@@ -29,7 +29,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from traceviz.analysis.inductor_names import eager_op_base
-from traceviz.analysis.traffic.args import dtype_bytes, numel
+from traceviz.analysis.traffic.args import _shape, dtype_bytes, numel
 from traceviz.analysis.traffic.rules import TrafficEstimate, TrafficRule
 from traceviz.schema import Kernels, Ops
 
@@ -80,16 +80,10 @@ def copy_itemsizes(kernel_name: str) -> tuple[int, int] | None:
 
 def _list_numels(dims: object) -> list[int] | None:
     """Elements per tensor of one ``TensorList`` argument's shapes, or None."""
-    if not isinstance(dims, list) or not dims:
+    shapes = [_shape(shape) for shape in dims] if isinstance(dims, list) else []
+    if not shapes or any(shape is None for shape in shapes):
         return None
-    sizes = []
-    for shape in dims:
-        if not isinstance(shape, list) or not all(
-            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
-        ):
-            return None
-        sizes.append(numel(shape))
-    return sizes
+    return [numel(shape or ()) for shape in shapes]
 
 
 def foreach_copy_estimate(
