@@ -1,17 +1,12 @@
-"""The fusion map per source line (lines.lines_table, by_line.lines_table_rows) and the
-compiler's record as credits.
+"""The fusion map per source line (lines.lines_table) and the compiler's record as credits.
 
-On every sample run (made by the runner: eager lines, a compile log with Inductor's
-provenance) every compiled kernel has basis ``compiler`` and ``by_line`` names the model's own
-lines; on one run per code path, the corpus pairs and hand-made cases: one row per located line
-with its eager kernels, time and ops, the compiled kernels credited from it and their share of
-the measured time, and the lines fused with it (both ways, sharing an Inductor-generated
-kernel), all within what was measured. Every compiled kernel the provenance ties to a line
-counts there, credited or not (gpt2's pytorch_utils.py:119 holds its cuBLAS GEMM, split-K
-reduction and cutlass GEMM). The credits through source lines (``line_pairs``), half of each
-run's eager lines made loose (naming only their function): each credit is one of its
-instance's pairs. Kernel names are read back whole, commas of a demangled name and all. A
-model defined in a test here checks the exact line numbers.
+On every sample run every compiled kernel has basis ``compiler`` and ``by_line`` names the
+model's own lines; there, on the corpus pairs and on hand-made cases: one row per located line
+with its eager kernels, time and ops, the compiled kernels credited from it (or tied to it by
+the provenance, credited or not) and their share of the measured time, the lines fused with it
+(sharing a generated kernel, both ways), all within what was measured. Credits through source
+lines (``line_pairs``) also for loose lines naming only their function; kernel names read back
+whole; a model defined in a test here checks the exact line numbers.
 """
 
 from __future__ import annotations

@@ -99,10 +99,6 @@ def fresh_profiles(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     ]
 
 
-def _real(fresh: list[Path]) -> list[Path]:
-    return [COMMITTED, *fresh]
-
-
 def _plain_nodes(path: Path) -> list[dict[str, Any]]:
     """The profile's ``<node>_kernel_time`` events, read the plain way."""
     return [
@@ -121,7 +117,7 @@ def test_committed_profile_is_small_and_real() -> None:
 def test_real_profiles_become_kernels_ops_and_steps(fresh_profiles: list[Path]) -> None:
     """Nodes become kernels, each its own op; one step per model_run, kernel time within each
     run's wall time; the bytes are the recorded sizes, and memory traffic takes them."""
-    for path in _real(fresh_profiles):
+    for path in [COMMITTED, *fresh_profiles]:
         plain = json.loads(path.read_text())
         nodes = _plain_nodes(path)
         runs = [e for e in plain if e["cat"] == "Session" and e["name"] == "model_run"]
@@ -165,7 +161,7 @@ def test_real_profiles_become_kernels_ops_and_steps(fresh_profiles: list[Path]) 
         assert traffic.by_kind["time_us"].sum() == pytest.approx(k[Kernels.excl_dur_us].sum())
 
 
-def test_input_shapes_become_kineto_style_dims(fresh_profiles: list[Path]) -> None:
+def test_input_shapes_become_kineto_style_dims() -> None:
     trace = traceviz.load(COMMITTED)
     node = _plain_nodes(COMMITTED)[0]
     row = trace.kernels.index[trace.kernels[Kernels.ts_us] == node["ts"]][0]

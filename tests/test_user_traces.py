@@ -142,17 +142,10 @@ def _records(run: str, *, provenance: bool) -> list[dict[str, object]]:
     records = [json.loads(line) for line in lines if line.strip()]
     if provenance:
         return records
-    dropped = {NODE_MAPPINGS, STACK_TRACES}
-    kept = [r for r in records if _artifact(r) not in dropped]
+    dropped = {NODE_MAPPINGS, STACK_TRACES}  # the provenance artifacts
+    kept = [r for r in records if (r["metadata"].get("artifact") or {}).get("name") not in dropped]
     assert len(kept) < len(records)
     return kept
-
-
-def _artifact(record: dict[str, object]) -> object:
-    metadata = record["metadata"]
-    assert isinstance(metadata, dict)
-    artifact = metadata.get("artifact")
-    return artifact.get("name") if isinstance(artifact, dict) else None
 
 
 def jsonl_log(run: str, out: Path, *, provenance: bool) -> Path:
