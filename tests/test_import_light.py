@@ -115,18 +115,16 @@ def test_ranks_serially_import_no_dask(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("fmt", ["json", "markdown"])
-def test_compare_json_and_markdown_import_no_rich(fmt: str, tmp_path: Path) -> None:
+def test_compare_json_and_markdown_and_summary_json_import_no_rich(
+    fmt: str, tmp_path: Path
+) -> None:
     """Both through the output cache (a miss, then a hit) and without it, to stdout and -o."""
     base = ["compare", str(POINTWISE), "--format", fmt]
     extras = ([], [], ["--no-cache"], ["-o", f"{tmp_path}/r.{fmt}"])
+    summary = ["summary", str(POINTWISE / "compiled.pt.trace.json.gz"), "--format", fmt]
+    argvs = [[*base, *e] for e in extras] + ([[*summary, "--no-cache"]] if fmt == "json" else [])
     setup = f"import os\nos.environ['TRACEVIZ_CACHE_DIR'] = {str(tmp_path)!r}\n"
-    assert_imports_none(_cli(*([*base, *e] for e in extras), setup=setup), ("rich",))
-
-
-def test_summary_json_imports_no_rich() -> None:
-    trace = POINTWISE / "compiled.pt.trace.json.gz"
-    code = _cli(["summary", str(trace), "--format", "json", "--no-cache"])
-    assert_imports_none(code, ("rich",))
+    assert_imports_none(_cli(*argvs, setup=setup), ("rich",))
 
 
 def test_compare_text_draws_with_rich_and_imports_no_html() -> None:
