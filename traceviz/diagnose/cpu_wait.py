@@ -38,13 +38,9 @@ def waits_for_cpu(facts: TraceFacts) -> bool:
     if facts.is_onnxruntime or not facts.is_gpu or facts.summary.kernel_count == 0:
         return False
     wait_share = facts.launch.cpu_wait_share or 0.0
-    return wait_share >= WAIT_SHARE and not _sync_dominates(facts)
-
-
-def _sync_dominates(facts: TraceFacts) -> bool:
-    """The device idles longer while the CPU is blocked in syncs than while it waits for it."""
     idle = facts.launch.idle
-    return idle.total(IdleParts.blocked_us) > idle.total(IdleParts.cpu_wait_us)
+    sync_dominates = idle.total(IdleParts.blocked_us) > idle.total(IdleParts.cpu_wait_us)
+    return wait_share >= WAIT_SHARE and not sync_dominates
 
 
 def is_cpu_work(facts: TraceFacts) -> bool:

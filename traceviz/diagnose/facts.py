@@ -209,28 +209,20 @@ def side_facts(side: Side, which: str, *, run_info: RunInfo | None) -> TraceFact
     cached = _SIDE_FACTS.get(id(side))
     if cached is not None and cached[0]() is side and cached[1] == key:
         return cached[2]
-    facts = _side_facts(side, run_info, variant)
-    forget = functools.partial(_drop_side_facts, id(side))  # when the side goes
-    _SIDE_FACTS[id(side)] = (weakref.ref(side, forget), key, facts)
+    compiled_by_run = (
+        variant == COMPILED and run_info is not None and bool(run_info.traces.compiled)
+    )
+    labelled = variant != EAGER and labelled_compiled(side.name, side.trace.meta.source)
+    facts = TraceFacts.of(
+        side, expect_compiled=compiled_by_run or labelled, variant=variant, run_info=run_info
+    )
+    forget = functools.partial(_SIDE_FACTS.pop, id(side), None)  # when the side goes
+    _SIDE_FACTS[id(side)] = (weakref.ref(side, lambda _: forget()), key, facts)
     return facts
 
 
 #: id(side) -> (weak reference to the side, its role key, its facts)
 _SIDE_FACTS: dict[int, tuple[weakref.ref[Any], tuple[Any, ...], TraceFacts]] = {}
-
-
-def _drop_side_facts(key: int, _: Any) -> None:
-    _SIDE_FACTS.pop(key, None)
-
-
-def _side_facts(side: Side, run_info: RunInfo | None, variant: str | None) -> TraceFacts:
-    compiled_by_run = (
-        variant == COMPILED and run_info is not None and bool(run_info.traces.compiled)
-    )
-    labelled = variant != EAGER and labelled_compiled(side.name, side.trace.meta.source)
-    return TraceFacts.of(
-        side, expect_compiled=compiled_by_run or labelled, variant=variant, run_info=run_info
-    )
 
 
 def labelled_compiled(name: str, source: str) -> bool:

@@ -136,7 +136,8 @@ def _reasons(breaks: list[GraphBreak]) -> list[Evidence | str]:
             line += f" at {shown(item.file)}:{item.line}"  # where it is on this machine
         if item.function:
             line += f" in {item.function}()"
-        hint = _first_hint(item.detail)
+        hints = (t.strip() for t in item.detail.splitlines())
+        hint = next((short_name(t, 200) for t in hints if t.lower().startswith("hint:")), "")
         if hint:
             line += f" — {hint}"
         if line not in lines:
@@ -145,14 +146,6 @@ def _reasons(breaks: list[GraphBreak]) -> list[Evidence | str]:
         [f"… and {len(lines) - TOP_REASONS} more break reasons"] if len(lines) > TOP_REASONS else []
     )
     return [*lines[:TOP_REASONS], *extra]
-
-
-def _first_hint(detail: str) -> str:
-    for line in detail.splitlines():
-        text = line.strip()
-        if text.lower().startswith("hint:"):
-            return short_name(text, 200)
-    return ""
 
 
 def _recompiled_frames(facts: TraceFacts, recompiled: pd.DataFrame) -> list[str]:

@@ -248,15 +248,13 @@ def _longest_calls(calls: pd.DataFrame) -> list[Evidence | str]:
             if isinstance(v, str)
         ]
         source = f" from {' in '.join(by)}" if by else ""
+        share = float(row[B.step_share])
+        percent = "<0.1%" if share < 0.001 else f"{100 * share:.1f}%"
         out.append(
             f"{row[B.name]} ({what}){source}: {us(float(row[B.dur_us]))} blocked, "
-            f"{_percent(float(row[B.step_share]))} of its step"
+            f"{percent} of its step"
         )
     return out
-
-
-def _percent(share: float) -> str:
-    return "<0.1%" if share < 0.001 else f"{100 * share:.1f}%"
 
 
 def _copy_calls(facts: TraceFacts) -> pd.DataFrame:

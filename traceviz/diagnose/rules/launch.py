@@ -122,12 +122,6 @@ def framework_overhead(facts: TraceFacts) -> list[Finding]:
     ]
 
 
-def _direct_kernels(facts: TraceFacts) -> int:
-    """Kernels launched one by one (not replayed by a graph)."""
-    kernels = facts.kernels
-    return int((is_kernel(kernels) & ~kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
-
-
 def _replayed_share(facts: TraceFacts) -> float:
     """The share of the trace's kernels replayed by graphs (0 without kernels)."""
     kernels = facts.kernels
@@ -138,14 +132,12 @@ def _replayed_share(facts: TraceFacts) -> float:
 def _graph_evidence(facts: TraceFacts) -> list[Evidence | str]:
     launches = facts.trace.launches[Launches.launch_class]  # (by code when categorical)
     graph_launches = int((launches == LaunchClass.GRAPH_LAUNCH.value).sum())
+    kernels = facts.kernels  # launched one by one: not replayed by a graph
+    direct = int((is_kernel(kernels) & ~kernels[Kernels.in_graph].to_numpy(dtype=bool)).sum())
     return [
         Evidence("graph launches per step", facts.per_step(graph_launches), Unit.COUNT),
         Evidence("kernels replayed by graphs", _replayed_share(facts), Unit.RATIO),
-        Evidence(
-            "kernels launched one by one per step",
-            facts.per_step(_direct_kernels(facts)),
-            Unit.COUNT,
-        ),
+        Evidence("kernels launched one by one per step", facts.per_step(direct), Unit.COUNT),
     ]
 
 

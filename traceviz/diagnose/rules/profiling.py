@@ -234,7 +234,10 @@ def _noisy(facts: TraceFacts) -> list[Finding]:
         ),
     ]
     if warmup is not None:
-        evidence.append(_warmup_line(warmup))
+        evidence.append(
+            f"first run {warmup:.1f}× the median of the others: session warm-up (ORT allocates "
+            "and pre-packs on it); kept in the measured figures"
+        )
     if median:
         evidence += [
             Evidence("timed median (run.json)", float(median), Unit.US),
@@ -254,13 +257,6 @@ def _noisy(facts: TraceFacts) -> list[Finding]:
             trace=facts.name,
         )
     ]
-
-
-def _warmup_line(factor: float) -> str:
-    return (
-        f"first run {factor:.1f}× the median of the others: session warm-up (ORT allocates "
-        "and pre-packs on it); kept in the measured figures"
-    )
 
 
 def _warmup(facts: TraceFacts, durs: npt.NDArray[np.float64], factor: float) -> Finding:
