@@ -18,6 +18,7 @@ import torch._inductor
 import torch._inductor.config as inductor_config
 from torch._dynamo import utils as dynamo_utils
 
+from traceviz.runner.models import first_line
 from traceviz.runs.runinfo import CompileRecord, DynamoFacts, GraphBreak, RunError
 
 # torch._inductor.config values worth recording with a run (flat "section.name" keys).
@@ -169,12 +170,6 @@ def _first_lines(counts: dict[str, int]) -> dict[str, int]:
         key = first_line(str(message))
         out[key] = out.get(key, 0) + int(count)
     return out
-
-
-def first_line(text: str) -> str:
-    """The first line of ``text`` with content, stripped, cut to 300 characters."""
-    lines = text.strip().splitlines()
-    return lines[0].strip()[:300] if lines else ""
 
 
 def _jsonable(values: dict[str, Any]) -> dict[str, Any]:

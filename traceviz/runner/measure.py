@@ -46,7 +46,7 @@ def make_step(
 ) -> Step:
     """One step of ``fn``: a forward call, or with ``train`` zero-grad, forward, loss, backward.
 
-    Grad mode is the caller's business (see :func:`grad_mode`).
+    Grad mode is the caller's business (``torch.set_grad_enabled(train)``).
     """
     if not train:
         return lambda: fn(*args, **kwargs)
@@ -71,11 +71,6 @@ def training_loss(out: Any) -> torch.Tensor:
     if not leaves:
         raise UsageError("--train: none of the model's outputs requires grad")
     return torch.stack([t.float().mean() for t in leaves]).sum()
-
-
-def grad_mode(train: bool) -> torch.autograd.grad_mode.set_grad_enabled:
-    """Gradients on for training runs, off (no autograd bookkeeping) for inference runs."""
-    return torch.set_grad_enabled(train)
 
 
 def synchronizer(device: torch.device) -> Callable[[], None]:
@@ -138,11 +133,6 @@ def interleaved_samples(
                 samples[name].append((time.perf_counter() - start) * 1e6)
         reporter.advance()
     return samples
-
-
-def time_steps(step: Step, sync: Callable[[], None], iters: int, reporter: Reporter) -> TimingStats:
-    """Time ``iters`` steps one by one, outside the profiler; statistics in µs."""
-    return timing_stats(interleaved_samples({"step": step}, sync, iters, reporter)["step"])
 
 
 def timing_stats(samples_us: list[float]) -> TimingStats:
@@ -325,7 +315,9 @@ def profiled_peak_bytes(path: Path, device: torch.device) -> int | None:
     another GPU's allocations are not this run's peak); None when there are none.
     """
     code = _DEVICE_TYPE_CODE.get(device.type)
-    index = _cuda_index(device)
+    index = None  # CUDA: the device's index (the current device for a bare ``cuda``)
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
     with gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb") as fh:
         doc = msgspec.json.decode(fh.read(), type=_TraceDoc)
     totals: list[int] = []
@@ -344,13 +336,6 @@ def profiled_peak_bytes(path: Path, device: torch.device) -> int | None:
     if baseline is None:
         return None
     return max(0, max(totals) - baseline)
-
-
-def _cuda_index(device: torch.device) -> int | None:
-    """The CUDA device's index (the current device for a bare ``cuda``); None off CUDA."""
-    if device.type != "cuda":
-        return None
-    return device.index if device.index is not None else torch.cuda.current_device()
 
 
 def reset_device_peak(device: torch.device) -> None:

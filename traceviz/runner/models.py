@@ -183,7 +183,7 @@ def _import_file(path_text: str, label: str) -> Any:
         module_spec.loader.exec_module(module)
     except Exception as err:
         del sys.modules[module_name]
-        reason = _one_line(err)
+        reason = one_line(err)
         raise UsageError(f"model {label!r}: importing {path_text} failed: {reason}") from err
     return module
 
@@ -199,7 +199,7 @@ def _call_factory(factory: Callable[..., Any], label: str, batch_size: int | Non
     except UsageError:
         raise
     except Exception as err:
-        raise UsageError(f"model {label!r}: factory raised {_one_line(err)}") from err
+        raise UsageError(f"model {label!r}: factory raised {one_line(err)}") from err
     if not (isinstance(result, tuple | list) and len(result) == 2 and callable(result[0])):
         raise UsageError(
             f"model {label!r}: the factory must return (model, example_inputs), "
@@ -216,6 +216,13 @@ def _accepts(func: Callable[..., Any], name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
-def _one_line(err: BaseException) -> str:
-    text = str(err).strip().splitlines()
-    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+def first_line(text: str) -> str:
+    """The first line of ``text`` with content, stripped, cut to 300 characters."""
+    lines = text.strip().splitlines()
+    return lines[0].strip()[:300] if lines else ""
+
+
+def one_line(err: BaseException) -> str:
+    """``Type: first line of the message`` (:func:`first_line`), for one-line errors."""
+    line = first_line(str(err))
+    return f"{type(err).__name__}: {line}" if line else type(err).__name__

@@ -39,7 +39,7 @@ from traceviz.runner.compare import (
 )
 from traceviz.runner.environment import describe, resolve_device
 from traceviz.runner.host_peaks import run_host_peaks
-from traceviz.runner.models import LoadedModel, load_model
+from traceviz.runner.models import LoadedModel, first_line, load_model, one_line
 from traceviz.runner.options import (
     DEFAULT_BACKENDS,
     DEFAULT_ITERS,
@@ -181,7 +181,9 @@ def profile_model(
         require("onnx")
         require("onnxruntime")
     loaded = _resolve(model, example_inputs, name=name, batch_size=batch_size)
-    _check_backend(backend)
+    known = torch._dynamo.list_backends(exclude_tags=()) if isinstance(backend, str) else []
+    if isinstance(backend, str) and backend not in known:
+        raise UsageError(f"unknown torch.compile backend {backend!r}; known: {', '.join(known)}")
     reporter: Reporter = RichProgress() if progress is True else (progress or Silent())
     try:
         return _profile(loaded, options, backend, out, reporter, command)
@@ -209,7 +211,8 @@ def _profile(
     dynamo.reset()
     try:
         pinned = measure.pinned_threads(torch.get_num_threads())
-        with measure.grad_mode(options.train), pinned as threads:
+        # gradients off for inference runs: no autograd bookkeeping
+        with torch.set_grad_enabled(options.train), pinned as threads:
             eager = _run_eager(work, options, directory, reporter)
             compiled = _run_compiled(work, options, backend, directory, reporter)
             eager, compiled = _time_interleaved(work, options, eager, compiled, reporter)
@@ -243,14 +246,6 @@ def _resolve(model: Any, inputs: Any, *, name: str | None, batch_size: int | Non
     return LoadedModel(name or _callable_name(model), None, model, inputs)
 
 
-def _check_backend(backend: Backend) -> None:
-    if not isinstance(backend, str):
-        return
-    known = torch._dynamo.list_backends(exclude_tags=())
-    if backend not in known:
-        raise UsageError(f"unknown torch.compile backend {backend!r}; known: {', '.join(known)}")
-
-
 def _place(loaded: LoadedModel, device: torch.device, options: Options) -> Workload:
     """Move (and cast) the model and inputs; put the model in train or eval mode."""
     dtype = getattr(torch, options.dtype) if options.dtype else None
@@ -282,7 +277,7 @@ def _run_eager(work: Workload, options: Options, directory: Path, reporter: Repo
     except UsageError:
         raise
     except Exception as err:
-        raise UsageError(f"the model fails in eager mode: {_one_line(err)}") from err
+        raise UsageError(f"the model fails in eager mode: {one_line(err)}") from err
     lines_trace = _profile_lines(passes, directory / EAGER_LINES_TRACE)
     return dataclasses.replace(measured, lines_trace=lines_trace)
 
@@ -339,7 +334,8 @@ def _measure(
     measure.reset_device_peak(passes.work.device)
     tracker.phase = "timing"
     reporter.phase(f"{label}: timing", passes.options.iters)
-    timing = measure.time_steps(step, sync, passes.options.iters, reporter)
+    samples = measure.interleaved_samples({label: step}, sync, passes.options.iters, reporter)
+    timing = measure.timing_stats(samples[label])
     return Measured(timing, measure.device_peak(passes.work.device), outputs)
 
 
@@ -480,8 +476,12 @@ def _profile_interleaved(
         _profile_calls(work, options, calls, paths, reporter)
     except Exception as err:
         if len(calls) == 1:
-            raise UsageError(f"the model fails in eager mode: {_one_line(err)}") from err
-        compiled = _failed_while_profiling(compiled, err)
+            raise UsageError(f"the model fails in eager mode: {one_line(err)}") from err
+        # as a failure in any earlier phase: no timing, memory or trace; the error in run.json
+        info = msgspec.structs.replace(compiled.info, ok=False, error=_run_error("profiling", err))
+        compiled = dataclasses.replace(
+            compiled, info=info, timing=None, memory=None, traced=False, fn=None
+        )
         calls, paths = {"eager": calls["eager"]}, {"eager": paths["eager"]}
         _profile_calls(work, options, calls, paths, reporter)
     eager = dataclasses.replace(
@@ -510,13 +510,6 @@ def _profile_calls(
         paths=paths,
         reporter=reporter,
     )
-
-
-def _failed_while_profiling(compiled: CompiledResult, err: BaseException) -> CompiledResult:
-    """The compiled result of a model that failed in its profiled steps: no timing, memory
-    or trace (as for a failure in any earlier phase), the error in run.json."""
-    info = msgspec.structs.replace(compiled.info, ok=False, error=_run_error("profiling", err))
-    return dataclasses.replace(compiled, info=info, timing=None, memory=None, traced=False, fn=None)
 
 
 def _with_profiled_peak(memory: MemoryStats, trace: Path, work: Workload) -> MemoryStats:
@@ -654,10 +647,6 @@ def _run_error(phase: str, err: BaseException) -> RunError:
     return RunError(
         phase=phase,
         type=type(root).__name__,
-        message=dynamo.first_line(str(root)),
+        message=first_line(str(root)),
         detail=str(err)[:4000],
     )
-
-
-def _one_line(err: BaseException) -> str:
-    return f"{type(err).__name__}: {dynamo.first_line(str(err))}"

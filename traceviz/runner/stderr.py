@@ -16,7 +16,6 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
-from typing import IO
 
 #: Kineto's start/stop markers, the only lines dropped.
 CHATTER = re.compile(rb"^USDT:.*\] profiler_(?:start|stop)\s*$")
@@ -46,11 +45,8 @@ def without_profiler_chatter() -> Iterator[None]:
             os.dup2(real, 2)
             os.close(real)
             captured.seek(0)
-            _replay(captured)
-
-
-def _replay(captured: IO[bytes]) -> None:
-    kept = [line for line in captured.read().splitlines(keepends=True) if not CHATTER.match(line)]
-    if kept:
-        with contextlib.suppress(OSError):
-            os.write(2, b"".join(kept))
+            lines = captured.read().splitlines(keepends=True)
+            kept = [line for line in lines if not CHATTER.match(line)]
+            if kept:
+                with contextlib.suppress(OSError):
+                    os.write(2, b"".join(kept))

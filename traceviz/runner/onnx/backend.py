@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 import torch
 
+from traceviz.runner.models import one_line
 from traceviz.runner.onnx import check, isolate, latency, sessions
 from traceviz.runner.onnx.export import Exported, export_model
 from traceviz.runner.onnx.extra import require
@@ -134,7 +135,7 @@ def _run_level(
             )  # fmt: skip
             row["profile"] = _rel(profile, out)
     except Exception as err:
-        return _Level(OrtLevel(**row, error=check.one_line(err)))
+        return _Level(OrtLevel(**row, error=one_line(err)))
     return _Level(OrtLevel(**row), session)
 
 

@@ -16,6 +16,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from traceviz.runner.compare import compare_outputs
+from traceviz.runner.models import one_line
 from traceviz.runner.onnx_reference import reference_outputs
 from traceviz.runs.runinfo_backends import LevelCheck, ReferenceCheck
 
@@ -51,9 +52,3 @@ def reference_check(
         return ReferenceCheck(error=one_line(err))
     found = level_check(eager, outputs)
     return ReferenceCheck(passed=found.passed, max_abs_diff=found.max_abs_diff)
-
-
-def one_line(err: BaseException) -> str:
-    """``Type: first line of the message`` (at most 300 characters of it)."""
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return f"{type(err).__name__}: {lines[0][:300]}" if lines else type(err).__name__

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from traceviz.runner.models import one_line
 from traceviz.runs.runinfo_backends import EXPORTED_GRAPH, ExportInfo
 
 OPSET = 18
@@ -46,7 +47,7 @@ def export_model(
     try:
         arrays = input_arrays(args, kwargs)
     except (TypeError, RuntimeError) as err:  # e.g. bfloat16, which numpy has no dtype for
-        error = f"the inputs cannot be fed to ONNX Runtime as numpy arrays: {_one_line(err)}"
+        error = f"the inputs cannot be fed to ONNX Runtime as numpy arrays: {one_line(err)}"
         return Exported(info=ExportInfo(attention_mask=masked, error=error))
     path = directory / EXPORTED_GRAPH
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -62,9 +63,9 @@ def export_model(
             feeds = _feeds(path, arrays)
         except Exception as err:
             if exporter == "dynamo":
-                fallback = _one_line(err)
+                fallback = one_line(err)
                 continue
-            info = ExportInfo(fallback_reason=fallback, attention_mask=masked, error=_one_line(err))
+            info = ExportInfo(fallback_reason=fallback, attention_mask=masked, error=one_line(err))
             return Exported(info=info)
         info = ExportInfo(
             exporter=exporter,
@@ -199,8 +200,3 @@ def _quiet() -> Iterator[None]:
             yield
     finally:
         logger.setLevel(level)
-
-
-def _one_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return f"{type(err).__name__}: {lines[0][:300] if lines else ''}".rstrip(": ")

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from traceviz.runner.onnx.check import one_line
+from traceviz.runner.models import one_line
 from traceviz.runner.onnx.extra import require
 from traceviz.runner.options import tolerance_for
 from traceviz.runs.runinfo_backends import Culprit
