@@ -75,7 +75,8 @@ class Where:
             mib = (self.memory_limit or 0) // 2**20
             return f"LocalCluster({self.workers} workers, 1 thread, {mib} MiB each)"
         if self.kind == Kind.client:
-            return f"Client({_client_address(self.client)})"
+            address = getattr(getattr(self.client, "scheduler", None), "address", None)
+            return f"Client({address or type(self.client).__name__})"
         return f"cluster {self.address} ({self.chosen_by})"
 
 
@@ -142,13 +143,6 @@ def resolve_where(
             return Where(Kind.serial, "workers=auto")
     assert isinstance(count, int)
     return Where(Kind.local, "workers=", workers=count, memory_limit=limit)
-
-
-def _client_address(client: Any) -> str:
-    try:
-        return str(client.scheduler.address)
-    except AttributeError:
-        return type(client).__name__
 
 
 def _import_distributed() -> Any:

@@ -206,7 +206,7 @@ def _instances(rows: pd.DataFrame, arrivals: pd.DataFrame) -> pd.DataFrame:
     algbw = np.where(transfer > 0, size / np.where(transfer > 0, transfer, 1.0) / 1e3, np.nan)
     names = first[C.name].to_numpy(dtype=object)
     factor = np.array([bus_factor(str(n), int(k)) for n, k in zip(names, group, strict=True)])
-    out = pd.DataFrame(
+    return pd.DataFrame(
         {
             Instance.step: first[C.step].replace(-1, pd.NA).astype("Int64").to_numpy(),
             Instance.channel: first[C.channel].to_numpy(dtype=object),
@@ -223,7 +223,6 @@ def _instances(rows: pd.DataFrame, arrivals: pd.DataFrame) -> pd.DataFrame:
             Instance.busbw_gbps: algbw * factor,
         }
     )
-    return out
 
 
 def _empty() -> CollectiveMatch:

@@ -130,16 +130,8 @@ def _python(kinds: bytes, values: bytes, rows: np.ndarray, strings: list[str]) -
     kind = np.frombuffer(kinds, dtype=np.uint8)[rows].tolist()
     bits = np.frombuffer(values, dtype=np.int64)[rows]
     ints, floats = bits.tolist(), bits.view(np.float64).tolist()
-    return [
-        ints[i]
-        if k == _INT
-        else floats[i]
-        if k == _FLOAT
-        else strings[ints[i]]
-        if k == _STR
-        else None
-        for i, k in enumerate(kind)
-    ]
+    value = {_INT: ints.__getitem__, _FLOAT: floats.__getitem__, _STR: lambda i: strings[ints[i]]}
+    return [value[k](i) if k in value else None for i, k in enumerate(kind)]
 
 
 def _decoded_rows(path: Path, data: bytes | bytearray) -> list[tuple[bool, _Args]]:

@@ -130,7 +130,8 @@ def compile_rank_regex(pattern: str | None) -> re.Pattern[str]:
     return compiled
 
 
-def _int_or_none(value: Any) -> int | None:
+def int_or_none(value: Any) -> int | None:
+    """An int, or a text of decimal digits, as an int; else None (a bool too)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -147,10 +148,10 @@ def detect_rank(path: str | Path, *, rank_regex: str | re.Pattern[str] | None = 
     source = Path(path)
     regex = rank_regex if isinstance(rank_regex, re.Pattern) else compile_rank_regex(rank_regex)
     info = header_distributed_info(read_prefix(source)) or {}
-    world_size = _int_or_none(info.get("world_size"))
+    world_size = int_or_none(info.get("world_size"))
     host = info.get("host") or info.get("hostname")
     host = str(host) if host else None
-    rank = _int_or_none(info.get("rank"))
+    rank = int_or_none(info.get("rank"))
     if rank is not None and rank >= 0:
         return RankInfo(rank, RankBasis.header, world_size, host)
     matches = list(regex.finditer(str(source)))  # the first group of the last match

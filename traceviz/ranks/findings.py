@@ -63,8 +63,18 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
         # no other rank's step shrinks by more than it waited inside collectives
         waits = stragglers.per_rank[Lateness.wait_us]
         most_waited = float(waits[stragglers.per_rank[Lateness.rank] != rank].max())
-        capped = late * instances > most_waited
         gain = min(late * instances, most_waited) / steps if steps else None
+        if late * instances > most_waited:  # capped: no step shrinks by more than it waited
+            basis = (
+                "upper bound: the most any other rank waited inside collectives per step, "
+                "measured (its median lateness × its collectives per step is more: no rank's "
+                f"step shrinks by more than it waited); {PROFILED}"
+            )
+        else:
+            basis = (
+                "upper bound: its median lateness × its collectives per step, "
+                f"measured; the other ranks' wait shrinks by at most that; {PROFILED}"
+            )
         evidence: list[Evidence | str] = [
             Evidence("median lateness at collectives", late, Unit.US),
             Evidence("threshold (robust rule)", stragglers.threshold_us, Unit.US),
@@ -84,7 +94,7 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
                 "median rank, and the others wait for it",
                 evidence=tuple(evidence),
                 est_gain_us=gain,
-                gain_basis=_straggler_basis(capped) if gain is not None else "",
+                gain_basis=basis if gain is not None else "",
                 next_step=f"Open rank {rank}'s trace (traceviz.load(DATASET, rank={rank})) and "
                 "compare the work before its collectives with another rank's: more data, a "
                 "slower input pipeline, CPU contention or a throttled GPU on its host",
@@ -93,21 +103,6 @@ def straggler_findings(stragglers: Stragglers, summary: pd.DataFrame) -> list[Fi
             )
         )
     return out
-
-
-def _straggler_basis(capped: bool) -> str:
-    """The straggler gain's basis: its lateness per step, or, where that is more than any
-    other rank waited, the most another rank waited (no step shrinks by more than its wait)."""
-    if capped:
-        return (
-            "upper bound: the most any other rank waited inside collectives per step, "
-            "measured (its median lateness × its collectives per step is more: no rank's step "
-            f"shrinks by more than it waited); {PROFILED}"
-        )
-    return (
-        "upper bound: its median lateness × its collectives per step, "
-        f"measured; the other ranks' wait shrinks by at most that; {PROFILED}"
-    )
 
 
 def collective_wait(stragglers: Stragglers, summary: pd.DataFrame) -> list[Finding]:

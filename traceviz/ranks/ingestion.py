@@ -33,7 +33,7 @@ import pandas as pd
 from traceviz._version import __version__
 from traceviz.errors import TraceVizError, UsageError
 from traceviz.ranks import dataset as ds
-from traceviz.ranks.cluster import Where, resolve_where, run_tasks
+from traceviz.ranks.cluster import resolve_where, run_tasks
 from traceviz.ranks.detect import (
     compile_rank_regex,
     detect_rank,
@@ -389,7 +389,16 @@ def ingest(
             tasks=len(plan.tasks),
             largest_json_bytes=max((_json_size(t) for t in plan.tasks), default=0),
         )
-        rows = _run(plan, where, progress, len(sources))
+        counts = {"done": len(plan.kept), "failed": len(plan.failed)}
+
+        def on_result(_index: int, row: dict[str, Any]) -> None:
+            counts["done" if row[M.status] == ds.Status.ok else "failed"] += 1
+            if progress:
+                progress(counts["done"], counts["failed"], len(sources))
+
+        if progress:  # skipped ranks count as done up front
+            progress(counts["done"], counts["failed"], len(sources))
+        rows = run_tasks(ingest_rank, plan.tasks, where, on_result=on_result, on_lost=lost_task)
         rows += plan.kept + plan.failed + _carried_over(previous, plan)
         rows += _missing_ranks(rows, now)
         manifest = ds.manifest_frame(rows)
@@ -414,20 +423,6 @@ def _json_size(task: RankTask) -> int:
         return json_size(Path(task.source))
     except OSError:
         return 0
-
-
-def _run(plan: _Plan, where: Where, progress: Progress | None, total: int) -> list[dict[str, Any]]:
-    """Run the plan's tasks; their rows in task order."""
-    counts = {"done": len(plan.kept), "failed": len(plan.failed)}
-    if progress:
-        progress(counts["done"], counts["failed"], total)
-
-    def on_result(_index: int, row: dict[str, Any]) -> None:
-        counts["done" if row[M.status] == ds.Status.ok else "failed"] += 1
-        if progress:
-            progress(counts["done"], counts["failed"], total)
-
-    return run_tasks(ingest_rank, plan.tasks, where, on_result=on_result, on_lost=lost_task)
 
 
 def _run_row(result: IngestResult, inputs: Any, now: str) -> dict[str, Any]:

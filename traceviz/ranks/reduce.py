@@ -30,6 +30,7 @@ from traceviz.analysis.timing.launch import StepOverhead, launch_overhead
 from traceviz.analysis.windows import full_steps, step_windows
 from traceviz.errors import TraceVizError
 from traceviz.ranks.comm_args import DTYPE_BYTES, CommArgs, collective_args
+from traceviz.ranks.detect import int_or_none
 from traceviz.schema import ActivityKind, Kernels, Ops, Steps, conform
 from traceviz.trace import Trace
 
@@ -256,7 +257,7 @@ def _summary(trace: Trace, rank: int, source: str, comms: pd.DataFrame) -> pd.Da
         RankSummary.rank: rank,
         RankSummary.source: source,
         RankSummary.node: node_of(trace.meta.distributed, source),
-        RankSummary.world_size: _int_or_none(world),
+        RankSummary.world_size: int_or_none(world),
         RankSummary.device: trace.device_kind.value,
         RankSummary.steps: len(steps),
         RankSummary.step_mean_us: float(steps.mean()) if steps.size else np.nan,
@@ -281,13 +282,6 @@ def _summary(trace: Trace, rank: int, source: str, comms: pd.DataFrame) -> pd.Da
         RankSummary.events: trace.stats.events_in,
     }
     return conform(pd.DataFrame([row]), SUMMARY_DTYPES)
-
-
-def _int_or_none(value: Any) -> int | None:
-    try:
-        return int(value) if value is not None else None
-    except (TypeError, ValueError):
-        return None
 
 
 # --- kernel summary -------------------------------------------------------------------------
@@ -377,8 +371,13 @@ def _issue_steps(trace: Trace, picked: pd.DataFrame) -> pd.Series:
 
 def _args_per_kernel(trace: Trace, picked: pd.DataFrame, source: str) -> pd.DataFrame:
     """Per picked kernel (in order), its :class:`CommArgs` row: the kernel's own args, else
-    those of the op that launched it (by External id); all missing when unrecorded."""
-    found = _read_args(source)
+    those of the op that launched it (by External id); all missing when unrecorded or unreadable
+    (never guessed)."""
+    path = Path(source)
+    try:  # None when source is no readable trace file (a cache directory, a moved file)
+        found = collective_args(path) if path.is_file() else None
+    except TraceVizError:
+        found = None
     columns = [
         CommArgs.collective, CommArgs.in_nelems, CommArgs.out_nelems,
         CommArgs.dtype, CommArgs.group_size, CommArgs.group,
@@ -408,18 +407,6 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for col in (CommArgs.collective, CommArgs.dtype, CommArgs.group):
         out[col] = [v if isinstance(v, str) else None for v in out[col]]
     return out
-
-
-def _read_args(source: str) -> pd.DataFrame | None:
-    """The trace file's collective args, or None when ``source`` is not a readable trace file
-    (a cache directory, a moved file): sizes are then unknown, never guessed."""
-    path = Path(source)
-    if not path.is_file():
-        return None
-    try:
-        return collective_args(path)
-    except TraceVizError:
-        return None
 
 
 def _message_bytes(args: pd.DataFrame) -> pd.Series:

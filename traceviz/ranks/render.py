@@ -126,10 +126,9 @@ def pair_json(pair: RanksPair) -> dict[str, Any]:
 
 
 def _side_json(analysis: RanksAnalysis) -> dict[str, Any]:
-    data = ranks_json(analysis)
-    data.pop("findings")
-    data.pop("schema_version")
-    return data
+    return {
+        k: v for k, v in ranks_json(analysis).items() if k not in ("findings", "schema_version")
+    }
 
 
 def per_rank_table(analysis: RanksAnalysis) -> pd.DataFrame:

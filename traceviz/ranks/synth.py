@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from traceviz.errors import TraceFormatError
+from traceviz.parse.read import read_bytes
 
 COLLECTIVE_PREFIXES = ("nccl", "rccl", "msccl")
 DEVICE_CATS = {"kernel", "Kernel"}
@@ -37,10 +38,7 @@ class SynthRank:
 
 def read_document(path: Path) -> dict[str, Any]:
     """A trace file as a JSON object (a bare array becomes ``{"traceEvents": [...]}``)."""
-    raw = path.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        raw = gzip.decompress(raw)
-    doc = json.loads(raw)
+    doc = json.loads(read_bytes(path))  # gunzipped when gzip
     if isinstance(doc, list):
         return {"traceEvents": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
