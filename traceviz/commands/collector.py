@@ -1,10 +1,10 @@
 """The garbage collector around a command's heavy imports, in the console script.
 
 A ``traceviz`` process runs one command. What its imports make (pandas, numpy, the analysis
-modules: ~200k objects) is never garbage, yet with the collector on each import pays for
-collections that walk it again and again (~50 ms of a sample run's compare), and every later
-collection walks it too. :func:`collector_off` runs imports with the collector off, then
-freezes what they made (:func:`gc.freeze`: later collections skip it) and turns it back on.
+modules) is never garbage, yet with the collector on each import pays for collections that
+walk it again and again, and so does every later collection. :func:`collector_off` runs
+imports with the collector off, then freezes what they made (:func:`gc.freeze`: later
+collections skip it) and turns it back on.
 
 It does so only when :func:`one_command` has said that this process runs one command (the
 console script's :func:`traceviz.cli.main` says so; a call with arguments says not): a program

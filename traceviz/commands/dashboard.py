@@ -36,7 +36,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import traceviz
 from traceviz.commands.collector import collector_off
@@ -94,20 +94,25 @@ def run(args: argparse.Namespace) -> int:
     if args.paths:
         print(f"traceviz dashboard: parsing {' '.join(args.paths)} …", file=sys.stderr, flush=True)
     names = tuple(args.names) if args.names else None
+    serving: dict[str, Any] = {"port": args.port, "host": args.host, "show": args.show}
     if any(is_dataset(Path(path).expanduser()) for path in args.paths):
-        return _serve_ranks(args, names)
+        # ranks datasets, read after Panel is imported; without pyarrow, the ranks extra's
+        # UsageError before Panel's import
+        from traceviz.ranks.dataset import require_pyarrow
+
+        require_pyarrow()
+        prepare_panel()
+        from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
+        from traceviz.dashboard.serve import serve
+
+        ranks_args(args.paths)  # a mix of datasets and trace files: UsageError
+        data = ranks_data(*args.paths, names=names)
+        return serve(None, app=lambda: RanksDashboard(data), warm=False, **serving)
     prepare_panel()
     comparison = comparison_from_args(args.paths, names=names) if args.paths else None
     from traceviz.dashboard.serve import serve
 
-    return serve(
-        comparison,
-        port=args.port,
-        host=args.host,
-        show=args.show,
-        max_upload_mb=args.max_upload_mb,
-        warm=False,
-    )
+    return serve(comparison, max_upload_mb=args.max_upload_mb, warm=False, **serving)
 
 
 def prepare_load() -> Callable[..., Report | None]:
@@ -143,25 +148,3 @@ def prepare_panel() -> None:
         except ImportError as err:
             raise _extra_missing(err.name) from err
         prepare()
-
-
-def _serve_ranks(args: argparse.Namespace, names: tuple[str, ...] | None) -> int:
-    """One or two ranks datasets, read and analysed after Panel is imported; without pyarrow,
-    the ranks extra's :class:`~traceviz.UsageError` before Panel's import."""
-    from traceviz.ranks.dataset import require_pyarrow
-
-    require_pyarrow()
-    prepare_panel()
-    from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
-    from traceviz.dashboard.serve import serve
-
-    ranks_args(args.paths)  # a mix of datasets and trace files: UsageError
-    data = ranks_data(*args.paths, names=names)
-    return serve(
-        None,
-        port=args.port,
-        host=args.host,
-        show=args.show,
-        app=lambda: RanksDashboard(data),
-        warm=False,
-    )

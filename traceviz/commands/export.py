@@ -26,13 +26,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from traceviz.commands.compare import add_pair_arguments
 from traceviz.errors import UsageError
-
-if TYPE_CHECKING:
-    from traceviz.analysis.compare import Comparison
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,34 +50,22 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("choose the export format: --perfetto")
     if not args.output:
         raise UsageError("give the output file: -o FILE.json, -o FILE.json.gz or -o -")
-    _check_name(args.output)
+    if args.output != "-":  # before any work: writable, and named .json or .json.gz
+        from traceviz.commands.output import check_output
+
+        check_output(args.output)
+        if not args.output.endswith((".json", ".json.gz")):
+            raise UsageError(
+                f"-o {args.output}: the name must end in .json or .json.gz (or be - for stdout)"
+            )
     from traceviz.commands import compare
     from traceviz.report.perfetto import perfetto_trace, write_perfetto
 
     comparison = compare.build(argparse.Namespace(**vars(args), top=0))
-    _check_not_an_input(args.output, comparison)
+    if args.output != "-":  # never over one of the traces being exported
+        target = Path(args.output).resolve()
+        for side in (comparison.a, comparison.b):
+            if Path(side.trace.meta.source).resolve() == target:
+                raise UsageError(f"-o {args.output}: is an input trace; give another file name")
     write_perfetto(perfetto_trace(comparison), args.output)
     return 0
-
-
-def _check_not_an_input(output: str, comparison: Comparison) -> None:
-    """Refuse to write over one of the traces being exported."""
-    if output == "-":
-        return
-    target = Path(output).resolve()
-    for side in (comparison.a, comparison.b):
-        if Path(side.trace.meta.source).resolve() == target:
-            raise UsageError(f"-o {output}: is an input trace; give another file name")
-
-
-def _check_name(output: str) -> None:
-    """Fail before any work when ``-o`` cannot be written or is not named .json/.json.gz."""
-    if output == "-":
-        return
-    from traceviz.commands.output import check_output
-
-    check_output(output)
-    if not (output.endswith(".json") or output.endswith(".json.gz")):
-        raise UsageError(
-            f"-o {output}: the name must end in .json or .json.gz (or be - for stdout)"
-        )

@@ -38,7 +38,7 @@ import pandas as pd
 
 from traceviz.ranks import dataset as ds
 from traceviz.ranks.detect import DEFAULT_RANK_REGEX
-from traceviz.ranks.ingestion import IngestResult, ingest
+from traceviz.ranks.ingestion import ingest
 
 FAILED_SHOWN = 20  # failed ranks listed one per line; the rest counted
 
@@ -84,7 +84,16 @@ def run(args: argparse.Namespace) -> int:
         )
     finally:
         show.close()
-    _report(result)
+    print(
+        f"{result.dataset}: {result.ok} ranks ({result.ingested} ingested, "
+        f"{result.skipped} unchanged), {result.failed} failed; {result.wall_s:.1f} s, "
+        f"{result.where}"
+    )
+    failed = result.manifest[result.manifest[ds.ManifestColumns.status] == ds.Status.failed]
+    for row in failed.head(FAILED_SHOWN).to_dict("records"):
+        print(f"  failed: {_label(row)}")
+    if len(failed) > FAILED_SHOWN:
+        print(f"  ... and {len(failed) - FAILED_SHOWN} more (the manifest: {ds.MANIFEST})")
     return 0 if result.failed == 0 else 1
 
 
@@ -116,20 +125,6 @@ class _Progress:
         if self.open:
             print(file=sys.stderr, flush=True)
             self.open = False
-
-
-def _report(result: IngestResult) -> None:
-    manifest = result.manifest
-    print(
-        f"{result.dataset}: {result.ok} ranks ({result.ingested} ingested, "
-        f"{result.skipped} unchanged), {result.failed} failed; {result.wall_s:.1f} s, "
-        f"{result.where}"
-    )
-    failed = manifest[manifest[ds.ManifestColumns.status] == ds.Status.failed]
-    for row in failed.head(FAILED_SHOWN).to_dict("records"):
-        print(f"  failed: {_label(row)}")
-    if len(failed) > FAILED_SHOWN:
-        print(f"  ... and {len(failed) - FAILED_SHOWN} more (the manifest: {ds.MANIFEST})")
 
 
 def _label(row: dict[Any, Any]) -> str:

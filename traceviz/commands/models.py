@@ -31,7 +31,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     del args
     width = max(len(name) for name in BUILTIN_MODELS)
-    columns = _columns()
+    # wrapped at the terminal's width, or $COLUMNS; in a pipe without it one line a model
+    value = os.environ.get("COLUMNS", "")
+    columns = int(value) if value.isdecimal() and int(value) > 20 else None
+    if sys.stdout.isatty():
+        columns = shutil.get_terminal_size().columns
     for model in BUILTIN_MODELS.values():
         notes = []
         if model.name == DEFAULT_MODEL:
@@ -45,12 +49,3 @@ def run(args: argparse.Namespace) -> int:
             line = textwrap.fill(line, columns - 1, subsequent_indent=" " * (width + 2))
         print(line)
     return 0
-
-
-def _columns() -> int | None:
-    """The width to wrap at: the terminal's, or $COLUMNS when set; None in a pipe without
-    it (one line per model, for scripts)."""
-    if sys.stdout.isatty():
-        return shutil.get_terminal_size().columns
-    value = os.environ.get("COLUMNS", "")
-    return int(value) if value.isdecimal() and int(value) > 20 else None
