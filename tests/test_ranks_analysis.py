@@ -5,6 +5,12 @@ GIVEN ranks with known clock offsets and a planted straggler, WHEN they are redu
 and analysed together, THEN the straggler is found, the offsets recovered, the collective time
 split into transfer and waiting that add up to what was measured, and nothing is flagged in a
 uniform job. Every gain a rank finding credits is at most what the per-rank tables measured.
+
+The collective arguments (traceviz.ranks.comm_args) are read with the native scanner when it is
+built, else (or when the scanner refuses the file) with a msgspec pass: the table is the same
+either way, on the corpus NCCL rank, the jobs and hand-made documents of every odd kind of
+value, and bad input is one TraceFormatError either way (each test compares the real
+extension, skipped when not built, with the msgspec pass alone).
 """
 
 from __future__ import annotations
@@ -21,15 +27,17 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, corpus_params, load_trace
+from tests.conftest import CORPUS, corpus_params, load_trace, read_json
 from tests.light_import_fixtures import assert_imports_none
 from tests.ranks_fixtures import Job, ranks_from_trace, synthetic_job, write_ranks
 from traceviz.analysis.summary import summarize
-from traceviz.analysis.windows import partial_steps
+from traceviz.analysis.windows import full_steps, partial_steps
 from traceviz.errors import TraceFormatError, UsageError
+from traceviz.parse.read import read_bytes
+from traceviz.ranks import comm_args
 from traceviz.ranks.analyse import analyse_pair, analyse_ranks
 from traceviz.ranks.collectives import Arrival, Instance, bus_factor, match_collectives
-from traceviz.ranks.comm_args import collective_args
+from traceviz.ranks.comm_args import CommArgs, collective_args
 from traceviz.ranks.compare import compare_ranks, odd_compile_ranks
 from traceviz.ranks.findings import PROFILED
 from traceviz.ranks.reduce import Collectives, RankSummary, canonical_collective, reduce_rank
@@ -68,10 +76,8 @@ def straggler_job(tmp_path_factory: pytest.TempPathFactory) -> tuple[Job, Simple
 
 
 def _raw_collective_kernels(path: Path) -> list[dict[str, Any]]:
-    with gzip.open(path, "rt") as handle:
-        events = json.load(handle)["traceEvents"]
     return [
-        e for e in events
+        e for e in read_json(path)["traceEvents"]
         if e.get("cat") == "kernel" and re.match(r"nccl", e.get("name", ""), re.IGNORECASE)
     ]  # fmt: skip
 
@@ -99,21 +105,6 @@ def test_reduce_rank_reads_the_nccl_ranks_collectives_and_their_sizes() -> None:
     assert summary[RankSummary.world_size] == trace.meta.distributed["world_size"]
 
 
-@needs_nccl
-def test_reduce_rank_credits_add_up_to_what_was_measured() -> None:
-    trace = load_trace(NCCL_TRACE)
-    tables = reduce_rank(trace, 0, str(NCCL_TRACE))
-    s = tables.summary.iloc[0]
-    assert s[RankSummary.busy_us] + s[RankSummary.idle_us] == pytest.approx(s[RankSummary.wall_us])
-    assert s[RankSummary.comm_time_us] <= s[RankSummary.kernel_time_us]
-    assert s[RankSummary.wait_time_us] <= s[RankSummary.idle_us] + 1e-6
-    ks = tables.kernel_summary
-    assert ks["total_us"].sum() == pytest.approx(s[RankSummary.kernel_time_us])
-    assert ks["calls"].sum() == s[RankSummary.kernels]
-    steps = trace.steps["dur_us"].to_numpy()
-    assert s[RankSummary.step_p50_us] == pytest.approx(np.median(steps))
-
-
 @pytest.mark.parametrize("path", corpus_params())
 def test_reduce_rank_on_every_corpus_trace_adds_up(path: Path) -> None:
     trace = load_trace(path)
@@ -129,6 +120,9 @@ def test_reduce_rank_on_every_corpus_trace_adds_up(path: Path) -> None:
     assert len(tables.collectives) == s[RankSummary.comm_kernels]
     keys = tables.collectives.groupby(KEY_COLUMNS, dropna=False).size()
     assert (keys == 1).all()  # one row per collective instance key
+    steps = full_steps(trace)[Steps.dur_us].to_numpy(dtype=float)
+    if steps.size:
+        assert s[RankSummary.step_p50_us] == pytest.approx(np.median(steps))
 
 
 KEY_COLUMNS = [Collectives.step, Collectives.channel, Collectives.name, Collectives.seq]
@@ -175,13 +169,6 @@ def test_collective_sizes_are_missing_not_guessed_without_the_file(tmp_path: Pat
     assert gone[Collectives.bytes].isna().all()
 
 
-def test_collective_args_of_a_broken_file_is_one_format_error(tmp_path: Path) -> None:
-    bad = tmp_path / "rank0.json"
-    bad.write_text('{"traceEvents": [ {"ph": "X", ')
-    with pytest.raises(TraceFormatError, match=r"rank0\.json"):
-        collective_args(bad)
-
-
 def test_canonical_collective_names() -> None:
     assert canonical_collective("ncclKernel_AllReduce_RING_LL_Sum_float") == "all_reduce"
     assert canonical_collective("_allgather_base") == "all_gather"
@@ -189,6 +176,189 @@ def test_canonical_collective_names() -> None:
     assert canonical_collective("ncclDevKernel_SendRecv(ncclDevComm*)") == "send_recv"
     assert canonical_collective("broadcast") == "broadcast"
     assert canonical_collective("ncclDevKernel_Generic") == "other"
+
+
+# --- the collective arguments: the scanner's table is the msgspec pass's --------------------------
+
+
+@pytest.fixture
+def scanner() -> Any:
+    """The native scanner (skipped when it is not built)."""
+    return pytest.importorskip("traceviz.parse._scan", reason="_scan not built")
+
+
+def msgspec_table(path: Path) -> pd.DataFrame:
+    """The table of the msgspec pass alone (no scanner)."""
+    return comm_args._table(comm_args._decoded_rows(path, read_bytes(path)))
+
+
+def assert_same_table(path: Path, scanner: Any, *, scanned: bool = True) -> pd.DataFrame:
+    """The scanner's table is the msgspec pass's, dtypes included; with ``scanned``, the
+    scanner really read the file (did not fall back)."""
+    want = msgspec_table(path)
+    got = collective_args(path, scanner=scanner)
+    pd.testing.assert_frame_equal(got, want, check_exact=True)
+    assert list(got.dtypes.astype(str)) == list(want.dtypes.astype(str))
+    rows = comm_args._scanned_rows(read_bytes(path), scanner)
+    assert (rows is not None) == scanned
+    return got
+
+
+@needs_nccl
+def test_corpus_nccl_rank(scanner: Any) -> None:
+    table = assert_same_table(NCCL_TRACE, scanner)
+    # Counted independently from the JSON: every event whose args name a collective.
+    events = read_json(NCCL_TRACE)["traceEvents"]
+    named = [e for e in events if (e.get("args") or {}).get("Collective name") is not None]
+    assert len(table) == len(named) > 0
+    kernels = [e for e in named if str(e.get("cat")).lower() == "kernel"]
+    assert int(table[CommArgs.on_kernel].sum()) == len(kernels) > 0
+    assert table[CommArgs.in_nelems].notna().all()
+
+
+@needs_nccl
+def test_ranks_copied_from_the_corpus(tmp_path: Path, scanner: Any) -> None:
+    doc = read_json(NCCL_TRACE)
+    docs = ranks_from_trace(doc, 3, offsets_us=[0.0, 120.0, -40.0], straggler=1, lateness_us=30)
+    for path in write_ranks(tmp_path, docs):
+        assert len(assert_same_table(path, scanner)) > 0
+
+
+def test_synthetic_job(tmp_path: Path, scanner: Any) -> None:
+    job = synthetic_job(4, steps=2, collectives=3)
+    for path in write_ranks(tmp_path, job.docs):
+        table = assert_same_table(path, scanner)
+        assert len(table) > 0
+        assert (table[CommArgs.in_nelems] == job.nelems).all()
+        assert set(table[CommArgs.dtype]) == {job.dtype}
+
+
+def _event(cat: Any, **args: Any) -> dict[str, Any]:
+    return {"ph": "X", "cat": cat, "name": "ncclDevKernel_AllReduce", "ts": 1, "dur": 2,
+            "args": args}  # fmt: skip
+
+
+ODD_EVENTS = [
+    _event(
+        "kernel",
+        **{
+            "Collective name": "allreduce",
+            "In msg nelems": 1024,
+            "Out msg nelems": 1024,
+            "dtype": "Float",
+            "Group size": 8,
+            "Process Group Name": "0",
+            "correlation": 17,
+        },
+    ),
+    _event(
+        "Kernel",
+        **{
+            "Collective name": "allgather",
+            "In msg nelems": "2048",
+            "Out msg nelems": 2.5e3,
+            "dtype": None,
+            "Group size": "8",
+            "correlation": 2**62 + 1,
+        },
+    ),
+    _event(
+        "cpu_op",
+        **{
+            "Collective name": 7,
+            "In msg nelems": -3,
+            "External id": 99,
+            "Process Group Name": 3.0,
+            "dtype": "BFloat16",
+        },
+    ),
+    _event(None, **{"Collective name": "broadcast", "In msg nelems": "", "Group size": "x"}),
+    _event(12, **{"Collective name": "\u00e9t\u00e9 \U0001f600", "Out msg nelems": 1e300}),
+    _event("kernel", **{"Collective name": None, "In msg nelems": 5}),  # a null name: no row
+    _event("kernel", **{"In msg nelems": 5}),  # no name: no row
+    {"ph": "X", "cat": "kernel", "name": "no args"},
+    {"ph": "i", "name": "no cat", "args": {"Collective name": "barrier"}},
+]
+
+
+def test_odd_values(tmp_path: Path, scanner: Any) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ODD_EVENTS, "after": [1]}))
+    table = assert_same_table(path, scanner)
+    assert len(table) == 6
+    rows = table.set_index(CommArgs.collective)
+    assert rows.loc["allgather", CommArgs.correlation] == 2**62 + 1  # exact: no float trip
+    assert rows.loc["allgather", CommArgs.out_nelems] == 2500
+    assert rows.loc["allgather", CommArgs.in_nelems] == 2048
+    assert pd.isna(rows.loc["\u00e9t\u00e9 \U0001f600", CommArgs.out_nelems])  # beyond int64
+    assert pd.isna(rows.loc["broadcast", CommArgs.group_size])
+    assert (
+        pd.isna(rows.loc["7", CommArgs.correlation]) and rows.loc["7", CommArgs.external_id] == 99
+    )
+    assert list(table[CommArgs.on_kernel]) == [True, True, False, False, False, False]
+
+
+def test_bare_array_and_gzip(tmp_path: Path, scanner: Any) -> None:
+    bare = tmp_path / "bare.json.gz"
+    bare.write_bytes(gzip.compress(json.dumps(ODD_EVENTS).encode()))
+    assert len(assert_same_table(bare, scanner)) == 6
+
+
+def test_no_events(tmp_path: Path, scanner: Any) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"traceEvents": []}')
+    assert assert_same_table(empty, scanner).empty
+    # no traceEvents key: the scanner refuses, the msgspec pass gives no rows
+    none = tmp_path / "none.json"
+    none.write_text('{"schemaVersion": 1}')
+    assert assert_same_table(none, scanner, scanned=False).empty
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # what the scanner refuses but msgspec reads: the msgspec pass reads it
+        '{"traceEvents": [{"cat": "kernel", "args": null}]}',
+        '{"traceEvents": [{"cat": "kernel", "args": {"Collective name": "a", '
+        '"Collective name": "b", "In msg nelems": 3}}]}',
+        '{"traceEvents": [{"cat": "kernel", "args": {"In msg nelems": 1, '
+        '"Collective\\u0020name": "x"}}]}',
+        '{"traceEvents": [{"cat": "kernel", "args": {"Collective name": "a", '
+        '"In msg nelems": 18446744073709551615}}]}',
+    ],
+    ids=["args-null", "key-twice", "escaped-key", "beyond-int64"],
+)
+def test_what_the_scanner_refuses_is_read_by_msgspec(
+    tmp_path: Path, scanner: Any, text: str
+) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(text)
+    assert comm_args._scanned_rows(read_bytes(path), scanner) is None
+    assert_same_table(path, scanner, scanned=False)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"traceEvents": [{"cat": "kernel", "args": {"Collective name": true}}]}',
+        '{"traceEvents": [{"cat": "kernel", "args": {"In msg nelems": [1]}}]}',
+        '{"traceEvents": [{"cat": "kernel", "args": {"Collective name": "a"}}',
+        '{"traceEvents": [{"cat": "kernel", "args": 3}]}',
+        '{"traceEvents": [7]}',
+        "\ufeff" + '{"traceEvents": []}',
+        '{"traceEvents": [{"cat": NaN}]}',
+    ],
+    ids=["bool", "array", "truncated", "args-number", "event-number", "bom", "nan"],
+)
+def test_bad_input_is_one_format_error_either_way(tmp_path: Path, scanner: Any, text: str) -> None:
+    path = tmp_path / "rank0.json"
+    path.write_text(text, encoding="utf-8")
+    for module in (scanner, None):
+        with pytest.raises(TraceFormatError, match=r"rank0\.json: collective arguments"):
+            if module is None:
+                msgspec_table(path)
+            else:
+                collective_args(path, scanner=module)
 
 
 # --- alignment, wait vs transfer, stragglers ----------------------------------------------
@@ -249,10 +419,10 @@ def test_uniform_jobs_flag_nobody(tmp_path: Path) -> None:
 
 @needs_nccl
 def test_straggler_and_offsets_on_ranks_made_from_the_corpus_nccl_trace(tmp_path: Path) -> None:
-    with gzip.open(NCCL_TRACE, "rt") as handle:
-        doc = json.load(handle)
     offsets = [0.0, 12_345.5, -40_000.25]
-    docs = ranks_from_trace(doc, 3, offsets_us=offsets, straggler=2, lateness_us=800.0)
+    docs = ranks_from_trace(
+        read_json(NCCL_TRACE), 3, offsets_us=offsets, straggler=2, lateness_us=800.0
+    )
     t = reduced(write_ranks(tmp_path, docs))
     found = find_stragglers(t.summary, t.collectives)
     assert found.ranks == [2]
@@ -349,6 +519,8 @@ def test_compare_ranks_per_rank_speedup_and_odd_compile(tmp_path: Path) -> None:
     pair = analyse_pair(a, b, names=("eager", "compiled"))
     odd = [f for f in pair.findings if f.id == "rank-compile-differs"]
     assert len(odd) == 1 and odd[0].trace == "compiled"
+    with pytest.raises(UsageError):
+        compare_ranks(object(), object())
 
 
 def test_uneven_speedup_is_a_finding(tmp_path: Path) -> None:
@@ -359,11 +531,6 @@ def test_uneven_speedup_is_a_finding(tmp_path: Path) -> None:
     pair = analyse_pair(a, b)
     uneven = [f for f in pair.findings if f.id == "rank-speedup-uneven"]
     assert len(uneven) == 1 and "rank 3" in uneven[0].title
-
-
-def test_compare_ranks_refuses_what_is_not_ranks() -> None:
-    with pytest.raises(UsageError):
-        compare_ranks(object(), object())
 
 
 def test_render_json_text_markdown(straggler_job: tuple[Job, SimpleNamespace]) -> None:
@@ -450,8 +617,9 @@ def test_ranks_cli_bad_input_is_one_line(
     datasets: tuple[Path, Path, Job], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ds_a, _, _ = datasets
-    code, _, err = _cli(["summary", str(tmp_path), "--ranks"], capsys)
+    code, _, err = _cli(["summary", str(tmp_path), "--ranks"], capsys)  # names the folder
     assert code == 2 and "ranks dataset" in err and len(err.strip().splitlines()) == 1
+    assert str(tmp_path) in err and "traceviz-dataset" in err
     code, _, err = _cli(["compare", str(ds_a), "--ranks"], capsys)
     assert code == 2 and "two ranks datasets" in err
     code, _, err = _cli(["compare", str(ds_a), str(ds_a), "--ranks", "--format", "html"], capsys)

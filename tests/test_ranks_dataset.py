@@ -1,18 +1,31 @@
-"""The ranks dataset (traceviz.ranks: detect, dataset, ingest, load; `traceviz ingest`).
+"""The ranks dataset (traceviz.ranks: detect, dataset, ingest, load, cluster; `traceviz ingest`).
 
 Jobs of 8 ranks are made in the test from real traces (traceviz.ranks.synth): each rank its
 own distributedInfo and clock offset, rank 5 planted as a straggler (its collectives start
 late, its compute is slower). ``nccl_job`` is made from the corpus trace with NCCL kernels
 (skipped without the corpus); ``sample_job`` from a sample run (always there).
+
+Where ranks are ingested (traceviz.ranks.cluster): the rule that picks serial, a LocalCluster
+or a running scheduler, and that Dask writes byte for byte the dataset a serial run writes
+(on ``sample_job``: Dask start-up dominates). The scheduler + worker pair that
+``TRACEVIZ_CLUSTER`` selects is started here as subprocesses on 127.0.0.1 and stopped in the
+fixture's finally.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -26,10 +39,19 @@ from tests.conftest import CORPUS, SAMPLES, corpus_params, load_trace
 from traceviz.cli import main
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks import dataset as ds
+from traceviz.ranks.cluster import (
+    CLUSTER_ENV,
+    DASK_ENV,
+    MIN_WORKER_BYTES,
+    Kind,
+    resolve_where,
+    run_tasks,
+    worker_memory_limit,
+)
 from traceviz.ranks.detect import RankBasis, detect_rank, read_prefix
-from traceviz.ranks.ingestion import ingest
+from traceviz.ranks.ingestion import IngestResult, ingest
 from traceviz.ranks.load import load_ranks, open_dataset
-from traceviz.ranks.reduce import reduce_rank
+from traceviz.ranks.reduce import plain, reduce_rank
 from traceviz.ranks.synth import make_ranks
 from traceviz.settings import MAX_BYTES_ENV
 
@@ -38,6 +60,18 @@ SAMPLE_TRACE = SAMPLES / "mlp" / "eager.pt.trace.json.gz"
 WORLD = 8
 STRAGGLER = 5
 M = ds.ManifestColumns
+# Per-process facts, not table contents: they differ between runs by nature.
+VOLATILE = [M.parse_s, M.write_s, M.worker, M.worker_peak_rss_bytes, M.ingested_at]
+needs_dask = pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is None, reason="distributed not installed"
+)
+
+
+@pytest.fixture(autouse=True)
+def no_cluster_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serial unless a test says otherwise, and the default size cap."""
+    for name in (CLUSTER_ENV, DASK_ENV, MAX_BYTES_ENV):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="session")
@@ -119,19 +153,10 @@ def test_ingest_round_trips_every_rank(nccl_job: Path, nccl_ranks: traceviz.Rank
             got = getattr(nccl_ranks, name)
             got = got[got["rank"] == rank].reset_index(drop=True)
             pd.testing.assert_frame_equal(
-                _plain(got), _plain(getattr(small, name)), obj=name, check_dtype=False
+                plain(got), plain(getattr(small, name)), obj=name, check_dtype=False
             )
     via_load = traceviz.load(nccl_ranks.dataset, rank=3)
     pd.testing.assert_frame_equal(via_load.kernels, nccl_ranks.trace(3).kernels)
-
-
-def _plain(frame: pd.DataFrame) -> pd.DataFrame:
-    """Categorical (dictionary-read) columns as plain objects, for comparing with reduce_rank."""
-    out = frame.copy()
-    for column in out.columns:
-        if isinstance(out[column].dtype, pd.CategoricalDtype):
-            out[column] = out[column].astype(object)
-    return out
 
 
 def test_credits_add_up_to_what_was_parsed(nccl_job: Path, nccl_ranks: traceviz.Ranks) -> None:
@@ -154,12 +179,13 @@ def test_credits_add_up_to_what_was_parsed(nccl_job: Path, nccl_ranks: traceviz.
     assert comm.to_numpy() == pytest.approx(summary["comm_time_us"].to_numpy())
     per_kernel = nccl_ranks.kernel_summary.groupby("rank", observed=True)["total_us"].sum()
     assert per_kernel.to_numpy() == pytest.approx(summary["kernel_time_us"].to_numpy())
-    stored = sum(
-        p.stat().st_size
-        for p in nccl_ranks.dataset.rglob("*")
-        if p.is_file() and p.parent.name.startswith("rank=")
-    )
+    stored = sum(p.stat().st_size for p in _partitions(nccl_ranks.dataset))
     assert manifest[M.bytes_written].sum() == stored
+
+
+def _partitions(root: Path) -> list[Path]:
+    """Every file under a ``rank=`` partition of the dataset at ``root``."""
+    return [p for p in root.rglob("*") if p.is_file() and p.parent.name.startswith("rank=")]
 
 
 def test_names_are_dictionary_encoded_on_disk_and_categorical_in_memory(
@@ -270,14 +296,8 @@ def test_load_without_a_rank_on_a_dataset_says_so(sample_job: Path, tmp_path: Pa
 
 
 def test_cli_ingest_reports_and_exits_1_when_a_rank_failed(
-    sample_job: Path,
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
+    sample_job: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # --max-bytes sets the variable for the process: setenv first so that it is restored
-    monkeypatch.setenv(MAX_BYTES_ENV, "4GiB")
-    monkeypatch.delenv(MAX_BYTES_ENV)
     job = shutil.copytree(sample_job, tmp_path / "job")
     dataset = tmp_path / "ds"
     assert main(["ingest", str(job), "--cache", str(dataset), "--quiet"]) == 0
@@ -381,3 +401,207 @@ def test_ranks_ingest_stays_the_function_after_its_module_is_imported() -> None:
     importlib.import_module("traceviz.ranks.ingestion")
     assert callable(traceviz.ranks.ingest)
     assert traceviz.ranks.ingest is ingest
+
+
+@pytest.fixture(scope="module")
+def serial(sample_job: Path, tmp_path_factory: pytest.TempPathFactory) -> IngestResult:
+    for name in (CLUSTER_ENV, DASK_ENV):  # module scope: monkeypatch is per test
+        if os.environ.get(name):
+            pytest.skip(f"{name} is set in the environment; this test needs a serial run")
+    return ingest(sample_job, tmp_path_factory.mktemp("serial") / "ds")
+
+
+# --- where ranks are ingested: the rule -----------------------------------------------------------
+
+
+def test_first_match_wins() -> None:
+    env = {CLUSTER_ENV: "tcp://127.0.0.1:1", DASK_ENV: "tcp://127.0.0.1:2"}
+    assert resolve_where("tcp://127.0.0.1:9", 4, environ=env).address == "tcp://127.0.0.1:9"
+    assert (resolve_where(None, 4, environ=env).chosen_by, resolve_where(None, 4, environ=env)
+            .address) == (CLUSTER_ENV, "tcp://127.0.0.1:1")  # fmt: skip
+    only_dask = resolve_where(None, 4, environ={DASK_ENV: "tcp://127.0.0.1:2"})
+    assert (only_dask.kind, only_dask.chosen_by) == (Kind.cluster, DASK_ENV)
+    local = resolve_where(None, 3, environ={}, largest_json_bytes=10 * 2**20)
+    assert (local.kind, local.workers) == (Kind.local, 3)
+    assert resolve_where(None, None, environ={}).kind == Kind.serial
+    client = object()
+    given = resolve_where(client, 2, environ=env)
+    assert (given.kind, given.client) == (Kind.client, client)
+
+
+def test_workers_auto_and_bad_values() -> None:
+    auto = resolve_where(None, "auto", environ={}, tasks=64)
+    assert auto.kind in (Kind.local, Kind.serial)
+    if auto.kind == Kind.local:
+        assert 2 <= (auto.workers or 0) <= (os.cpu_count() or 1)
+    assert resolve_where(None, "auto", environ={}, tasks=1).kind == Kind.serial
+    for bad in ("two", "0", -1, 0, True):
+        with pytest.raises(UsageError, match="--workers"):
+            resolve_where(None, bad, environ={})  # type: ignore[arg-type]
+
+
+def test_worker_memory_is_sized_from_the_largest_trace() -> None:
+    assert worker_memory_limit(0) == MIN_WORKER_BYTES
+    small, big = worker_memory_limit(200 * 2**20), worker_memory_limit(400 * 2**20)
+    assert small < big and big - small == 6 * 200 * 2**20
+
+
+def test_asking_for_dask_without_the_extra_names_it(
+    monkeypatch: pytest.MonkeyPatch, sample_job: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setitem(sys.modules, "distributed", None)
+    with pytest.raises(UsageError, match=r"traceviz\[distributed\]"):
+        ingest(sample_job, tmp_path / "ds", workers=2)
+
+
+@needs_dask
+def test_an_unreachable_scheduler_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch, sample_job: Path, tmp_path: Path
+) -> None:
+    monkeypatch.setattr("traceviz.ranks.cluster.CONNECT_TIMEOUT_S", 1)
+    with pytest.raises(UsageError, match=r"cannot reach the Dask scheduler 'tcp://127.0.0.1:9'"):
+        ingest(sample_job, tmp_path / "ds", cluster="tcp://127.0.0.1:9")
+
+
+# --- on Dask -----------------------------------------------------------------------------------
+
+
+def assert_same_dataset(a: IngestResult, b: IngestResult) -> None:
+    """Every rank's files byte for byte the same, the small tables equal, and the manifests
+    equal but for per-process facts."""
+    pd.testing.assert_frame_equal(
+        a.manifest.drop(columns=VOLATILE), b.manifest.drop(columns=VOLATILE)
+    )
+    files_a, files_b = _partition_files(a.dataset), _partition_files(b.dataset)
+    assert len(files_a) == (len(ds.TABLES) + 1) * WORLD
+    assert files_a == files_b
+    ranks_a, ranks_b = open_dataset(a.dataset), open_dataset(b.dataset)
+    assert ranks_a.ranks == ranks_b.ranks == list(range(WORLD))
+    for name in ("summary", "kernel_summary", "collectives"):
+        pd.testing.assert_frame_equal(getattr(ranks_a, name), getattr(ranks_b, name), obj=name)
+    pd.testing.assert_frame_equal(ranks_a.table("kernels"), ranks_b.table("kernels"))
+
+
+def _partition_files(root: Path) -> dict[str, str]:
+    """Every file under a ``rank=`` partition: its path in the dataset → a hash of its bytes."""
+    return {
+        str(p.relative_to(root)): hashlib.blake2b(p.read_bytes()).hexdigest()
+        for p in _partitions(root)
+    }
+
+
+@needs_dask
+def test_local_cluster_gives_the_serial_dataset(
+    sample_job: Path, serial: IngestResult, tmp_path: Path
+) -> None:
+    progress: list[tuple[int, int, int]] = []
+    local = ingest(sample_job, tmp_path / "ds", workers=2, progress=lambda *p: progress.append(p))
+    assert local.where.startswith("LocalCluster(2 workers, 1 thread")
+    assert_same_dataset(serial, local)
+    assert len(set(local.manifest[M.worker])) == 2  # both workers took ranks
+    assert progress[-1] == (WORLD, 0, WORLD) and len(progress) == WORLD + 1
+    assert serial.where == "serial"
+
+
+def test_a_given_client_runs_tasks_and_a_lost_task_is_a_row() -> None:
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, host="127.0.0.1", dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        where = resolve_where(client, None)
+        lost: list[int] = []
+
+        def on_lost(task: int, err: BaseException) -> int:
+            lost.append(task)
+            return -task
+
+        results = run_tasks(_square_or_fail, [1, 2, 3], where, on_lost=on_lost)
+        assert results == [1, -2, 9] and lost == [2]
+        assert client.status == "running"  # a given Client is left open
+
+
+def _square_or_fail(value: int) -> int:
+    if value == 2:
+        raise RuntimeError("this task is lost")
+    return value * value
+
+
+@pytest.fixture
+def scheduler_file(tmp_path: Path) -> Any:
+    """A `dask scheduler --scheduler-file` and one `dask worker` on 127.0.0.1."""
+    path = tmp_path / "scheduler.json"
+    common = ["--no-dashboard", "--host", "127.0.0.1"]
+    procs = []
+    try:
+        procs.append(_start("distributed.cli.dask_scheduler", "--scheduler-file", path,
+                            "--port", "0", *common))  # fmt: skip
+        deadline = time.monotonic() + 30
+        while not path.is_file() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert path.is_file(), "the scheduler did not write its file"
+        procs.append(_start("distributed.cli.dask_worker", "--scheduler-file", path,
+                            "--nthreads", "1", "--memory-limit", "2GiB", *common))  # fmt: skip
+        import distributed
+
+        with distributed.Client(scheduler_file=str(path), timeout="30s") as client:
+            client.wait_for_workers(1, timeout=30)
+        yield path
+    finally:
+        for proc in reversed(procs):
+            _stop(proc)
+
+
+def _start(module: str, *args: Any) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *map(str, args)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the process group this test started, SIGKILL it if it lingers."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 5)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@needs_dask
+def test_traceviz_cluster_selects_a_running_scheduler(
+    sample_job: Path,
+    serial: IngestResult,
+    scheduler_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CLUSTER_ENV, str(scheduler_file))
+    remote = ingest(sample_job, tmp_path / "ds", workers=2)  # the variable wins over workers=
+    assert remote.where == f"cluster {scheduler_file} ({CLUSTER_ENV})"
+    assert_same_dataset(serial, remote)
+    assert len(set(remote.manifest[M.worker])) == 1
+    assert set(remote.manifest[M.worker]) != set(serial.manifest[M.worker])
+
+
+@pytest.mark.filterwarnings("ignore:The inplace keyword:Warning")  # inside dask, on pandas 3
+def test_any_engine_reads_one_table_across_ranks(serial: IngestResult) -> None:
+    """The layout is plain hive partitioning: Dask and pyarrow read it with no traceviz code."""
+    dd = pytest.importorskip("dask.dataframe")
+    import pyarrow.dataset as pads
+
+    ours = open_dataset(serial.dataset).table("kernels")
+    theirs = dd.read_parquet(str(serial.dataset / "kernels")).compute()
+    assert len(theirs) == len(ours) > 0
+    assert sorted(int(r) for r in theirs["rank"].unique()) == list(range(WORLD))
+    summary = pads.dataset(serial.dataset / "summary", partitioning="hive").to_table()
+    assert sorted(summary.column("rank").to_pylist()) == list(range(WORLD))
