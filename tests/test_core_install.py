@@ -9,6 +9,9 @@ opened in the dashboard, THEN the command exits 2 with one line naming ``tracevi
 before any work (no traceback, no dataset directory made). ``make unit-core`` runs the whole
 suite in ``.venv-core`` (TRACEVIZ_CORE_INSTALL=1), where the first test checks that no extra
 is installed, so that the suite's skips are those of a core install.
+
+The test harness itself: the corpus is found through TRACEVIZ_CORPUS, its absence skips the
+real-trace tests with the place looked at, and real traces are parsed once per session.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CORPUS, REPO, SAMPLES
+from tests.conftest import CORPUS, REPO, SAMPLES, load_trace, write_trace
 
 RANKS_HINT = "pip install 'traceviz[ranks]'"
 DASHBOARD_HINT = "pip install 'traceviz[dashboard]'"
@@ -75,7 +78,12 @@ def _cli(argv: list[str], *, without: tuple[str, ...] = ()) -> subprocess.Comple
         sys.exit(rc)
         """
     )
-    env = dict(os.environ, TRACEVIZ_NO_CACHE="1")
+    return _python(code)
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in the repository, caches off, ``env`` added to the environment."""
+    env = {**os.environ, "TRACEVIZ_NO_CACHE": "1", **env}
     return subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
     )
@@ -138,6 +146,8 @@ def test_ingest_without_pyarrow_names_the_ranks_extra_before_any_work(tmp_path: 
     argv = ["ingest", str(RUN / "eager.pt.trace.json.gz"), "--cache", str(target), "--quiet"]
     _fail_names_the_extra(argv, "ingest", RANKS_HINT, without=("pyarrow",))
     assert not target.exists()  # refused before the dataset was made
+    done = _cli(["ingest", "--help"], without=("pyarrow",))  # its help needs no pyarrow
+    assert done.returncode == 0 and RANKS_HINT in done.stdout, done.stderr[-3000:]
 
 
 def test_reading_a_dataset_without_pyarrow_names_the_ranks_extra(tmp_path: Path) -> None:
@@ -157,12 +167,15 @@ def test_reading_a_dataset_without_pyarrow_names_the_ranks_extra(tmp_path: Path)
 
 
 def test_the_ranks_python_api_without_pyarrow_raises_usage_error(tmp_path: Path) -> None:
+    """pyarrow is needed where a dataset's Parquet file is read or written, not to import the
+    ranks modules or the commands that read datasets."""
     dataset = _bare_dataset(tmp_path / "job.ds")
     code = textwrap.dedent(
         f"""
         import sys
         sys.modules["pyarrow"] = None
-        import traceviz
+        import traceviz, traceviz.ranks.dataset, traceviz.ranks.load, traceviz.commands.compare
+        import traceviz.commands.ingest, traceviz.commands.ranks, traceviz.commands.dashboard
         from traceviz.ranks.ingestion import ingest
         calls = [
             lambda: traceviz.load_ranks({str(dataset)!r}),
@@ -179,7 +192,7 @@ def test_the_ranks_python_api_without_pyarrow_raises_usage_error(tmp_path: Path)
                 print("no error")
         """
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    done = _python(code)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 3 and all(RANKS_HINT in line for line in lines), lines
@@ -199,10 +212,7 @@ def test_dashboard_load_without_pyarrow_imports_what_is_installed() -> None:
         print(len(report.findings), sorted(m for m in sys.modules if m.startswith("pyarrow")))
         """
     )
-    env = dict(os.environ, TRACEVIZ_NO_CACHE="1")
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True
-    )
+    done = _python(code)
     assert done.returncode == 0, done.stderr[-3000:]
     findings, modules = done.stdout.split(" ", 1)
     assert int(findings) > 0 and modules.strip() == "['pyarrow']"  # the blocked None only
@@ -211,22 +221,6 @@ def test_dashboard_load_without_pyarrow_imports_what_is_installed() -> None:
 def test_html_without_plotly_names_the_dashboard_extra() -> None:
     argv = ["compare", str(RUN), "--format", "html", "--no-cache"]
     _fail_names_the_extra(argv, "compare", DASHBOARD_HINT, without=("plotly",))
-
-
-def test_the_ranks_and_command_modules_import_without_pyarrow() -> None:
-    """pyarrow is needed where a dataset's Parquet file is read or written, not to import the
-    ranks modules or the ingest, summary and dashboard commands (``traceviz ingest --help``
-    works without it)."""
-    code = (
-        "import sys; sys.modules['pyarrow'] = None;"
-        "import traceviz.ranks.dataset, traceviz.ranks.ingestion, traceviz.ranks.load;"
-        "import traceviz.commands.ingest, traceviz.commands.ranks;"
-        "import traceviz.commands.dashboard, traceviz.commands.compare"
-    )
-    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
-    done = _cli(["ingest", "--help"], without=("pyarrow",))
-    assert done.returncode == 0 and RANKS_HINT in done.stdout, done.stderr[-3000:]
 
 
 @pytest.mark.parametrize("command", ["run", "demo"])
@@ -252,3 +246,34 @@ def test_make_installs_every_extra_and_test_runs_the_core_suite() -> None:
     core = re.findall(r"\$\(CORE_VENV\)/bin/python -m pip install \S* ?-e (\S+)", makefile)
     assert core == ["."]  # no extra
     assert not [d for d in project["dependencies"] if d.startswith("pyarrow")]
+
+
+# --- the harness: the corpus, and real traces parsed once -----------------------------------------
+
+
+def test_the_corpus_is_where_traceviz_corpus_says(tmp_path: Path) -> None:
+    (tmp_path / "vendor").mkdir()
+    write_trace(tmp_path / "vendor" / "one.json", [])
+    (tmp_path / "notes.md").write_text("not a trace")
+    code = "from tests.conftest import corpus_files; print(corpus_files())"
+    done = _python(code, TRACEVIZ_CORPUS=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([tmp_path / "vendor" / "one.json"])
+
+
+def test_without_the_corpus_real_trace_tests_skip_saying_where(tmp_path: Path) -> None:
+    missing = tmp_path / "no-corpus-here"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+         "tests/test_parse_corpus.py", "-k", "loads_and_conserves"],
+        cwd=REPO, env={**os.environ, "TRACEVIZ_CORPUS": str(missing)},
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "1 skipped" in done.stdout and "passed" not in done.stdout
+    assert f"corpus not found at {missing}" in done.stdout
+
+
+def test_a_real_trace_is_parsed_once_per_session() -> None:
+    path = SAMPLES / "pointwise" / "eager.pt.trace.json.gz"
+    assert load_trace(path) is load_trace(path)
