@@ -1,7 +1,8 @@
 """The rendered-output cache (traceviz/commands/output_cache.py): a second `traceviz compare`
 or `traceviz summary` of unchanged inputs with the same options writes the first one's bytes
 without pandas, with the right exit code; anything that changes the bytes misses; damage is
-a miss; foreign entries are never read; --no-cache writes nothing; concurrent runs are fine.
+a miss; foreign entries are never read; --no-cache writes nothing; concurrent runs write one
+output entry and one report entry.
 A hit, with --max-bytes and --cache-dir too, imports neither pandas nor NumPy nor the parser.
 
 The cache writes the very bytes of an uncached render: on every sample run (CPU and H200) and
@@ -220,22 +221,23 @@ def test_the_stand_in_for_an_output_file_is_the_files_console(
 # ---- second looks ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
-def test_second_compare_of_a_run_writes_the_same_bytes_without_building(
-    fmt: str,
-    looks: Looks,
+SECOND_LOOKS = [
+    *(["compare", str(GRAPH_BREAK), "--format", fmt] for fmt in ("text", "json", "markdown")),
+    *(["summary", str(GRAPH_BREAK / "compiled.pt.trace.json.gz"), "--format", fmt, "--top", "3"]
+      for fmt in ("text", "json")),
+    ["compare", *map(str, CORPUS_PAIR), "--force", "--top", "5"],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("argv", SECOND_LOOKS)
+def test_a_second_look_writes_the_same_bytes_without_building(
+    argv: list[str], looks: Looks
 ) -> None:
-    argv = ["compare", str(GRAPH_BREAK), "--format", fmt]
+    if not Path(argv[1]).exists():
+        pytest.skip(f"{argv[1]} not found (corpus at {CORPUS})")
     reference = looks.second_look(argv)
-    assert len(outputs(looks.cache)) == 1
-    stored = (outputs(looks.cache)[0] / PAYLOAD_FILE).read_text(encoding="utf-8")
-    assert stored == reference[1]
-
-
-def test_second_compare_of_a_corpus_pair(looks: Looks) -> None:
-    if not CORPUS_PAIR[0].is_file():
-        pytest.skip(f"corpus not found at {CORPUS}")
-    looks.second_look(["compare", *map(str, CORPUS_PAIR), "--force", "--top", "5"])
+    (entry,) = outputs(looks.cache)
+    assert (entry / PAYLOAD_FILE).read_text(encoding="utf-8") == reference[1]
 
 
 @pytest.mark.parametrize(
@@ -295,23 +297,6 @@ def test_output_onto_a_device_is_not_cached(looks: Looks) -> None:
     for _ in range(2):
         assert looks.run(argv) == (0, "")
     assert looks.builds == ["compare", "compare"] and outputs(looks.cache) == []
-
-
-@pytest.mark.parametrize("fmt", ["text", "json"])
-def test_second_summary_writes_the_same_bytes(
-    fmt: str,
-    looks: Looks,
-) -> None:
-    argv = [
-        "summary",
-        str(GRAPH_BREAK / "compiled.pt.trace.json.gz"),
-        "--format",
-        fmt,
-        "--top",
-        "3",
-    ]
-    looks.second_look(argv)
-    assert len(outputs(looks.cache)) == 1
 
 
 # ---- what misses -----------------------------------------------------------------------------
@@ -514,6 +499,8 @@ def test_a_hit_imports_no_pandas_numpy_or_parser(
 
 
 def test_concurrent_runs_write_one_entry(cache: Path) -> None:
+    """Three runs at once write one output entry and one report entry, and leave no
+    temporary file."""
     env = fresh_env(cache, COLUMNS="100")
     exe = Path(sys.executable).with_name("traceviz")
     argv = [str(exe), "compare", str(ATTENTION)]
@@ -524,7 +511,7 @@ def test_concurrent_runs_write_one_entry(cache: Path) -> None:
     assert len({out for out, _ in results}) == 1 and all(not err for _, err in results)
     third = subprocess.run(argv, env=env, capture_output=True, check=True)
     assert third.stdout == results[0][0]
-    assert len(outputs(cache)) == 1
+    assert len(outputs(cache)) == 1 and len(list(cache.glob(f"{report_cache.ENTRY_PREFIX}*"))) == 1
     assert not [p for p in cache.iterdir() if p.name.startswith(".tmp-")]
 
 
@@ -535,7 +522,6 @@ def test_on_a_real_terminal(cache: Path) -> None:
     and another terminal width is another entry."""
     import fcntl
     import pty
-    import re
     import struct
     import termios
 
@@ -629,18 +615,12 @@ def identical(
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_compare_text_is_byte_identical(case: str, identical: Callable[..., None]) -> None:
+def test_compare_is_byte_identical(case: str, identical: Callable[..., None]) -> None:
     report = _report(case)
     top = 10 if len(case) % 2 else 3
     identical(lambda: renderer("text").comparison(report, top=top), "text", SCENARIOS)
-
-
-@pytest.mark.parametrize("case", CASES)
-def test_compare_text_formats_are_byte_identical(case: str, identical: Callable[..., None]) -> None:
-    report = _report(case)
     html = case in ("graph-break", "h200/block") and importlib.util.find_spec("plotly") is not None
-    formats = ["json", "markdown"] + (["html"] if html else [])  # html: the dashboard extra
-    for fmt in formats:
+    for fmt in ["json", "markdown"] + (["html"] if html else []):  # html: the dashboard extra
         identical(lambda: renderer(fmt).comparison(report, top=10), fmt,  # noqa: B023
                   {"pipe": ({}, False), "file": ({}, True)})  # fmt: skip
 

@@ -1,7 +1,7 @@
 """The report cache (traceviz/report_cache.py): a second look at an unchanged pair or run
 reads the report back (rendered JSON identical), any change of an input misses, damage is
-rebuilt, --no-cache writes nothing, foreign entries are never unpickled, and concurrent
-writers are fine."""
+rebuilt, --no-cache writes nothing, and foreign entries are never unpickled (concurrent
+writers: tests/test_render_cache.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,6 @@ import os
 import pickle
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -289,20 +287,6 @@ def test_an_entry_others_could_write_is_never_unpickled(
     assert not flag.exists(), "a foreign entry was unpickled"
     assert len(builds) == 2 and report.findings is not None
     assert entry.exists()  # left alone: not ours to delete
-
-
-def test_concurrent_writers(tmp_path: Path, cache: Path) -> None:
-    run = shutil.copytree(SAMPLES / "attention", tmp_path / "attention")
-    env = dict(os.environ, **{CACHE_DIR_ENV: str(cache)})
-    argv = [sys.executable, "-m", "traceviz.cli", "compare", str(run), "--format", "json"]
-    procs = [subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-             for _ in range(2)]  # fmt: skip
-    outs = [p.communicate(timeout=300) for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], [err[-2000:] for _, err in outs]
-    assert outs[0][0] == outs[1][0]
-    assert len(entries(cache)) == 1 and not list(cache.glob(".tmp-*"))
-    third = subprocess.run(argv, env=env, capture_output=True, check=True)
-    assert third.stdout == outs[0][0]
 
 
 # What a text `traceviz compare RUN` never needs, cache cold or warm (and with --no-cache, not
