@@ -4,7 +4,8 @@ figures the dashboard shows: titles that fit, the compiled ÷ eager chart's name
 ticks, the kind chart's legend, the fusion view on kernel names that carry no op names; and
 the dashboard's speed work: the figures' slim template keeps plotly_white's look for every
 trace type traceviz draws, and ``benchmarks/dashboard.py`` times every view a session opens,
-on a real pair."""
+on a real pair; the step bridge's waterfall walks from a's step to b's exactly, no kernel is
+drawn above its device's roof, an unknown device draws no roof."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, load_trace, op
@@ -32,7 +34,10 @@ from traceviz.report.bundle import Report  # noqa: E402
 from traceviz.report.figures.backends import BACKEND_FIGURES  # noqa: E402
 from traceviz.report.figures.fusion import opaque_fusions  # noqa: E402
 from traceviz.report.figures.overview import BETTER, SAME, WORSE, log_ticks  # noqa: E402
+from traceviz.report.figures.roofline import bridge_figure, roofline_figure  # noqa: E402
 from traceviz.report.figures.style import TEMPLATE_TRACES, TITLE_WIDTH, template, wrap_title  # noqa: E402
+from traceviz.report.roofline_report import bridge_of  # noqa: E402
+from traceviz.report.views import ops_by_kernel  # noqa: E402
 from traceviz.rundir import read_run_dir  # noqa: E402
 
 # graph-break has compiled regions and a graph break; pointwise is the smallest pair.
@@ -131,11 +136,8 @@ def test_timeline_caps_marks_on_a_big_window(gpu_pair: Comparison) -> None:
     assert "aggregated" in fig.layout.title.text
     points = sum(len(t.x) for t in fig.data)
     assert points == 3 * figures.timeline_marks(fig)  # start, end, gap per mark
-
-
-def test_default_cap_is_about_20k(gpu_pair: Comparison) -> None:
-    fig = figures.timeline_figure(gpu_pair, step=None)
-    assert figures.timeline_marks(fig) <= figures.MAX_MARKS == 20_000
+    default = figures.timeline_figure(gpu_pair, step=None)
+    assert figures.timeline_marks(default) <= figures.MAX_MARKS == 20_000
 
 
 def test_timeline_aligns_both_traces_on_their_step_start(gpu_pair: Comparison) -> None:
@@ -148,7 +150,7 @@ def test_timeline_aligns_both_traces_on_their_step_start(gpu_pair: Comparison) -
 def test_fusion_sankey_reads_the_structured_ops(sample: Comparison) -> None:
     """Each compiled kernel's links are its FusionMap.ops rows, no text parsed; link widths
     split the kernel's measured eager time and add up to at most it."""
-    ops = figures._ops_by_kernel(sample.fusion.ops)
+    ops = ops_by_kernel(sample.fusion.ops)
     assert ops, "the sample pair credits eager ops to compiled kernels"
     (sankey,) = figures.fusion_figure(sample).data
     by_kernel = sample.fusion.kernels.set_index("kernel")
@@ -160,43 +162,17 @@ def test_fusion_sankey_reads_the_structured_ops(sample: Comparison) -> None:
     assert sum(sankey.link.value) <= eager_total + 1e-6
     assert float(sample.fusion.ops["time_us"].sum()) == pytest.approx(credited)
     assert credited <= eager_total + 1e-6
-
-
-def test_fusion_sankey_links_eager_ops_to_compiled_kernels(sample: Comparison) -> None:
-    fig = figures.fusion_figure(sample)
-    (sankey,) = fig.data
-    labels = list(sankey.node.label)
-    assert any("fused" in label for label in labels), labels
     assert sum(sankey.link.value) > 0
+    assert any("fused" in label for label in sankey.node.label), list(sankey.node.label)
 
 
-def test_library_never_calls_show() -> None:
+def test_library_never_calls_show_and_only_report_and_dashboard_import_plotly() -> None:
     for path in (REPO / "traceviz").rglob("*.py"):
-        text = path.read_text()
+        text, rel = path.read_text(), path.relative_to(REPO / "traceviz")
         # a call, not a mention in ``backticks``
         assert not re.search(r"(?<![`\w])\w+\.show\(", text), f"{path} calls .show()"
-
-
-def test_only_report_and_dashboard_import_plotly_or_panel() -> None:
-    allowed = {"report", "dashboard"}
-    for path in (REPO / "traceviz").rglob("*.py"):
-        rel = path.relative_to(REPO / "traceviz")
-        if rel.parts[0] in allowed or rel.name == "widgets.py":
-            continue
-        text = path.read_text()
-        assert not re.search(r"^\s*(import|from)\s+(plotly|panel|bokeh)\b", text, re.M), rel
-
-
-def test_import_traceviz_stays_light() -> None:
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, traceviz; "
-        "print(any(m.split('.')[0] in ('plotly', 'panel') for m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+        if rel.parts[0] not in ("report", "dashboard") and rel.name != "widgets.py":
+            assert not re.search(r"^\s*(import|from)\s+(plotly|panel|bokeh)\b", text, re.M), rel
 
 
 # --- the figures the dashboard shows ----------------------------------------------------
@@ -210,12 +186,20 @@ def test_wrap_title_keeps_every_word() -> None:
     assert wrap_title("x" * 200) == ["x" * 200]  # one long word keeps its line
 
 
-def test_titles_fit_their_margin(each_sample: Report) -> None:
+def test_titles_fit_their_margin_and_legends_sit_below_the_axis_titles(
+    each_sample: Report,
+) -> None:
+    from traceviz.report.figures.style import LEGEND_PX
+
     for view, built in figures.all_figures(each_sample).items():
         for fig in built:
             lines = fig.layout.title.text.split("<br>")
             assert all(len(line) <= TITLE_WIDTH or " " not in line for line in lines), view
             assert fig.layout.margin.t >= 19 * len(lines) + 30, view
+            legend = fig.layout.legend
+            if legend.orientation == "h":  # at the bottom edge, in the margin kept for it
+                assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom"), view
+                assert fig.layout.margin.b >= 50 + LEGEND_PX, view
 
 
 def test_ratio_chart_names_colours_and_ticks(each_sample: Report) -> None:
@@ -283,17 +267,6 @@ def test_an_old_triton_pair_is_called_opaque(tmp_trace) -> None:  # type: ignore
     )
     report = compare(traceviz.load(Path(eager)), traceviz.load(Path(compiled)), force=True)
     assert opaque_fusions(report.fusion.kernels) is not None
-
-
-def test_legends_sit_below_the_axis_titles(each_sample: Report) -> None:
-    from traceviz.report.figures.style import LEGEND_PX
-
-    for view, built in figures.all_figures(each_sample).items():
-        for fig in built:
-            legend = fig.layout.legend
-            if legend.orientation == "h":  # at the bottom edge, in the margin kept for it
-                assert (legend.yref, legend.y, legend.yanchor) == ("container", 0, "bottom"), view
-                assert fig.layout.margin.b >= 50 + LEGEND_PX, view
 
 
 # --- the slim template, the dashboard benchmark ------------------------------------------
@@ -398,3 +371,42 @@ def test_benchmark_best_of_takes_each_part_best() -> None:
     assert best["load_at_once"] == 2.0 and best["load_at_once_cpu"] == 4.0
     assert best["open"] == 12.0 and best["open_cpu"] == 16.0
     assert best["dash_views"] == pytest.approx(0.3) and best["dash_models"] == pytest.approx(0.4)
+
+
+# --- the step bridge's waterfall and the roofline scatter ----------------------------------
+
+H200 = SAMPLES / "h200"
+
+
+@pytest.mark.parametrize("run", ["gpt2", "conv-bn-relu", "graph-break"])
+def test_the_waterfall_walks_from_a_step_to_b_step(run: str) -> None:
+    report = open_report(H200 / run)
+    fig = bridge_figure(report)
+    bridge = bridge_of(report)
+    assert bridge is not None and "measured" in fig.layout.title.text
+    (waterfall,) = fig.data
+    values, measures = list(waterfall.y), list(waterfall.measure)
+    assert measures[0] == "absolute" and measures[-1] == "total"
+    assert values[0] == bridge.step_a_us and values[-1] == bridge.step_b_us
+    walked = math.fsum(values[:-1])
+    assert walked == pytest.approx(bridge.step_b_us, abs=1e-6)
+
+
+def test_no_kernel_is_drawn_above_the_h200_roofs() -> None:
+    fig = roofline_figure(open_report(H200 / "gpt2"))
+    title = fig.layout.title.text
+    assert "measured" in title and "estimated" in title
+    markers = [t for t in fig.data if t.mode == "markers"]
+    roofs = [t for t in fig.data if t.mode == "lines"]
+    assert len(markers) == 2 and roofs
+    assert any("NVIDIA H200 SXM fp32" in t.name for t in roofs)
+    for trace in markers:
+        x, y = np.asarray(trace.x, dtype=float), np.asarray(trace.y, dtype=float)
+        highest = np.max([np.interp(np.log(x), np.log(r.x), r.y) for r in roofs], axis=0)
+        assert (y <= highest).all()
+
+
+def test_a_cpu_pair_has_points_but_no_roof() -> None:
+    fig = roofline_figure(open_report(SAMPLES / "mlp"))
+    assert [t.mode for t in fig.data] == ["markers", "markers"]
+    assert "no-peak" in fig.layout.title.text

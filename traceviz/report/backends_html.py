@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from traceviz.report.backends_views import backends_views
+from traceviz.report.figures import figures_html
 from traceviz.report.figures.backends import BACKEND_FIGURES
-from traceviz.report.figures_html import figures_html
 from traceviz.report.snippet import view_html
 
 SECTION = ("backends", "Backends")

@@ -4,17 +4,14 @@ counts. Empty for a report without ONNX Runtime data (:attr:`Report.backends` is
 
 from __future__ import annotations
 
-import math
 from typing import Any
-
-import pandas as pd
 
 from traceviz.analysis.backends import BackendRow, BackendsView
 from traceviz.analysis.onnx.fusion import CrossFusion
 from traceviz.analysis.onnx.graph import EXPORTED, Folded, OpCounts
 from traceviz.records import records
-from traceviz.report.views import View, fmt_ratio
-from traceviz.units import fmt_bytes, fmt_count, fmt_us
+from traceviz.report.views import View, fmt_ratio, fmt_value, missing
+from traceviz.units import fmt_count, fmt_us
 
 __all__ = ["backends_views", "fusion_level", "level_summary_view"]
 
@@ -38,12 +35,12 @@ def backends_table(view: BackendsView) -> View:
     for row in records(view.rows):
         rows.append([
             str(row[BackendRow.backend]),
-            _us(row[BackendRow.step_median_us]),
-            _us(row[BackendRow.step_iqr_us]),
-            fmt_ratio(_num(row[BackendRow.ratio_to_eager])),
-            _number(row[BackendRow.kernels_per_step]),
-            _us(row[BackendRow.kernel_time_per_step_us]),
-            _bytes(row[BackendRow.est_bytes_per_step]),
+            fmt_value(row[BackendRow.step_median_us], "us"),
+            fmt_value(row[BackendRow.step_iqr_us], "us"),
+            fmt_ratio(row[BackendRow.ratio_to_eager]),
+            fmt_value(row[BackendRow.kernels_per_step], "count"),
+            fmt_value(row[BackendRow.kernel_time_per_step_us], "us"),
+            fmt_value(row[BackendRow.est_bytes_per_step], "bytes"),
             _check(row),
             _seconds(row[BackendRow.one_time_s], row[BackendRow.one_time]),
         ])  # fmt: skip
@@ -124,7 +121,7 @@ def fusion_view(view: BackendsView, *, top: int) -> View:
     rows = [
         [
             _short_op(str(r[CrossFusion.op])),
-            _us(r[CrossFusion.time_us]),
+            fmt_value(r[CrossFusion.time_us], "us"),
             str(r[CrossFusion.aten_ops]) or "–",
             _names(str(r[CrossFusion.exported_nodes]), int(r[CrossFusion.exported_count])),
             str(r[CrossFusion.inductor_kernels]) or "–",
@@ -153,9 +150,9 @@ def op_counts_view(view: BackendsView) -> View:
     cells: dict[Any, dict[Any, int]] = {}
     for graph, op, n in zip(counts[OpCounts.graph].tolist(), counts[OpCounts.op].tolist(),
                             counts[OpCounts.count].tolist(), strict=True):  # fmt: skip
-        if not (_missing(graph) or _missing(op)):
+        if not (missing(graph) or missing(op)):
             per = cells.setdefault(op, {})
-            per[graph] = per.get(graph, 0) + (0 if _missing(n) else int(n))
+            per[graph] = per.get(graph, 0) + (0 if missing(n) else int(n))
     present = {graph for per in cells.values() for graph in per}
     graphs = [g for g in [EXPORTED, *view.levels] if g in present]
     table = {op: [cells[op].get(g, 0) for g in graphs] for op in sorted(cells)}
@@ -163,10 +160,6 @@ def op_counts_view(view: BackendsView) -> View:
     rows = [[_short_op(str(op)), *(str(v) for v in table[op])] for op in order]
     return View("ONNX op counts per graph", ["op", *graphs], rows,
                  "Ops whose count changes between graphs first.")  # fmt: skip
-
-
-def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def folded_view(view: BackendsView, *, top: int) -> View:
@@ -210,32 +203,12 @@ def _names(names: str, count: int) -> str:
 
 
 def _check(row: dict[str, Any]) -> str:
-    passed, diff = row[BackendRow.check_passed], _num(row[BackendRow.max_abs_diff])
-    if passed is None and math.isnan(diff):
+    passed, diff = row[BackendRow.check_passed], row[BackendRow.max_abs_diff]
+    if passed is None and missing(diff):
         return "reference" if row[BackendRow.backend] == "eager" else "–"
     verdict = "–" if passed is None else ("ok" if passed else "FAILED")
-    return verdict + ("" if math.isnan(diff) else f" ({diff:.2g})")
-
-
-def _num(value: Any) -> float:
-    return math.nan if value is None else float(value)
-
-
-def _us(value: Any) -> str:
-    return "–" if math.isnan(_num(value)) else fmt_us(value)
-
-
-def _bytes(value: Any) -> str:
-    return "–" if math.isnan(_num(value)) else fmt_bytes(value)
-
-
-def _number(value: Any) -> str:
-    number = _num(value)
-    if math.isnan(number):
-        return "–"
-    return fmt_count(number) if number.is_integer() else f"{number:,.1f}"
+    return verdict + ("" if missing(diff) else f" ({float(diff):.2g})")
 
 
 def _seconds(value: Any, what: Any) -> str:
-    number = _num(value)
-    return "–" if math.isnan(number) else f"{number:.2f} s {what}"
+    return "–" if missing(value) else f"{float(value):.2f} s {what}"

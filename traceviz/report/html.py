@@ -12,13 +12,11 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 
-from traceviz.analysis.compare import Comparison
 from traceviz.report import headline as first
 from traceviz.report.backends_html import backends_sections
 from traceviz.report.bundle import Report
-from traceviz.report.figures import VIEW_FIGURES
+from traceviz.report.figures import VIEW_FIGURES, figures_html
 from traceviz.report.figures.roofline import ROOFLINE_FIGURES
-from traceviz.report.figures_html import figures_html
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
 from traceviz.report.headline_html import HEADLINE_CSS, headline_html
 from traceviz.report.roofline_report import roofline_views
@@ -47,12 +45,16 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
     """The report as a complete HTML document that needs no network to display."""
     a, b = comparison.names
     title = f"traceviz: {a} vs {b}"
-    sections = [("summary", "Summary", _summary(comparison))]
+    details = "".join(f"<li>{html.escape(line)}</li>" for line in headline_details(comparison))
+    sections = [("summary", "Summary", f"<ul>{details}</ul>")]
     sections.append(("findings", "Findings", _findings(comparison)))
     for number, (view, builders) in enumerate(VIEW_FIGURES.items()):
         figures = figures_html(builders, comparison, f"fig-{number}")
         sections.append((f"view-{number}", view, figures))
-    sections.append(("roofline", "Step bridge and roofline", _roofline(comparison, top=top)))
+    # the step bridge's waterfall and the roofline scatter, then their tables (docs/roofline.md)
+    roofline = figures_html(ROOFLINE_FIGURES, comparison, "fig-roofline")
+    roofline += "".join(view_html(v) for v in roofline_views(comparison, top=top))
+    sections.append(("roofline", "Step bridge and roofline", roofline))
     sections += backends_sections(comparison, top=top)  # runs with ONNX Runtime backends
     tables = "".join(view_html(v) for v in comparison_views(comparison, top=top))
     sections.append(("tables", "Tables", tables))
@@ -70,18 +72,6 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
         "<p class='muted'>Made by traceviz. Every figure says whether it is measured (read from "
         "the traces) or estimated (modelled from shapes).</p></body></html>\n"
     )
-
-
-def _roofline(comparison: Report, *, top: int) -> str:
-    """The step bridge's waterfall and the roofline scatter, then their tables
-    (docs/roofline.md)."""
-    figures = figures_html(ROOFLINE_FIGURES, comparison, "fig-roofline")
-    return figures + "".join(view_html(v) for v in roofline_views(comparison, top=top))
-
-
-def _summary(comparison: Comparison) -> str:
-    items = "".join(f"<li>{html.escape(line)}</li>" for line in headline_details(comparison))
-    return f"<ul>{items}</ul>"
 
 
 def _findings(comparison: Report) -> str:

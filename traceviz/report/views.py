@@ -42,9 +42,14 @@ class View:
     texts: tuple[int, ...] = ()
 
 
+def missing(value: object) -> bool:
+    """None, NA or NaN: a figure that is not known."""
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
+
+
 def fmt_value(value: float, unit: str, *, share: bool = False) -> str:
     """A metric value in its unit (a ``share``, 0–1, as a percentage)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if missing(value):
         return "–"
     if share:
         return fmt_pct(100 * value)
@@ -59,7 +64,7 @@ def fmt_value(value: float, unit: str, *, share: bool = False) -> str:
 
 def fmt_delta(value: float, unit: str, *, share: bool = False) -> str:
     """A difference in its unit with its sign (of two shares: percentage points, ``pp``)."""
-    if value is None or math.isnan(value):
+    if missing(value):
         return "–"
     sign = "+" if value > 0 else ""
     if share:
@@ -68,7 +73,7 @@ def fmt_delta(value: float, unit: str, *, share: bool = False) -> str:
 
 
 def fmt_ratio(value: float) -> str:
-    return "–" if value is None or math.isnan(value) else f"{value:.2f}×"
+    return "–" if missing(value) else f"{value:.2f}×"
 
 
 def headline(comparison: Comparison) -> list[str]:
@@ -232,16 +237,23 @@ def withheld_note(comparison: Comparison) -> str:
     return f"fusion figures left out, the traces are not one workload: {why} (--force compares)"
 
 
-def eager_ops_texts(ops: pd.DataFrame) -> dict[str, str]:
-    """Per compiled kernel, the eager ops credited to it as ``"aten::add (3), aten::mul (3)"``
-    (op (eager kernels), largest device time first), from the structured
-    :class:`~traceviz.analysis.fusion.ops.KernelOps` rows (``FusionMap.ops``)."""
-    texts: dict[str, list[str]] = {}
+def ops_by_kernel(ops: pd.DataFrame) -> dict[str, list[tuple[str, int]]]:
+    """Per compiled kernel, its credited eager ops as [(op, eager kernels), ...], largest
+    device time first, from the :class:`~traceviz.analysis.fusion.ops.KernelOps` rows
+    (``FusionMap.ops``)."""
+    out: dict[str, list[tuple[str, int]]] = {}
     for kernel, op, n in zip(
         ops[KernelOps.kernel], ops[KernelOps.op], ops[KernelOps.kernels], strict=True
     ):
-        texts.setdefault(str(kernel), []).append(f"{op} ({n})")
-    return {kernel: ", ".join(parts) for kernel, parts in texts.items()}
+        out.setdefault(str(kernel), []).append((str(op), int(n)))
+    return out
+
+
+def eager_ops_texts(ops: pd.DataFrame) -> dict[str, str]:
+    """Per compiled kernel, :func:`ops_by_kernel` as ``"aten::add (3), aten::mul (3)"``."""
+    return {
+        k: ", ".join(f"{op} ({n})" for op, n in pairs) for k, pairs in ops_by_kernel(ops).items()
+    }
 
 
 def fusion_view(comparison: Comparison, *, top: int) -> View:
@@ -281,7 +293,7 @@ def fusion_view(comparison: Comparison, *, top: int) -> View:
 
 def _basis(basis: object, confidence: object) -> str:
     """``"name-match 0.50"``: the row's basis and its credits' confidence ("–" when none)."""
-    if confidence is None or (isinstance(confidence, float) and math.isnan(confidence)):
+    if missing(confidence):
         return f"{basis} –"
     return f"{basis} {float(confidence):.2f}"  # type: ignore[arg-type]
 
@@ -358,7 +370,7 @@ def regions_view(comparison: Comparison) -> View:
     rows = [
         [
             comparison.names[0 if r["side"] == "a" else 1],
-            _frame_text(r),
+            frame_label(r),
             fmt_count(r["calls"]),
             fmt_us(r["wall_us"]),
             fmt_count(r["kernel_count"]),
@@ -382,17 +394,14 @@ def regions_view(comparison: Comparison) -> View:
     )
 
 
-def _frame_text(row: dict[str, Any]) -> str:
+def frame_label(row: dict[str, Any], outside: str = " (outside frames)") -> str:
     """A regions row's frame: ``X/Y``, or the compiled graphs run outside every frame
-    (``backward``, ``forward``, ``graph``: Frame.kind)."""
+    (``backward``, ``forward``, ``graph``: Frame.kind) followed by ``outside``."""
     kind = row.get("kind")
     if kind and kind != "frame":
-        return f"{kind} (outside frames)"
-    return f"{_int_text(row['frame_id'])}/{_int_text(row['recompile_id'])}"
-
-
-def _int_text(value: object) -> str:
-    return "?" if value is None else str(int(float(str(value))))
+        return f"{kind}{outside}"
+    ids = (row["frame_id"], row["recompile_id"])
+    return "/".join("?" if i is None else str(int(float(str(i)))) for i in ids)
 
 
 def comparison_views(comparison: Comparison, *, top: int = 10) -> list[View]:

@@ -19,15 +19,13 @@ figure, a fraction of the time); every builder is importable from this package, 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
-from traceviz.report.figures.fusion import (
-    _ops_by_kernel,
-    fusion_figure,
-)
+from traceviz.report.figures.fusion import fusion_figure
 from traceviz.report.figures.launch import (
     idle_figure,
     launch_delay_figure,
@@ -75,6 +73,26 @@ def all_figures(c: Comparison) -> dict[str, list[go.Figure]]:
     return {view: [build(c) for build in builders] for view, builders in VIEW_FIGURES.items()}
 
 
+def figures_html(
+    builders: Iterable[Callable[[Any], go.Figure]], subject: Any, id_prefix: str
+) -> str:
+    """Each ``build(subject)`` as a responsive ``<div id="{id_prefix}-{i}">`` (i from 0), without
+    plotly.js (the offline HTML report embeds it once for the whole page) and the plotly logo,
+    concatenated in order."""
+    import plotly.io as pio
+
+    return "".join(
+        pio.to_html(
+            build(subject),
+            full_html=False,
+            include_plotlyjs=False,
+            config={"displaylogo": False, "responsive": True},
+            div_id=f"{id_prefix}-{i}",
+        )
+        for i, build in enumerate(builders)
+    )
+
+
 __all__ = [
     "HEADLINE_METRICS",
     "KIND_COLORS",
@@ -83,9 +101,9 @@ __all__ = [
     "TIMELINE_LAUNCH_CLASSES",
     "VIEW_FIGURES",
     "FigureBuilder",
-    "_ops_by_kernel",
     "all_figures",
     "allocated_figure",
+    "figures_html",
     "fusion_figure",
     "idle_figure",
     "kinds_figure",

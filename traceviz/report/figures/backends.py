@@ -24,7 +24,7 @@ from traceviz.report.figures.style import (
     layout_spec,
     template_spec,
 )
-from traceviz.units import fmt_us
+from traceviz.report.views import fmt_value
 
 __all__ = [
     "BACKEND_FIGURES",
@@ -100,7 +100,7 @@ def kernels_per_step_figure(report: Any) -> go.Figure:
         "hoverinfo": "text",
         "hovertext": [
             f"{r[BackendRow.backend]}: {_nan_to_none(r[BackendRow.kernels_per_step])} per step, "
-            f"{_us(r[BackendRow.kernel_time_per_step_us])} kernel time per step"
+            f"{fmt_value(r[BackendRow.kernel_time_per_step_us], 'us')} kernel time per step"
             for r in rows
         ],
         "marker": {"color": [backend_color(str(r[BackendRow.backend])) for r in rows]},
@@ -165,16 +165,11 @@ def _below(row: dict[str, Any]) -> float:
     return 0.0 if iqr is None else min(iqr / 2, median)
 
 
-def _us(value: Any) -> str:
-    number = _nan_to_none(value)
-    return "–" if number is None else fmt_us(number)
-
-
 def _latency_hover(row: dict[str, Any]) -> str:
     ratio = _nan_to_none(row[BackendRow.ratio_to_eager])
     text = (
-        f"{row[BackendRow.backend]}: median {_us(row[BackendRow.step_median_us])}, "
-        f"IQR {_us(row[BackendRow.step_iqr_us])} ({row[BackendRow.timing]})"
+        f"{row[BackendRow.backend]}: median {fmt_value(row[BackendRow.step_median_us], 'us')}, "
+        f"IQR {fmt_value(row[BackendRow.step_iqr_us], 'us')} ({row[BackendRow.timing]})"
     )
     return text + ("" if ratio is None or math.isnan(ratio) else f", {ratio:.2f}× eager")
 

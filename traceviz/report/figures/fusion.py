@@ -7,7 +7,6 @@ import plotly.graph_objects as go
 
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion.fusion_map import FusionKernels
-from traceviz.analysis.fusion.ops import KernelOps
 from traceviz.report.figures.fast import figure
 from traceviz.report.figures.style import (
     SIDE_COLORS,
@@ -16,19 +15,8 @@ from traceviz.report.figures.style import (
     layout_spec,
     template_spec,
 )
+from traceviz.report.views import ops_by_kernel
 from traceviz.units import fmt_count, fmt_name, fmt_us
-
-
-def _ops_by_kernel(ops: pd.DataFrame) -> dict[str, list[tuple[str, int]]]:
-    """Per compiled kernel, its credited eager ops as [(op, kernels), ...], largest device
-    time first (``FusionMap.ops``, columns :class:`KernelOps`)."""
-    out: dict[str, list[tuple[str, int]]] = {}
-    for kernel, op, n in zip(
-        ops[KernelOps.kernel], ops[KernelOps.op], ops[KernelOps.kernels], strict=True
-    ):
-        out.setdefault(str(kernel), []).append((str(op), int(n)))
-    return out
-
 
 #: Above this share of the fusion kernels' device time in kernels whose names carry no op
 #: names, a name match cannot tell what they replaced: the figure says so instead.
@@ -100,7 +88,7 @@ def fusion_figure(c: Comparison, *, top: int = 15) -> go.Figure:
             colors.append(color)
         return index[key]
 
-    credited = _ops_by_kernel(fusion.ops)
+    credited = ops_by_kernel(fusion.ops)
     src, dst, values, link_hover = [], [], [], []
     for r in _records(matched):
         ops = credited.get(str(r["kernel"]), [])

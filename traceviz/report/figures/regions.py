@@ -15,6 +15,7 @@ from traceviz.report.figures.style import (
     layout_spec,
     template_spec,
 )
+from traceviz.report.views import frame_label
 from traceviz.units import fmt_count, fmt_us
 
 
@@ -64,13 +65,13 @@ def regions_figure(c: Comparison) -> go.Figure:
         if rows.empty:
             continue
         label = c.names[0 if which == "a" else 1]
-        x = [f"{label} {_frame(r)}" for r in _records(rows)]
+        shown = [(r, frame_label(r, outside="")) for r in _records(rows)]
+        x = [f"{label} {frame}" for _, frame in shown]
         hover = [
-            f"{label} {'' if r.get('kind') not in (None, 'frame') else 'frame '}{_frame(r)}: "
-            f"{fmt_count(r['calls'])} calls, "
+            f"{label} {'frame ' if '/' in frame else ''}{frame}: {fmt_count(r['calls'])} calls, "
             f"{fmt_count(r['kernel_count'])} kernels, {fmt_us(r['kernel_time_us'])} device, "
             f"{fmt_us(r['wall_us'])} wall"
-            for r in _records(rows)
+            for r, frame in shown
         ]
         data.append(
             {
@@ -95,12 +96,3 @@ def regions_figure(c: Comparison) -> go.Figure:
     layout["yaxis"]["title"] = {"text": "device time (ms)"}
     layout |= layout_spec(title, height=380)
     return figure(data, layout, grid=grid)
-
-
-def _frame(row: dict[str, Any]) -> str:
-    """A regions row's label: ``X/Y`` of its frame, else its kind (``backward``: compiled
-    graphs run outside every frame)."""
-    kind = row.get("kind")
-    if kind and kind != "frame":
-        return str(kind)
-    return f"{int(row['frame_id'])}/{int(row['recompile_id'])}"
