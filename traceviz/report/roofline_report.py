@@ -1,15 +1,16 @@
-"""The roofline and the step bridge of a report, for every renderer: JSON sections
-(``roofline``, ``bridge``; docs/compare-json.md) and two tables shown at the end of the text
-and Markdown reports (docs/roofline.md).
+"""The roofline, the step bridge and the fusion ledger of a report, for every renderer: JSON
+sections (``roofline``, ``bridge``, ``fusion_ledger``; docs/compare-json.md) and tables shown at
+the end of the text, Markdown and HTML reports (docs/roofline.md); the ledger per source line
+only when the eager kernels have source lines.
 
 The analyses are :func:`traceviz.analysis.roofline.per_kernel.side_roofline` (with the report's
-``--peaks`` override, :attr:`traceviz.report.bundle.Report.peaks`) and
-:func:`traceviz.analysis.roofline.bridge.step_bridge`; this module only shapes them.
+``--peaks`` override, :attr:`traceviz.report.bundle.Report.peaks`),
+:func:`traceviz.analysis.roofline.bridge.step_bridge` and
+:mod:`traceviz.analysis.roofline.ledger`; this module only shapes them.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,7 +18,12 @@ import pandas as pd
 
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.roofline.bridge import BridgeParts, StepBridge, step_bridge
-from traceviz.analysis.roofline.ledger import LedgerColumns, fusion_ledger
+from traceviz.analysis.roofline.ledger import (
+    LedgerByLineColumns,
+    LedgerColumns,
+    fusion_ledger,
+    ledger_by_line,
+)
 from traceviz.analysis.roofline.per_kernel import (
     LATENCY_SHARE,
     LATENCY_US,
@@ -26,8 +32,7 @@ from traceviz.analysis.roofline.per_kernel import (
     side_roofline,
 )
 from traceviz.records import records
-from traceviz.report.ledger_lines_report import by_line_json, by_line_of, by_line_view
-from traceviz.report.views import View
+from traceviz.report.views import View, fmt_value, missing, short_path
 from traceviz.units import fmt_bytes, fmt_pct, fmt_us
 
 __all__ = [
@@ -80,13 +85,16 @@ def roofline_json(
     }
 
 
-def ledger_of(comparison: Comparison, compiled: Roofline | None) -> pd.DataFrame | None:
-    """The fusion ledger of b's fused kernels (``compiled``: b's roofline), or None where a
-    side's device is not modelled."""
+def ledger_of(
+    comparison: Comparison, compiled: Roofline | None, *, by_line: bool = False
+) -> pd.DataFrame | None:
+    """The fusion ledger of b's fused kernels, or (``by_line``) per source line of a
+    (``compiled``: b's roofline); None where a side's device is not modelled."""
     if compiled is None or not comparison.a.summary.analysed:
         return None
     steps = (comparison.a.summary.step_count, comparison.b.summary.step_count)
-    return fusion_ledger(
+    build = ledger_by_line if by_line else fusion_ledger
+    return build(
         comparison.fusion, eager_traffic=comparison.a.traffic, compiled=compiled, steps=steps
     )
 
@@ -99,8 +107,9 @@ def ledger_json(
     ledger = ledger_of(comparison, compiled)
     if ledger is None:
         return None
-    by_line = by_line_json(by_line_of(comparison, compiled), top=top)
-    return {"kernels": records(ledger, limit=top), "by_line": by_line}
+    by_line = ledger_of(comparison, compiled, by_line=True)
+    lines = None if by_line is None else records(by_line, limit=top)
+    return {"kernels": records(ledger, limit=top), "by_line": lines}
 
 
 def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
@@ -119,7 +128,7 @@ def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:
             [(comparison.side(w).name, r) for w, r in rooflines.items() if r is not None], top=top
         ),
         _ledger_view(comparison, rooflines["b"], top=top),
-        by_line_view(comparison, rooflines["b"], top=top),
+        _by_line_view(comparison, rooflines["b"], top=top),
     ]
     return [v for v in views if v is not None and (v.rows or v.note)]
 
@@ -132,17 +141,17 @@ def _bridge_view(comparison: Comparison) -> View | None:
     rows = [
         [
             str(row[BridgeParts.label]),
-            _us(row[BridgeParts.a_us]),
-            _us(row[BridgeParts.b_us]),
-            _signed_us(row[BridgeParts.delta_us]),
+            signed_us(row[BridgeParts.a_us], plus=""),
+            signed_us(row[BridgeParts.b_us], plus=""),
+            signed_us(row[BridgeParts.delta_us]),
         ]
         for _, row in bridge.parts.iterrows()
     ]
     share = bridge.remainder_share
-    remainder = _signed_us(bridge.remainder_us)
+    remainder = signed_us(bridge.remainder_us)
     rows.append(["remainder (kernels overlapping on streams)", "", "", remainder])
     rows.append([f"= step difference ({bridge.basis})", fmt_us(bridge.step_a_us),
-                 fmt_us(bridge.step_b_us), _signed_us(bridge.difference_us)])  # fmt: skip
+                 fmt_us(bridge.step_b_us), signed_us(bridge.difference_us)])  # fmt: skip
     note = (
         f"µs per step; Δ = {a} − {b} (positive: {b} spends less). Remainder "
         f"{'–' if share is None else fmt_pct(100 * share)} of the difference."
@@ -226,13 +235,8 @@ def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int)
         [
             str(row[c.kernel]),
             _count(row[c.eager_kernels], row[c.eager_unsized]),
-            fmt_bytes(row[c.eager_bytes]),
-            fmt_us(row[c.eager_time_us]),
-            "–" if _missing(row[c.fused_bytes]) else fmt_bytes(row[c.fused_bytes]),
-            fmt_us(row[c.fused_time_us]),
-            _signed_us(row[c.saved_us]),
-            "–" if _missing(row[c.roof_us]) else fmt_us(row[c.roof_us]),
-            "–" if _missing(row[c.pct_of_memory_roof]) else fmt_pct(row[c.pct_of_memory_roof]),
+            *_saving_cells(row, c),
+            "–" if missing(row[c.pct_of_memory_roof]) else fmt_pct(row[c.pct_of_memory_roof]),
             str(row[c.bound]),
         ]
         for _, row in ledger.head(top).iterrows()
@@ -243,12 +247,7 @@ def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int)
         columns=[
             f"{b} kernel",
             f"{a} kernels",
-            f"{a} bytes",
-            f"{a} time",
-            "bytes",
-            "time",
-            "saved",
-            "roof time",
+            *_saving_columns(a),
             "% of memory roof",
             "bound",
         ],
@@ -257,6 +256,55 @@ def _ledger_view(comparison: Comparison, compiled: Roofline | None, *, top: int)
         "the device's peak bandwidth (latency: too short to reach it)",
         names=(0,),
     )
+
+
+def _by_line_view(comparison: Comparison, compiled: Roofline | None, *, top: int) -> View | None:
+    """The ledger per source line, the most time saved first (None without lines)."""
+    table = ledger_of(comparison, compiled, by_line=True)
+    if table is None or table.empty:
+        return None
+    c = LedgerByLineColumns
+    a, b = comparison.names
+    rows = [
+        [
+            f"{short_path(str(row[c.file]))}:{row[c.line]}",
+            str(row[c.kernels]),
+            f"{row[c.eager_kernels]:g}",
+            *_saving_cells(row, c),
+        ]
+        for _, row in table.head(top).iterrows()
+    ]
+    return View(
+        title=f"Fusion ledger by source line: {a}'s lines against {b}'s fused kernels",
+        columns=[
+            "line",
+            f"{b} kernels",
+            f"{a} kernels",
+            *_saving_columns(a),
+        ],
+        rows=rows,
+        note=f"per step; each {a} kernel on its own line; a fused kernel's bytes, time and roof "
+        f"time split over the lines by the {a} time credited from each",
+        names=(0,),
+        texts=(1,),
+    )
+
+
+def _saving_columns(a: str) -> list[str]:
+    return [f"{a} bytes", f"{a} time", "bytes", "time", "saved", "roof time"]
+
+
+def _saving_cells(row: Any, c: type[LedgerColumns] | type[LedgerByLineColumns]) -> list[str]:
+    """A ledger row's bytes and time of a's kernels, then of the fused kernel(s), the time
+    saved and the roof time (the columns of :func:`_saving_columns`)."""
+    return [
+        fmt_bytes(row[c.eager_bytes]),
+        fmt_us(row[c.eager_time_us]),
+        fmt_value(row[c.fused_bytes], "bytes"),
+        fmt_us(row[c.fused_time_us]),
+        signed_us(row[c.saved_us]),
+        fmt_value(row[c.roof_us], "us"),
+    ]
 
 
 def _roofline_row(side: str, row: Any) -> list[str]:
@@ -270,7 +318,7 @@ def _roofline_row(side: str, row: Any) -> list[str]:
         _number(row[b.achieved_tbps], 3),
         _number(row[b.achieved_tflops], 2),
         _number(row[b.intensity], 1),
-        "–" if _missing(row[b.pct_of_roof]) else fmt_pct(row[b.pct_of_roof]),
+        "–" if missing(row[b.pct_of_roof]) else fmt_pct(row[b.pct_of_roof]),
         str(row[b.bound]),
     ]
 
@@ -280,12 +328,8 @@ def _count(kernels: float, unsized: float) -> str:
     return f"{kernels:g}" + (f" ({unsized:g} unsized)" if unsized else "")
 
 
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))
-
-
 def _number(value: Any, digits: int) -> str:
-    return "–" if _missing(value) else f"{float(value):.{digits}f}"
+    return "–" if missing(value) else f"{float(value):.{digits}f}"
 
 
 #: Below this (µs, 10 ns: finer than trace clocks resolve) a figure is shown as 0: the rounding
@@ -293,13 +337,8 @@ def _number(value: Any, digits: int) -> str:
 _NOISE_US = 0.01
 
 
-def _us(value: float) -> str:
-    """µs with a real minus sign (the profiler part is negative: profiled steps are longer)."""
-    return ("−" if value < -_NOISE_US else "") + fmt_us(
-        abs(value) if abs(value) >= _NOISE_US else 0.0
-    )
-
-
-def _signed_us(value: float) -> str:
-    sign = "+" if value > _NOISE_US else "−" if value < -_NOISE_US else ""
+def signed_us(value: float, plus: str = "+") -> str:
+    """µs with a real minus sign (the bridge's profiler part is negative: profiled steps are
+    longer; a ledger's saving is negative where the fused kernels take longer)."""
+    sign = plus if value > _NOISE_US else "−" if value < -_NOISE_US else ""
     return sign + fmt_us(abs(value) if abs(value) >= _NOISE_US else 0.0)

@@ -17,8 +17,9 @@ from traceviz.analysis.compare import Comparison
 from traceviz.analysis.roofline.bridge import BridgeParts
 from traceviz.analysis.roofline.peaks import PRECISIONS, DevicePeaks
 from traceviz.analysis.roofline.per_kernel import RooflineByName
-from traceviz.report.figures.style import SIDE_COLORS, layout_spec, template
-from traceviz.report.roofline_report import bridge_of, roofline_of
+from traceviz.report.figures.fast import figure
+from traceviz.report.figures.style import SIDE_COLORS, empty_spec, layout_spec, template
+from traceviz.report.roofline_report import bridge_of, roofline_of, signed_us
 from traceviz.units import fmt_us
 
 __all__ = ["ROOFLINE_FIGURES", "bridge_figure", "roofline_figure"]
@@ -32,7 +33,9 @@ def bridge_figure(c: Comparison) -> go.Figure:
     a, b = c.names
     bridge = bridge_of(c)
     if bridge is None:
-        return _empty(f"Step bridge {a} → {b} (measured)", "no step to compare on a side")
+        return figure(
+            [], empty_spec(f"Step bridge {a} → {b} (measured)", "no step to compare on a side")
+        )
     title = (
         f"Step bridge {a} → {b}: where the step time goes (measured, µs per step; "
         f"{bridge.basis}; down: {b} spends less)"
@@ -47,7 +50,7 @@ def bridge_figure(c: Comparison) -> go.Figure:
             y=values,
             measure=measures,
             text=[
-                _signed(v) if m == "relative" else fmt_us(v)
+                signed_us(v) if m == "relative" else fmt_us(v)
                 for v, m in zip(values, measures, strict=True)
             ],
             textposition="outside",
@@ -107,7 +110,8 @@ def roofline_figure(c: Comparison) -> go.Figure:
         "bytes not drawn)"
     )
     if not fig.data:
-        return _empty(title, "no kernel with both FLOPs and bytes (GEMM, conv, attention)")
+        why = "no kernel with both FLOPs and bytes (GEMM, conv, attention)"
+        return figure([], empty_spec(title, why))
     fig.update_layout(template=template())
     fig.update_xaxes(type="log", title_text="arithmetic intensity, FLOP/byte")
     fig.update_yaxes(type="log", title_text="achieved TFLOP/s")
@@ -152,18 +156,6 @@ def _sizes(times: object) -> list[float]:
     values = np.asarray(times, dtype=float)
     top = float(np.nanmax(values)) if values.size else 1.0
     return [6.0 + 18.0 * math.sqrt(v / top) if top > 0 and v == v else 6.0 for v in values]
-
-
-def _signed(value: float) -> str:
-    return ("+" if value > 0 else "−" if value < 0 else "") + fmt_us(abs(value))
-
-
-def _empty(title: str, message: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
-    fig.update_layout(template=template(), xaxis_visible=False, yaxis_visible=False)
-    fig.update_layout(**layout_spec(title, height=260))
-    return fig
 
 
 #: The figures of the report's "Step bridge and roofline" section and the dashboard Overview.
