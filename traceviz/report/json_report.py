@@ -56,17 +56,11 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "roofline": roofline_json(comparison, top=top, rooflines=rooflines),
         "bridge": bridge_json(comparison),
         "fusion_ledger": ledger_json(comparison, rooflines["b"], top=top),
-        "profiled_vs_timed": _profiled_vs_timed(comparison),
-        "findings": [_finding(f) for f in comparison.findings],
+        # each side's profiled step median against run.json's timed one; null without timing
+        "profiled_vs_timed": check.to_json() if (check := comparison.profiled_timing) else None,
+        "findings": [f.to_json() if hasattr(f, "to_json") else f for f in comparison.findings],
     }
     return whole_counts(data)  # counts as integers, whatever the column dtype
-
-
-def _profiled_vs_timed(comparison: Comparison) -> dict[str, Any] | None:
-    """Each side's profiled step median against run.json's timed one (docs/compare-json.md,
-    "Profiled vs timed steps"); null without run.json timing."""
-    check = comparison.profiled_timing
-    return check.to_json() if check is not None else None
 
 
 def _lines_from(comparison: Comparison) -> dict[str, Any] | None:
@@ -119,6 +113,10 @@ def _analysed(side: Side, section: Callable[[Side], dict[str, Any]]) -> dict[str
 
 def _launch(side: Side) -> dict[str, Any]:
     launch = side.launch
+    # blocking calls, the longest first (ties in time order)
+    longest = launch.blocking.calls.sort_values(
+        BlockingColumns.dur_us, ascending=False, kind="stable"
+    )
     return {
         "launch_calls": launch.launch_calls,
         "launch_api_us": plain(launch.launch_api_us),
@@ -135,7 +133,7 @@ def _launch(side: Side) -> dict[str, Any]:
         ),
         "blocked_us": plain(launch.blocking.blocked_us),
         "blocking_calls": _numbered(
-            records(_longest_first(launch.blocking.calls), limit=BLOCKING_CALLS_SHOWN),
+            records(longest, limit=BLOCKING_CALLS_SHOWN),
             launch.idle.per_step,
         ),
     }
@@ -161,13 +159,3 @@ def _memory(side: Side) -> dict[str, Any]:
         "peak_allocated_bytes": plain(traffic.peak_allocated_bytes),
         "by_kind": records(traffic.by_kind),
     }
-
-
-def _finding(finding: Any) -> Any:
-    to_json = getattr(finding, "to_json", None)
-    return to_json() if callable(to_json) else finding
-
-
-def _longest_first(calls: pd.DataFrame) -> pd.DataFrame:
-    """Blocking calls, the longest first (ties in time order)."""
-    return calls.sort_values(BlockingColumns.dur_us, ascending=False, kind="stable")

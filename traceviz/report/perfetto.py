@@ -21,16 +21,13 @@ describes the file; in short:
   Order and nesting are kept; only an event that spans a step boundary where the other side's
   step was longer is stretched (its original duration is in ``args.traceviz.dur_us``).
   Without steps on both sides one constant shift lines up the earliest events.
-- **Overlay.** Each compiled kernel event gets ``args.traceviz`` (see :data:`KERNEL_ARGS`) from
-  the fusion map's partition credits (``FusionMap.kernels``/``credits``/``by_line``). Every
-  kernel, memcpy and memset event of both sides gets ``args.traceviz.roofline`` (see
-  :data:`ROOFLINE_ARGS`): its own execution's row of the side's roofline
-  (:attr:`traceviz.analysis.roofline.per_kernel.Roofline.per_kernel`, the row of the same
-  kernels-table row the event was matched to by name and start), unknown figures left out. A flow
-  (``s`` → ``f``, ``bp`` ``"e"``, id ``flow_id_base + eager kernels-table row``) links each
-  credited eager kernel to the compiled kernel of that name nearest in aligned time. A
-  ``traceviz`` process holds blocking calls and graph-break gaps (spans, ``X``) and the
-  findings (global instants, ``ph`` ``"i"``, ``s`` ``"g"``).
+- **Overlay.** Each compiled kernel event gets ``args.traceviz`` (:data:`KERNEL_ARGS`) from the
+  fusion map's credits; every kernel, memcpy and memset event of both sides gets
+  ``args.traceviz.roofline`` (:data:`ROOFLINE_ARGS`), the roofline row of the kernels-table row
+  the event was matched to by name and start. A flow (``s`` → ``f``, ``bp`` ``"e"``, id
+  ``flow_id_base + eager kernels-table row``) links each credited eager kernel to the compiled
+  kernel of that name nearest in aligned time. A ``traceviz`` process holds blocking calls and
+  graph-break gaps (spans, ``X``) and the findings (global instants, ``ph`` ``"i"``, ``s`` ``"g"``).
 """
 
 from __future__ import annotations
@@ -196,11 +193,14 @@ def read_raw(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 @dataclass
 class _Copied:
-    """One side copied: output events, kernels-table row → index into ``events``."""
+    """One side copied: output events, kernels-table row → index into ``events``, input pid →
+    new pid, and the ``process_name`` and sort index added for each new pid its input named
+    none for (``"<side> · rank <r> · pid <old pid>"``)."""
 
     events: list[dict[str, Any]]
     kernel_event: dict[int, int]
     pids: dict[Any, int]
+    added: list[dict[str, Any]]
 
 
 def _kernel_keys(trace: Trace) -> dict[tuple[str, float], list[int]]:
@@ -277,6 +277,7 @@ def _copy_side(
     pids: dict[Any, int] = {}
     out: list[dict[str, Any]] = []
     kernel_event: dict[int, int] = {}
+    named: set[int] = set()
     for event in events:  # edited in place: the events were read for this export alone
         if event.get("ph") == "X":  # find its kernels-table row before times move
             start = _as_float(event.get("ts"))
@@ -291,9 +292,20 @@ def _copy_side(
             event["id"] = _new_id(event["id"], side)
         _warp_event(event, warp)
         if event.get("ph") == "M":
+            if event.get("name") == "process_name":
+                named.add(event["pid"])
             _label_metadata(event, side, process_title(label, rank, devices.get(pid, "")))
         out.append(event)
-    return _Copied(out, kernel_event, pids)
+    added = [
+        meta
+        for orig, pid in pids.items()
+        if pid not in named
+        for meta in (
+            _meta(pid, "process_name", {"name": process_title(label, rank, f"pid {orig}")}),
+            _meta(pid, "process_sort_index", {"sort_index": SIDE_SORT_OFFSET[side] + pid}),
+        )
+    ]
+    return _Copied(out, kernel_event, pids, added)
 
 
 def _warp_event(event: dict[str, Any], warp: Warp) -> None:
@@ -332,23 +344,6 @@ def _label_metadata(event: dict[str, Any], side: int, title: str) -> None:
     elif event.get("name") == "process_sort_index" and isinstance(args.get("sort_index"), int):
         args["sort_index"] = args["sort_index"] + SIDE_SORT_OFFSET[side]
     event["args"] = args
-
-
-def _named_processes(copied: _Copied, side: int, label: str, rank: int) -> list[dict[str, Any]]:
-    """A ``process_name`` (``"<side> · rank <r> · pid <old pid>"``) and sort index for each
-    new pid whose input named none."""
-    named = {
-        e["pid"] for e in copied.events if e.get("ph") == "M" and e.get("name") == "process_name"
-    }
-    added = []
-    for orig, pid in copied.pids.items():
-        if pid in named:
-            continue
-        added.append(
-            _meta(pid, "process_name", {"name": process_title(label, rank, f"pid {orig}")})
-        )
-        added.append(_meta(pid, "process_sort_index", {"sort_index": SIDE_SORT_OFFSET[side] + pid}))
-    return added
 
 
 def _meta(pid: int, name: str, args: dict[str, Any], tid: int | None = None) -> dict[str, Any]:
@@ -496,7 +491,13 @@ def _flows(comparison: Comparison, a: _Copied, b: _Copied, base: int) -> list[di
         if pos > 0 and abs(ts[pos - 1] - source["ts"]) <= abs(ts[pos] - source["ts"]):
             pos -= 1
         target = b.events[int(index[pos])]
-        flows.extend(_flow_pair(base + int(row), source, target))
+        common = {"cat": FLOW_CAT, "name": "fused into", "id": base + int(row)}
+        flows += [
+            {**common, "ph": "s", "pid": source["pid"], "tid": source.get("tid"),
+             "ts": source["ts"]},
+            {**common, "ph": "f", "bp": "e", "pid": target["pid"], "tid": target.get("tid"),
+             "ts": target["ts"]},
+        ]  # fmt: skip
     return flows
 
 
@@ -515,23 +516,10 @@ def _instances_by_name(
     return out
 
 
-def _flow_pair(flow_id: int, source: dict[str, Any], target: dict[str, Any]) -> list[dict]:
-    common = {"cat": FLOW_CAT, "name": "fused into", "id": flow_id}
-    return [
-        {**common, "ph": "s", "pid": source["pid"], "tid": source.get("tid"), "ts": source["ts"]},
-        {**common, "ph": "f", "bp": "e", "pid": target["pid"], "tid": target.get("tid"),
-         "ts": target["ts"]},
-    ]  # fmt: skip
-
-
-def _max_id(events: Iterable[dict[str, Any]]) -> int:
-    ids = [e["id"] for e in events if isinstance(e.get("id"), int)]
-    return max(ids, default=0)
-
-
-def _flow_base(used: int) -> int:
-    """The smallest power of ten above every id the inputs use."""
-    base = 1
+def _flow_base(*sides: _Copied) -> int:
+    """The smallest power of ten above every integer id the inputs use."""
+    ids = (e["id"] for side in sides for e in side.events if isinstance(e.get("id"), int))
+    used, base = max(ids, default=0), 1
     while base <= used:
         base *= 10
     return base
@@ -637,20 +625,12 @@ def perfetto_trace(
     origin = comparison.a.trace.meta.time_origin_us or 0.0
     anchor = float(aligned.get("step_starts_us", [warp_a.scalar(origin)])[0])
     extra += _finding_instants(comparison, pid, anchor)
-    names = comparison.names
-    rank_a, rank_b = rank_of(comparison.a.trace), rank_of(comparison.b.trace)
-    events = (
-        a.events
-        + _named_processes(a, 0, names[0], rank_a)
-        + b.events
-        + _named_processes(b, 1, names[1], rank_b)
-    )
     top = {**top_b, **top_a}  # side a's keys win; side b's fill the keys a lacks
     inputs_other = [t.pop("otherData", None) for t in (top_a, top_b)]
     top.pop("otherData", None)
     top.pop("displayTimeUnit", None)
     other = {
-        "names": list(names),
+        "names": list(comparison.names),
         "inputs": [str(p) for p in paths],
         "input_events": [len(a.events), len(b.events)],
         "input_other_data": inputs_other,
@@ -665,7 +645,7 @@ def perfetto_trace(
         **top,
         "displayTimeUnit": "ms",
         "otherData": {OVERLAY: other},
-        "traceEvents": events + fusion["flows"] + extra,
+        "traceEvents": a.events + a.added + b.events + b.added + fusion["flows"] + extra,
     }
 
 
@@ -676,7 +656,7 @@ def _fusion_overlay(comparison: Comparison, a: _Copied, b: _Copied) -> dict[str,
         why = "; ".join(verdict.reasons)
         absent = f"absent: the fusion map was withheld (traces not comparable: {why}); rerun "
         return {"info": {"overlay": absent + "with --force to compute it"}, "flows": []}
-    base = _flow_base(max(_max_id(a.events), _max_id(b.events)))
+    base = _flow_base(a, b)
     annotated = _annotate_kernels(comparison, b)
     flows = _flows(comparison, a, b, base)
     forced = verdict.forced and not verdict.comparable

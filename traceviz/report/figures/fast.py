@@ -1,11 +1,10 @@
 """Figures from finished specs, without plotly's per-property validation.
 
 Building a figure through plotly's API (``add_bar``, ``update_layout``, ``make_subplots``…)
-validates and copies every property on every call: 5-80 ms per figure, most of the
-dashboard's view time on a large trace. The builders of :mod:`traceviz.report.figures`
-instead write each figure's final properties as plain dicts — in the key order and with the
-value types plotly's own calls would have stored (lists of Python scalars, numpy arrays
-copied) — and :func:`figure` makes the ``go.Figure`` from them at once.
+validates and copies every property on every call. The builders of
+:mod:`traceviz.report.figures` instead write each figure's final properties as plain dicts — in
+the key order and with the value types plotly's own calls would have stored (lists of Python
+scalars, numpy arrays copied) — and :func:`figure` makes the ``go.Figure`` from them at once.
 
 The result is a valid figure: rebuilt through ``go.Figure``, every property validated, it
 holds the same JSON (``tests/test_figure_specs.py``, every builder on real traces of each
@@ -28,10 +27,8 @@ def figure(data: list[Spec], layout: Spec, *, grid: tuple[Any, Any] | None = Non
     ``layout`` (its ``template`` included), in their key order; ``grid``: the subplot grid
     (``_grid_str``, ``_grid_ref``) of a :func:`subplots` skeleton, so ``row=``/``col=``
     keep working on the figure. The dicts become the figure's own: pass fresh ones."""
-    # only the trace types go through plotly's constructor (which stores properties in its
-    # classes' order); the specs are in the order plotly's own calls would have set them, so
-    # the figure takes them as they are
-    # (numbered subplot axes are named, so the layout registers them: fig.layout.xaxis2)
+    # only the trace types go through plotly's constructor; numbered subplot axes are named so
+    # that the layout registers them (fig.layout.xaxis2)
     numbered: Spec = {key: {} for key in layout if key[-1].isdigit()}
     skeleton = {"data": [{"type": d["type"]} for d in data], "layout": {"template": {}, **numbered}}
     fig = go.Figure(skeleton, _validate=False)

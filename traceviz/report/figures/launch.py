@@ -95,24 +95,17 @@ _STEP_PARTS: dict[str, tuple[str, str]] = {
     IdleParts.launch_latency_us: ("device idle, launch latency", "#F58518"),
     IdleParts.between_us: ("device idle, between issued kernels", "#BAB0AC"),
 }
-_CPU_PARTS = {
-    "CPU kernels computing": "#54A24B",
-    "framework overhead (no kernel running)": "#E45756",
+_CPU_STEP_PARTS: dict[str, tuple[str, str]] = {
+    StepOverhead.busy_us: ("CPU kernels computing", "#54A24B"),
+    StepOverhead.idle_us: ("framework overhead (no kernel running)", "#E45756"),
 }
 
 
-_GPU_LABELS = {column: label for column, (label, _) in _STEP_PARTS.items()}
-_CPU_LABELS = {
-    StepOverhead.busy_us: "CPU kernels computing",
-    StepOverhead.idle_us: "framework overhead (no kernel running)",
-}
-
-
-def _idle_parts(side: Side) -> list[tuple[str, float]]:
-    """(display name, mean µs per step) of each part of a step, measured
+def _idle_parts(side: Side) -> list[tuple[str, str, float]]:
+    """(display name, colour, mean µs per step) of each part of a step, measured
     (:func:`~traceviz.analysis.timing.step_parts.step_parts`)."""
-    labels = _CPU_LABELS if side.trace.device_kind is DeviceKind.CPU else _GPU_LABELS
-    return [(labels[part], value) for part, value in step_parts(side.trace, side.launch)]
+    parts = _CPU_STEP_PARTS if side.trace.device_kind is DeviceKind.CPU else _STEP_PARTS
+    return [(*parts[part], value) for part, value in step_parts(side.trace, side.launch)]
 
 
 def idle_figure(c: Comparison) -> go.Figure:
@@ -122,17 +115,16 @@ def idle_figure(c: Comparison) -> go.Figure:
     (:mod:`traceviz.analysis.timing.idle`); on CPU traces, kernels computing and framework
     overhead."""
     title = "Step time breakdown (measured, mean per step, ms)"
-    colors = {label: color for label, color in _STEP_PARTS.values()} | _CPU_PARTS
     shown: set[str] = set()
     data: list[dict[str, Any]] = []
     for side, _ in _sides(c):
-        for part, value in _idle_parts(side):
+        for part, color, value in _idle_parts(side):
             data.append(
                 {
                     "hoverinfo": "text",
                     "hovertext": f"{side.name}: {part} {fmt_us(value)} per step",
                     "legendgroup": part,
-                    "marker": {"color": colors.get(part, "#888")},
+                    "marker": {"color": color},
                     "name": part,
                     "orientation": "h",
                     "showlegend": part not in shown,

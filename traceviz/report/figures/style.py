@@ -63,10 +63,9 @@ TEMPLATE_TRACES = ("bar", "scatter")
 
 @functools.cache
 def template() -> go.layout.Template:
-    """plotly_white cut to :data:`TEMPLATE_TRACES` (its layout whole): the same look, but a
-    figure carries half the template JSON and applying it takes about 40% of the time
-    (plotly copies and validates a template on every figure; the full one styles 24 trace
-    types). Built once; plotly copies it into each figure, so it is never mutated."""
+    """plotly_white cut to :data:`TEMPLATE_TRACES` (its layout whole): the same look with less
+    template JSON to copy and validate per figure. Built once; plotly copies it into each
+    figure, so it is never mutated."""
     import plotly.io as pio
 
     white = pio.templates["plotly_white"]
