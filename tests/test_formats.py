@@ -2,17 +2,20 @@
 headline, every table and every finding from the same structured data, and ``--format`` is
 the registry's list. The HTML report (``traceviz compare --format html``) is one
 self-contained offline file with the figures of traceviz.report.figures and the tables of
-traceviz.report.views."""
+traceviz.report.views; a finding's evidence, gain and next step are rendered once
+(traceviz.report.finding_parts) for the HTML report and the dashboard alike."""
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import json
 import re
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -23,6 +26,7 @@ from traceviz.cli import main
 from traceviz.diagnose import diagnose_trace
 from traceviz.errors import UsageError
 from traceviz.pipeline import Report, compare_run
+from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
 from traceviz.report.formats import COMPARISON, RENDERERS, SUMMARY, Rendered, names, renderer
 from traceviz.report.headline import headline as first_screen
 from traceviz.report.views import comparison_views, headline, headline_details
@@ -37,13 +41,9 @@ def _report(name: str) -> Report:
     return _cached(path)
 
 
-_REPORTS: dict[Path, Report] = {}
-
-
+@functools.cache
 def _cached(path: Path) -> Report:
-    if path not in _REPORTS:
-        _REPORTS[path] = compare_run(path, load=load_trace)
-    return _REPORTS[path]
+    return compare_run(path, load=load_trace)
 
 
 def _text(rendered: Rendered) -> str:
@@ -156,6 +156,9 @@ def report(sample: Report) -> str:
 
 
 def test_html_is_one_complete_document_that_needs_no_network(report: str) -> None:
+    from traceviz.report.figures import VIEW_FIGURES
+    from traceviz.report.figures.roofline import ROOFLINE_FIGURES
+
     assert report.startswith("<!DOCTYPE html>")
     assert report.rstrip().endswith("</html>")
     assert report.count("<html") == 1 and report.count("</body>") == 1
@@ -163,13 +166,7 @@ def test_html_is_one_complete_document_that_needs_no_network(report: str) -> Non
     assert not re.search(r"<script[^>]+src=", report, re.I)
     assert not re.search(r"<link[^>]+href=[\"']?https?:", report, re.I)
     assert not re.search(r"<img[^>]+src=[\"']?https?:", report, re.I)
-
-
-def test_html_embeds_plotly_js_once(report: str) -> None:
-    from traceviz.report.figures import VIEW_FIGURES
-    from traceviz.report.figures.roofline import ROOFLINE_FIGURES
-
-    # every view's figures, and the step bridge and the roofline (report.html._roofline)
+    # every view's figures, and the step bridge and the roofline, with plotly.js embedded once
     figures = sum(len(builders) for builders in VIEW_FIGURES.values()) + len(ROOFLINE_FIGURES)
     assert report.count("Plotly.newPlot(") == figures
     # plotly.js defines its version string once; a second embedded copy would repeat it
@@ -194,25 +191,16 @@ def test_html_escapes_names(sample: Report) -> None:
     assert "&lt;eager&gt;" in text
 
 
-@dataclass(frozen=True)
-class FakeFinding:
-    severity: str
-    title: str
-
-    def evidence_lines(self) -> list[str]:
-        return ["kernels: 60 → 35"]
-
-    def gain_text(self) -> str:
-        return "≈ 10 µs per step"
-
-    next_step = "try mode='reduce-overhead'"
-    docs_url = "https://pytorch.org/docs/stable/torch.compiler.html"
-
-
 def test_html_shows_findings(sample: Report) -> None:
     from traceviz.report.html import comparison_html, finding_html
 
-    finding = FakeFinding("warning", "Launch overhead <dominates>")
+    finding = Odd(
+        title="Launch overhead <dominates>",
+        lines=["kernels: 60 → 35"],
+        gain="≈ 10 µs per step",
+        next_step="try mode='reduce-overhead'",
+        docs_url="https://pytorch.org/docs/stable/torch.compiler.html",
+    )
     text = comparison_html(replace(sample, findings=[finding]), top=3)
     assert "[warning]</b> Launch overhead &lt;dominates&gt;" in text
     assert "≈ 10 µs per step" in text and "reduce-overhead" in text
@@ -233,3 +221,77 @@ def test_without_plotly_the_html_api_names_the_extra(
     monkeypatch.setitem(sys.modules, "plotly", None)  # as if not installed
     with pytest.raises(UsageError, match=r"traceviz\[dashboard\]"):
         renderer("html").comparison(sample, top=5)
+
+
+# --- one finding's HTML pieces (traceviz.report.finding_parts), the HTML report's and the
+# dashboard's collapsible findings alike ----------------------------------------------------
+
+
+@dataclass
+class Odd:
+    severity: Any = "warning"
+    title: str = "A <b>bold</b> claim"
+    lines: list[str] = field(default_factory=lambda: ["x < y", "5 & 6"])
+    gain: str = ""
+    next_step: str = ""
+    docs_url: str = ""
+
+    def evidence_lines(self) -> list[str]:
+        return self.lines
+
+    def gain_text(self) -> str:
+        return self.gain
+
+
+def test_evidence_then_gain_escaped() -> None:
+    finding = Odd(gain="≈ 3 µs <per> step")
+    assert evidence_items(finding) == "".join(
+        f"<li>{html.escape(line)}</li>"
+        for line in [*finding.lines, f"estimated gain: {finding.gain}"]
+    )
+    assert evidence_items(Odd(lines=[])) == ""
+    assert evidence_items(object()) == ""
+
+
+@pytest.mark.parametrize(
+    ("docs", "linked"),
+    [
+        ("https://example.org/a?b=1&c=2", True),
+        ("http://x.org", True),
+        ("httpx", False),
+        ("", False),
+    ],
+)
+def test_next_step_links_only_web_docs(docs: str, linked: bool) -> None:
+    finding = Odd(next_step="use <this>", docs_url=docs)
+    text = next_step_html(finding)
+    assert text.startswith("<div>next step: use &lt;this&gt;") and text.endswith("</div>")
+    assert (f'href="{html.escape(docs)}"' in text) == linked
+    assert next_step_html(Odd(docs_url=docs)) == ""
+
+
+def test_severity_and_title_of_anything() -> None:
+    class Level:
+        value = "error"
+
+    assert severity_and_title(Odd(severity=Level())) == ("error", Odd().title)
+    assert severity_and_title(42) == ("info", "42")
+
+
+def test_report_and_dashboard_show_the_same_pieces_of_real_findings() -> None:
+    pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+    from traceviz.dashboard import loading
+    from traceviz.dashboard.tabs.findings import finding_body, finding_details
+    from traceviz.report.html import finding_html
+
+    report = loading.comparison_from_args([str(SAMPLES / "graph-break")])
+    assert report is not None and report.findings
+    for finding in report.findings:
+        items, step = evidence_items(finding), next_step_html(finding)
+        assert items and all(html.escape(str(line)) in items for line in finding.evidence_lines())
+        in_report = finding_html(finding)
+        assert f"<ul>{items}</ul>{step}</div>" in in_report
+        assert finding_body(finding) == f"<ul>{items}</ul>{step}"
+        severity, title = severity_and_title(finding)
+        assert f"[{html.escape(severity)}]</b> {html.escape(title)}" in in_report
+        assert f"[{html.escape(severity)}]</b> {html.escape(title)}" in finding_details(finding)
