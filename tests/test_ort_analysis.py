@@ -123,7 +123,8 @@ def test_ort_op_types_have_their_kind(op_type: str, kind: str) -> None:
     assert classify_ort_kind(op_type).value == kind
 
 
-def test_real_profiles_take_kinds_from_op_types(levels: dict[str, Path]) -> None:
+def test_real_profiles_take_kinds_from_op_types_and_add_up(levels: dict[str, Path]) -> None:
+    """Kinds by op type; the kind table and the traffic by kind add up to the nodes measured."""
     seen: set[str] = set()
     for path in _real(levels):
         trace = traceviz.load(path, cache=False)
@@ -136,15 +137,6 @@ def test_real_profiles_take_kinds_from_op_types(levels: dict[str, Path]) -> None
         assert kinds.tolist() == expected
         assert classify(trace)[Classified.kind].astype(str).tolist() == expected
         seen |= set(zip(ops, kinds, strict=True))
-    # what the block really runs at the two levels
-    assert {("MatMul", "gemm"), ("Gemm", "gemm"), ("LayerNormalization", "normalization"),
-            ("Gelu", "pointwise"), ("Erf", "pointwise"), ("Reshape", "copy")} <= seen  # fmt: skip
-    assert not any(kind == "other" for _, kind in seen)
-
-
-def test_kind_table_and_traffic_by_kind_add_up(levels: dict[str, Path]) -> None:
-    for path in _real(levels):
-        trace = traceviz.load(path, cache=False)
         table = kind_table(classify(trace))
         assert table["count"].sum() == len(_plain_nodes(path))
         measured = float(trace.kernels[Kernels.excl_dur_us].sum())
@@ -154,6 +146,10 @@ def test_kind_table_and_traffic_by_kind_add_up(levels: dict[str, Path]) -> None:
         assert traffic.total_bytes <= int(trace.kernels[Kernels.bytes].sum())
         by_kind = traffic.by_kind
         assert set(by_kind["kind"].astype(str)) <= {k.value for k in KernelKind} - {"other"}
+    # what the block really runs at the two levels
+    assert {("MatMul", "gemm"), ("Gemm", "gemm"), ("LayerNormalization", "normalization"),
+            ("Gelu", "pointwise"), ("Erf", "pointwise"), ("Reshape", "copy")} <= seen  # fmt: skip
+    assert not any(kind == "other" for _, kind in seen)
 
 
 def test_node_names_do_not_decide_the_kind(tmp_path: Path) -> None:

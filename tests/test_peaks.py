@@ -151,7 +151,7 @@ def test_real_traces(name: str, basis: str, row: str | None) -> None:
     )
 
 
-def test_a_peaks_file_overrides_the_table(tmp_path: Path) -> None:
+def test_a_json_or_toml_peaks_file_overrides_the_table(tmp_path: Path) -> None:
     path = tmp_path / "peaks.json"
     path.write_text(json.dumps({"name": "my H200", "hbm_tbps": 4.0, "fp32_tflops": 60}))
     peaks = read_peaks_file(path)
@@ -160,12 +160,9 @@ def test_a_peaks_file_overrides_the_table(tmp_path: Path) -> None:
     trace = load(SAMPLES / "mlp" / "eager.pt.trace.json.gz")  # even a CPU trace takes it
     found = device_peaks(trace, override=peaks)
     assert found.basis is PeakBasis.FILE and found.peaks == peaks
-
-
-def test_a_toml_peaks_file(tmp_path: Path) -> None:
-    path = tmp_path / "peaks.toml"
-    path.write_text('name = "box"\nhbm_tbps = 1.5\nbf16_tflops = 100.0\n')
-    peaks = read_peaks_file(path)
+    toml = tmp_path / "peaks.toml"
+    toml.write_text('name = "box"\nhbm_tbps = 1.5\nbf16_tflops = 100.0\n')
+    peaks = read_peaks_file(toml)
     assert peaks.name == "box" and peaks.tflops("bf16") == 100.0
 
 
@@ -178,21 +175,18 @@ def test_a_toml_peaks_file(tmp_path: Path) -> None:
         ('{"hbm_tbps": "fast"}', "positive"),
         ('{"hbm_tbps": 1, "fp64_tflops": 3}', "unknown key"),
         ("{not json", "not valid JSON"),
+        (None, "cannot read"),  # no file
     ],
 )
 def test_bad_peaks_files_name_the_file_and_the_problem(
-    tmp_path: Path, text: str, problem: str
+    tmp_path: Path, text: str | None, problem: str
 ) -> None:
     path = tmp_path / "peaks.json"
-    path.write_text(text)
+    if text is not None:
+        path.write_text(text)
     with pytest.raises(UsageError) as err:
         read_peaks_file(path)
     assert str(path) in str(err.value) and problem in str(err.value)
-
-
-def test_a_missing_peaks_file_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(UsageError, match="cannot read"):
-        read_peaks_file(tmp_path / "absent.json")
 
 
 def test_docs_roofline_lists_the_table_as_it_is() -> None:

@@ -113,7 +113,7 @@ SAMPLE = SAMPLES / "gpt2-ort"
 @pytest.mark.skipif(not (SAMPLE / "run.json").is_file(), reason="no sample_traces/gpt2-ort yet")
 def test_the_gpt2_ort_sample_is_whole_and_its_profiles_add_up() -> None:
     """Every level of the sample has its graph structure and profile; node time credited to a
-    profiled step never exceeds the step; the directory stays small."""
+    profiled step never exceeds the step (its size: test_sample_runs_stay_small)."""
     import json
 
     from traceviz.runner import load_run
@@ -140,8 +140,6 @@ def test_the_gpt2_ort_sample_is_whole_and_its_profiles_add_up() -> None:
                 if e.get("cat") == "Node" and step["ts"] <= e["ts"] <= step["ts"] + step["dur"]
             ]  # fmt: skip
             assert inside and sum(inside) <= step["dur"]
-    size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
-    assert size < 3 * 2**20
 
 
 def _run_printed(directory: Path, monkeypatch: pytest.MonkeyPatch) -> str:

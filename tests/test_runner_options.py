@@ -166,18 +166,15 @@ FACTORY = """
 """
 
 
-def test_file_factory_is_called_with_the_batch_size(tmp_path: Path) -> None:
+def test_file_and_module_factories_are_called_with_the_batch_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch", reason="torch not installed (runner extra)")
     path = write_factory(tmp_path, FACTORY)
     loaded = load_model(f"{path}:make", batch_size=5)
     assert loaded.name == "my_model" and loaded.spec == f"{path}:make"  # the file's name
     assert tuple(loaded.inputs[0].shape) == (5, 4)
     assert tuple(load_model(f"{path}:make").inputs[0].shape) == (3, 4)
-
-
-def test_module_factory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pytest.importorskip("torch", reason="torch not installed (runner extra)")
-    write_factory(tmp_path, FACTORY)
     monkeypatch.syspath_prepend(str(tmp_path))
     assert load_model("my_model:no_batch").name == "my_model"  # the module's name
 
