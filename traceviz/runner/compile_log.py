@@ -59,7 +59,9 @@ _PROFILED_KERNEL = re.compile(r'"(graph_\d+_\w+)"')  # the record's name, as a C
 
 
 class _Collector(logging.Handler):
-    """Keeps structured-log records (trace_log) as (metadata, payload) pairs."""
+    """Keeps structured-log records (trace_log) as (metadata, payload) pairs, and turns
+    Inductor's "Graph Metrics" log (:data:`METRICS_LOGGER`) into a per-scheduler-node byte
+    record."""
 
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
@@ -67,27 +69,14 @@ class _Collector(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            metadata = getattr(record, "metadata", None)
-            if isinstance(metadata, dict):
+            args, metadata = record.args, getattr(record, "metadata", None)
+            if record.name == METRICS_LOGGER:
+                if isinstance(args, dict) and "nodes_num_elem" in args:
+                    self.records.append(_node_bytes_record(args["nodes_num_elem"]))
+            elif isinstance(metadata, dict):
                 kept = _keep(metadata, getattr(record, "payload", None))
                 if kept is not None:
                     self.records.append(kept)
-        except Exception:  # logging must never break a compilation
-            pass
-
-
-class _NodeBytes(logging.Handler):
-    """Turns Inductor's "Graph Metrics" log into a per-scheduler-node byte record."""
-
-    def __init__(self, sink: _Collector) -> None:
-        super().__init__(level=logging.INFO)
-        self.sink = sink
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            args = record.args
-            if isinstance(args, dict) and "nodes_num_elem" in args:
-                self.sink.records.append(_node_bytes_record(args["nodes_num_elem"]))
         except Exception:  # logging must never break a compilation
             pass
 
@@ -144,11 +133,10 @@ def capture(path: Path) -> Iterator[None]:
         {"metadata": {HEADER: {"version": 1, "torch": torch.__version__}}, "payload": None}
     )
     metrics_logger = logging.getLogger(METRICS_LOGGER)
-    node_bytes = _NodeBytes(collector)
     saved = (trace_log.level, metrics_logger.level, metrics_logger.propagate)
     trace_log.addHandler(collector)
     trace_log.setLevel(logging.DEBUG)
-    metrics_logger.addHandler(node_bytes)
+    metrics_logger.addHandler(collector)
     metrics_logger.setLevel(logging.INFO)
     metrics_logger.propagate = False  # the "Graph Metrics" text goes nowhere else
     try:
@@ -156,7 +144,7 @@ def capture(path: Path) -> Iterator[None]:
             yield
     finally:
         trace_log.removeHandler(collector)
-        metrics_logger.removeHandler(node_bytes)
+        metrics_logger.removeHandler(collector)
         trace_log.setLevel(saved[0])
         metrics_logger.setLevel(saved[1])
         metrics_logger.propagate = saved[2]
