@@ -435,10 +435,7 @@ def test_dask_workers_started_by_the_cli_keep_its_cap(
     the command's Settings: the cap travels with each task."""
     pytest.importorskip("distributed", reason="distributed not installed (distributed extra)")
     pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
-    from tests.ranks_fixtures import synthetic_job, write_ranks
-
-    traces = tmp_path / "traces"
-    write_ranks(traces, synthetic_job(2, steps=2).docs)
+    traces = _job(tmp_path / "traces", 2, 2)
     before = _traceviz_variables()
     argv = ["ingest", str(traces), "--workers", "2", "--quiet", "--max-bytes", "1K"]
     assert cli.main(argv) == 1

@@ -199,7 +199,6 @@ def test_names_are_dictionary_encoded_on_disk_and_categorical_in_memory(
 
 
 def test_the_planted_straggler_is_found(nccl_ranks: traceviz.Ranks) -> None:
-    pytest.importorskip("traceviz.ranks.stragglers")
     found = nccl_ranks.stragglers()
     flagged = found.per_rank.loc[found.per_rank["straggler"], "rank"].tolist()
     assert flagged == [STRAGGLER]
