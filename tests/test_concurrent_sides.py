@@ -254,14 +254,11 @@ def _bad(tmp_path: Path, name: str) -> Path:
 def test_a_side_error_names_its_file(
     tmp_path: Path, tmp_trace: Callable[..., Path], bad: str
 ) -> None:
-    a, b = _pair(tmp_trace)
-    if bad == "a":
-        a = _bad(tmp_path, "bad_a.json")
-    else:
-        b = _bad(tmp_path, "bad_b.json")
+    sides = dict(zip("ab", _pair(tmp_trace), strict=True))
+    sides[bad] = _bad(tmp_path, f"bad_{bad}.json")
     with pytest.raises(TraceFormatError) as err:
-        compare(a, b, load=traceviz.load)
-    assert err.value.path == str(a if bad == "a" else b)
+        compare(sides["a"], sides["b"], load=traceviz.load)
+    assert err.value.path == str(sides[bad])
 
 
 def test_both_fail_side_a_error_first(tmp_path: Path) -> None:
