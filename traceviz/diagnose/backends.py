@@ -61,44 +61,40 @@ def _slower_levels(view: BackendsView, rows: list[dict[str, Any]]) -> list[Findi
         return []
     out = []
     for name, row in by_name.items():
-        if not name.startswith(ORT_PREFIX) or row is base:
-            continue
         median = _number(row[BackendRow.step_median_us])
-        if median is None or row[BackendRow.check_passed] is False or row[BackendRow.error]:
+        if not name.startswith(ORT_PREFIX) or row is base or median is None:
             continue
-        spread = _half_iqrs(row, base)
-        gap = median - base_us
-        if median / base_us >= 1 + ORT_SLOWER_TOLERANCE and gap > spread:
-            out.append(_slower_level(view, name, median, base_us, spread))
+        if row[BackendRow.check_passed] is False or row[BackendRow.error]:
+            continue
+        spread, level = _half_iqrs(row, base), name.removeprefix(ORT_PREFIX)
+        if median / base_us < 1 + ORT_SLOWER_TOLERANCE or median - base_us <= spread:
+            continue
+        out.append(
+            Finding(
+                id=ORT_SLOWER_ID,
+                severity=Severity.WARNING,
+                title=f"ONNX Runtime level {level} is {median / base_us:.2f}× slower than level "
+                f"{BASELINE_LEVEL} per step",
+                evidence=(
+                    Evidence(f"{name} median step", median, Unit.US),
+                    Evidence(f"{ORT_PREFIX}{BASELINE_LEVEL} median step", base_us, Unit.US),
+                    Evidence(f"{level} / {BASELINE_LEVEL}", median / base_us, Unit.FACTOR),
+                    Evidence("half the IQRs summed", spread, Unit.US),
+                    f"timing: {view.latency_method or 'run.json timing'}; outputs checked "
+                    "against eager",
+                ),
+                est_gain_us=median - base_us,
+                gain_basis=f"measured: median step times outside the profiler; running level "
+                f"{BASELINE_LEVEL} instead saves this per step",
+                next_step=f"Compare the {level} graph's fusions with {BASELINE_LEVEL}'s in the "
+                "Backends view: a fused node ORT runs slower on this provider costs more than "
+                "it saves. Deploy the fastest level whose outputs pass, or disable that fusion "
+                "(SessionOptions.add_session_config_entry("
+                "'optimization.disable_specified_optimizers', '<fusion name>')).",
+                docs_url=ORT_DOCS,
+            )
+        )
     return out
-
-
-def _slower_level(
-    view: BackendsView, name: str, median: float, base_us: float, spread: float
-) -> Finding:
-    level = name.removeprefix(ORT_PREFIX)
-    return Finding(
-        id=ORT_SLOWER_ID,
-        severity=Severity.WARNING,
-        title=f"ONNX Runtime level {level} is {median / base_us:.2f}× slower than level "
-        f"{BASELINE_LEVEL} per step",
-        evidence=(
-            Evidence(f"{name} median step", median, Unit.US),
-            Evidence(f"{ORT_PREFIX}{BASELINE_LEVEL} median step", base_us, Unit.US),
-            Evidence(f"{level} / {BASELINE_LEVEL}", median / base_us, Unit.FACTOR),
-            Evidence("half the IQRs summed", spread, Unit.US),
-            f"timing: {view.latency_method or 'run.json timing'}; outputs checked against eager",
-        ),
-        est_gain_us=median - base_us,
-        gain_basis=f"measured: median step times outside the profiler; running level "
-        f"{BASELINE_LEVEL} instead saves this per step",
-        next_step=f"Compare the {level} graph's fusions with {BASELINE_LEVEL}'s in the "
-        "Backends view: a fused node ORT runs slower on this provider costs more than it "
-        "saves. Deploy the fastest level whose outputs pass, or disable that fusion "
-        "(SessionOptions.add_session_config_entry('optimization.disable_specified_optimizers',"
-        " '<fusion name>')).",
-        docs_url=ORT_DOCS,
-    )
 
 
 def _outputs_differ(row: dict[str, Any]) -> Finding | None:
