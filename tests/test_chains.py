@@ -1,4 +1,4 @@
-"""§4 of issue 10: ``unfused-chain`` fires only on true chains, and evidence stays short.
+"""``unfused-chain`` fires only on true chains, and evidence stays short.
 
 GIVEN ops that follow each other (hand-made CPU traces, whose ops are the kernels, and the real
 corpus and sample traces), WHEN chains are derived (:mod:`traceviz.analysis.fusion.chains`) and the

@@ -1,4 +1,4 @@
-"""ONNX Runtime profiles as first-class traces (issue 11).
+"""ONNX Runtime profiles as first-class traces.
 
 Kernel kinds by the node's op type, diagnosis that gives ORT advice (or none) instead of torch
 advice, the first run named a warm-up, ``traceviz compare`` of two ORT levels and the

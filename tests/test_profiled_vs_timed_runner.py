@@ -1,4 +1,4 @@
-"""The runner profiles eager and compiled under the same conditions (issue 24 §2): one profiler
+"""The runner profiles eager and compiled under the same conditions: one profiler
 session whose steps alternate between them, split into one trace per side in the format a
 session of its own writes (``ProfilerStep#2`` … in order, metadata and the profiler's span).
 

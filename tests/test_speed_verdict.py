@@ -1,22 +1,18 @@
-"""§4 of issue 10: speed verdicts need statistical support.
+"""Speed verdicts need statistical support. GIVEN step-time samples (run.json's timed
+iterations, or the traces' ProfilerSteps), WHEN b is compared with a, THEN the verdict rests on
+a bootstrap interval of the ratio of medians (fixed seed), "no significant difference" inside
+the noise with the interval shown, the headline reconciles profiled and timed step times, and a
+trace-only compare says it rests on one profiled window.
 
-GIVEN step-time samples (run.json's timed iterations, or the traces' ProfilerSteps), WHEN b is
-compared with a, THEN the verdict rests on a bootstrap interval of the ratio of medians (fixed
-seed), "no significant difference" inside the noise with the interval shown, the headline
-reconciles profiled and timed step times, and a trace-only compare says it rests on one
-profiled window.
-
-Who gets a verdict (issue 24 §3): two traces without ops get none (their step spans time
-nothing: an ``empty-trace`` finding per trace instead); the same model on two GPU vendors (an
-H100 cuda trace, an MI300 rocm one with the same op signatures) is one workload and gets it,
-only the per-kernel fusion figures need one vendor's kernels, and the finding names the checks
-that failed. In the compare JSON every ``step`` is the ProfilerStep number, null outside every
-step.
-
-The compiled-slower attribution's median step per kind (``slower._median_step_times``):
-computed once per side's facts, by a groupby of the kinds' categorical codes; equal to a plain
-Python pass over the kernels on real CUDA, ROCm and CPU traces and on made edge cases. The
-extra device idle time by cause.
+Who gets a verdict: two traces without ops get none (their step spans time nothing: an
+``empty-trace`` finding per trace instead); the same model on two GPU vendors (an H100 cuda
+trace, an MI300 rocm one with the same op signatures) is one workload and gets it, only the
+per-kernel fusion figures need one vendor's kernels, and the finding names the checks that
+failed. In the compare JSON every ``step`` is the ProfilerStep number, null outside every step.
+The compiled-slower attribution's median step per kind (``slower._median_step_times``): computed
+once per side's facts, by a groupby of the kinds' categorical codes; equal to a plain Python
+pass over the kernels on real CUDA, ROCm and CPU traces and on made edge cases. The extra
+device idle time by cause.
 """
 
 from __future__ import annotations
