@@ -24,7 +24,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
@@ -43,6 +43,7 @@ from traceviz.analysis.onnx.graph import (
 from traceviz.analysis.onnx.nodes import Graph, read_graph
 from traceviz.analysis.onnx.profile_nodes import ProfileNodes, read_profile_nodes
 from traceviz.errors import TraceFormatError, UsageError
+from traceviz.schema import Float, Int, Text, dtypes
 
 __all__ = [
     "BACKEND_DTYPES",
@@ -59,6 +60,9 @@ EXPORTED_GRAPH = "onnx/model.onnx"
 LEVEL_ORDER = ("disable", "basic", "extended", "layout", "all")
 
 
+Flag = Annotated[str, "boolean"]  # a column of nullable booleans (others: traceviz.schema)
+
+
 class BackendRow:
     """Columns of :attr:`BackendsView.rows`: one row per backend (eager, compile,
     ``onnxruntime:<level>``). Step times are measured outside any profiler (round-robin
@@ -66,45 +70,27 @@ class BackendRow:
     are measured in the traces (Kineto; an ORT level's profile: its node events); bytes are
     estimated."""
 
-    backend = "backend"  # "eager", "compile", "onnxruntime:<level>" (str)
-    step_median_us = "step_median_us"  # median step time, µs (float64; NaN: not timed)
-    step_iqr_us = "step_iqr_us"  # its interquartile range, µs (float64)
-    step_q1_us = "step_q1_us"  # 25th and 75th percentiles of the step times, µs (float64;
-    step_q3_us = "step_q3_us"  # NaN where run.json kept no samples)
-    ratio_to_eager = "ratio_to_eager"  # median / eager's median (> 1: slower) (float64)
-    timing = "timing"  # "round-robin" (run.json latency) or "timed" (run.json timing) (str)
-    kernels_per_step = "kernels_per_step"  # kernels (ORT: node runs) per step (float64)
-    kernel_time_per_step_us = "kernel_time_per_step_us"  # their time per step, µs (float64)
-    est_bytes_per_step = "est_bytes_per_step"  # estimated traffic per step, bytes (float64)
-    max_abs_diff = "max_abs_diff"  # largest |output − eager output| (float64; NaN: eager)
-    check_passed = "check_passed"  # outputs allclose to eager's (boolean; NA: not checked)
-    one_time_s = "one_time_s"  # compile (first call), or export + session creation, s
-    one_time = "one_time"  # what one_time_s counts (str)
-    nodes = "nodes"  # nodes in the ORT level's graph (Int64; NA for eager/compile)
-    error = "error"  # the level failed: its error ("" none) (str)
-    culprit = "culprit"  # its output check failed: the node isolated as wrong, "node (op):
+    backend: Text = "backend"  # "eager", "compile", "onnxruntime:<level>" (str)
+    step_median_us: Float = "step_median_us"  # median step time, µs (float64; NaN: not timed)
+    step_iqr_us: Float = "step_iqr_us"  # its interquartile range, µs (float64)
+    step_q1_us: Float = "step_q1_us"  # 25th and 75th percentiles of the step times, µs (float64;
+    step_q3_us: Float = "step_q3_us"  # NaN where run.json kept no samples)
+    ratio_to_eager: Float = "ratio_to_eager"  # median / eager's median (> 1: slower) (float64)
+    timing: Text = "timing"  # "round-robin" (run.json latency) or "timed" (run.json timing) (str)
+    kernels_per_step: Float = "kernels_per_step"  # kernels (ORT: node runs) per step (float64)
+    kernel_time_per_step_us: Float = "kernel_time_per_step_us"  # their time per step, µs (float64)
+    est_bytes_per_step: Float = "est_bytes_per_step"  # estimated traffic per step, bytes (float64)
+    max_abs_diff: Float = "max_abs_diff"  # largest |output − eager output| (float64; NaN: eager)
+    check_passed: Flag = "check_passed"  # outputs allclose to eager's (boolean; NA: not checked)
+    one_time_s: Float = "one_time_s"  # compile (first call), or export + session creation, s
+    one_time: Text = "one_time"  # what one_time_s counts (str)
+    nodes: Int = "nodes"  # nodes in the ORT level's graph (Int64; NA for eager/compile)
+    error: Text = "error"  # the level failed: its error ("" none) (str)
+    culprit: Text = "culprit"  # its output check failed: the node isolated as wrong, "node (op):
     # error", or the reference evaluator's disagreement ("" none) (str)
 
 
-BACKEND_DTYPES: dict[str, str] = {
-    BackendRow.backend: "object",
-    BackendRow.step_median_us: schema.F64,
-    BackendRow.step_iqr_us: schema.F64,
-    BackendRow.step_q1_us: schema.F64,
-    BackendRow.step_q3_us: schema.F64,
-    BackendRow.ratio_to_eager: schema.F64,
-    BackendRow.timing: "object",
-    BackendRow.kernels_per_step: schema.F64,
-    BackendRow.kernel_time_per_step_us: schema.F64,
-    BackendRow.est_bytes_per_step: schema.F64,
-    BackendRow.max_abs_diff: schema.F64,
-    BackendRow.check_passed: "boolean",
-    BackendRow.one_time_s: schema.F64,
-    BackendRow.one_time: "object",
-    BackendRow.nodes: schema.I64,
-    BackendRow.error: "object",
-    BackendRow.culprit: "object",
-}
+BACKEND_DTYPES: dict[str, str] = dtypes(BackendRow)
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ column adds up to that side's measured exclusive device time.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 import numpy as np
 import pandas as pd
@@ -17,7 +17,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.analysis.kernels import Classified
 from traceviz.errors import UsageError
-from traceviz.schema import Kernels
+from traceviz.schema import Float, Kernels, Text, dtypes
 
 __all__ = ["GROUPS", "KERNEL_DIFF_DTYPES", "NO_OP", "KernelDiff", "kernel_diff"]
 
@@ -31,27 +31,22 @@ GROUPS: dict[str, str] = {
 NO_OP = "(no launching op)"
 
 
+Count = Annotated[str, "int64"]  # a column of non-nullable integers (others: traceviz.schema)
+
+
 class KernelDiff:
     """Columns of :func:`kernel_diff`: one row per key present on either side."""
 
-    key = "key"  # kernel name, launching op or kind (str)
-    a_calls = "a_calls"  # activities of that key on side a (int64; 0: none)
-    a_time_us = "a_time_us"  # their exclusive device time, µs, measured (float64)
-    b_calls = "b_calls"  # the same on side b (int64)
-    b_time_us = "b_time_us"  # µs, measured (float64)
-    delta_time_us = "delta_time_us"  # b_time_us − a_time_us, µs (float64)
-    ratio = "ratio"  # b_time_us / a_time_us (float64; NaN when a has none)
+    key: Text = "key"  # kernel name, launching op or kind (str)
+    a_calls: Count = "a_calls"  # activities of that key on side a (int64; 0: none)
+    a_time_us: Float = "a_time_us"  # their exclusive device time, µs, measured (float64)
+    b_calls: Count = "b_calls"  # the same on side b (int64)
+    b_time_us: Float = "b_time_us"  # µs, measured (float64)
+    delta_time_us: Float = "delta_time_us"  # b_time_us − a_time_us, µs (float64)
+    ratio: Float = "ratio"  # b_time_us / a_time_us (float64; NaN when a has none)
 
 
-KERNEL_DIFF_DTYPES: dict[str, str] = {
-    KernelDiff.key: "object",
-    KernelDiff.a_calls: "int64",
-    KernelDiff.a_time_us: schema.F64,
-    KernelDiff.b_calls: "int64",
-    KernelDiff.b_time_us: schema.F64,
-    KernelDiff.delta_time_us: schema.F64,
-    KernelDiff.ratio: schema.F64,
-}
+KERNEL_DIFF_DTYPES: dict[str, str] = dtypes(KernelDiff)
 
 
 def kernel_diff(a: pd.DataFrame, b: pd.DataFrame, *, by: Group = "kernel") -> pd.DataFrame:

@@ -9,43 +9,36 @@ device time and the op that launched most of its calls.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.kernels import Classified
-from traceviz.schema import Kernels
+from traceviz.schema import Float, Kernels, Text, dtypes
 
 __all__ = ["TOP_KERNELS_DTYPES", "TopKernels", "top_kernels"]
+
+
+Count = Annotated[str, "int64"]  # a column of non-nullable integers (others: traceviz.schema)
 
 
 class TopKernels:
     """Columns of :func:`top_kernels`: one row per (trace, kernel name)."""
 
-    trace = "trace"  # name of the trace (str)
-    kernel = "kernel"  # kernel name (str)
-    kind = "kind"  # KernelKind of its first call (str)
-    source = "source"  # KernelSource of its first call (str)
-    calls = "calls"  # kernels of that name (int64)
-    time_us = "time_us"  # their exclusive device time, µs, measured (float64)
-    mean_us = "mean_us"  # time_us / calls, µs (float64)
-    share_pct = "share_pct"  # % of its trace's exclusive device time, 1 decimal (float64)
-    launched_by = "launched_by"  # op that launched most of its calls ("–": none) (str)
+    trace: Text = "trace"  # name of the trace (str)
+    kernel: Text = "kernel"  # kernel name (str)
+    kind: Text = "kind"  # KernelKind of its first call (str)
+    source: Text = "source"  # KernelSource of its first call (str)
+    calls: Count = "calls"  # kernels of that name (int64)
+    time_us: Float = "time_us"  # their exclusive device time, µs, measured (float64)
+    mean_us: Float = "mean_us"  # time_us / calls, µs (float64)
+    share_pct: Float = "share_pct"  # % of its trace's exclusive device time, 1 decimal (float64)
+    launched_by: Text = "launched_by"  # op that launched most of its calls ("–": none) (str)
 
 
-TOP_KERNELS_DTYPES: dict[str, str] = {
-    TopKernels.trace: "object",
-    TopKernels.kernel: "object",
-    TopKernels.kind: "object",
-    TopKernels.source: "object",
-    TopKernels.calls: "int64",
-    TopKernels.time_us: schema.F64,
-    TopKernels.mean_us: schema.F64,
-    TopKernels.share_pct: schema.F64,
-    TopKernels.launched_by: "object",
-}
+TOP_KERNELS_DTYPES: dict[str, str] = dtypes(TopKernels)
 
 
 def top_kernels(sides: Sequence[tuple[str, pd.DataFrame]]) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from traceviz.analysis.fusion.op_keys import op_key
 from traceviz.analysis.fusion.ops import KernelOps
 from traceviz.analysis.onnx.graph import GraphMapping, Mapped
 from traceviz.analysis.onnx.profile_nodes import NodeTimes, ProfileNodes
+from traceviz.schema import Float, Int, Text, dtypes
 
 __all__ = ["CROSS_FUSION_DTYPES", "CrossFusion", "cross_fusion"]
 
@@ -48,32 +49,22 @@ ONNX_OP_KEYS: dict[str, str] = {
 class CrossFusion:
     """Columns of :func:`cross_fusion`: one row per fused/replaced group of an ORT level."""
 
-    level = Mapped.level
-    node = Mapped.node
-    op = Mapped.op
-    kind = Mapped.kind
-    exported_nodes = Mapped.exported_nodes
-    exported_count = Mapped.exported_count
-    aten_ops = Mapped.aten_ops
-    scopes = Mapped.scopes
-    calls_per_run = "calls_per_run"  # profile Node events of its nodes per run (float64; NaN)
-    time_us = "time_us"  # their time per run, µs, measured (float64; NaN: no profile)
-    inductor_kernels = "inductor_kernels"  # compiled kernels fusing the same ops (str)
-    match = "match"  # "aten-op+line", "aten-op", "onnx-op", or "" (no kernel matched) (str)
-    shared = Mapped.shared  # exported nodes it needed that an earlier group claimed (Int64)
+    level: Text = Mapped.level
+    node: Text = Mapped.node
+    op: Text = Mapped.op
+    kind: Text = Mapped.kind
+    exported_nodes: Text = Mapped.exported_nodes
+    exported_count: Int = Mapped.exported_count
+    aten_ops: Text = Mapped.aten_ops
+    scopes: Text = Mapped.scopes
+    calls_per_run: Float = "calls_per_run"  # profile Node events of its nodes per run (NaN)
+    time_us: Float = "time_us"  # their time per run, µs, measured (float64; NaN: no profile)
+    inductor_kernels: Text = "inductor_kernels"  # compiled kernels fusing the same ops (str)
+    match: Text = "match"  # "aten-op+line", "aten-op", "onnx-op", or "" (no kernel matched) (str)
+    shared: Int = Mapped.shared  # exported nodes it needed that an earlier group claimed (Int64)
 
 
-CROSS_FUSION_DTYPES: dict[str, str] = {
-    **{c: "object" for c in ("level", "node", "op", "kind", "exported_nodes")},
-    CrossFusion.exported_count: schema.I64,
-    CrossFusion.aten_ops: "object",
-    CrossFusion.scopes: "object",
-    CrossFusion.calls_per_run: schema.F64,
-    CrossFusion.time_us: schema.F64,
-    CrossFusion.inductor_kernels: "object",
-    CrossFusion.match: "object",
-    CrossFusion.shared: schema.I64,
-}
+CROSS_FUSION_DTYPES: dict[str, str] = dtypes(CrossFusion)
 
 
 def cross_fusion(

@@ -29,6 +29,7 @@ import pandas as pd
 
 from traceviz import schema
 from traceviz.analysis.onnx.nodes import Graph, Node
+from traceviz.schema import Int, Text, dtypes
 
 __all__ = [
     "FOLDED_DTYPES",
@@ -58,50 +59,43 @@ GLUE_OPS = frozenset(
 class OpCounts:
     """Columns of :func:`op_counts`: one row per (graph, op)."""
 
-    graph = "graph"  # "exported", or the ORT level's name ("basic", "all", …) (str)
-    op = "op"  # "domain:op_type", e.g. "ai.onnx:MatMul", "com.microsoft:FastGelu" (str)
-    count = "count"  # nodes of that op in the graph (Int64)
+    graph: Text = "graph"  # "exported", or the ORT level's name ("basic", "all", …) (str)
+    op: Text = "op"  # "domain:op_type", e.g. "ai.onnx:MatMul", "com.microsoft:FastGelu" (str)
+    count: Int = "count"  # nodes of that op in the graph (Int64)
 
 
 class Mapped:
     """Columns of :attr:`GraphMapping.nodes`: one row per group of optimized nodes."""
 
-    level = "level"  # the ORT level's name (str)
-    node = "node"  # the group's main node (its first node not in GLUE_OPS) (str)
-    op = "op"  # its "domain:op_type"; "A+B" when a group has several main nodes (str)
-    kind = "kind"  # "fused" (≥ 2 exported nodes), "replaced" (1, another op), "kept" (1,
+    level: Text = "level"  # the ORT level's name (str)
+    node: Text = "node"  # the group's main node (its first node not in GLUE_OPS) (str)
+    op: Text = "op"  # its "domain:op_type"; "A+B" when a group has several main nodes (str)
+    kind: Text = "kind"  # "fused" (≥ 2 exported nodes), "replaced" (1, another op), "kept" (1,
     # the same op) or "added" (no exported node) (str)
-    ort_nodes = "ort_nodes"  # the group's optimized node names, comma-separated (str)
-    exported_nodes = "exported_nodes"  # exported node names it replaced, comma-separated (str)
-    exported_count = "exported_count"  # how many (Int64)
-    exported_ops = "exported_ops"  # their op types, "MatMul, Add" (str)
-    aten_ops = "aten_ops"  # distinct aten ops the exporter recorded for them (str; "" none)
-    scopes = "scopes"  # distinct module scopes, comma-separated (str)
-    sources = "sources"  # distinct source lines, "file:line" comma-separated (str)
-    shared = "shared"  # exported nodes it needed that an earlier group claimed (Int64)
+    ort_nodes: Text = "ort_nodes"  # the group's optimized node names, comma-separated (str)
+    exported_nodes: Text = "exported_nodes"  # exported node names it replaced, comma-separated
+    exported_count: Int = "exported_count"  # how many (Int64)
+    exported_ops: Text = "exported_ops"  # their op types, "MatMul, Add" (str)
+    aten_ops: Text = "aten_ops"  # distinct aten ops the exporter recorded for them (str; "" none)
+    scopes: Text = "scopes"  # distinct module scopes, comma-separated (str)
+    sources: Text = "sources"  # distinct source lines, "file:line" comma-separated (str)
+    shared: Int = "shared"  # exported nodes it needed that an earlier group claimed (Int64)
 
 
 class Folded:
     """Columns of :attr:`GraphMapping.folded`: exported nodes no optimized node stands for."""
 
-    level = "level"
-    node = "node"  # exported node name (str)
-    op = "op"  # its "domain:op_type" (str)
-    aten_op = "aten_op"  # the aten op recorded for it ("" none) (str)
-    scope = "scope"  # its module scope (str)
-    reason = "reason"  # "constant-folded" (computes from constants only) or "removed" (str)
+    level: Text = "level"
+    node: Text = "node"  # exported node name (str)
+    op: Text = "op"  # its "domain:op_type" (str)
+    aten_op: Text = "aten_op"  # the aten op recorded for it ("" none) (str)
+    scope: Text = "scope"  # its module scope (str)
+    reason: Text = "reason"  # "constant-folded" (computes from constants only) or "removed" (str)
 
 
-OP_COUNTS_DTYPES = {OpCounts.graph: "object", OpCounts.op: "object", OpCounts.count: schema.I64}
-MAPPED_DTYPES: dict[str, str] = {
-    **{c: "object" for c in ("level", "node", "op", "kind", "ort_nodes", "exported_nodes")},
-    Mapped.exported_count: schema.I64,
-    **{c: "object" for c in ("exported_ops", "aten_ops", "scopes", "sources")},
-    Mapped.shared: schema.I64,
-}
-FOLDED_DTYPES: dict[str, str] = {
-    c: "object" for c in ("level", "node", "op", "aten_op", "scope", "reason")
-}
+OP_COUNTS_DTYPES: dict[str, str] = dtypes(OpCounts)
+MAPPED_DTYPES: dict[str, str] = dtypes(Mapped)
+FOLDED_DTYPES: dict[str, str] = dtypes(Folded)
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.errors import TraceFormatError
 from traceviz.parse import load_trace
-from traceviz.schema import ActivityKind, Kernels
+from traceviz.schema import ActivityKind, Float, Int, Kernels, Text, dtypes
 
 __all__ = ["NODE_TIMES_DTYPES", "NodeTimes", "ProfileNodes", "read_profile_nodes"]
 
@@ -27,21 +27,15 @@ ORT_FORMAT = "onnxruntime"  # TraceMeta.profiler_flags["format"] of an ORT profi
 class NodeTimes:
     """Columns of :attr:`ProfileNodes.nodes`: one row per optimized node that ran."""
 
-    node = "node"  # the node's name in the optimized graph (str)
-    op = "op"  # its op type, the event's op_name (str)
-    calls = "calls"  # Node events, all runs (Int64)
-    time_us = "time_us"  # their summed duration, all runs, µs, measured (float64)
-    est_bytes = "est_bytes"  # activation + parameter + output sizes summed, all runs (Int64;
+    node: Text = "node"  # the node's name in the optimized graph (str)
+    op: Text = "op"  # its op type, the event's op_name (str)
+    calls: Int = "calls"  # Node events, all runs (Int64)
+    time_us: Float = "time_us"  # their summed duration, all runs, µs, measured (float64)
+    est_bytes: Int = "est_bytes"  # activation + parameter + output sizes summed, all runs (Int64;
     # estimated: what its inputs and outputs hold, read once each)
 
 
-NODE_TIMES_DTYPES: dict[str, str] = {
-    NodeTimes.node: "object",
-    NodeTimes.op: "object",
-    NodeTimes.calls: schema.I64,
-    NodeTimes.time_us: schema.F64,
-    NodeTimes.est_bytes: schema.I64,
-}
+NODE_TIMES_DTYPES: dict[str, str] = dtypes(NodeTimes)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ where the fusion map knows the eager kernels' lines (``FusionMap.eager_lines``):
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pandas as pd
 
@@ -39,6 +41,7 @@ from traceviz.analysis.fusion.fusion_map import FusionMap
 from traceviz.analysis.fusion.match import Credits
 from traceviz.analysis.roofline.per_kernel import Roofline, RooflineByName
 from traceviz.analysis.traffic.memory import KernelTraffic, MemoryTraffic
+from traceviz.schema import Float, Text, dtypes
 
 __all__ = [
     "LEDGER_BY_LINE_DTYPES",
@@ -53,34 +56,21 @@ __all__ = [
 class LedgerColumns:
     """Columns of :func:`fusion_ledger`'s table, one row per fused kernel name of b."""
 
-    kernel = "kernel"  # the fused kernel's name (object)
-    eager_kernels = "eager_kernels"  # eager kernel executions credited to it, per step
-    eager_unsized = "eager_unsized"  # of them, executions without a byte figure, per step
-    eager_bytes = "eager_bytes"  # their bytes read + written, per step (float64)
-    eager_time_us = "eager_time_us"  # their device time, µs per step
-    fused_calls = "fused_calls"  # the fused kernel's executions, per step
-    fused_bytes = "fused_bytes"  # its bytes, per step (float64; NaN: unknown)
-    fused_time_us = "fused_time_us"  # its device time, µs per step
-    saved_us = "saved_us"  # eager_time_us − fused_time_us, µs per step
-    roof_us = "roof_us"  # fused_bytes at the device's peak bandwidth, µs per step (NaN)
-    pct_of_memory_roof = "pct_of_memory_roof"  # roof_us / fused_time_us, % (NaN)
-    bound = "bound"  # the roofline's bound of the fused kernel (object)
+    kernel: Text = "kernel"  # the fused kernel's name (object)
+    eager_kernels: Float = "eager_kernels"  # eager kernel executions credited to it, per step
+    eager_unsized: Float = "eager_unsized"  # of them, executions without a byte figure, per step
+    eager_bytes: Float = "eager_bytes"  # their bytes read + written, per step (float64)
+    eager_time_us: Float = "eager_time_us"  # their device time, µs per step
+    fused_calls: Float = "fused_calls"  # the fused kernel's executions, per step
+    fused_bytes: Float = "fused_bytes"  # its bytes, per step (float64; NaN: unknown)
+    fused_time_us: Float = "fused_time_us"  # its device time, µs per step
+    saved_us: Float = "saved_us"  # eager_time_us − fused_time_us, µs per step
+    roof_us: Float = "roof_us"  # fused_bytes at the device's peak bandwidth, µs per step (NaN)
+    pct_of_memory_roof: Float = "pct_of_memory_roof"  # roof_us / fused_time_us, % (NaN)
+    bound: Text = "bound"  # the roofline's bound of the fused kernel (object)
 
 
-LEDGER_DTYPES: dict[str, str] = {
-    LedgerColumns.kernel: "object",
-    LedgerColumns.eager_kernels: schema.F64,
-    LedgerColumns.eager_unsized: schema.F64,
-    LedgerColumns.eager_bytes: schema.F64,
-    LedgerColumns.eager_time_us: schema.F64,
-    LedgerColumns.fused_calls: schema.F64,
-    LedgerColumns.fused_bytes: schema.F64,
-    LedgerColumns.fused_time_us: schema.F64,
-    LedgerColumns.saved_us: schema.F64,
-    LedgerColumns.roof_us: schema.F64,
-    LedgerColumns.pct_of_memory_roof: schema.F64,
-    LedgerColumns.bound: "object",
-}
+LEDGER_DTYPES: dict[str, str] = dtypes(LedgerColumns)
 
 
 def fusion_ledger(
@@ -156,38 +146,29 @@ def _eager_by_kernel(credits: pd.DataFrame, traffic: MemoryTraffic) -> pd.DataFr
 # --- per source line ---------------------------------------------------------------------
 
 
+Count = Annotated[str, "int64"]  # a column of non-nullable integers (others: traceviz.schema)
+
+
 class LedgerByLineColumns:
     """Columns of :func:`ledger_by_line`'s table, one row per user source line of a, per
     profiled step (split rules: module docstring)."""
 
-    file = "file"  # source file as Python recorded it (object)
-    line = "line"  # 1-based line number (int64)
-    code = "code"  # the line's text ("" when not recorded) (object)
-    kernels = "kernels"  # the fused kernels its eager kernels were credited to, by time (object)
-    eager_kernels = "eager_kernels"  # its eager kernel executions credited to them, per step
-    eager_unsized = "eager_unsized"  # of them, executions without a byte figure, per step
-    eager_bytes = "eager_bytes"  # their bytes read + written, per step (float64)
-    eager_time_us = "eager_time_us"  # their device time, µs per step
-    fused_bytes = "fused_bytes"  # the fused kernels' bytes, this line's share, per step (NaN)
-    fused_time_us = "fused_time_us"  # their device time, this line's share, µs per step
-    saved_us = "saved_us"  # eager_time_us − fused_time_us, µs per step
-    roof_us = "roof_us"  # fused_bytes at the device's peak bandwidth, µs per step (NaN)
+    file: Text = "file"  # source file as Python recorded it (object)
+    line: Count = "line"  # 1-based line number (int64)
+    code: Text = "code"  # the line's text ("" when not recorded) (object)
+    kernels: Text = "kernels"  # the fused kernels its eager kernels were credited to, by time
+    eager_kernels: Float = "eager_kernels"  # its eager kernel executions credited to them, per step
+    eager_unsized: Float = "eager_unsized"  # of them, executions without a byte figure, per step
+    eager_bytes: Float = "eager_bytes"  # their bytes read + written, per step (float64)
+    eager_time_us: Float = "eager_time_us"  # their device time, µs per step
+    # the fused kernels' bytes, this line's share, per step (NaN)
+    fused_bytes: Float = "fused_bytes"
+    fused_time_us: Float = "fused_time_us"  # their device time, this line's share, µs per step
+    saved_us: Float = "saved_us"  # eager_time_us − fused_time_us, µs per step
+    roof_us: Float = "roof_us"  # fused_bytes at the device's peak bandwidth, µs per step (NaN)
 
 
-LEDGER_BY_LINE_DTYPES: dict[str, str] = {
-    LedgerByLineColumns.file: "object",
-    LedgerByLineColumns.line: "int64",
-    LedgerByLineColumns.code: "object",
-    LedgerByLineColumns.kernels: "object",
-    LedgerByLineColumns.eager_kernels: schema.F64,
-    LedgerByLineColumns.eager_unsized: schema.F64,
-    LedgerByLineColumns.eager_bytes: schema.F64,
-    LedgerByLineColumns.eager_time_us: schema.F64,
-    LedgerByLineColumns.fused_bytes: schema.F64,
-    LedgerByLineColumns.fused_time_us: schema.F64,
-    LedgerByLineColumns.saved_us: schema.F64,
-    LedgerByLineColumns.roof_us: schema.F64,
-}
+LEDGER_BY_LINE_DTYPES: dict[str, str] = dtypes(LedgerByLineColumns)
 
 
 def ledger_by_line(

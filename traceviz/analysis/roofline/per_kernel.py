@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -51,7 +51,17 @@ from traceviz.analysis.traffic.memory import (
 )
 from traceviz.dense import unique_inverse
 from traceviz.runs.runinfo import HostPeaks
-from traceviz.schema import ActivityKind, DeviceKind, Kernels, Ops
+from traceviz.schema import (
+    ActivityKind,
+    Category,
+    DeviceKind,
+    Float,
+    Int,
+    Kernels,
+    Ops,
+    Text,
+    dtypes,
+)
 from traceviz.trace import Trace
 
 if TYPE_CHECKING:
@@ -91,71 +101,47 @@ class Bound(str, Enum):
 class RooflineColumns:
     """Columns of :attr:`Roofline.per_kernel`, one row per ``Trace.kernels`` row."""
 
-    name = "name"  # kernel name (category)
-    kind = "kind"  # KernelKind value (category)
-    dur_us = "dur_us"  # device time, µs (float64)
-    flops = "flops"  # floating-point operations, FLOP (float64; NaN: no FLOP rule)
-    flop_rule = "flop_rule"  # FlopRule value (category; <NA>: no FLOPs)
-    precision = "precision"  # fp32/tf32/bf16/fp16/fp8 of the FLOPs (category; <NA>: unknown)
-    bytes = "bytes"  # bytes read + written (Int64; <NA>: no figure)
-    bytes_basis = "bytes_basis"  # memory.Basis value of the bytes (category)
-    achieved_tbps = "achieved_tbps"  # bytes / dur, TB/s (float64; NaN)
-    achieved_tflops = "achieved_tflops"  # flops / dur, TFLOP/s (float64; NaN)
-    intensity = "intensity"  # flops / bytes, FLOP/byte (float64; NaN)
-    peak_tflops = "peak_tflops"  # the device's dense peak at that precision, TFLOP/s (NaN)
-    roof_tflops = "roof_tflops"  # min(peak_tflops, intensity × peak TB/s), TFLOP/s (NaN)
-    pct_of_roof = "pct_of_roof"  # achieved over the roof, % (float64; NaN without a roof)
-    bound = "bound"  # Bound value (category)
+    name: Category = "name"  # kernel name (category)
+    kind: Category = "kind"  # KernelKind value (category)
+    dur_us: Float = "dur_us"  # device time, µs (float64)
+    flops: Float = "flops"  # floating-point operations, FLOP (float64; NaN: no FLOP rule)
+    flop_rule: Category = "flop_rule"  # FlopRule value (category; <NA>: no FLOPs)
+    precision: Category = "precision"  # fp32/tf32/bf16/fp16/fp8 of the FLOPs (<NA>: unknown)
+    bytes: Int = "bytes"  # bytes read + written (Int64; <NA>: no figure)
+    bytes_basis: Category = "bytes_basis"  # memory.Basis value of the bytes (category)
+    achieved_tbps: Float = "achieved_tbps"  # bytes / dur, TB/s (float64; NaN)
+    achieved_tflops: Float = "achieved_tflops"  # flops / dur, TFLOP/s (float64; NaN)
+    intensity: Float = "intensity"  # flops / bytes, FLOP/byte (float64; NaN)
+    peak_tflops: Float = "peak_tflops"  # the device's dense peak at that precision, TFLOP/s (NaN)
+    roof_tflops: Float = "roof_tflops"  # min(peak_tflops, intensity × peak TB/s), TFLOP/s (NaN)
+    pct_of_roof: Float = "pct_of_roof"  # achieved over the roof, % (float64; NaN without a roof)
+    bound: Category = "bound"  # Bound value (category)
 
 
-ROOFLINE_DTYPES: dict[str, str] = {
-    RooflineColumns.name: schema.CAT,
-    RooflineColumns.kind: schema.CAT,
-    RooflineColumns.dur_us: schema.F64,
-    RooflineColumns.flops: schema.F64,
-    RooflineColumns.flop_rule: schema.CAT,
-    RooflineColumns.precision: schema.CAT,
-    RooflineColumns.bytes: schema.I64,
-    RooflineColumns.bytes_basis: schema.CAT,
-    RooflineColumns.achieved_tbps: schema.F64,
-    RooflineColumns.achieved_tflops: schema.F64,
-    RooflineColumns.intensity: schema.F64,
-    RooflineColumns.peak_tflops: schema.F64,
-    RooflineColumns.roof_tflops: schema.F64,
-    RooflineColumns.pct_of_roof: schema.F64,
-    RooflineColumns.bound: schema.CAT,
-}
+ROOFLINE_DTYPES: dict[str, str] = dtypes(RooflineColumns)
+
+
+Count = Annotated[str, "int64"]  # a column of non-nullable integers (others: traceviz.schema)
 
 
 class RooflineByName:
     """Columns of :attr:`Roofline.by_name`: one row per kernel name, most device time first."""
 
-    name = "name"  # kernel name
-    kind = "kind"  # KernelKind value
-    count = "count"  # executions (int64)
-    time_us = "time_us"  # summed device time, µs
-    flops = "flops"  # summed FLOPs (float64; NaN: none known)
-    bytes = "bytes"  # summed bytes (float64; NaN: none known)
-    achieved_tbps = "achieved_tbps"  # summed bytes / summed time of the rows with bytes, TB/s
-    achieved_tflops = "achieved_tflops"  # the same for FLOPs, TFLOP/s
-    intensity = "intensity"  # summed FLOPs / summed bytes, FLOP/byte
-    pct_of_roof = "pct_of_roof"  # time-weighted mean of the rows' pct_of_roof, %
-    bound = "bound"  # the bound with the most device time among its rows
+    name: Text = "name"  # kernel name
+    kind: Text = "kind"  # KernelKind value
+    count: Count = "count"  # executions (int64)
+    time_us: Float = "time_us"  # summed device time, µs
+    flops: Float = "flops"  # summed FLOPs (float64; NaN: none known)
+    bytes: Float = "bytes"  # summed bytes (float64; NaN: none known)
+    # summed bytes / summed time of the rows with bytes, TB/s
+    achieved_tbps: Float = "achieved_tbps"
+    achieved_tflops: Float = "achieved_tflops"  # the same for FLOPs, TFLOP/s
+    intensity: Float = "intensity"  # summed FLOPs / summed bytes, FLOP/byte
+    pct_of_roof: Float = "pct_of_roof"  # time-weighted mean of the rows' pct_of_roof, %
+    bound: Text = "bound"  # the bound with the most device time among its rows
 
 
-BY_NAME_DTYPES: dict[str, str] = {
-    RooflineByName.name: "object",
-    RooflineByName.kind: "object",
-    RooflineByName.count: "int64",
-    RooflineByName.time_us: schema.F64,
-    RooflineByName.flops: schema.F64,
-    RooflineByName.bytes: schema.F64,
-    RooflineByName.achieved_tbps: schema.F64,
-    RooflineByName.achieved_tflops: schema.F64,
-    RooflineByName.intensity: schema.F64,
-    RooflineByName.pct_of_roof: schema.F64,
-    RooflineByName.bound: "object",
-}
+BY_NAME_DTYPES: dict[str, str] = dtypes(RooflineByName)
 
 
 @dataclass(frozen=True)
@@ -219,8 +205,10 @@ def kernel_roofline(
         },
         index=kernels.index,
     )
-    host = _host_transfer(kernels)
-    _roofs(table, peaks.peaks, host)
+    # memcpy rows that cross the host link (HtoD, DtoH, peer): not bound by device memory
+    memcpy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
+    dtod = (kernels[Kernels.copy_kind].astype(object) == "DtoD").to_numpy(dtype=bool)
+    _roofs(table, peaks.peaks, memcpy & ~dtod)
     table = schema.conform(table, ROOFLINE_DTYPES)
     times = table.groupby(RooflineColumns.bound, observed=True)[RooflineColumns.dur_us].sum()
     return Roofline(
@@ -293,13 +281,6 @@ def _kernel_bytes(kernels: pd.DataFrame, per_kernel: pd.DataFrame) -> npt.NDArra
         kernels[Kernels.copy_kind].astype(object) == "DtoD"
     ).to_numpy(dtype=bool)
     return np.where(dtod, est * 2, est)
-
-
-def _host_transfer(kernels: pd.DataFrame) -> npt.NDArray[np.bool_]:
-    """Memcpy rows that cross the host link (HtoD, DtoH, peer): not bound by device memory."""
-    memcpy = (kernels[Kernels.activity] == ActivityKind.MEMCPY.value).to_numpy(dtype=bool)
-    dtod = (kernels[Kernels.copy_kind].astype(object) == "DtoD").to_numpy(dtype=bool)
-    return memcpy & ~dtod
 
 
 # --- roofs and bounds --------------------------------------------------------------------
