@@ -41,7 +41,9 @@ def copies_on_write() -> bool:
 def classify(trace: Trace) -> pd.DataFrame:
     """The kernels table plus ``kind``, ``source`` and ``in_region`` columns."""
     kernels = trace.kernels
-    in_region = issued_inside_regions(trace)
+    # issued inside any compiled-region marker (FX-graph calls included: some ROCm traces
+    # have only those)
+    in_region = issued_inside(trace, trace.regions)
     out = kernels.copy(deep=not copies_on_write())
     out[Classified.kind] = trace_kinds(trace)  # ORT profiles: by op type
     out[Classified.source] = trace_sources(trace, in_region)  # ORT profiles: onnxruntime
@@ -58,12 +60,6 @@ def kind_table(classified: pd.DataFrame) -> pd.DataFrame:
         {"count": grouped.size(), "time_us": grouped[Kernels.excl_dur_us].sum(min_count=0)}
     )
     return table.reset_index()
-
-
-def issued_inside_regions(trace: Trace) -> np.ndarray:
-    """Per kernel: issued inside any compiled-region marker (FX-graph calls included: some
-    ROCm traces have only those)."""
-    return issued_inside(trace, trace.regions)
 
 
 def issue_us(kernels: pd.DataFrame) -> np.ndarray:

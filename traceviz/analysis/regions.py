@@ -217,8 +217,6 @@ def code_spans(trace: Trace) -> pd.DataFrame:
 
 def _span_frame(spans: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
     """``spans`` with the innermost compiled region (frame X/Y) holding each one."""
-    if spans.empty:  # every eager trace: the same empty table without the per-column work
-        return _no_spans()
     start = spans[Regions.ts_us].to_numpy(dtype=float)
     end = start + np.nan_to_num(spans[Regions.dur_us].to_numpy(dtype=float))
     thread = spans[Regions.thread].astype(object).astype(str).to_numpy()
@@ -234,14 +232,6 @@ def _span_frame(spans: pd.DataFrame, frames: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(
         {CodeSpan.thread: thread, CodeSpan.start_us: start, CodeSpan.end_us: end,
          CodeSpan.frame: labels}
-    )  # fmt: skip
-
-
-def _no_spans() -> pd.DataFrame:
-    """:func:`_span_frame` of no spans: its columns and dtypes, no rows."""
-    return pd.DataFrame(
-        {CodeSpan.thread: np.array([], dtype=object), CodeSpan.start_us: np.zeros(0),
-         CodeSpan.end_us: np.zeros(0), CodeSpan.frame: []}
     )  # fmt: skip
 
 

@@ -149,10 +149,8 @@ def blocking_reasons(trace: Trace) -> npt.NDArray[np.str_]:
 
 
 def _spelled(codes: npt.NDArray[np.int8], rows: npt.NDArray[np.intp]) -> npt.NDArray[np.str_]:
-    """The reasons of ``rows``, spelled out (as wide as the widest reason of all ``codes``)."""
-    present = np.flatnonzero(np.bincount(codes, minlength=len(_REASONS)))
-    width = max([1, *(len(_REASONS[c]) for c in present)])
-    return np.array(_REASONS, dtype=f"<U{width}")[codes[rows]]
+    """The reasons of ``rows``, spelled out."""
+    return np.array(_REASONS)[codes[rows]]
 
 
 def _reason_codes(trace: Trace) -> npt.NDArray[np.int8]:

@@ -155,7 +155,8 @@ def idle_split(trace: Trace, windows: StepWindows, blocking: BlockingCalls) -> I
     split = _split_steps if windows.in_order() else _split_each
     activities = (starts, ends, issued, gated)
     rows, work, blocked_spans, waits = split(windows, activities, blocked_set, outer)
-    per_step = pd.DataFrame(rows, columns=[IdleParts.step, IdleParts.wall_us, *_ROW_COLUMNS])
+    columns = [v for k, v in vars(IdleParts).items() if not k.startswith("_")]  # in order
+    per_step = pd.DataFrame(rows, columns=columns)
     per_step[IdleParts.step] = per_step[IdleParts.step].astype("Int64")
     return IdleSplit(
         per_step=per_step,
@@ -380,18 +381,6 @@ def _subtract_by(
     in_b = (at_b >= 0) & (mid < b_ends[np.clip(at_b, 0, None)])
     keep = in_a & ~in_b
     return _union_by(lo[keep], hi[keep], a_group[safe][keep])
-
-
-_ROW_COLUMNS = [
-    IdleParts.busy_us,
-    IdleParts.idle_us,
-    *PARTS,
-    IdleParts.lead_us,
-    IdleParts.lead_cpu_wait_us,
-    IdleParts.trail_us,
-    IdleParts.trail_cpu_wait_us,
-    IdleParts.long_cpu_wait_us,
-]
 
 
 class _Blocked:

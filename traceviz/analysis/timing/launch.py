@@ -59,7 +59,6 @@ class LaunchOverhead:
     mean_launch_us: float | None
     delay_p50_us: float | None
     delay_p90_us: float | None
-    delay_mean_us: float | None
     delays_us: np.ndarray  # every kernel's launch delay (graph replays excluded), µs
     short_kernels: int  # kernels shorter than their own launch call
     kernel_count: int
@@ -101,7 +100,6 @@ def launch_overhead(trace: Trace) -> LaunchOverhead:
         mean_launch_us=float(np.nanmean(api)) if api.size else None,
         delay_p50_us=float(np.percentile(delays, 50)) if delays.size else None,
         delay_p90_us=float(np.percentile(delays, 90)) if delays.size else None,
-        delay_mean_us=float(delays.mean()) if delays.size else None,
         delays_us=delays,
         short_kernels=int((direct & (durs < launch_durs)).sum()),
         kernel_count=int(is_kernel.sum()),
