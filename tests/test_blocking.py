@@ -15,7 +15,16 @@ import numpy as np
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, corpus_params, kernel, launch, load_trace, op
+from tests.conftest import (
+    CORPUS,
+    SAMPLES,
+    corpus_or_skip,
+    corpus_params,
+    kernel,
+    launch,
+    load_trace,
+    op,
+)
 from tests.real_data import raw_events
 from traceviz.analysis.timing.blocking import (
     STALL_FACTOR,
@@ -152,20 +161,14 @@ def test_copy_that_blocks_the_step_is_not_zero_percent(tmp_trace) -> None:
     assert any("aten::_local_scalar_dense" in str(e) for e in sync.evidence)
 
 
-FLUX = CORPUS / "amd" / "mi300x_compiled_flux_hipgraph.json.gz"
-CUDAGRAPH_TRAIN = CORPUS / "nvidia" / "a100_compiled_cudagraph_train_2023.json.gz"
-
-
-def _needs(path) -> None:  # type: ignore[no-untyped-def]
-    if not path.exists():
-        pytest.skip(f"corpus trace not found: {path}")
+FLUX = "amd/mi300x_compiled_flux_hipgraph.json.gz"
+CUDAGRAPH_TRAIN = "nvidia/a100_compiled_cudagraph_train_2023.json.gz"
 
 
 def test_flux_blocking_device_to_host_copy() -> None:
     """The real case of issue #10 §1: one hipMemcpyWithStream (.cpu(), DtoH) blocks the CPU
     for 114 ms of a 250 ms step; it was reported as 0.0% of the step."""
-    _needs(FLUX)
-    trace = load_trace(FLUX)
+    trace = corpus_or_skip(FLUX)
     calls = blocking_calls(trace).calls
     top = calls.loc[calls[B.dur_us].idxmax()]
     assert top[B.name] == "hipMemcpyWithStream" and top[B.reason] == BlockReason.SYNC_COPY.value
@@ -188,8 +191,7 @@ def test_flux_blocking_device_to_host_copy() -> None:
 
 def test_cudagraph_training_pageable_loss_read() -> None:
     """Each step reads 704 B back into pageable memory; the call blocks ~68% of the step."""
-    _needs(CUDAGRAPH_TRAIN)
-    calls = blocking_calls(load_trace(CUDAGRAPH_TRAIN)).calls
+    calls = blocking_calls(corpus_or_skip(CUDAGRAPH_TRAIN)).calls
     pageable = calls[(calls[B.reason] == BlockReason.PAGEABLE_COPY.value) & (calls[B.step] >= 0)]
     worst = pageable.groupby(B.step)[B.step_share].max()
     assert len(worst) == 5 and (worst > 0.6).all() and (worst < 0.7).all()
@@ -258,8 +260,7 @@ def test_an_unmarked_device_sync_still_blocks(tmp_trace) -> None:
 
 
 def test_a100_cudagraph_training_blocks_for_every_reason() -> None:
-    _needs(CUDAGRAPH_TRAIN)
-    calls = blocking_calls(load_trace(CUDAGRAPH_TRAIN)).calls
+    calls = blocking_calls(corpus_or_skip(CUDAGRAPH_TRAIN)).calls
     assert set(calls[B.reason]) >= {"sync", "pageable_copy", "stalled_launch"}
 
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import traceviz
-from tests.conftest import CORPUS, corpus_params, kernel, launch, load_trace, op
+from tests.conftest import CORPUS, corpus_or_skip, corpus_params, kernel, launch, load_trace, op
 from traceviz.analysis.timing.idle import LEADING, LONG_GAP_US, PARTS, CpuWork, IdleParts
 from traceviz.analysis.timing.launch import StepOverhead, launch_overhead
 from traceviz.analysis.timing.step_parts import GPU_PARTS, step_parts
@@ -164,21 +164,15 @@ def test_corpus_idle_parts_add_up(path) -> None:  # type: ignore[no-untyped-def]
         )
 
 
-RESNET = CORPUS / "nvidia" / "v100_resnet50_eager_train_2021.json.gz"
-RESNET_LEGACY = CORPUS / "nvidia" / "resnet50_eager_legacy_bare_array.json.gz"
+RESNET = "nvidia/v100_resnet50_eager_train_2021.json.gz"
+RESNET_LEGACY = "nvidia/resnet50_eager_legacy_bare_array.json.gz"
 DATALOADER = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
-
-
-def _needs(path) -> None:  # type: ignore[no-untyped-def]
-    if not path.exists():
-        pytest.skip(f"corpus trace not found: {path}")
 
 
 def test_resnet_is_cpu_bound_on_its_data_loader() -> None:
     """ResNet50 training (V100): the device waits for the CPU ~43% of the step, mostly while
     the single-process DataLoader runs; one cpu-bound finding names it, no launch-bound."""
-    _needs(RESNET)
-    trace = load_trace(RESNET)
+    trace = corpus_or_skip(RESNET)
     launch = launch_overhead(trace)
     split = launch.idle
     wait_share = split.total(P.cpu_wait_us) / split.total(P.wall_us)
@@ -196,8 +190,7 @@ def test_resnet_is_cpu_bound_on_its_data_loader() -> None:
 def test_legacy_resnet_leading_idle_is_the_data_loader() -> None:
     """From the second step on, ~50 ms of each step pass before the first kernel while the
     DataLoader runs (the old cpu-wait figure left this out)."""
-    _needs(RESNET_LEGACY)
-    split = _split(RESNET_LEGACY)
+    split = launch_overhead(corpus_or_skip(RESNET_LEGACY)).idle
     lead = split.per_step[P.lead_cpu_wait_us].to_numpy()[1:]
     assert ((lead > 45_000) & (lead < 65_000)).all()
     leading = split.cpu_work[split.cpu_work[CpuWork.where] == LEADING]
@@ -260,9 +253,7 @@ def test_blocked_larger_than_wait_leaves_the_sync_finding_alone(tmp_trace) -> No
 def test_compare_cpu_wait_metric_is_the_split() -> None:
     from traceviz.pipeline import compare
 
-    a, b = RESNET, CORPUS / "nvidia" / "v100_small_plain.json"
-    _needs(a)
-    _needs(b)
+    a, b = corpus_or_skip(RESNET), corpus_or_skip("nvidia/v100_small_plain.json")
     comparison = compare(a, b, names=("a", "b"))
     metrics = comparison.metrics.set_index("name")
     for column, side in (("a", comparison.a), ("b", comparison.b)):

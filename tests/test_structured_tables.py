@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op, write_trace
+from tests.conftest import SAMPLES, corpus_or_skip, kernel, launch, op, write_trace
 from traceviz.analysis.compare import Comparison, analyze
 from traceviz.analysis.fusion.match import CREDITS_DTYPES, Credits, Outcome
 from traceviz.analysis.fusion.ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
@@ -45,13 +45,6 @@ def sample_pairs() -> list[Comparison]:
 @pytest.fixture(scope="module")
 def pairs() -> list[Comparison]:
     return sample_pairs()
-
-
-def gpu_trace(name: str) -> traceviz.Trace:
-    path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"{path} not found")
-    return load_trace(path)
 
 
 # --- FusionMap.ops ---------------------------------------------------------------------------
@@ -119,7 +112,7 @@ def test_withheld_fusion_has_no_ops(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", GPU_TRACES)
 def test_top_kernels_adds_up_to_the_trace(name: str) -> None:
-    trace = gpu_trace(name)
+    trace = corpus_or_skip(name)
     side = analyze(trace, name="t")
     table = top_kernels([("t", side.kernels)])
     assert list(table.columns) == list(TOP_KERNELS_DTYPES)
@@ -147,7 +140,7 @@ def test_top_kernels_of_two_sides_and_of_none(pairs: list[Comparison]) -> None:
 
 @pytest.mark.parametrize("name", GPU_TRACES)
 def test_timeline_orders_each_lane_without_nesting(name: str) -> None:
-    facts = TraceFacts.of(analyze(gpu_trace(name), name="t"), expect_compiled=False)
+    facts = TraceFacts.of(analyze(corpus_or_skip(name), name="t"), expect_compiled=False)
     lanes = timeline(facts.trace, facts.kernels, kernel_steps(facts))
     assert list(lanes.columns) == [v for k, v in vars(Lane).items() if not k.startswith("_")]
     assert lanes[Lane.row].is_unique and len(lanes) <= len(facts.kernels)
@@ -208,7 +201,7 @@ def test_dashboard_explains_kernels_from_the_structured_ops(pairs: list[Comparis
 def test_window_events_hold_every_activity_of_the_window_once(name: str) -> None:
     from traceviz.analysis.timeline_events import WindowEvent, window_events
 
-    trace = gpu_trace(name)
+    trace = corpus_or_skip(name)
     side = analyze(trace, name="t")
     ts = side.kernels[Kernels.ts_us].to_numpy(dtype=float)
     start = float(np.nanmin(ts))
@@ -230,7 +223,7 @@ def test_step_parts_add_up_to_at_most_the_step(name: str) -> None:
     from traceviz.analysis.timing.idle import IdleParts
     from traceviz.analysis.timing.step_parts import GPU_PARTS, step_parts
 
-    side = analyze(gpu_trace(name), name="t")
+    side = analyze(corpus_or_skip(name), name="t")
     parts = step_parts(side.trace, side.launch)
     assert [p for p, _ in parts] == list(GPU_PARTS)
     per = side.launch.idle.per_step
