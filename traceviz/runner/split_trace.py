@@ -38,7 +38,10 @@ def split_trace(raw: Path, plan: Plan, outputs: dict[str, Path]) -> None:
     """Write each side's kept steps of the session trace ``raw`` to ``outputs[side]`` (gzip
     when the name ends in ``.gz``). ``plan[N]`` is ``(side, kept)`` for ``ProfilerStep#N``.
     Raises ``ValueError`` when a side in ``outputs`` has no kept step in the trace."""
-    doc = _read(raw)
+    with (gzip.open if raw.suffix == ".gz" else open)(raw, "rt", encoding="utf-8") as fh:
+        doc = json.load(fh)
+    if not isinstance(doc, dict):
+        raise ValueError(f"{raw}: not a Chrome trace object")
     events: list[dict[str, Any]] = doc.get("traceEvents", [])
     starts, owners = _step_starts(events, plan)
     for side, path in outputs.items():
@@ -86,7 +89,10 @@ def _side_events(
         at = bisect.bisect_right(starts, float(ts)) - 1
         if at < 0 or owners[at] not in renumber:
             continue
-        out.append(_renamed(event, renumber))
+        match = STEP_NAME.match(str(event.get("name", "")))  # a step span: its new number
+        if match is not None and int(match.group(1)) in renumber:
+            event = {**event, "name": f"ProfilerStep#{renumber[int(match.group(1))]}"}
+        out.append(event)
     return out
 
 
@@ -97,23 +103,6 @@ def _moved(event: dict[str, Any], first: float, end: float) -> dict[str, Any]:
         last = float(event["ts"]) + float(event["dur"])
         moved["dur"] = max(0.0, min(end, last) - first)
     return moved
-
-
-def _renamed(event: dict[str, Any], renumber: dict[int, int]) -> dict[str, Any]:
-    """A step span renamed to its number in the side's trace; any other event as it is."""
-    match = STEP_NAME.match(str(event.get("name", "")))
-    if match is None or int(match.group(1)) not in renumber:
-        return event
-    return {**event, "name": f"ProfilerStep#{renumber[int(match.group(1))]}"}
-
-
-def _read(path: Path) -> dict[str, Any]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        doc = json.load(fh)
-    if not isinstance(doc, dict):
-        raise ValueError(f"{path}: not a Chrome trace object")
-    return doc
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
