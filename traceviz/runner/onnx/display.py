@@ -15,6 +15,9 @@ from traceviz.runs.runinfo import RunInfo
 from traceviz.runs.runinfo_backends import LatencyRow, LevelCheck, OnnxRuntimeInfo
 from traceviz.units import fmt_us
 
+#: The "ref" cell by the reference evaluator's verdict (None: it raised).
+_REFERENCE_CELLS = {None: "error", True: "ok", False: "[red]FAIL[/]"}
+
 
 def print_backends(info: RunInfo, console: Console) -> None:
     """The export line, the backends table and one line per failing level; nothing for a run
@@ -65,7 +68,9 @@ def backends_table(info: RunInfo, ort: OnnxRuntimeInfo) -> Table:
         nodes = str(level.nodes) if level.nodes is not None else ""
         cells = _latency_cells(row) if row else ("", "", "")
         check = "[red]error[/]" if level.error is not None else _check_cell(level.check)
-        table.add_row(f"ort:{level.name}", nodes, *cells, check, _reference_cell(level.check))
+        ref = level.check.reference if level.check is not None else None
+        ref_cell = "" if ref is None else _REFERENCE_CELLS[ref.passed]
+        table.add_row(f"ort:{level.name}", nodes, *cells, check, ref_cell)
     return table
 
 
@@ -91,15 +96,6 @@ def _check_cell(check: LevelCheck | None) -> str:
         return "not checked"
     diff = f"{check.max_abs_diff:.1g}" if check.max_abs_diff is not None else ""
     return f"[green]PASS[/] {diff}" if check.passed else f"[bold red]FAIL[/] {diff}"
-
-
-def _reference_cell(check: LevelCheck | None) -> str:
-    ref = check.reference if check is not None else None
-    if ref is None:
-        return ""
-    if ref.passed is None:
-        return "error"
-    return "ok" if ref.passed else "[red]FAIL[/]"
 
 
 def _latency_cells(row: LatencyRow) -> tuple[str, str, str]:
