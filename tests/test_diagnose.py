@@ -227,11 +227,8 @@ def test_graph_break_names_the_eager_op_between_and_dynamo_reason(tmp_trace: Mak
     assert "Dynamo: Data-dependent branching at model.py:12 in forward() — Hint: use" in body
     assert "aten::nonzero" in body and "frame 0/0 at 10–110 µs; frame 1/0 at 300–400" in body
     assert brk.est_gain_us == pytest.approx(190)  # wall time 110 → 300 between the regions
-
-
-def test_graph_break_seen_in_the_trace_alone(tmp_trace: Make) -> None:
-    (brk,) = by_id(findings(tmp_trace, _two_frames()), "graph-break")
-    assert "1 graph break" in brk.title and "Dynamo" not in text(brk)
+    (alone,) = by_id(findings(tmp_trace, _two_frames()), "graph-break")  # seen in the trace
+    assert "1 graph break" in alone.title and "Dynamo" not in text(alone)
 
 
 def test_one_frame_per_step_is_no_graph_break(tmp_trace: Make) -> None:
@@ -321,19 +318,17 @@ def _compiled_gemm(share_us: float) -> list[dict]:
     ]
 
 
-def test_extern_gemm_in_compiled_trace_suggests_max_autotune(tmp_trace: Make) -> None:
+def test_extern_gemm_suggests_max_autotune_unless_small_or_tuned(tmp_trace: Make) -> None:
     (gemm,) = by_id(findings(tmp_trace, _compiled_gemm(500)), "extern-gemm")
     assert 'mode="max-autotune"' in gemm.next_step and "freezing" in gemm.next_step  # CPU
     assert "50% of the step" in gemm.title
-
-
-def test_extern_gemm_quiet_when_small_or_already_autotuned(tmp_trace: Make) -> None:
+    # quiet when small or already autotuned
     assert not by_id(findings(tmp_trace, _compiled_gemm(20)), "extern-gemm")
     run = {"compile": {"mode": "max-autotune", "inductor_config": {"max_autotune": True}}}
     assert not by_id(findings(tmp_trace, _compiled_gemm(500), run=run), "extern-gemm")
 
 
-def test_matmul_then_add_on_its_output_is_flagged(tmp_trace: Make) -> None:
+def test_matmul_then_add_on_its_output_is_flagged_not_addmm_or_other_data(tmp_trace: Make) -> None:
     events = [
         step(0, 0, 1000),
         op("aten::mm", 10, 300, **dims([64, 256], [256, 256])),
@@ -341,9 +336,7 @@ def test_matmul_then_add_on_its_output_is_flagged(tmp_trace: Make) -> None:
     ]
     (pair,) = by_id(findings(tmp_trace, events), "unfused-matmul-add")
     assert "torch.addmm" in pair.next_step and pair.est_gain_us == pytest.approx(60)
-
-
-def test_addmm_or_an_add_on_other_data_is_not_flagged(tmp_trace: Make) -> None:
+    # an addmm, or an add on other data, is not flagged
     addmm = [step(0, 0, 1000), op("aten::addmm", 10, 300, **dims([256], [64, 256], [256, 256]))]
     assert not by_id(findings(tmp_trace, addmm), "unfused-matmul-add")
     other = [
@@ -365,7 +358,7 @@ def _copy(ts: float, dur: float, corr: int, kind: str = "HtoD") -> list[dict]:
     ]
 
 
-def test_large_host_to_device_copy_in_the_step(tmp_trace: Make) -> None:
+def test_large_host_to_device_copy_in_the_step_not_outside_it(tmp_trace: Make) -> None:
     events = [
         step(0, 0, 1000),
         *_copy(10, 200, 1),
@@ -374,9 +367,7 @@ def test_large_host_to_device_copy_in_the_step(tmp_trace: Make) -> None:
     (copies,) = by_id(findings(tmp_trace, events), "host-device-copy")
     assert copies.severity is Severity.WARNING and "pin_memory=True" in copies.next_step
     assert "pageable (unpinned) copies per step: 1" in text(copies)
-
-
-def test_copies_outside_the_steps_are_ignored(tmp_trace: Make) -> None:
+    # copies outside the steps are ignored
     events = [
         *_copy(2000, 200, 1),
         step(0, 0, 1000),
@@ -385,7 +376,7 @@ def test_copies_outside_the_steps_are_ignored(tmp_trace: Make) -> None:
     assert not by_id(findings(tmp_trace, events), "host-device-copy")
 
 
-def test_sync_inside_the_step_names_the_calling_op(tmp_trace: Make) -> None:
+def test_sync_inside_the_step_names_the_calling_op_not_after_it(tmp_trace: Make) -> None:
     events = [
         step(0, 0, 1000),
         *_launched(2, kernel_us=50, launch_us=5, gap=10),
@@ -395,9 +386,7 @@ def test_sync_inside_the_step_names_the_calling_op(tmp_trace: Make) -> None:
     (sync,) = by_id(findings(tmp_trace, events), "sync-in-step")
     assert "cudaStreamSynchronize ×1" in text(sync) and "aten::_local_scalar_dense" in text(sync)
     assert sync.severity is Severity.WARNING  # the device idles most of the step
-
-
-def test_sync_after_the_step_is_ignored(tmp_trace: Make) -> None:
+    # a sync after the step is ignored
     events = [
         step(0, 0, 300),
         *_launched(2, kernel_us=50, launch_us=5, gap=10),

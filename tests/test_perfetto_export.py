@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, kernel, launch, op, read_json
+from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, read_json
 from traceviz.analysis.compare import Comparison
 from traceviz.analysis.fusion.fusion_map import FusionKernels
 from traceviz.analysis.fusion.match import Credits
@@ -29,8 +29,6 @@ from traceviz.report.perfetto import FLOW_CAT, KERNEL_ARGS, OVERLAY, ROOFLINE_AR
 from traceviz.report.roofline_report import roofline_of
 from traceviz.schema import Kernels
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "sample_traces"
 GPU_SELF = CORPUS / "nvidia" / "a100_eager_train_control.json.gz"
 TINY_COMPILED = CORPUS / "nvidia" / "a100_compiled_triton_tiny.json.gz"
 

@@ -12,7 +12,7 @@ import pytest
 
 import traceviz
 from tests.conftest import SAMPLES, corpus_or_skip, kernel, launch, op, write_trace
-from traceviz.analysis.compare import Comparison, analyze
+from traceviz.analysis.compare import Comparison, Side, analyze
 from traceviz.analysis.fusion.match import CREDITS_DTYPES, Credits, Outcome
 from traceviz.analysis.fusion.ops import KERNEL_OPS_DTYPES, KernelOps, kernel_ops
 from traceviz.analysis.timing.timeline import Lane, same_context, timeline
@@ -45,6 +45,11 @@ def sample_pairs() -> list[Comparison]:
 @pytest.fixture(scope="module")
 def pairs() -> list[Comparison]:
     return sample_pairs()
+
+
+@pytest.fixture(scope="module", params=GPU_TRACES)
+def gpu_side(request: pytest.FixtureRequest) -> Side:
+    return analyze(corpus_or_skip(request.param), name="t")
 
 
 # --- FusionMap.ops ---------------------------------------------------------------------------
@@ -110,10 +115,8 @@ def test_withheld_fusion_has_no_ops(tmp_path: Path) -> None:
 # --- top_kernels ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", GPU_TRACES)
-def test_top_kernels_adds_up_to_the_trace(name: str) -> None:
-    trace = corpus_or_skip(name)
-    side = analyze(trace, name="t")
+def test_top_kernels_adds_up_to_the_trace(gpu_side: Side) -> None:
+    side = gpu_side
     table = top_kernels([("t", side.kernels)])
     assert list(table.columns) == list(TOP_KERNELS_DTYPES)
     measured = float(np.nansum(side.kernels[Kernels.excl_dur_us].to_numpy(dtype=float)))
@@ -138,9 +141,8 @@ def test_top_kernels_of_two_sides_and_of_none(pairs: list[Comparison]) -> None:
 # --- timeline (kernel lanes) ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", GPU_TRACES)
-def test_timeline_orders_each_lane_without_nesting(name: str) -> None:
-    facts = TraceFacts.of(analyze(corpus_or_skip(name), name="t"), expect_compiled=False)
+def test_timeline_orders_each_lane_without_nesting(gpu_side: Side) -> None:
+    facts = TraceFacts.of(gpu_side, expect_compiled=False)
     lanes = timeline(facts.trace, facts.kernels, kernel_steps(facts))
     assert list(lanes.columns) == [v for k, v in vars(Lane).items() if not k.startswith("_")]
     assert lanes[Lane.row].is_unique and len(lanes) <= len(facts.kernels)
@@ -197,12 +199,10 @@ def test_dashboard_explains_kernels_from_the_structured_ops(pairs: list[Comparis
     assert list(table.columns) == list(TOP_KERNELS_DTYPES)
 
 
-@pytest.mark.parametrize("name", GPU_TRACES)
-def test_window_events_hold_every_activity_of_the_window_once(name: str) -> None:
+def test_window_events_hold_every_activity_of_the_window_once(gpu_side: Side) -> None:
     from traceviz.analysis.timeline_events import WindowEvent, window_events
 
-    trace = corpus_or_skip(name)
-    side = analyze(trace, name="t")
+    side = gpu_side
     ts = side.kernels[Kernels.ts_us].to_numpy(dtype=float)
     start = float(np.nanmin(ts))
     end = float(np.nanpercentile(ts, 50)) + 1e-3
@@ -218,12 +218,11 @@ def test_window_events_hold_every_activity_of_the_window_once(name: str) -> None
     assert ((events[WindowEvent.ts] >= start) & (events[WindowEvent.ts] < end)).all()
 
 
-@pytest.mark.parametrize("name", GPU_TRACES)
-def test_step_parts_add_up_to_at_most_the_step(name: str) -> None:
+def test_step_parts_add_up_to_at_most_the_step(gpu_side: Side) -> None:
     from traceviz.analysis.timing.idle import IdleParts
     from traceviz.analysis.timing.step_parts import GPU_PARTS, step_parts
 
-    side = analyze(corpus_or_skip(name), name="t")
+    side = gpu_side
     parts = step_parts(side.trace, side.launch)
     assert [p for p, _ in parts] == list(GPU_PARTS)
     per = side.launch.idle.per_step
