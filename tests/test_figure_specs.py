@@ -86,20 +86,10 @@ def _idle_step(tmp_trace: Callable[..., Path]) -> Path:
     return tmp_trace([step, op("aten::add", 200, 10)])
 
 
-def test_valid_figures_when_nothing_ran_on_a_device(tmp_trace: Callable[..., Path]) -> None:
-    """GIVEN two traces of CPU ops only (no kernel, no memory event, no region), or a step
-    with nothing in it THEN every builder's empty branches make valid figures."""
-    report = compare(load_trace(_ops_only(tmp_trace)), load_trace(_ops_only(tmp_trace)))
-    for name in BUILDERS:
-        all_valid(report, name)
-    idle = compare(load_trace(_idle_step(tmp_trace)), load_trace(_idle_step(tmp_trace)))
-    all_valid(idle, "timeline_figure")
-    fig = figures.timeline_figure(idle)
-    assert "no activity in this window" in [a.text for a in fig.layout.annotations]
-
-
-def test_valid_figures_on_a_made_gpu_pair(tmp_trace: Callable[..., Path]) -> None:
-    """GIVEN a made eager/compiled pair with launches and kernels THEN valid figures."""
+def test_valid_figures_on_made_pairs(tmp_trace: Callable[..., Path]) -> None:
+    """GIVEN two traces of CPU ops only (no kernel, no memory event, no region), a step with
+    nothing in it, or a made eager/compiled pair with launches and kernels THEN every
+    builder's branches (empty ones too) make valid figures."""
     eager = tmp_trace(
         [
             op("aten::add", 0, 10),
@@ -114,9 +104,16 @@ def test_valid_figures_on_a_made_gpu_pair(tmp_trace: Callable[..., Path]) -> Non
         [op("triton_poi_fused_add_mul_0", 0, 10), launch("cuLaunchKernel", 2, 3, 1),
          kernel("triton_poi_fused_add_mul_0", 9, 5, 1)]
     )  # fmt: skip
-    report = compare(load_trace(eager), load_trace(compiled))
-    for name in BUILDERS:
-        all_valid(report, name)
+    for report in (
+        compare(load_trace(_ops_only(tmp_trace)), load_trace(_ops_only(tmp_trace))),
+        compare(load_trace(eager), load_trace(compiled)),
+    ):
+        for name in BUILDERS:
+            all_valid(report, name)
+    idle = compare(load_trace(_idle_step(tmp_trace)), load_trace(_idle_step(tmp_trace)))
+    all_valid(idle, "timeline_figure")
+    fig = figures.timeline_figure(idle)
+    assert "no activity in this window" in [a.text for a in fig.layout.annotations]
 
 
 def test_figures_still_validate_and_keep_their_subplots() -> None:
