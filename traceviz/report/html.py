@@ -47,7 +47,10 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
     title = f"traceviz: {a} vs {b}"
     details = "".join(f"<li>{html.escape(line)}</li>" for line in headline_details(comparison))
     sections = [("summary", "Summary", f"<ul>{details}</ul>")]
-    sections.append(("findings", "Findings", _findings(comparison)))
+    findings = "".join(finding_html(f) for f in comparison.findings) or (
+        "<p class='muted'>No findings: no diagnosis rule applied to this pair.</p>"
+    )
+    sections.append(("findings", "Findings", findings))
     for number, (view, builders) in enumerate(VIEW_FIGURES.items()):
         figures = figures_html(builders, comparison, f"fig-{number}")
         sections.append((f"view-{number}", view, figures))
@@ -72,12 +75,6 @@ def comparison_html(comparison: Report, *, top: int = 10) -> str:
         "<p class='muted'>Made by traceviz. Every figure says whether it is measured (read from "
         "the traces) or estimated (modelled from shapes).</p></body></html>\n"
     )
-
-
-def _findings(comparison: Report) -> str:
-    if not comparison.findings:
-        return "<p class='muted'>No findings: no diagnosis rule applied to this pair.</p>"
-    return "".join(finding_html(f) for f in comparison.findings)
 
 
 def finding_html(finding: Any) -> str:

@@ -16,7 +16,7 @@ from traceviz.records import plain, records
 from traceviz.report.backends_json import backends_json, onnxruntime_json
 from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
-from traceviz.report.roofline_report import bridge_json, ledger_json, roofline_json, rooflines_of
+from traceviz.report.roofline_report import bridge_of, ledger_json, roofline_json, rooflines_of
 
 #: Rows of the longest tables kept per side (the calls/ops with most time come first).
 BLOCKING_CALLS_SHOWN = 50
@@ -54,7 +54,7 @@ def comparison_json(comparison: Report, *, top: int = 20) -> dict[str, Any]:
         "onnxruntime": onnxruntime_json(comparison.backends),
         "speed": comparison_speed(comparison).to_json(),
         "roofline": roofline_json(comparison, top=top, rooflines=rooflines),
-        "bridge": bridge_json(comparison),
+        "bridge": bridge.to_json() if (bridge := bridge_of(comparison)) is not None else None,
         "fusion_ledger": ledger_json(comparison, rooflines["b"], top=top),
         # each side's profiled step median against run.json's timed one; null without timing
         "profiled_vs_timed": check.to_json() if (check := comparison.profiled_timing) else None,

@@ -549,11 +549,10 @@ def _span(pid: int, tid: int, name: str, warp: Warp, start: float, end: float, a
             "ts": start + shift, "dur": dur, "args": {OVERLAY: args}}  # fmt: skip
 
 
-def _blocking_spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, Any]]:
-    calls = side.launch.blocking.calls
-    c = BlockingColumns
-    spans = []
-    for row in calls.to_dict("records"):
+def _spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, Any]]:
+    """Side ``index``'s blocking calls (track 1 + index), then its graph-break gaps (3 + index)."""
+    c, spans = BlockingColumns, []
+    for row in side.launch.blocking.calls.to_dict("records"):
         args = {
             "reason": str(row[c.reason]),
             "thread": str(row[c.thread]),
@@ -564,11 +563,6 @@ def _blocking_spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[s
         }
         end = row[c.ts_us] + row[c.dur_us]
         spans.append(_span(pid, 1 + index, str(row[c.name]), warp, row[c.ts_us], end, args))
-    return spans
-
-
-def _gap_spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, Any]]:
-    spans = []
     for row in side.regions.gaps.to_dict("records"):
         args = {
             "thread": str(row[Gap.thread]),
@@ -576,8 +570,8 @@ def _gap_spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, A
             "kernel_count": int(row[Gap.kernel_count]),
             "kernel_time_us": float(row[Gap.kernel_time_us]),
         }
-        name = "graph-break gap"
-        spans.append(_span(pid, 3 + index, name, warp, row[Gap.start_us], row[Gap.end_us], args))
+        name, start, end = "graph-break gap", row[Gap.start_us], row[Gap.end_us]
+        spans.append(_span(pid, 3 + index, name, warp, start, end, args))
     return spans
 
 
@@ -621,7 +615,7 @@ def perfetto_trace(
     }
     extra = _traceviz_meta(pid, comparison.names)
     for index, (side, warp) in enumerate(((comparison.a, warp_a), (comparison.b, warp_b))):
-        extra += _blocking_spans(side, index, pid, warp) + _gap_spans(side, index, pid, warp)
+        extra += _spans(side, index, pid, warp)
     origin = comparison.a.trace.meta.time_origin_us or 0.0
     anchor = float(aligned.get("step_starts_us", [warp_a.scalar(origin)])[0])
     extra += _finding_instants(comparison, pid, anchor)

@@ -37,7 +37,6 @@ from traceviz.units import fmt_bytes, fmt_pct, fmt_us
 
 __all__ = [
     "bounds_view",
-    "bridge_json",
     "bridge_of",
     "kernels_view",
     "ledger_json",
@@ -110,12 +109,6 @@ def ledger_json(
     by_line = ledger_of(comparison, compiled, by_line=True)
     lines = None if by_line is None else records(by_line, limit=top)
     return {"kernels": records(ledger, limit=top), "by_line": lines}
-
-
-def bridge_json(comparison: Comparison) -> dict[str, Any] | None:
-    """``bridge``: the step bridge, or null."""
-    bridge = bridge_of(comparison)
-    return bridge.to_json() if bridge is not None else None
 
 
 def roofline_views(comparison: Comparison, *, top: int = 10) -> list[View]:

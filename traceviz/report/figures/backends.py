@@ -62,10 +62,11 @@ def latency_figure(report: Any) -> go.Figure:
     rows = [r for r in _records(view.rows) if _nan_to_none(r[BackendRow.step_median_us])]
     if not rows:
         return figure([], empty_spec(title, "run.json has no step times for these backends"))
+    whiskers = [_whiskers(r) for r in rows]
     bar = {
         "error_y": {
-            "array": scalars([_above(r) for r in rows]),
-            "arrayminus": scalars([_below(r) for r in rows]),
+            "array": scalars([above for above, _ in whiskers]),
+            "arrayminus": scalars([below for _, below in whiskers]),
             "symmetric": False,
             "type": "data",
         },
@@ -147,22 +148,14 @@ def op_counts_figure(report: Any) -> go.Figure:
     return figure(data, layout)
 
 
-def _above(row: dict[str, Any]) -> float:
-    """Median to the 75th percentile (half the IQR where run.json kept no samples)."""
-    q3, median = _nan_to_none(row[BackendRow.step_q3_us]), float(row[BackendRow.step_median_us])
-    if q3 is not None:
-        return max(q3 - median, 0.0)
-    iqr = _nan_to_none(row[BackendRow.step_iqr_us])
-    return 0.0 if iqr is None else iqr / 2
-
-
-def _below(row: dict[str, Any]) -> float:
-    """The 25th percentile to the median (never below zero)."""
-    q1, median = _nan_to_none(row[BackendRow.step_q1_us]), float(row[BackendRow.step_median_us])
-    if q1 is not None:
-        return max(median - q1, 0.0)
-    iqr = _nan_to_none(row[BackendRow.step_iqr_us])
-    return 0.0 if iqr is None else min(iqr / 2, median)
+def _whiskers(row: dict[str, Any]) -> tuple[float, float]:
+    """Median to the 75th percentile and the 25th percentile to the median (half the IQR each
+    where run.json kept no samples; never below zero)."""
+    median = float(row[BackendRow.step_median_us])
+    half = (_nan_to_none(row[BackendRow.step_iqr_us]) or 0.0) / 2
+    q1, q3 = _nan_to_none(row[BackendRow.step_q1_us]), _nan_to_none(row[BackendRow.step_q3_us])
+    above = half if q3 is None else max(q3 - median, 0.0)
+    return above, min(half, median) if q1 is None else max(median - q1, 0.0)
 
 
 def _latency_hover(row: dict[str, Any]) -> str:

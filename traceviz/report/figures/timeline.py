@@ -3,7 +3,6 @@ into time bins beyond ``max_marks`` marks."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -61,28 +60,17 @@ def _hover_single(events: pd.DataFrame) -> np.ndarray:
         sums = sums + events["kind"] + " · " + events["dur"].map(fmt_us)
         return (sums + "<br>launched by " + events["op"]).to_numpy()
     # names and durations repeat (a step runs the same kernels): each formatted once
-    names = _each(events["name"].tolist(), lambda n: fmt_name(n, 90))
-    durs = _each(events["dur"].tolist(), fmt_us)
+    names, durs = events["name"].tolist(), events["dur"].tolist()
+    cut = {name: fmt_name(name, 90) for name in set(names)}
+    took = {dur: fmt_us(dur) for dur in set(durs)}
     text = np.empty(len(events), dtype=object)
     text[:] = [
-        f"<b>{name}</b><br>{kind} · {dur}<br>launched by {op}"
+        f"<b>{cut[name]}</b><br>{kind} · {took[dur]}<br>launched by {op}"
         for name, kind, dur, op in zip(
             names, events["kind"].tolist(), durs, events["op"].tolist(), strict=True
         )
     ]
     return text
-
-
-def _each(values: list[Any], fmt: Callable[[Any], str]) -> list[str]:
-    """``[fmt(v) for v in values]``, calling ``fmt`` once per distinct value."""
-    done: dict[Any, str] = {}
-    out = []
-    for value in values:
-        text = done.get(value)
-        if text is None:
-            text = done[value] = fmt(value)
-        out.append(text)
-    return out
 
 
 def _aggregate(events: pd.DataFrame, bins_per_lane: int, span_ms: float) -> pd.DataFrame:
