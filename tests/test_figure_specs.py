@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
+from tests.conftest import CORPUS, SAMPLES, launched, load_trace, op
 from tests.real_data import CORPUS_PAIRS
 
 go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
@@ -91,19 +91,11 @@ def test_valid_figures_on_made_pairs(tmp_trace: Callable[..., Path]) -> None:
     nothing in it, or a made eager/compiled pair with launches and kernels THEN every
     builder's branches (empty ones too) make valid figures."""
     eager = tmp_trace(
-        [
-            op("aten::add", 0, 10),
-            launch("cudaLaunchKernel", 2, 3, 1),
-            kernel("add_kernel", 8, 4, 1),
-            op("aten::mul", 20, 10),
-            launch("cudaLaunchKernel", 22, 3, 2),
-            kernel("mul_kernel", 30, 4, 2),
-        ]
-    )
-    compiled = tmp_trace(
-        [op("triton_poi_fused_add_mul_0", 0, 10), launch("cuLaunchKernel", 2, 3, 1),
-         kernel("triton_poi_fused_add_mul_0", 9, 5, 1)]
+        [*launched("aten::add", 0, 4, 1, kernel_name="add_kernel"),
+         *launched("aten::mul", 30, 4, 2, kernel_name="mul_kernel")]
     )  # fmt: skip
+    fused = "triton_poi_fused_add_mul_0"
+    compiled = tmp_trace(launched(fused, 0, 5, 1, kernel_name=fused))
     for report in (
         compare(load_trace(_ops_only(tmp_trace)), load_trace(_ops_only(tmp_trace))),
         compare(load_trace(eager), load_trace(compiled)),

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, load_trace, op
+from tests.conftest import CORPUS, REPO, SAMPLES, launched, load_trace
 
 go = pytest.importorskip("plotly.graph_objects", reason="plotly not installed (dashboard extra)")
 
@@ -249,22 +249,10 @@ def test_fusion_view_on_readable_names_draws(each_sample: Report) -> None:
 
 def test_an_old_triton_pair_is_called_opaque(tmp_trace) -> None:  # type: ignore[no-untyped-def]
     eager = tmp_trace(
-        [
-            op("aten::add", 0, 10),
-            launch("cudaLaunchKernel", 1, 2, 1),
-            kernel("vectorized_elementwise_kernel<add>", 5, 4, 1),
-            op("aten::mul", 20, 10),
-            launch("cudaLaunchKernel", 21, 2, 2),
-            kernel("vectorized_elementwise_kernel<mul>", 25, 4, 2),
-        ]
-    )
-    compiled = tmp_trace(
-        [
-            op("CompiledFunction", 0, 10),
-            launch("cuLaunchKernel", 1, 2, 1),
-            kernel("triton__0d1d2d3d", 5, 3, 1),
-        ]
-    )
+        [*launched("aten::add", 0, 4, 1, kernel_name="vectorized_elementwise_kernel<add>"),
+         *launched("aten::mul", 30, 4, 2, kernel_name="vectorized_elementwise_kernel<mul>")]
+    )  # fmt: skip
+    compiled = tmp_trace(launched("CompiledFunction", 0, 3, 1, kernel_name="triton__0d1d2d3d"))
     report = compare(traceviz.load(Path(eager)), traceviz.load(Path(compiled)), force=True)
     assert opaque_fusions(report.fusion.kernels) is not None
 
