@@ -84,9 +84,7 @@ def test_pageable_copy_blocks_with_its_issuer_and_frame(tmp_trace) -> None:
     assert row[B.op] == "aten::_local_scalar_dense"  # innermost op, not the ProfilerStep
     assert row[B.frame] == "<built-in method item of Tensor object>"
     assert row[B.copy_kind] == "DtoH" and row[B.bytes] == 8
-
-
-def test_pinned_async_copy_does_not_block(tmp_trace) -> None:
+    # a pinned async copy does not block
     events = [
         launch("cudaMemcpyAsync", 100, 5, 90),
         kernel("Memcpy HtoD (Pinned -> Device)", 110, 5, 90, cat="gpu_memcpy", bytes=8),
@@ -249,10 +247,7 @@ def test_the_runners_closing_sync_is_not_a_blocking_call(tmp_trace) -> None:
     assert list(blocking.calls[B.name]) == ["cudaStreamSynchronize"]
     assert blocking.calls[B.op].tolist() == ["aten::item"]
     assert blocking.blocked_us == pytest.approx(300)
-
-
-def test_an_unmarked_device_sync_still_blocks(tmp_trace) -> None:
-    """Without the runner's annotation (a user's own loop), the same sync is the model's."""
+    # without the runner's annotation (a user's own loop), the same sync is the model's
     events = [*_kernels(3, 10), launch("cudaDeviceSynchronize", 5000, 4000, 98)]
     blocking = blocking_calls(traceviz.load(tmp_trace(_step(events))))
     assert list(blocking.calls[B.name]) == ["cudaDeviceSynchronize"]
@@ -273,7 +268,7 @@ def _one_kernel_step(events: list[dict]) -> list[dict]:
     return _step([launch("cudaLaunchKernel", 10, 5, 1), kernel("k0", 18, 5, 1), *events])
 
 
-def test_a_sync_from_an_op_nested_in_the_mark_still_blocks(tmp_trace) -> None:
+def test_a_sync_nested_in_the_mark_or_on_another_thread_still_blocks(tmp_trace) -> None:
     events = [
         op(STEP_SYNC_MARK, 4990, 4020, cat="user_annotation"),
         op("aten::item", 5000, 310),
@@ -284,9 +279,7 @@ def test_a_sync_from_an_op_nested_in_the_mark_still_blocks(tmp_trace) -> None:
     assert blocking.calls[B.name].tolist() == ["cudaStreamSynchronize"]
     assert blocking.calls[B.op].tolist() == ["aten::item"]
     assert blocking.blocked_us == pytest.approx(300)
-
-
-def test_a_sync_on_another_thread_while_the_mark_is_open_still_blocks(tmp_trace) -> None:
+    # a sync on another thread while the mark is open
     events = [
         op(STEP_SYNC_MARK, 4990, 4020, cat="user_annotation"),
         launch("cudaDeviceSynchronize", 5000, 4000, 98),

@@ -153,9 +153,7 @@ def test_eager_chain_on_one_tensor_is_a_fusion_opportunity(tmp_trace: Make) -> N
     assert chain.est_gain_us == pytest.approx(300)  # 400 µs of kernels, the longest is 100
     saved = next(e for e in chain.evidence if isinstance(e, Evidence) and "bytes" in e.label)
     assert saved.value == 3 * 2 * 64 * 1024 * 4  # three intermediates, written and read back
-
-
-def test_helper_nested_in_an_op_does_not_break_the_chain(tmp_trace: Make) -> None:
+    # a helper nested in an op does not break the chain
     events = [step(0, 0, 1000), *cpu_chain(10)]
     events.append(op("aten::copy_", 120, 3, **dims([], [])))  # inside aten::mul (115–215)
     assert by_id(findings(tmp_trace, events), "unfused-chain")
@@ -277,9 +275,7 @@ def test_tiny_kernels_slower_to_launch_than_to_run_are_launch_bound(tmp_trace: M
     (bound,) = by_id(findings(tmp_trace, events), "launch-bound")
     assert bound.severity is Severity.WARNING and 'mode="reduce-overhead"' in bound.next_step
     assert bound.est_gain_us is not None and bound.est_gain_us > 500
-
-
-def test_long_kernels_queued_ahead_are_not_launch_bound(tmp_trace: Make) -> None:
+    # long kernels queued ahead are not launch bound
     events = [step(0, 0, 1000)]
     for i in range(9):
         events += [
@@ -452,9 +448,7 @@ def test_compiled_slower_than_eager_is_attributed(tmp_trace: Make) -> None:
     assert "compiled is 2.00× slower than eager" in finding.title
     assert "more device idle time (framework overhead)" in text(finding)
     assert slow.findings[0] is finding  # errors come first
-
-
-def test_compiled_faster_or_noisy(tmp_trace: Make) -> None:
+    # faster, or too noisy to tell
     eager, compiled = _pair(tmp_trace, eager_step=200, compiled_step=100)
     assert not by_id(
         compare(eager, compiled, names=("eager", "compiled")).findings, "compiled-slower"

@@ -427,7 +427,7 @@ def test_work_behind_a_stream_wait_is_not_launch_latency(tmp_trace, wait_name: s
     assert dict(step_parts(trace, overhead))[P.event_wait_us] == pytest.approx(54)
 
 
-def test_only_the_launch_right_after_the_wait_is_gated(tmp_trace) -> None:
+def test_only_the_launch_right_after_a_wait_on_its_thread_is_gated(tmp_trace) -> None:
     trace = traceviz.load(tmp_trace(_waiting_step()))
     gated = gated_launches(trace)
     names = trace.launches["name"].astype(str).tolist()
@@ -435,9 +435,7 @@ def test_only_the_launch_right_after_the_wait_is_gated(tmp_trace) -> None:
     assert trace.launches["ts_us"].to_numpy()[gated].tolist() == [24]
     kernels = trace.kernels["name"].astype(str).to_numpy()
     assert kernels[gated_activities(trace)].tolist() == ["k2"]
-
-
-def test_a_wait_on_another_thread_gates_nothing(tmp_trace) -> None:
+    # a wait on another thread gates nothing
     events = _waiting_step()
     events[3] = launch("cudaStreamWaitEvent", 22, 1, 2, tid=2)
     row = _split(tmp_trace(events)).per_step.iloc[0]
