@@ -7,7 +7,7 @@ from ``torch._dynamo.utils.get_compilation_metrics()``; raw counts from
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -78,11 +78,6 @@ def reset() -> None:
     torch._dynamo.reset()
     dynamo_utils.counters.clear()
     dynamo_utils.clear_compilation_metrics()
-
-
-def explain(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``torch._dynamo.explain`` of one call (it resets Dynamo before and after)."""
-    return torch._dynamo.explain(fn)(*args, **kwargs)
 
 
 def graph_breaks(explained: Any) -> list[GraphBreak]:

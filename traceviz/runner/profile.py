@@ -353,7 +353,11 @@ def _run_compiled(
             dynamo.inductor_config_in_effect(options.mode) if inductor else ({}, {})
         )
         reporter.phase("dynamo: explain")
-        explained, explain_error = _explain(work)
+        explained, explain_error = None, None
+        try:  # explain resets Dynamo before and after
+            explained = torch._dynamo.explain(work.fn)(*work.args, **work.kwargs)
+        except Exception as err:
+            explain_error = _run_error("explain", err)
         dynamo.reset()
         mode = None if options.mode == "default" else options.mode
         compiled_fn = torch.compile(work.fn, backend=backend, mode=mode)
@@ -411,13 +415,6 @@ class _CompiledAttempt:
             self.measured = _measure(passes, "compiled", self.outputs, self)
         except Exception as err:
             self.error = _run_error(self.phase, err)
-
-
-def _explain(work: Workload) -> tuple[Any, RunError | None]:
-    try:
-        return dynamo.explain(work.fn, work.args, work.kwargs), None
-    except Exception as err:
-        return None, _run_error("explain", err)
 
 
 def _time_interleaved(

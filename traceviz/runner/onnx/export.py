@@ -67,9 +67,12 @@ def export_model(
                 continue
             info = ExportInfo(fallback_reason=fallback, attention_mask=masked, error=one_line(err))
             return Exported(info=info)
+        import onnx
+
+        opsets = onnx.load(str(path), load_external_data=False).opset_import
         info = ExportInfo(
             exporter=exporter,
-            opset=_opset_of(path),
+            opset=next((o.version for o in opsets if o.domain in ("", "ai.onnx")), None),
             seconds=seconds,
             path=EXPORTED_GRAPH,
             fallback_reason=fallback,
@@ -142,13 +145,6 @@ def _weights_beside(path: Path) -> None:
         model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
         location=data.name, size_threshold=EXTERNAL_BYTES,
     )  # fmt: skip
-
-
-def _opset_of(path: Path) -> int | None:
-    import onnx
-
-    model = onnx.load(str(path), load_external_data=False)
-    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
 class _MaskedLM(torch.nn.Module):
