@@ -335,7 +335,7 @@ def test_largest_numbers_that_fit_are_kept(tmp_trace) -> None:  # type: ignore[n
 Make = Callable[..., Path]
 
 
-def test_graph_break_sample_nested_region_counted_once() -> None:
+def test_nested_region_counted_once(tmp_trace: Make) -> None:
     trace = load_trace(SAMPLES / "graph-break" / "compiled.pt.trace.json.gz")
     regions = trace.regions[trace.regions["kind"].astype(str) == "compiled_region"]
     table = summarize(trace).region_kinds
@@ -345,9 +345,7 @@ def test_graph_break_sample_nested_region_counted_once() -> None:
     # (~1e12), where float64 sums carry errors of ~1e-3 µs
     assert wall == pytest.approx(outer, abs=1e-2)
     assert wall < regions["dur_us"].sum()  # the nested 1/0 spans are not added again
-
-
-def test_synthetic_nested_and_disjoint_spans(tmp_trace: Make) -> None:
+    # made nested and disjoint spans
     path = tmp_trace([
         op("Torch-Compiled Region: 0/0", 0, 100),
         op("Torch-Compiled Region: 1/0", 20, 30),  # inside 0/0
@@ -443,9 +441,7 @@ def test_share_a_step() -> None:
     assert regions._share_a_step(threads, np.array([0, 0, 1]))
     assert not regions._share_a_step(threads, np.array([-1, -1, 0]))  # outside every step
     assert not regions._share_a_step(threads[:0], np.zeros(0, dtype=np.int64))
-
-
-def test_graph_break_sample_still_finds_its_gaps() -> None:
+    # the graph-break sample still finds its gaps
     trace = load_trace(SAMPLES / "graph-break" / "compiled.pt.trace.json.gz")
     gaps, gap_of = regions._gap_table(trace)
     assert len(gaps) > 0

@@ -122,9 +122,7 @@ def test_no_log_entries_or_no_kernels_give_empty_tables(tmp_path: Path, log: Any
     assert compiled_kernel_provenance(trace, log).empty
     assert eager_kernel_lines(trace).empty
     assert dict(eager_kernel_lines(trace).dtypes.astype(str)) == KERNEL_LINES_DTYPES
-
-
-def test_wrong_arguments_raise_type_errors(tmp_path: Path, log: Any) -> None:
+    # wrong arguments raise type errors
     trace = traceviz.load(write_trace(tmp_path / "c.json", compiled_call(0)))
     with pytest.raises(TypeError, match="log must be a CompileLog"):
         compiled_kernel_provenance(trace, "compile_log.jsonl.gz")  # type: ignore[arg-type]

@@ -210,9 +210,7 @@ def test_bounds_on_a_tiny_h200_trace(tmp_trace: Any) -> None:
     assert gemm[C.achieved_tflops] == pytest.approx(2 * 1024**3 / 9.0 * 1e-6)
     assert add[C.bound] == Bound.MEMORY.value and np.isnan(add[C.flops])
     assert add[C.pct_of_roof] == pytest.approx(3 * 4 * 2**24 / 60.0 * 1e-6 / 4.8 * 100)
-
-
-def test_short_or_slow_kernels_are_latency_bound(tmp_trace: Any) -> None:
+    # short or slow kernels are latency bound
     table = side_roofline(tiny(tmp_trace, LATENCY_US / 2, 60_000.0)).per_kernel
     assert list(table[C.bound]) == [Bound.LATENCY.value, Bound.LATENCY.value]
 
@@ -224,9 +222,7 @@ def test_an_unknown_device_has_no_roof_but_keeps_its_achieved_figures(tmp_trace:
     table = roofline.per_kernel
     assert set(table[C.bound]) == {Bound.NO_PEAK.value}
     assert table[C.pct_of_roof].isna().all() and table[C.achieved_tbps].notna().all()
-
-
-def test_a_peaks_override_changes_the_roof(tmp_trace: Any) -> None:
+    # a peaks override changes the roof
     slow = DevicePeaks("slow", 1.0, 10.0, None, None, None, None, "test")
     roofline = side_roofline(tiny(tmp_trace, 10.0, 60.0, props=None), override=slow)
     assert roofline.peaks.basis is PeakBasis.FILE

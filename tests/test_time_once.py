@@ -152,9 +152,7 @@ def test_exclusive_durations_clip_overhang_and_keep_threads_apart() -> None:
     assert out[1] == 12.0  # b: d has no duration to take away
     assert np.isnan(out[3])
     assert out[0] + out[1] + out[2] == 5.0 + _union_us(np.array([0.0, 2.0]), np.array([10.0, 14.0]))
-
-
-def test_exclusive_durations_on_a_large_clock_are_exact() -> None:
+    # on a large clock (a real trace's, µs) they are exact
     origin = 5.158224e12  # a real trace's clock, µs
     out = exclusive_durations(
         np.zeros(2, dtype=np.int64), np.array([origin, origin + 3.25]), np.array([316.544, 32.501])
