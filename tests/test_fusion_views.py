@@ -44,13 +44,12 @@ def withheld() -> Comparison:
     return traceviz.compare(compiled, compiled, names=("x", "y"))
 
 
-def test_run_dir_loader_uses_the_compile_log(with_lines: Comparison) -> None:
+def test_run_dir_loader_uses_the_compile_log_and_the_table_says_basis_and_confidence(
+    with_lines: Comparison,
+) -> None:
     fusion = with_lines.fusion
     assert not fusion.by_line.empty
     assert set(fusion.kernels["basis"]) == {"compiler"}
-
-
-def test_fusion_table_says_basis_and_confidence(with_lines: Comparison) -> None:
     view = fusion_view(with_lines, top=20)
     assert view.columns[-1] == "basis (confidence)"
     assert all(row[-1].startswith(("compiler ", "name-match ")) for row in view.rows)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import traceviz
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, op, write_trace
+from tests.conftest import CORPUS, SAMPLES, launched, op, write_trace
 from tests.light_import_fixtures import assert_imports_none
 from traceviz import pipeline
 from traceviz.cli import main
@@ -70,16 +70,16 @@ def as_json(report: traceviz.Report) -> str:
     return renderer("json").comparison(report, top=10)  # type: ignore[no-any-return]
 
 
-def pair(tmp_path: Path, name: str = "p", shift: float = 0.0) -> tuple[Path, Path]:
+def pair(tmp_path: Path) -> tuple[Path, Path]:
     """Two tiny hand-made traces: an eager side of three kernels, a compiled side of one."""
-    eager = [op("aten::add", 0, 30)]
-    for i in range(3):
-        eager += [launch("cudaLaunchKernel", 1 + 10 * i, 3, 10 + i),
-                  kernel(f"elementwise_kernel_{i}", 40 + 10 * i + shift, 5, 10 + i)]  # fmt: skip
-    compiled = [op("triton_poi_fused_add_0", 0, 10), launch("cudaLaunchKernel", 1, 3, 20),
-                kernel("triton_poi_fused_add_0", 20, 6, 20)]  # fmt: skip
-    return (write_trace(tmp_path / f"{name}-eager.json", eager),
-            write_trace(tmp_path / f"{name}-compiled.json", compiled))  # fmt: skip
+    eager = [
+        e
+        for i in range(3)
+        for e in launched("aten::add", 40 * i, 5, 10 + i, kernel_name=f"elementwise_{i}")
+    ]
+    compiled = launched("triton_poi_fused_add_0", 0, 6, 20, kernel_name="triton_poi_fused_add_0")
+    return (write_trace(tmp_path / "p-eager.json", eager),
+            write_trace(tmp_path / "p-compiled.json", compiled))  # fmt: skip
 
 
 @pytest.mark.parametrize("run", RUNS)

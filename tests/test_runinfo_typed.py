@@ -63,7 +63,7 @@ def test_an_old_run_json_without_newest_fields_reads_with_defaults(tmp_path: Pat
     assert info.timing == read_run_dir(run).info.timing
 
 
-def test_a_malformed_run_json_is_one_error_naming_the_file(tmp_path: Path) -> None:
+def test_a_malformed_run_json_or_partial_dict_is_one_clear_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad"
     shutil.copytree(RUNS[0], bad)
     data = json.loads((bad / RUN_JSON).read_text())
@@ -74,16 +74,9 @@ def test_a_malformed_run_json_is_one_error_naming_the_file(tmp_path: Path) -> No
     (bad / RUN_JSON).write_text("{not json")
     with pytest.raises(TraceFormatError, match=r"run\.json"):
         compare_run(bad)
-
-
-def test_a_partial_dict_is_a_clear_error_not_a_traceback() -> None:
-    run = RUNS[0]
-    with pytest.raises(TraceFormatError, match="run_info"):
-        compare(
-            run / "eager.pt.trace.json.gz",
-            run / "compiled.pt.trace.json.gz",
-            run_info={"timing": {"eager": {}}},
-        )
+    traces = (bad / "eager.pt.trace.json.gz", bad / "compiled.pt.trace.json.gz")
+    with pytest.raises(TraceFormatError, match="run_info"):  # a partial dict: no traceback
+        compare(*traces, run_info={"timing": {"eager": {}}})
 
 
 @pytest.mark.parametrize("run", RUNS[:2], ids=lambda p: p.name)
