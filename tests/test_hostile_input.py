@@ -1,7 +1,16 @@
 """Bad and hostile input: one TraceFormatError naming the file and the problem (the CLI prints
 one line and exits 2), or a counted-and-ignored event; mutated real traces never raise anything
 else and never hang; bounded memory for gzip bombs; a closed pipe exits quietly; JSON counts are
-integers."""
+integers.
+
+traceviz.parse.read: a plain file's bytes are exactly the file, also when it grows while
+read; the two decoders (decode_events: whole; decode_batches: in batches) share one document
+check (BOM, bare array or object) and one strict decode: on every form of document they return
+the same events and header, and fail with the same clear error. The batched parse (issue 14):
+whatever the batch size, every table, the metadata and the event counts are exactly those of a
+one-batch parse; errors name the event by its index in the whole file. Importing the parser
+(pandas, numpy, pyarrow) runs with the cyclic collector paused, and leaves it as it was: on
+when it was on, off when the program had turned it off."""
 
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +33,7 @@ import traceviz
 from tests.conftest import (
     CORPUS,
     SAMPLES,
+    corpus_files,
     corpus_params,
     kernel,
     launch,
@@ -37,14 +48,18 @@ from tests.mutation_fixtures import (
     load_or_format_error,
     mutate,
 )
+from tests.test_table_store import assert_same_trace
 from traceviz import TraceFormatError, UsageError
 from traceviz.cli import EXIT_PIPE_CLOSED, main
+from traceviz.parse import load_trace, read, readers
 from traceviz.parse.build import impossible
-from traceviz.parse.read import decode_events, read_bytes
+from traceviz.parse.events import Event, TraceHeader
+from traceviz.parse.read import _read_plain, decode_events, read_bytes
 from traceviz.parse.structs import StructSource
 from traceviz.report.json_numbers import whole_counts
 from traceviz.schema import Kernels, Ops
 from traceviz.settings import MAX_BYTES_ENV, parse_size
+from traceviz.trace import Trace
 
 SMALL = CORPUS / "nvidia" / "v100_small_plain.json"
 TINY_GZ = CORPUS / "amd" / "mi300x_compiled_llama_block_tiny.json.gz"
@@ -345,16 +360,6 @@ def test_load_rejects_a_bad_max_bytes(tmp_path: Path, bad: Any) -> None:
 # -- error messages -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content", [b"{", b'{"traceEvents": [}', b"nope"])
-def test_decoder_messages_keep_their_capitals(tmp_path: Path, content: bytes) -> None:
-    path = tmp_path / "bad.json"
-    path.write_bytes(content)
-    with pytest.raises(TraceFormatError) as info:
-        traceviz.load(path)
-    assert "jSON" not in str(info.value)
-    assert "JSON" in str(info.value)
-
-
 def test_error_stays_on_one_line_when_the_file_name_has_a_newline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -513,6 +518,9 @@ CASES = {
     "scalar document": (b"42", "not a profiler trace"),
     "event not an object": (b'{"traceEvents": [1, 2]}', "traceEvents[0]"),
     "truncated JSON": (b'{"traceEvents": [{"ph": "X", "name": "a"', "not valid JSON"),
+    "cut after a brace": (b"{", "not valid JSON"),
+    "malformed JSON": (b'{"traceEvents": [}', "not valid JSON"),
+    "truncated gzip": (gzip.compress(b'{"traceEvents": []}' * 50)[:30], "corrupt gzip"),
 }
 
 
@@ -526,13 +534,7 @@ def test_bad_file_raises_trace_format_error_naming_file(
         traceviz.load(path)
     assert str(path) in str(info.value)
     assert reason in str(info.value)
-
-
-def test_truncated_gzip(tmp_path: Path) -> None:
-    path = tmp_path / "cut.json.gz"
-    path.write_bytes(gzip.compress(json.dumps({"traceEvents": []}).encode() * 50)[:30])
-    with pytest.raises(TraceFormatError, match="gzip"):
-        traceviz.load(path)
+    assert "jSON" not in str(info.value)  # the decoder's "JSON is malformed" keeps its capitals
 
 
 def test_missing_file_and_directory(tmp_path: Path) -> None:
@@ -644,3 +646,300 @@ def test_hostile_changes_to_a_real_trace(
     if how == "negative_dur":
         assert trace.stats.ignored.get("bad_duration", 0) <= 1
     assert summarize(trace).kernel_time_us >= 0
+
+
+# --- traceviz.parse.read: the two decoders, plain reads, batches ------------------------
+
+EVENTS = [op("aten::mm", 0.0, 5.0), kernel("gemm", 10.0, 3.0, 1), op("aten::relu", 20.0, 2.0)]
+
+
+def _both(path: Path, data: bytes) -> tuple[tuple[list[Event], Any], tuple[list[Event], Any]]:
+    events, doc = read.decode_events(path, data)
+    batches, count, header = read.decode_batches(path, data)
+    batched = [event for batch in batches for event in batch]
+    assert count == len(batched)
+    return (events, doc), (batched, header)
+
+
+def _same(a: list[Event], b: list[Event]) -> None:
+    assert [msgspec.json.encode(e) for e in a] == [msgspec.json.encode(e) for e in b]
+
+
+@pytest.mark.parametrize("bom", [False, True], ids=["plain", "bom"])
+@pytest.mark.parametrize("bare", [False, True], ids=["document", "bare-array"])
+@pytest.mark.parametrize("nan", [False, True], ids=["finite", "nan-literal"])
+def test_both_decoders_read_every_form_alike(bom: bool, bare: bool, nan: bool) -> None:
+    text = json.dumps(EVENTS if bare else {"traceName": "t", "traceEvents": EVENTS}, indent=1)
+    if nan:
+        text = text.replace('"dur": 2.0', '"dur": NaN')
+    data = (read.UTF8_BOM if bom else b"") + b"  \n" + text.encode()
+    (events, doc), (batched, header) = _both(Path("t.json"), data)
+    assert len(events) == len(EVENTS)
+    assert [e.name for e in events] == [e["name"] for e in EVENTS]
+    _same(events, batched)
+    assert (doc is None) == bare and (header is None) == bare
+    if not bare:
+        assert doc.traceName == header.traceName == "t"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"traceEvents": 5}', "[1, 2]", '{"traceEvents": [{"ts": {"a": 1}}]}'],
+    ids=["events-not-a-list", "bare-not-events", "bad-field"],
+)
+def test_both_decoders_reject_the_wrong_shape_naming_the_file(text: str) -> None:
+    path = Path("odd.json")
+    with pytest.raises(TraceFormatError, match="not a profiler trace") as whole:
+        read.decode_events(path, text.encode())
+    with pytest.raises(TraceFormatError, match="not a profiler trace") as batched:
+        batches, _, _ = read.decode_batches(path, text.encode())
+        for _ in batches:
+            pass
+    assert "odd.json" in str(whole.value) and "odd.json" in str(batched.value)
+
+
+def test_both_decoders_agree_on_a_real_sample() -> None:
+    path = SAMPLES / "attention" / "compiled.pt.trace.json.gz"
+    data = read.read_bytes(path)
+    (events, doc), (batched, header) = _both(path, data)
+    assert len(events) > 0
+    _same(events, batched)
+    fields = TraceHeader.__struct_fields__  # every top-level key but the events
+    assert [getattr(doc, f) for f in fields] == [getattr(header, f) for f in fields]
+    # the Kineto reader (parse/readers.py) reads them into the trace load_trace gives
+    assert_same_trace(readers.KINETO.read(path, data), load_trace(path, cache=False))
+
+
+class _GrowsAfterFstat:
+    """A file handle whose file gains ``extra`` bytes between the fstat and the first read
+    (a profiler still writing the trace)."""
+
+    def __init__(self, path: Path, extra: bytes) -> None:
+        self._path, self._extra = path, extra
+        self._handle = path.open("rb")
+        self._grown = False
+
+    def fileno(self) -> int:
+        return self._handle.fileno()
+
+    def read(self, n: int) -> bytes:
+        if not self._grown:
+            with self._path.open("ab") as out:
+                out.write(self._extra)
+            self._grown = True
+        data: bytes = self._handle.read(n)
+        return data
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+def _grown_read(tmp_path: Path, body: bytes, extra: bytes, cap: int) -> Any:
+    path = tmp_path / "t.json"
+    path.write_bytes(body)
+    handle = _GrowsAfterFstat(path, extra)
+    try:
+        return _read_plain(path, handle, cap)
+    finally:
+        handle.close()
+
+
+def test_reads_exactly_the_file(tmp_path: Path) -> None:
+    body = b'{"traceEvents": []}' + b" " * 70_000
+    path = tmp_path / "t.json"
+    path.write_bytes(body)
+    assert read_bytes(path) == body
+
+
+def test_a_file_that_grows_while_read_is_read_whole(tmp_path: Path) -> None:
+    body, extra = b"x" * 50_000, b"y" * 30_000
+    assert _grown_read(tmp_path, body, extra, cap=1_000_000) == body + extra
+
+
+def test_a_file_that_grows_past_the_cap_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(TraceFormatError, match="grew while read"):
+        _grown_read(tmp_path, b"x" * 1_000, b"y" * 2_000, cap=2_500)
+
+
+def test_growth_up_to_the_cap_is_kept(tmp_path: Path) -> None:
+    data = _grown_read(tmp_path, b"x" * 1_000, b"y" * 1_500, cap=2_500)
+    assert len(data) == 2_500
+
+
+ONE_BATCH = 10**9
+
+
+def _load(path: Path, batch: int, monkeypatch: pytest.MonkeyPatch) -> Trace:
+    with monkeypatch.context() as patch:
+        patch.setattr(read, "BATCH_EVENTS", batch)
+        return traceviz.load(path, cache=False)
+
+
+def _assert_same(a: Trace, b: Trace) -> None:
+    assert_same_trace(b, a)
+    assert b.stats.events_in == b.stats.accounted
+
+
+def test_corpus_parses_the_same_in_small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    files = corpus_files()
+    if not files:
+        pytest.skip(f"corpus not found at {CORPUS}")
+    checked = 0
+    for path in files:
+        try:
+            whole = _load(path, ONE_BATCH, monkeypatch)
+        except TraceFormatError as err:  # a deliberately broken file fails the same way
+            with pytest.raises(TraceFormatError) as again:
+                _load(path, 1000, monkeypatch)
+            assert str(again.value) == str(err)
+            continue
+        _assert_same(whole, _load(path, 1000, monkeypatch))
+        checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.parametrize("batch", [1, 7, 64])
+def test_sample_runs_parse_the_same_in_tiny_batches(
+    batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = sorted(SAMPLES.glob("*/*.pt.trace.json.gz"))
+    assert paths
+    for path in paths[:6]:
+        _assert_same(_load(path, ONE_BATCH, monkeypatch), _load(path, batch, monkeypatch))
+
+
+def _mixed_events() -> list[dict]:
+    """Ops on two threads (one written as "1" and 1), launches, kernels, a memcpy, flows,
+    metadata and a [memory] instant, spread so every batch of a few events holds a mix."""
+    events: list[dict] = [
+        {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "worker"}},
+    ]
+    for i in range(12):
+        tid = 1 if i % 3 else "1"
+        events.append(op(f"aten::op{i % 4}", 100.0 * i, 50.0, tid=tid, **{"External id": i + 1}))
+        events.append(op("aten::inner", 100.0 * i + 5, 10.0, tid=tid))
+        events.append(launch("cudaLaunchKernel", 100.0 * i + 6, 2.0, 500 + i, tid=tid))
+        events.append(kernel(f"k{i % 5}", 100.0 * i + 20, 5.0, 500 + i))
+        events.append({"ph": "s", "id": i, "pid": 1, "tid": 1, "ts": 100.0 * i, "cat": "ac2g"})
+    events.append(
+        kernel("Memcpy HtoD (Pageable -> Device)", 2000.0, 3.0, 999, cat="gpu_memcpy", bytes=64)
+    )
+    events.append({"ph": "i", "name": "[memory]", "pid": 1, "tid": 2, "ts": 5.0,
+                   "args": {"Bytes": 512, "Device Type": 1, "Device Id": 0}})  # fmt: skip
+    events.append(op("bad", 5.0, -3.0, tid=2))  # an impossible duration: ignored, counted
+    return events
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 5, 8])
+def test_hand_made_trace_same_in_any_batch_size(
+    batch: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_trace(tmp_path / "mixed.json", _mixed_events())
+    whole = _load(path, ONE_BATCH, monkeypatch)
+    _assert_same(whole, _load(path, batch, monkeypatch))
+    assert whole.stats.ignored == {"bad_duration": 1, "flow": 12, "metadata": 1}
+    assert list(whole.ops["thread"].cat.categories) == ["1/1", "1/2"]
+
+
+@pytest.mark.parametrize("bare", [False, True])
+def test_a_bad_event_is_named_by_its_index_in_the_file(
+    bare: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = [op(f"op{i}", float(i), 1.0) for i in range(12)]
+    events[10]["ts"] = {"not": "a number"}
+    doc: object = events if bare else {"traceEvents": events}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    where = "$[10].ts" if bare else "$.traceEvents[10].ts"
+    for batch in (4, ONE_BATCH):
+        with pytest.raises(TraceFormatError, match=r"not a profiler trace") as err:
+            _load(path, batch, monkeypatch)
+        assert where in str(err.value), str(err.value)
+
+
+def test_invalid_utf8_in_a_later_batch_is_one_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps({"traceEvents": [op(f"op{i}", float(i), 1.0) for i in range(12)]})
+    data = text.encode().replace(b"op11", b"op\x8011")
+    path = tmp_path / "bad-utf8.json.gz"
+    path.write_bytes(gzip.compress(data))
+    messages = set()
+    for batch in (4, ONE_BATCH):
+        with pytest.raises(TraceFormatError) as err:
+            _load(path, batch, monkeypatch)
+        messages.add(str(err.value))
+    assert len(messages) == 1, messages  # the same message whatever the batch size
+    assert str(path) in messages.pop()
+
+
+def test_nan_in_a_later_batch_takes_the_lenient_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    text = json.dumps({"traceEvents": [op(f"op{i}", float(i), 1.0) for i in range(12)]})
+    path = tmp_path / "nan.json"
+    path.write_text(text.replace('"dur": 1.0', '"dur": NaN'))
+    small, whole = _load(path, 4, monkeypatch), _load(path, ONE_BATCH, monkeypatch)
+    _assert_same(whole, small)
+    assert whole.ops["dur_us"].isna().sum() == 12
+
+
+# --- importing the parser: the cyclic collector paused -----------------------------------
+
+# Counts, in a fresh interpreter, the collections that start once numpy is being imported
+# (the heavy part: numpy, pandas, pyarrow, the parser) until the statement ends, and reports
+# whether the collector is on afterwards. The one collection the resumed collector may run
+# at once (for what the paused import allocated) is allowed; an import with the collector on
+# runs dozens.
+PROBE = """
+import gc, json, sys
+if sys.argv[2] == "off":
+    gc.disable()
+runs = []
+def count(phase, info):
+    if phase == "start" and "numpy" in sys.modules:
+        runs.append(info["generation"])
+gc.callbacks.append(count)
+assert "numpy" not in sys.modules
+exec(sys.argv[1])
+gc.callbacks.clear()
+print(json.dumps({"collections": len(runs), "enabled": gc.isenabled(),
+                  "pandas": "pandas" in sys.modules}))
+"""
+
+IMPORTS = {
+    "the parser": "from traceviz.parse import load_trace",
+    "traceviz.compare": "import traceviz; traceviz.compare",
+    "traceviz.Trace": "import traceviz; traceviz.Trace",
+}
+
+
+def _probe(statement: str, collector: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, statement, collector],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.mark.parametrize("what", sorted(IMPORTS))
+def test_heavy_import_runs_without_collections_and_turns_it_back_on(what: str) -> None:
+    result = _probe(IMPORTS[what], "on")
+    assert result["pandas"] is True  # the import did import pandas...
+    assert result["collections"] <= 1  # ...with no collection walking it while it ran
+    assert result["enabled"] is True
+
+
+def test_a_collector_the_program_turned_off_stays_off() -> None:
+    result = _probe(IMPORTS["the parser"], "off")
+    assert result == {"collections": 0, "enabled": False, "pandas": True}
+
+
+def test_without_the_pause_the_same_import_does_collect() -> None:
+    """The probe can see collections: importing pandas itself with the collector on runs
+    many (else the tests above could not fail)."""
+    result = _probe("import pandas, numpy", "on")
+    assert isinstance(result["collections"], int) and result["collections"] > 1
