@@ -264,9 +264,6 @@ def kernels_from_ops(
     )
     op_names = chosen[Ops.name].array.remove_unused_categories()
 
-    def na_int() -> pd.arrays.IntegerArray:
-        return pd.array([pd.NA] * n, dtype="Int64")
-
     frame = pd.DataFrame(
         {
             Kernels.name: op_names if names is None else pd.Categorical(names),
@@ -274,20 +271,20 @@ def kernels_from_ops(
                 [ActivityKind.KERNEL.value] * n, categories=[k.value for k in ActivityKind]
             ),
             Kernels.device: pd.array([pd.NA] * n, dtype="Int32"),
-            Kernels.stream: na_int(),
+            Kernels.stream: tables.missing_ints(n),
             Kernels.ts_us: chosen[Ops.ts_us].to_numpy(),
             Kernels.dur_us: durs,
             Kernels.excl_dur_us: exclusive,
-            Kernels.correlation: na_int(),
+            Kernels.correlation: tables.missing_ints(n),
             Kernels.external_id: chosen[Ops.external_id].array,
             Kernels.grid: pd.Categorical([None] * n),
             Kernels.block: pd.Categorical([None] * n),
             Kernels.registers: pd.array([pd.NA] * n, dtype="Int32"),
-            Kernels.shared_memory_bytes: na_int(),
+            Kernels.shared_memory_bytes: tables.missing_ints(n),
             Kernels.occupancy_pct: np.full(n, np.nan),
-            Kernels.bytes: na_int() if bytes_moved is None else bytes_moved,
+            Kernels.bytes: tables.missing_ints(n) if bytes_moved is None else bytes_moved,
             Kernels.copy_kind: pd.Categorical([None] * n),
-            Kernels.launch_row: na_int(),
+            Kernels.launch_row: tables.missing_ints(n),
             Kernels.launch_name: pd.Categorical([None] * n),
             Kernels.launch_ts_us: np.full(n, np.nan),
             Kernels.launch_dur_us: np.full(n, np.nan),
@@ -298,7 +295,7 @@ def kernels_from_ops(
             Kernels.op_link: pd.Categorical(
                 ["self"] * n, categories=["external_id", "time", "self"]
             ),
-            Kernels.graph_launch_row: na_int(),
+            Kernels.graph_launch_row: tables.missing_ints(n),
             Kernels.in_graph: np.zeros(n, dtype=bool),
         }
     )

@@ -476,20 +476,20 @@ def _frames_table(metrics: list[Record], breaks: dict[str, list[str]]) -> pd.Dat
         if not isinstance(m, dict):
             continue
         cid = str(m.get("compile_id") or record.compile_id)
-        hits = _int(m.get("inductor_fx_local_cache_hit_count")) or 0
-        hits += _int(m.get("inductor_fx_remote_cache_hit_count")) or 0
-        misses = _int(m.get("inductor_fx_local_cache_miss_count")) or 0
-        misses += _int(m.get("inductor_fx_remote_cache_miss_count")) or 0
+        hits = _num(m.get("inductor_fx_local_cache_hit_count")) or 0
+        hits += _num(m.get("inductor_fx_remote_cache_hit_count")) or 0
+        misses = _num(m.get("inductor_fx_local_cache_miss_count")) or 0
+        misses += _num(m.get("inductor_fx_remote_cache_miss_count")) or 0
         rows.append(
             {
                 F.compile_id: cid,
                 F.function: m.get("co_name"),
                 F.file: m.get("co_filename"),
-                F.line: _int(m.get("co_firstlineno")),
-                F.compile_time_s: _float(m.get("entire_frame_compile_time_s")),
-                F.inductor_compile_time_s: _float(m.get("inductor_compile_time_s")),
-                F.graph_ops: _int(m.get("graph_op_count")),
-                F.graph_breaks: max(_int(m.get("num_graph_breaks")) or 0, len(breaks.get(cid, []))),
+                F.line: _num(m.get("co_firstlineno")),
+                F.compile_time_s: _num(m.get("entire_frame_compile_time_s"), float),
+                F.inductor_compile_time_s: _num(m.get("inductor_compile_time_s"), float),
+                F.graph_ops: _num(m.get("graph_op_count")),
+                F.graph_breaks: max(_num(m.get("num_graph_breaks")) or 0, len(breaks.get(cid, []))),
                 F.break_reason: "; ".join(breaks[cid]) if breaks.get(cid) else None,
                 F.recompile_reason: _text(m.get("recompile_reason")),
                 F.fail_reason: _text(m.get("fail_reason")),
@@ -506,12 +506,9 @@ def _table(rows: list[dict[str, Any]], dtypes: dict[str, str]) -> pd.DataFrame:
     return schema.conform(df.astype({c: d for c, d in dtypes.items() if d != "object"}), dtypes)
 
 
-def _int(value: Any) -> int | None:
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _float(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+def _num(value: Any, kind: type = int) -> Any:
+    """``value`` as ``kind`` (int, or float) when it is a JSON number, else None."""
+    return kind(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _text(value: Any) -> str | None:

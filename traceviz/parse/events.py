@@ -100,14 +100,6 @@ class TraceHeader(msgspec.Struct, gc=False):
     roctracer_version: Any = None
     trace_id: Any = None
 
-    def header(self) -> dict[str, Any]:
-        """Every top-level key except the events, as plain values."""
-        return {
-            f: getattr(self, f)
-            for f in self.__struct_fields__
-            if f != "traceEvents" and getattr(self, f) is not None
-        }
-
 
 class TraceDocument(TraceHeader, kw_only=True, gc=False):
     """The top-level object of a (non bare-array) trace file, every event decoded."""

@@ -12,14 +12,7 @@ from traceviz.parse.events import TraceHeader
 from traceviz.parse.source import EventSource
 from traceviz.schema import DeviceKind, Launches
 
-VERSION_KEYS = (
-    "cupti_version",
-    "cuda_runtime_version",
-    "cuda_driver_version",
-    "hip_runtime_version",
-    "hip_driver_version",
-    "roctracer_version",
-)
+VERSION_KEYS = tuple(f for f in TraceHeader.__struct_fields__ if f.endswith("_version"))
 FLAG_KEYS = ("record_shapes", "profile_memory", "with_stack", "with_flops", "with_modules")
 AMD_NAME_HINTS = ("AMD", "Instinct", "Radeon")
 
