@@ -69,10 +69,7 @@ def serve(
     if warm:
         prepare()
 
-    def session() -> pn.viewable.Viewer:
-        if app is not None:
-            return app()
-        return Dashboard(comparison=comparison, max_upload_mb=max_upload_mb)
+    session = app or (lambda: Dashboard(comparison=comparison, max_upload_mb=max_upload_mb))
 
     # Uploads arrive in chunks (FileDropper, 10 MB each): allow messages a little larger.
     try:

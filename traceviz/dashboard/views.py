@@ -66,16 +66,12 @@ def register_view(
     """Add (or replace) the tab ``title``: ``build(report)`` makes its component when the tab
     is first opened; ``when(report)`` says whether a report shows it at all; ``before`` puts it
     in front of that tab (default: last)."""
-    VIEWS.pop(title, None)
     VIEW_WHEN.pop(title, None)
-    if before is not None and before in VIEWS:
-        items: list[tuple[str, Any]] = list(VIEWS.items())
-        at = [t for t, _ in items].index(before)
-        items.insert(at, (title, build))
-        VIEWS.clear()
-        VIEWS.update(items)
-    else:
-        VIEWS[title] = build
+    items: list[tuple[str, Any]] = [(t, b) for t, b in VIEWS.items() if t != title]
+    at = next((i for i, (t, _) in enumerate(items) if t == before), len(items))
+    items.insert(at, (title, build))
+    VIEWS.clear()
+    VIEWS.update(items)
     if when is not None:
         VIEW_WHEN[title] = when
 

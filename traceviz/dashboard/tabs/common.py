@@ -52,8 +52,9 @@ def plot(fig: Any) -> pn.pane.Plotly:
     )
 
 
-def html_pane(text: str) -> pn.pane.HTML:
-    return pn.pane.HTML(text, sizing_mode=STRETCH, stylesheets=[_CSS])
+def html_pane(text: str, *css: str) -> pn.pane.HTML:
+    """``text`` in an HTML pane styled by the common stylesheet and ``css``."""
+    return pn.pane.HTML(text, sizing_mode=STRETCH, stylesheets=[_CSS, *css])
 
 
 def tab_class(title: str) -> str:

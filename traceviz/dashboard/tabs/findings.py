@@ -53,6 +53,4 @@ def findings_block(findings: Sequence[Any], *, empty: str) -> str:
 
 def findings_pane(findings: Sequence[Any], *, empty: str) -> Any:
     """:func:`findings_block` as a Panel HTML pane."""
-    pane = html_pane(findings_block(findings, empty=empty))
-    pane.stylesheets = [*pane.stylesheets, FINDINGS_CSS]
-    return pane
+    return html_pane(findings_block(findings, empty=empty), FINDINGS_CSS)

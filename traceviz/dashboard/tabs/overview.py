@@ -40,12 +40,6 @@ PER_STEP = frozenset(
 )  # fmt: skip
 
 
-def _steps(c: Comparison) -> tuple[int, int] | None:
-    """Both sides' step counts when they differ and neither is zero, else None."""
-    a, b = c.a.summary.step_count, c.b.summary.step_count
-    return (a, b) if a and b and a != b else None
-
-
 def _card(c: Comparison, name: str, label: str) -> str:
     try:
         row = c.metric(name)
@@ -55,7 +49,8 @@ def _card(c: Comparison, name: str, label: str) -> str:
     va, vb = float(row[Metric.a]), float(row[Metric.b])
     total = f"{fmt_value(va, unit)} → {fmt_value(vb, unit)}"
     change = f"Δ {fmt_delta(row[Metric.delta], unit)} ({change_text(row[Metric.ratio])})"
-    steps = _steps(c) if name in PER_STEP else None
+    na, nb = c.a.summary.step_count, c.b.summary.step_count
+    steps = (na, nb) if name in PER_STEP and na and nb and na != nb else None
     lines = [total, change]
     if steps is not None:
         pa, pb = va / steps[0], vb / steps[1]
@@ -179,9 +174,7 @@ def compared_html(c: Report) -> str:
 def first_screen(c: Report) -> pn.pane.HTML:
     """The verdict sentence, the profiled-vs-timed note and the top findings
     (:mod:`traceviz.report.headline`), then what was compared."""
-    pane = html_pane(headline_html(headline(c)) + compared_html(c))
-    pane.stylesheets = [*pane.stylesheets, HEADLINE_CSS, FINDINGS_CSS]
-    return pane
+    return html_pane(headline_html(headline(c)) + compared_html(c), HEADLINE_CSS, FINDINGS_CSS)
 
 
 def overview(c: Report) -> pn.viewable.Viewable:
