@@ -3,17 +3,39 @@ only when first opened, registered ones too), the Overview's cards and findings,
 the ``panel serve`` entry and the notebook widgets (which load their JavaScript and CSS inline,
 not from a CDN, so they work offline); the tables: the side-by-side kernel table
 (analysis.kernel_diff and its view), fixed-width name columns, and a CSV download under every
-table. (tests/test_dashboard_browser.py drives the served page in Chromium.)"""
+table. (tests/test_dashboard_browser.py drives the served page in Chromium.)
+
+``traceviz dashboard A B`` starts Panel, then reads the traces, then serves: GIVEN the command
+with a run directory or two traces, WHEN it starts, THEN Panel is imported and warmed up once,
+then the traces are read and analysed once, on the main thread; a load error is one line and
+exit code 2, and the server never starts; Ctrl-C stops the command, whether Panel is still
+starting or the load is still running. The order is recorded (which thread did what, in which
+order), never timed.
+
+The ranks dashboard (``traceviz dashboard DATASET [DATASET_B]``, ``traceviz.widgets.ranks``):
+GIVEN ranks datasets ingested in the test from synthetic 4-rank jobs (tests/ranks_fixtures:
+NCCL all-reduces, random clock offsets, rank 2 planted as a straggler in ``job``, none in
+``other``) WHEN the dashboard opens on one or two of them, a rank is selected and its trace tab
+opened THEN the Ranks tab comes first and is the only one built, the straggler is the rank
+shown, a rank's trace is read only when its tab is shown and its figures are that rank's own,
+and two datasets open on the per-rank comparison."""
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import gzip
 import html
 import io
+import json
+import os
 import re
+import signal
 import socket
-from collections.abc import Iterator
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,19 +43,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import CORPUS, SAMPLES, kernel, launch, load_trace, op
+from tests.browser_support import free_port
+from tests.conftest import CORPUS, REPO, SAMPLES, kernel, launch, load_trace, op
+from tests.ranks_fixtures import synthetic_job, write_ranks
 
 pytest.importorskip("panel", reason="panel not installed (dashboard extra)")
+pytest.importorskip("plotly", reason="plotly not installed (dashboard extra)")
 
 import panel as pn
 
+import traceviz
 import traceviz.widgets as tw
 from traceviz.analysis.compare import Comparison, Metric
 from traceviz.analysis.kernel_diff import NO_OP, KernelDiff, kernel_diff
 from traceviz.analysis.traffic.coverage import traffic_gap_note
 from traceviz.cli import main
-from traceviz.dashboard import loading, panel_app, views
+from traceviz.commands import dashboard as command
+from traceviz.dashboard import loading, panel_app, ranks_app, views
+from traceviz.dashboard import serve as serve_module
 from traceviz.dashboard.app import Dashboard
+from traceviz.dashboard.ranks_app import RanksDashboard, ranks_args, ranks_data
 from traceviz.dashboard.serve import websocket_origins
 from traceviz.dashboard.tabs.common import NAME_WIDTH, csv_download
 from traceviz.dashboard.tabs.findings import finding_body, findings_block
@@ -48,6 +77,7 @@ from traceviz.dashboard.views import (
 )
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.pipeline import compare
+from traceviz.ranks.load import load_rank_trace
 from traceviz.report import figures
 from traceviz.report.bundle import Report
 from traceviz.report.figures.overview import PARTIAL_SHARE, traffic_partial
@@ -155,26 +185,6 @@ def test_every_view_builds(sample: Comparison) -> None:
     assert [t for t in app._tabs._names] == views_for(sample)
 
 
-def test_bad_upload_shows_message_not_traceback(sample: Comparison) -> None:
-    app = Dashboard(comparison=sample)
-    asyncio.run(app.load_upload("b", "corrupt.json.gz", b"\x1f\x8bnot really gzip"))
-    assert app.error.startswith("Could not load corrupt.json.gz: ")
-    assert "corrupt.json.gz: corrupt.json.gz" not in app.error
-    assert app._alert.visible and not app.busy
-    assert app.comparison is sample  # what was shown stays
-
-
-def test_upload_replaces_one_side(sample: Comparison) -> None:
-    other = sample_run("pointwise", "linear-add")
-    app = Dashboard(comparison=sample)
-    data = (other / "compiled.pt.trace.json.gz").read_bytes()
-    asyncio.run(app.load_upload("b", "other.json.gz", data))
-    assert app.error == ""
-    assert app.comparison is not sample and app.comparison is not None
-    assert app.comparison.a is sample.a  # the eager side is reused, not parsed again
-    assert app.comparison.names == (sample.names[0], "other")  # the upload's own label
-
-
 def test_empty_app_waits_for_both_uploads() -> None:
     run = sample_run()
     app = Dashboard()
@@ -213,7 +223,9 @@ def test_timeline_step_choice(sample: Comparison) -> None:
 def test_command_help_and_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["dashboard", "--help"])
-    assert "examples:" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "examples:" in out
+    assert "traceviz dashboard job42.ds" in out and "eager.ds compiled.ds" in out
     assert main(["dashboard", "a", "b", "c"]) == 2
     assert main(["dashboard", str(SAMPLES / "no-such-run")]) == 2
     assert main(["dashboard", "--port", "0"]) == 2
@@ -355,24 +367,21 @@ def test_a_failing_builder_gives_a_message(sample: Comparison) -> None:
         views.VIEWS.pop("Broken")
 
 
-def test_upload_keeps_the_open_tab_and_builds_only_it(sample: Comparison) -> None:
-    app = Dashboard(comparison=sample)
-    app._tabs.active = app._tabs._names.index("Memory")
-    data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
-    asyncio.run(app.load_upload("b", "pointwise-compiled.json.gz", data))
-    assert app.error == ""
-    assert app._tabs.active == app._tabs._names.index("Memory")
-    assert app.built_tabs == ["Memory"]
-
-
 # --- uploads: labels and failures ----------------------------------------------------------
 
 
-def test_an_upload_is_labelled_by_its_own_name(sample: Comparison) -> None:
+def test_an_upload_replaces_its_side_keeps_the_open_tab_and_is_labelled_by_its_name(
+    sample: Comparison,
+) -> None:
     app = Dashboard(comparison=sample)
+    app._tabs.active = app._tabs._names.index("Memory")
     data = (SAMPLES / "pointwise" / "compiled.pt.trace.json.gz").read_bytes()
     asyncio.run(app.load_upload("b", "pointwise-compiled.pt.trace.json.gz", data))
-    assert app.comparison is not None
+    assert app.error == ""
+    assert app.comparison is not sample and app.comparison is not None
+    assert app.comparison.a is sample.a  # the eager side is reused, not parsed again
+    assert app._tabs.active == app._tabs._names.index("Memory")
+    assert app.built_tabs == ["Memory"]  # only the open tab is built
     assert app.comparison.names == ("eager", "pointwise-compiled")
     assert app.comparison.b.trace.meta.source == "pointwise-compiled.pt.trace.json.gz (uploaded)"
     assert "pointwise-compiled" in app._upload_names["b"].object
@@ -384,11 +393,13 @@ def test_an_upload_is_labelled_by_its_own_name(sample: Comparison) -> None:
     assert "pointwise-compiled" in text
 
 
-def test_a_failed_upload_resets_its_drop_zone(sample: Comparison) -> None:
+def test_a_failed_upload_shows_a_message_and_resets_its_drop_zone(sample: Comparison) -> None:
     app = Dashboard(comparison=sample)
     before = app._uploads["a"]
     asyncio.run(app.load_upload("a", "corrupt.json.gz", b"\x1f\x8bnot gzip"))
-    assert app.error.startswith("Could not load corrupt.json.gz")
+    assert app.error.startswith("Could not load corrupt.json.gz: ")
+    assert "corrupt.json.gz: corrupt.json.gz" not in app.error
+    assert app._alert.visible and not app.busy
     assert app._uploads["a"] is not before and app._upload_slots["a"][1] is app._uploads["a"]
     assert app._uploads["a"].value == {}
     assert app.comparison is sample and app._labels() == sample.names
@@ -635,3 +646,457 @@ def test_every_table_has_a_csv_download(sample: Comparison) -> None:
 def test_csv_download_of_a_frame() -> None:
     frame = pd.DataFrame({"name": ["a,b", "c"], "us": [1.5, 2.0]})
     assert csv_of(csv_download(frame, "x.csv")).equals(frame)
+
+
+# --- the command starts Panel, then reads the traces, then serves --------------------
+
+RUN = SAMPLES / "graph-break"
+CORPUS_PAIR = ("eager_train_control", "compiled_cudagraph_train_2023")  # A100, 58 MiB of JSON
+WAIT_S = 120  # generous: a loaded 2-core machine; a correct run never waits this long
+
+# A fresh interpreter running the console script's main on ARGS, recording in order: the load
+# starting and ending (traceviz.dashboard.loading.comparison_from_args, wrapped), the first
+# import of Panel, each warm-up of Panel, with the thread of each. The events go to stdout as
+# JSON at exit; the test stops the server with SIGINT (Ctrl-C).
+CHILD = textwrap.dedent(
+    """
+    import atexit, builtins, json, sys, threading
+    events, panel_started = [], threading.Event()
+
+    def record(what):
+        events.append([what, threading.current_thread().name])
+
+    real_import = builtins.__import__
+
+    def probing_import(name, *args, **kwargs):
+        if (name == "panel" or name.startswith("panel.")) and not panel_started.is_set():
+            if "panel" not in sys.modules:
+                record("panel import starts")
+            panel_started.set()
+        module = real_import(name, *args, **kwargs)
+        serve = sys.modules.get("traceviz.dashboard.serve")
+        if hasattr(serve, "warm_up") and not hasattr(serve, "_probed"):  # once defined
+            serve._probed = True
+            warm_up = serve.warm_up
+
+            def counted():
+                record("warm-up")
+                return warm_up()
+
+            serve.warm_up = counted
+        return module
+
+    builtins.__import__ = probing_import
+    from traceviz.dashboard import loading
+
+    real_load = loading.comparison_from_args
+
+    def recorded(paths, *, names=None):
+        record("load starts")
+        value = real_load(paths, names=names)
+        record("load ends")
+        return value
+
+    loading.comparison_from_args = recorded
+    atexit.register(lambda: print(json.dumps(events), flush=True))
+    from traceviz.cli import main
+    sys.exit(main())
+    """
+)
+
+
+def _never(what: str) -> Callable[..., None]:
+    """A stand-in that fails the test when called: ``what`` happened."""
+
+    def called(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(what)
+
+    return called
+
+
+def _run_child(args: list[str]) -> tuple[list[list[str]], str, int]:
+    """The command in a fresh interpreter until it serves, then Ctrl-C: its recorded events,
+    its stderr and its exit code."""
+    env = dict(os.environ)
+    cmd = [sys.executable, "-c", CHILD, "dashboard", *args, "--no-show"]
+    cmd += ["--port", str(free_port())]
+    proc = subprocess.Popen(
+        cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None and proc.stdout is not None
+    err: list[str] = []
+    try:
+        for line in proc.stderr:  # until it serves (or ends)
+            err.append(line)
+            if ": serving on " in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        out, rest = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = "".join(err) + rest
+    lines = out.strip().splitlines()
+    assert lines, stderr
+    return json.loads(lines[-1]), stderr, proc.returncode
+
+
+def _order(events: list[list[str]]) -> list[str]:
+    return [what for what, _ in events]
+
+
+PAIR = [str(RUN / "eager.pt.trace.json.gz"), str(RUN / "compiled.pt.trace.json.gz")]
+
+
+ONE_AFTER_THE_OTHER = ["panel import starts", "warm-up", "load starts", "load ends"]
+
+
+@pytest.mark.parametrize("args", [[str(RUN)], PAIR], ids=["run", "pair"])
+def test_panel_starts_first_then_the_load_runs_once(args: list[str]) -> None:
+    events, stderr, code = _run_child(args)
+    assert _order(events) == ONE_AFTER_THE_OTHER, events  # each once, in this order
+    assert {thread for _, thread in events} == {"MainThread"}
+    assert stderr.index(": parsing ") < stderr.index(": serving on "), stderr
+    assert code == 0, stderr  # Ctrl-C stopped the server
+
+
+# --- in this process: errors, Ctrl-C ------------------------------------------------------
+
+
+@pytest.fixture
+def no_server(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """``serve`` replaced by a recorder (no server started); the calls it got."""
+
+    calls: list[dict[str, Any]] = []
+
+    def fake_serve(comparison: Any, **options: Any) -> int:
+        calls.append({"comparison": comparison, **options})
+        return 0
+
+    monkeypatch.setattr(serve_module, "serve", fake_serve)
+    return calls
+
+
+def _bad_json(tmp_path: Path) -> Path:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [')
+    return bad
+
+
+@pytest.mark.parametrize("bad_side", ["a", "b"])
+def test_a_load_error_names_the_file_and_nothing_is_served(
+    bad_side: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    no_server: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    good, bad = str(RUN / "eager.pt.trace.json.gz"), str(_bad_json(tmp_path))
+    paths = [bad, good] if bad_side == "a" else [good, bad]
+    assert main(["dashboard", *paths, "--no-show"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"traceviz dashboard: error: {bad}: "), err
+    assert not no_server  # the server never started
+
+
+def test_a_missing_run_directory_is_one_line(
+    no_server: list[dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dashboard", str(SAMPLES / "no-such-run"), "--no-show"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 2 and "no-such-run" in error[-1]  # "parsing …", then the error
+    assert not no_server
+
+
+def test_a_missing_extra_is_said_before_any_load(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "plotly" else real(name, *a)
+    )
+
+    monkeypatch.setattr(
+        loading, "comparison_from_args", _never("loaded without the dashboard extra")
+    )
+    assert main(["dashboard", str(RUN), "--no-show"]) == 2
+    err = capsys.readouterr().err
+    assert "plotly is missing" in err and "pip install 'traceviz[dashboard]'" in err
+
+
+def test_the_report_is_served_once_warm_and_unchanged(
+    monkeypatch: pytest.MonkeyPatch, no_server: list[dict[str, Any]]
+) -> None:
+    """The served report is the one the loader made, and serve does not warm Panel up again."""
+
+    made: list[Any] = []
+    real = loading.comparison_from_args
+
+    def counted(paths: Any, *, names: Any = None) -> Any:
+        made.append(real(paths, names=names))
+        return made[-1]
+
+    monkeypatch.setattr(loading, "comparison_from_args", counted)
+    assert main(["dashboard", str(RUN), "--no-show", "--names", "x", "y"]) == 0
+    assert len(made) == 1 and len(no_server) == 1
+    served = no_server[0]
+    assert served["comparison"] is made[0] and served["warm"] is False
+    assert served["comparison"].names == ("x", "y")
+
+
+def test_no_paths_serves_the_empty_page(
+    monkeypatch: pytest.MonkeyPatch, no_server: list[dict[str, Any]]
+) -> None:
+    prepared: list[bool] = []
+    monkeypatch.setattr(command, "prepare_panel", lambda: prepared.append(True))
+    assert main(["dashboard", "--no-show"]) == 0
+    assert prepared == [True]
+    assert no_server[0]["comparison"] is None and no_server[0]["warm"] is False
+
+
+def test_ctrl_c_while_panel_starts_stops_before_any_load(
+    monkeypatch: pytest.MonkeyPatch,
+    no_server: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(loading, "comparison_from_args", _never("loaded after Ctrl-C"))
+    monkeypatch.setattr(command, "prepare_panel", interrupted)
+    assert main(["dashboard", str(RUN), "--no-show"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert not no_server
+
+
+def test_ctrl_c_during_the_load_stops_and_serves_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+    no_server: list[dict[str, Any]],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+
+    def load(paths: Any, *, names: Any = None) -> Any:
+        _thread.interrupt_main()  # Ctrl-C, delivered as the load runs
+        for _ in range(10_000_000):  # the interrupt lands at the next bytecode
+            pass
+        raise AssertionError("the load ran to its end")
+
+    monkeypatch.setattr(loading, "comparison_from_args", load)
+    monkeypatch.setattr(command, "prepare_panel", lambda: None)
+    assert main(["dashboard", str(RUN), "--no-show"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert not no_server
+
+
+def test_serve_warms_up_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    import panel as pn
+
+    prepared: list[bool] = []
+    monkeypatch.setattr(serve_module, "prepare", lambda: prepared.append(True))
+
+    def taken(*args: Any, **kwargs: Any) -> None:
+        raise OSError(98, "Address already in use")
+
+    monkeypatch.setattr(pn, "serve", taken)
+    for warm in (False, True):
+        with pytest.raises(UsageError, match="Address already in use"):
+            serve_module.serve(None, show=False, warm=warm)
+    assert prepared == [True]
+
+
+def test_a_ranks_dataset_is_served_by_its_app_warmed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_server: list[dict[str, Any]]
+) -> None:
+    """A ranks dataset takes its own path (read after Panel, with its app), unchanged; a
+    trace beside it is refused as before."""
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
+    import traceviz
+    from tests.ranks_fixtures import synthetic_job, write_ranks
+
+    job = synthetic_job(2, seed=3)
+    dataset = tmp_path / "job.ds"
+    traceviz.load_ranks(write_ranks(tmp_path / "traces", job.docs), dataset)
+
+    prepared: list[bool] = []
+    real_prepare = command.prepare_panel
+    monkeypatch.setattr(
+        loading, "comparison_from_args", _never("a dataset is not a pair of traces")
+    )
+    monkeypatch.setattr(command, "prepare_panel", lambda: prepared.append(True) or real_prepare())
+    assert main(["dashboard", str(dataset), "--no-show"]) == 0
+    assert prepared == [True] and len(no_server) == 1
+    served = no_server[0]
+    assert served["comparison"] is None and served["warm"] is False
+    assert type(served["app"]()).__name__ == "RanksDashboard"
+    assert main(["dashboard", str(dataset), str(RUN / "eager.pt.trace.json.gz")]) == 2
+    assert len(no_server) == 1
+
+
+# --- the ranks dashboard ---------------------------------------------------------------
+
+WORLD, STRAGGLER = 4, 2
+CLEAR = "rgba(0,0,0,0)"  # the figure's outline of a rank that is not a straggler
+
+
+def make_dataset(root: Path, name: str, **options: Any) -> Path:
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
+    job = synthetic_job(WORLD, **options)
+    traceviz.load_ranks(write_ranks(root / f"{name}-traces", job.docs), root / name)
+    return root / name
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_dataset(tmp_path_factory.mktemp("ranks"), "job", straggler=STRAGGLER, seed=5)
+
+
+@pytest.fixture(scope="module")
+def other(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ranks")
+    return make_dataset(root, "other", straggler=None, seed=6, compute_us=500.0)
+
+
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The ranks whose full trace the dashboard read (an empty trace cache to start)."""
+    calls: list[int] = []
+
+    def counted(path: Any, rank: int, **kw: Any) -> Any:
+        calls.append(rank)
+        return load_rank_trace(path, rank, **kw)
+
+    monkeypatch.setattr(ranks_app, "load_rank_trace", counted)
+    monkeypatch.setattr(ranks_app, "RANK_TRACES", ranks_app.TraceCache(entries=4))
+    return calls
+
+
+def test_datasets_are_told_from_trace_files(job: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = SAMPLES / "mlp" / "eager.pt.trace.json.gz"
+    assert ranks_args([str(job)]) and ranks_args([job, job])
+    assert not ranks_args([str(trace)]) and not ranks_args([])
+    with pytest.raises(UsageError, match="not a mix"):
+        ranks_args([str(job), str(trace)])
+    assert main(["dashboard", str(job), str(trace)]) == 2  # the command: one line, no traceback
+    err = capsys.readouterr().err
+    assert "not a mix" in err and "Traceback" not in err
+
+
+def test_one_dataset_opens_on_the_ranks_tab_with_the_straggler(job: Path, reads: list[int]) -> None:
+    app = RanksDashboard(ranks_data(job))
+    assert list(app._slots) == ["Ranks", "Rank trace"]
+    assert app.built_tabs == ["Ranks"] and reads == []  # no rank trace read yet
+    view = app._views["job"]
+    assert view.analysis.stragglers.ranks == [STRAGGLER] and app.rank == STRAGGLER
+    table = view._table.set_index("rank")
+    assert bool(table.loc[STRAGGLER, "straggler"]) and int(table["straggler"].sum()) == 1
+    # the figure outlines the straggler's bars, and only them
+    fig = view.__panel__()[0].object
+    bars = [bar for bar in fig.data if bar.type == "bar"]
+    outlined = {
+        x for bar in bars for x, c in zip(bar.x, bar.marker.line.color, strict=True) if c != CLEAR
+    }
+    assert outlined == {str(STRAGGLER)}
+
+
+def test_selecting_a_rank_shows_its_trace_when_the_tab_opens(job: Path, reads: list[int]) -> None:
+    app = RanksDashboard(ranks_data(job))
+    view = app._views["job"]
+    row = int(view._grid.value.index[view._grid.value["rank"] == 1][0])
+    view._grid.selection = [row]
+    assert app.rank == 1 and reads == []  # chosen, not read: the tab is not shown
+    app._tabs.active = 1
+    assert reads == [1] and app.trace_shown == ("job", 1)
+    summary = app._trace[0]
+    trace = traceviz.load(job, rank=1)
+    cards = summary[0].object
+    assert "Rank 1" in cards and f"{len(trace.kernels):,}" in cards
+    top = summary[3].value  # the top kernels table: at most what was measured
+    assert top["time_us"].sum() <= trace.kernels["excl_dur_us"].sum() * (1 + 1e-9)
+    app._rank_select.value = 3  # choosing in the tab reads that rank, and the view follows
+    assert reads == [1, 3] and view.rank == 3 and app.trace_shown == ("job", 3)
+    view.rank = 1  # back to a rank read before: from the cache
+    assert reads == [1, 3] and app.trace_shown == ("job", 1)
+
+
+def test_two_datasets_open_on_the_comparison(job: Path, other: Path, reads: list[int]) -> None:
+    app = RanksDashboard(ranks_data(job, other, names=("slow", "fast")))
+    assert list(app._slots) == ["Compare ranks", "Ranks: slow", "Ranks: fast", "Rank trace"]
+    assert app.built_tabs == ["Compare ranks"]
+    grid = app._slots["Compare ranks"][0][3]  # after the heading, the chart, the findings
+    a, b = traceviz.load_ranks(job).summary, traceviz.load_ranks(other).summary
+    expected = a["step_p50_us"].to_numpy() / b["step_p50_us"].to_numpy()
+    assert grid.value["speedup"].to_numpy() == pytest.approx(expected)
+    assert list(csv_of(app._slots["Compare ranks"][0][4])["rank"]) == list(range(WORLD))
+    app._tabs.active = 2
+    app._views["fast"].rank = 0  # a rank picked on side b is the trace shown
+    app._tabs.active = 3
+    assert app.trace_shown == ("fast", 0) and reads == [0]
+
+
+def test_ranks_tables_download_as_csv(job: Path) -> None:
+    app = RanksDashboard(ranks_data(job))
+    view = app._views["job"]
+    panel = view.__panel__()
+    (download,) = [o for o in panel if type(o).__name__ == "FileDownload"]
+    frame = csv_of(download)
+    assert list(frame["rank"]) == list(range(WORLD)) and frame["straggler"].sum() == 1
+    detail = [o for o in view._detail if type(o).__name__ == "FileDownload"]
+    kernels = csv_of(detail[0])
+    summary = view.analysis.summary.set_index("rank")
+    assert kernels["total_us"].sum() == pytest.approx(summary.loc[STRAGGLER, "kernel_time_us"])
+    comms = csv_of(detail[1])
+    assert len(comms) == int(summary.loc[STRAGGLER, "comm_kernels"])
+
+
+def test_widgets_and_panel_app_take_a_path_or_ranks(job: Path) -> None:
+    assert isinstance(tw.ranks(job), RanksDashboard)
+    assert tw.ranks(traceviz.load_ranks(job)).rank == STRAGGLER
+    with pytest.raises(UsageError, match="not a ranks dataset"):
+        tw.ranks(SAMPLES / "mlp")
+    assert isinstance(panel_app.app([str(job)]), RanksDashboard)
+
+
+def test_a_failed_rank_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
+    job = synthetic_job(WORLD, straggler=None, seed=2)
+    paths = write_ranks(tmp_path / "traces", job.docs)
+    paths[3].write_text("{ not json")
+    ranks = traceviz.load_ranks(paths, tmp_path / "ds")
+    app = RanksDashboard(ranks_data(ranks))
+    text = str(app._views["ds"].__panel__()[1].object)
+    (failed,) = [f for f in app._views["ds"].analysis.findings if f.id == "ranks-failed"]
+    assert html.escape(failed.title) in text
+    assert list(app._views["ds"]._table["rank"]) == [0, 1, 2]
+
+
+def test_a_dataset_with_no_readable_rank_still_opens(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow not installed (ranks extra)")
+    path = tmp_path / "rank0.json"
+    path.write_text("{ not json")
+    ranks = traceviz.load_ranks([path], tmp_path / "ds")
+    app = RanksDashboard(ranks_data(ranks))
+    assert app.rank is None
+    app._tabs.active = 1
+    assert "Select a rank" in app._trace[0].object and app.trace_shown is None
+
+
+def test_the_ranks_front_ends_import_no_optional_extra(job: Path) -> None:
+    """Opening a dataset in the dashboard or a widget needs neither Dask (the ingest's) nor the
+    ONNX or transformers extras."""
+    extras = ("dask", "distributed", "onnx", "onnxruntime", "onnxscript", "transformers", "torch")
+    code = (
+        "import sys, traceviz.widgets as tw\n"
+        "from traceviz.commands import dashboard\n"
+        f"app = tw.ranks({str(job)!r}); app._tabs.active = 1\n"
+        "assert app.trace_shown is not None\n"
+        f"print(sorted(m for m in {extras!r} if m in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, check=False
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
