@@ -139,16 +139,14 @@ def check_tables(log: Any) -> None:
     assert not f["cache_hit"]
 
 
-def test_runner_jsonl_file_and_run_dir(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / COMPILE_LOG, records())
-    check_tables(read_compile_log(path))
-    check_tables(read_compile_log(tmp_path))  # the run directory finds its file
-
-
-def test_torch_trace_file_and_directory(tmp_path: Path) -> None:
-    path = write_torch_trace(tmp_path / "dedicated_log_torch_trace_abc.log", records())
-    check_tables(read_compile_log(path))
-    check_tables(read_compile_log(tmp_path))
+@pytest.mark.parametrize(
+    ("write", "name"),
+    [(write_jsonl, COMPILE_LOG), (write_torch_trace, "dedicated_log_torch_trace_abc.log")],
+    ids=["runner-jsonl", "torch-trace"],
+)
+def test_a_log_file_and_its_directory(tmp_path: Path, write: Any, name: str) -> None:
+    check_tables(read_compile_log(write(tmp_path / name, records())))
+    check_tables(read_compile_log(tmp_path))  # the directory finds its file
 
 
 def test_backward_graph_of_the_same_compile_gets_its_own_index(tmp_path: Path) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import gzip
 import importlib
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -53,6 +54,13 @@ def _real_module() -> Any:
         return importlib.import_module("traceviz.parse._scan")
     except ImportError:
         return None
+
+
+def test_extension_is_built_under_ci() -> None:
+    """CI must never test only the Python path: there a missing extension is a failure."""
+    if not os.environ.get("CI"):
+        pytest.skip("only checked under CI (env CI set)")
+    assert _real_module() is not None, "the C scanner traceviz.parse._scan is not built"
 
 
 @pytest.fixture

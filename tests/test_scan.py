@@ -6,15 +6,14 @@ The oracle for every value is ``msgspec.json.decode(doc, type=TraceDocument | li
 versus a JSON value equal to the field's default) is the standard library's ``json.loads``.
 Checked on every corpus trace and sample trace, in batches of 1, 7 and 32768 events, on random
 event lists (hypothesis) and on byte-level mutations of small real traces; each Unsupported rule
-has its own small test. Skipped when the extension is not built, except under CI (env ``CI``),
-where a missing extension fails.
+has its own small test. Skipped when the extension is not built (under CI, env ``CI``, a missing
+extension fails test_parse_native.py).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import os
 import random
 import struct
 import sys
@@ -42,7 +41,7 @@ except ImportError as exc:  # pragma: no cover - depends on the build
 else:
     WHY_MISSING = ""
 
-needs_scan = pytest.mark.skipif(_scan is None, reason=WHY_MISSING)
+pytestmark = pytest.mark.skipif(_scan is None, reason=WHY_MISSING)
 
 # The field lists, derived from the structs (the interface's order: top keys, then arg keys).
 TOP_FIELDS = [f for f in msgspec.structs.fields(TraceEvent)]
@@ -58,14 +57,6 @@ EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 DOC_DECODER = msgspec.json.Decoder(TraceDocument)
 
 
-def test_extension_is_built_under_ci() -> None:
-    """CI must never test only the Python path: there a missing extension is a failure."""
-    if not os.environ.get("CI"):
-        pytest.skip("only checked under CI (env CI set)")
-    assert _scan is not None, WHY_MISSING
-
-
-@needs_scan
 def test_extension_is_not_older_than_its_source() -> None:
     """An in-place build left over from an older _scan.c would test the old scanner."""
     built = Path(_scan.__file__)
@@ -210,7 +201,6 @@ def real_traces() -> list[Any]:
 # Real traces.
 
 
-@needs_scan
 @pytest.mark.parametrize("path", real_traces())
 def test_real_trace_equals_msgspec_in_every_batch_size(path: Path) -> None:
     """Every corpus trace and sample trace: the scanner's columns equal msgspec's decode, field
@@ -228,7 +218,6 @@ def test_real_trace_equals_msgspec_in_every_batch_size(path: Path) -> None:
     assert scan_raw(data, 1) == whole
 
 
-@needs_scan
 def test_object_and_bare_array_documents_scan_alike() -> None:
     """The same events as an indented object document (a header after the events too) and as a
     compact bare array: each equals msgspec; non-raw columns are equal between the two (raw
@@ -265,7 +254,6 @@ def field(name: str, *, arg: bool = False) -> int:
     return (len(TOP_KEYS) + ARG_KEYS.index(name)) if arg else TOP_KEYS.index(name)
 
 
-@needs_scan
 def test_kinds_and_values_by_hand() -> None:
     text = (
         '[{"ph":"X","ts":1.5,"dur":7,"pid":null,"name":"a\\u00e9\\ud83d\\ude00\\n\\"",'
@@ -291,7 +279,6 @@ def test_kinds_and_values_by_hand() -> None:
     assert got[field("name", arg=True)] == [(STR, "label"), (ABSENT, None)]
 
 
-@needs_scan
 def test_codes_are_shared_in_order_of_first_appearance() -> None:
     """Equal decoded texts share one code across fields, whatever their escaping."""
     text = '[{"ph":"X","cat":"b","name":"\\u0058"},{"ph":"b","args":{"kernel_file":"X"}}]'
@@ -305,7 +292,6 @@ def test_codes_are_shared_in_order_of_first_appearance() -> None:
     assert scanner.next(10) is None and scanner.events_end == len(text)
 
 
-@needs_scan
 def test_empty_events_and_empty_objects() -> None:
     for text in ('{"traceEvents":[]}', "[]", " [ ] ", '{"a":1,"traceEvents":[ ],"b":{}}'):
         scanner = _scan.Scanner(text.encode(), TOP_KEYS, ARG_KEYS, RAW_KEYS)
@@ -315,7 +301,6 @@ def test_empty_events_and_empty_objects() -> None:
     assert all(column == [(ABSENT, None)] * 2 for column in got)
 
 
-@needs_scan
 def test_numbers_convert_like_python_float() -> None:
     """Float texts on both sides of the exact fast path: bit-equal to float(text)."""
     texts = [
@@ -405,7 +390,6 @@ UNSUPPORTED_CASES = [
 ]
 
 
-@needs_scan
 @pytest.mark.parametrize(("text", "message", "offset"), UNSUPPORTED_CASES)
 def test_each_unsupported_rule_names_what_and_where(
     text: str | bytes, message: str, offset: int
@@ -414,14 +398,12 @@ def test_each_unsupported_rule_names_what_and_where(
     assert message in got and got.endswith(f"at byte {offset}"), got
 
 
-@needs_scan
 def test_whitespace_is_json_whitespace_only() -> None:
     assert scan_events(' \t\r\n[ \t\r\n{ "ph" : "X" } \t\r\n] \t\r\n')[0] == [(STR, "X")]
     for ws in ("\x0b", "\x0c", "\xa0", "\u2028"):
         assert "at byte" in refused(f'[{ws}{{"ph":"X"}}]')
 
 
-@needs_scan
 def test_a_failed_scanner_stays_failed() -> None:
     """An Unsupported mid-array stops the scanner: later calls raise the same message."""
     scanner = _scan.Scanner(b'[{"ts":1},{"ts":true}]', TOP_KEYS, ARG_KEYS, RAW_KEYS)
@@ -433,7 +415,6 @@ def test_a_failed_scanner_stays_failed() -> None:
     assert scanner.events_end == -1
 
 
-@needs_scan
 def test_bad_arguments_are_type_errors() -> None:
     good = (b"[]", TOP_KEYS, ARG_KEYS, RAW_KEYS)
     for args in [
@@ -457,7 +438,6 @@ def test_bad_arguments_are_type_errors() -> None:
         _scan.Scanner.__new__(_scan.Scanner).next(1)
 
 
-@needs_scan
 def test_buffers_of_every_kind_and_the_buffer_is_held() -> None:
     text = b'[{"ph":"X","ts":3}]'
     want = scan(text, 4)
@@ -474,7 +454,6 @@ def test_buffers_of_every_kind_and_the_buffer_is_held() -> None:
     held.append(0)  # released once collected
 
 
-@needs_scan
 def test_two_scanners_at_once_do_not_share_state() -> None:
     a = b'[{"ph":"A"},{"ph":"B"}]'
     b = b'{"traceEvents":[{"ph":"B"},{"ph":"C"},{"ph":"A"}]}'
@@ -568,14 +547,12 @@ def check_against_msgspec(data: bytes, batch: int) -> str:
     return "same"
 
 
-@needs_scan
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=documents(), batch=st.sampled_from([1, 2, 7, 32768]))
 def test_fuzz_random_documents_equal_msgspec_or_unsupported(data: bytes, batch: int) -> None:
     check_against_msgspec(data, batch)
 
 
-@needs_scan
 def test_fuzz_generator_mostly_scans() -> None:
     """The fuzz above is not vacuous: plain documents of its kind scan (no Unsupported)."""
     plain = [
@@ -638,19 +615,16 @@ def mutated(draw: st.DrawFn) -> bytes:
     return bytes(data)
 
 
-@needs_scan
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=mutated(), batch=st.sampled_from([1, 5, 32768]))
 def test_fuzz_mutated_real_traces_never_differ_from_msgspec(data: bytes, batch: int) -> None:
     check_against_msgspec(data, batch)
 
 
-@needs_scan
 def test_unmutated_small_traces_scan() -> None:
     assert SMALL_TRACES and all(check_against_msgspec(d, 3) == "same" for d in SMALL_TRACES)
 
 
-@needs_scan
 def test_every_truncation_of_a_small_trace_is_refused() -> None:
     """Cut anywhere before its last bracket, a document is refused (never read past its end,
     never answered); only the whole document, less trailing whitespace, scans."""
@@ -664,7 +638,6 @@ def test_every_truncation_of_a_small_trace_is_refused() -> None:
                 scan_raw(data[:cut], 50)
 
 
-@needs_scan
 def test_no_memory_is_kept_after_scanners_are_gone() -> None:
     """Scanners that finish, fail mid-array, fail in the constructor or are dropped half-way
     leave nothing allocated behind (tables, key copies, batches, the buffer reference)."""
@@ -705,7 +678,6 @@ def test_no_memory_is_kept_after_scanners_are_gone() -> None:
 # Buffer ends, exactness edge cases, the lists handed out, re-entrancy, allocation failures.
 
 
-@needs_scan
 def test_a_buffer_is_read_to_its_own_end_only() -> None:
     """A memoryview slice of a larger buffer ends where the slice ends: the bytes after it
     (here the rest of a valid document) are never read, so every cut is refused; a slice that
@@ -756,7 +728,6 @@ EDGE_EVENTS = [
 ]  # fmt: skip
 
 
-@needs_scan
 @pytest.mark.parametrize("document", ["[{}]", '{"traceEvents":[{}]}'])
 def test_edge_cases_equal_msgspec(document: str) -> None:
     text = document.replace("{}", ",".join(EDGE_EVENTS))
@@ -769,7 +740,6 @@ def test_edge_cases_equal_msgspec(document: str) -> None:
     assert got[field("grid", arg=True)][17] == (RAW, b"[ 1 ,\t2 ]")
 
 
-@needs_scan
 def test_the_lists_handed_out_cannot_change_later_codes() -> None:
     """strings and raws are copies: a caller clearing or filling them changes nothing the
     scanner gives later (codes stay indices into the next copy)."""
@@ -823,7 +793,6 @@ print(events, len(scanner.strings), sorted(set(map(str, inner))))
 """
 
 
-@needs_scan
 def test_next_from_inside_next_is_refused() -> None:
     """A gc callback (or a finalizer, or a thread it lets in) that calls next() while next()
     is building its result must not scan into the half-handed-over batch (it crashed)."""
@@ -846,7 +815,6 @@ def test_next_from_inside_next_is_refused() -> None:
     )
 
 
-@needs_scan
 def test_allocation_failures_raise_memory_error_and_stop_the_scanner() -> None:
     """Every allocation of __init__ and next() failed in turn (_testcapi.set_nomemory): a
     MemoryError, never a crash; a scanner that failed refuses to go on (the failed batch's
@@ -909,7 +877,6 @@ def _documents() -> list[bytes]:
     return sorted(docs, key=len, reverse=True)[:12]
 
 
-@needs_scan
 def test_scanners_in_threads_equal_one_after_another() -> None:
     docs = _documents()
     assert len(docs) >= 8
@@ -968,7 +935,6 @@ def _ran_during_scan(data: bytes) -> bool:
         thread.join(timeout=60)
 
 
-@needs_scan
 def test_next_lets_python_threads_run_while_it_scans() -> None:
     """Up to five whole scans (on a busy machine the woken thread may not get a core during
     one); a scanner that holds the GIL fails all five."""
@@ -976,7 +942,6 @@ def test_next_lets_python_threads_run_while_it_scans() -> None:
     assert any(_ran_during_scan(data) for _ in range(5)), "no thread ran during next()"
 
 
-@needs_scan
 def test_a_busy_scanner_refuses_next_from_another_thread_and_loses_nothing() -> None:
     data = _big_document(100_000)
     scanner = _scan.Scanner(data, TOP_KEYS, ARG_KEYS, RAW_KEYS)
@@ -1007,7 +972,6 @@ def test_a_busy_scanner_refuses_next_from_another_thread_and_loses_nothing() -> 
     assert scanner.strings == ["X"] + [f"k{i}" for i in range(50)]
 
 
-@needs_scan
 def test_slow_path_floats_equal_python_float() -> None:
     """More than 15 significant digits or a large exponent: strtod in the "C" locale, bit-equal
     to float() (both round correctly) over random texts, e.g. Kineto's 16-digit timestamps."""
@@ -1025,7 +989,6 @@ def test_slow_path_floats_equal_python_float() -> None:
     assert got == [(FLOAT, struct.pack("=d", float(t))) for t in texts]
 
 
-@needs_scan
 def test_room_grows_with_the_gil_between_stretches() -> None:
     """One batch larger than its first room (FIRST_CAP = 131,072 events) stops scanning to
     grow it with the GIL held, then goes on: the same columns as in small batches."""
