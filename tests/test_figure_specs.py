@@ -8,6 +8,7 @@ plotly figures afterwards (validation, subplots)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -47,8 +48,11 @@ def valid(fig: Any, label: str) -> None:
 
 
 def all_valid(report: Report, name: str) -> None:
+    """Valid with every option, and its title says whether it is measured or estimated."""
     for options in [{}, *OPTIONS.get(name, [])]:
-        valid(getattr(figures, name)(report, **options), f"{name}({options})")
+        fig = getattr(figures, name)(report, **options)
+        valid(fig, f"{name}({options})")
+        assert re.search(r"measured|estimated", fig.layout.title.text), fig.layout.title.text
 
 
 @cache
