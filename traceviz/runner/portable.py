@@ -37,10 +37,16 @@ def make_portable(directory: Path, project: Path) -> int:
     except ValueError:  # another drive (Windows): no relative path exists
         return 0
     pattern = project_paths(project)
+    replacement = (relative.replace(os.sep, "/") + "/").encode().replace(b"\\", b"\\\\")
     changed = 0
-    for name in TEXT_PATTERNS:
-        for path in sorted(directory.glob(name)):
-            changed += _rewrite(path, pattern, relative.replace(os.sep, "/") + "/", directory)
+    for path in (p for name in TEXT_PATTERNS for p in sorted(directory.glob(name))):
+        raw = path.read_bytes()
+        packed = path.suffix == ".gz"
+        text = gzip.decompress(raw) if packed else raw
+        new = _relative_folders(pattern.sub(replacement, text), directory)
+        if new != text:
+            path.write_bytes(gzip.compress(new, compresslevel=6, mtime=0) if packed else new)
+            changed += 1
     return changed
 
 
@@ -75,15 +81,3 @@ def _relative_folders(text: bytes, directory: Path) -> bytes:
         return rewritten[folder]
 
     return ABSOLUTE_FOLDER.sub(relative, text)
-
-
-def _rewrite(path: Path, pattern: re.Pattern[bytes], replacement: str, directory: Path) -> int:
-    raw = path.read_bytes()
-    packed = path.suffix == ".gz"
-    text = gzip.decompress(raw) if packed else raw
-    new = pattern.sub(replacement.encode().replace(b"\\", b"\\\\"), text)
-    new = _relative_folders(new, directory)
-    if new == text:
-        return 0
-    path.write_bytes(gzip.compress(new, compresslevel=6, mtime=0) if packed else new)
-    return 1
