@@ -433,6 +433,11 @@ def test_sample_runs_take_the_fast_paths() -> None:
     spans = regions.code_spans(compiled)
     assert len(spans) == 3  # one compiled call per step, no graph break
     assert regions._gap_table(compiled)[0].empty
+    # the graph-break sample still finds its gaps
+    trace = load_trace(SAMPLES / "graph-break" / "compiled.pt.trace.json.gz")
+    gaps, gap_of = regions._gap_table(trace)
+    assert len(gaps) > 0
+    assert int((gap_of >= 0).sum()) == int(gaps["kernel_count"].sum())
 
 
 def test_share_a_step() -> None:
@@ -441,11 +446,6 @@ def test_share_a_step() -> None:
     assert regions._share_a_step(threads, np.array([0, 0, 1]))
     assert not regions._share_a_step(threads, np.array([-1, -1, 0]))  # outside every step
     assert not regions._share_a_step(threads[:0], np.zeros(0, dtype=np.int64))
-    # the graph-break sample still finds its gaps
-    trace = load_trace(SAMPLES / "graph-break" / "compiled.pt.trace.json.gz")
-    gaps, gap_of = regions._gap_table(trace)
-    assert len(gaps) > 0
-    assert int((gap_of >= 0).sum()) == int(gaps["kernel_count"].sum())
 
 
 def test_attention_train_backward_is_a_row() -> None:

@@ -74,19 +74,21 @@ def test_matmul_add_becomes_one_gemm_that_claims_both(tmp_path: Path) -> None:
     assert sum(c for (g, _), c in by.items() if g == "exported") == len(exported.nodes)
 
 
-def test_erf_gelu_pattern_becomes_one_contrib_node(tmp_path: Path) -> None:
+def test_extended_level_fuses_into_contrib_nodes_and_disable_keeps_all(tmp_path: Path) -> None:
     exported, _, mapping = _mapped(tmp_path, fx.gelu_erf, "extended")
     (row,) = _fused_rows(mapping)
     assert row[Mapped.op].startswith("com.microsoft:") and "Gelu" in row[Mapped.op]
     assert row[Mapped.exported_count] == len(exported.nodes)  # all five nodes
     assert mapping.folded.empty
-
-
-def test_add_then_layer_norm_becomes_skip_layer_normalization(tmp_path: Path) -> None:
+    # add then layer norm becomes SkipLayerNormalization
     *_, mapping = _mapped(tmp_path, fx.skip_layer_norm, "extended")
     (row,) = _fused_rows(mapping)
     assert row[Mapped.op] == "com.microsoft:SkipLayerNormalization"
     assert set(str(row[Mapped.exported_nodes]).split(", ")) == {"/add/Add", "/ln/LN"}
+    # the disable level keeps every node
+    exported, _, mapping = _mapped(tmp_path, fx.skip_layer_norm, "disable")
+    assert set(mapping.nodes[Mapped.kind]) == {"kept"}
+    assert sorted(_claimed(mapping)) == sorted(n.name for n in exported.nodes)
 
 
 def test_constant_branch_is_folded_and_identity_removed(tmp_path: Path) -> None:
@@ -95,12 +97,6 @@ def test_constant_branch_is_folded_and_identity_removed(tmp_path: Path) -> None:
     assert reasons["/const/Sqrt"] == reasons["/const/Mul"] == "constant-folded"
     assert reasons["/Identity"] == "removed"
     assert "/Add" in _claimed(mapping) and mapping.fused.empty  # the Add is kept as it was
-
-
-def test_disable_level_keeps_every_node(tmp_path: Path) -> None:
-    exported, _, mapping = _mapped(tmp_path, fx.skip_layer_norm, "disable")
-    assert set(mapping.nodes[Mapped.kind]) == {"kept"}
-    assert sorted(_claimed(mapping)) == sorted(n.name for n in exported.nodes)
 
 
 def test_a_node_two_groups_need_is_claimed_once_and_counted_as_shared() -> None:

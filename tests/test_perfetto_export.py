@@ -323,17 +323,14 @@ def gpu_self(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Comparison
     return data, _comparison(GPU_SELF, GPU_SELF), tmp
 
 
-def test_gpu_trace_export_conserves_events_and_reads_back(gpu_self) -> None:
+def test_gpu_trace_export_conserves_events_flows_credits_and_blocking_calls(gpu_self) -> None:
     data, comparison, tmp = gpu_self
     _assert_conserved(data, (GPU_SELF, GPU_SELF))
     back = traceviz.load(tmp / "out.json.gz")
     assert back.device_kind == comparison.a.trace.device_kind
     assert len(back.kernels) == 2 * len(comparison.a.trace.kernels)
     assert _info(data)["fusion"]["unmatched_kernel_rows"] == [0, 0]
-
-
-def test_gpu_trace_flows_and_credits(gpu_self) -> None:
-    data, comparison, _ = gpu_self
+    # flows and credits
     credits = comparison.fusion.credits
     pairs = _assert_flows_pair(data)
     assert len(pairs) == int(credits[Credits.kernel].notna().sum()) > 0
@@ -345,10 +342,7 @@ def test_gpu_trace_flows_and_credits(gpu_self) -> None:
         assert (start["pid"], str(start["tid"]), start["ts"]) in slices
         assert (end["pid"], str(end["tid"]), end["ts"]) in slices
     assert len(_assert_credits_bounded(data, comparison)) > 0
-
-
-def test_gpu_trace_blocking_calls_are_marked(gpu_self) -> None:
-    data, comparison, _ = gpu_self
+    # the blocking calls are marked
     for side, name in enumerate(("a", "b")):
         calls = comparison.side(name).launch.blocking.calls
         spans = _traceviz_spans(data, 1 + side)
