@@ -245,7 +245,7 @@ def test_every_trace_compares_with_itself_and_the_next(path: Path) -> None:
     _check_rows(compare_sides(side(path), side(following)).metrics, lambda a, b: True)
 
 
-def test_pointwise_run_fuses_the_chain() -> None:
+def test_pointwise_run_fuses_the_chain_and_graph_break_shows_its_regions() -> None:
     run = sample_run("pointwise")
     comparison = compare(
         run / "eager.pt.trace.json.gz",
@@ -257,9 +257,7 @@ def test_pointwise_run_fuses_the_chain() -> None:
     fused = comparison.fusion.kernels[comparison.fusion.kernels.is_fusion]
     assert len(fused) >= 1
     assert any("cos" in str(ops) for ops in fused.eager_ops)
-
-
-def test_graph_break_run_shows_its_regions() -> None:
+    # the graph-break run shows its regions
     comparison = compare(
         sample_run("graph-break") / "eager.pt.trace.json.gz",
         sample_run("graph-break") / "compiled.pt.trace.json.gz",

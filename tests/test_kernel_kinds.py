@@ -650,11 +650,9 @@ def test_families_have_their_kind_and_traffic_rule(
         assert FAMILIES[family] <= set(OP_RULES)
 
 
-def test_every_attention_op_shares_one_fusion_key() -> None:
+def test_attention_ops_share_one_key_and_a_view_is_no_cpu_kernel(tmp_trace) -> None:  # type: ignore[no-untyped-def]
     assert {op_key(f"aten::{b}") for b in aten_ops.ATTENTION_OPS} == {"attention"}
-
-
-def test_a_view_is_not_a_cpu_kernel(tmp_trace) -> None:  # type: ignore[no-untyped-def]
+    # a view is not a CPU kernel
     path = tmp_trace([op("aten::conj", 0, 5), op("aten::diagonal", 10, 5), op("aten::mul", 20, 5)])
     names = list(traceviz.load(path).kernels[Kernels.name].astype(str))
     assert names == ["aten::mul"]
@@ -827,19 +825,15 @@ def test_corpus_names_decode_to_known_sorted_ops_that_rebuild_the_name(name: str
     assert "_".join(fused.ops) == body
 
 
-def test_segmentation_prefers_fewer_known_ops_over_splitting_on_underscores() -> None:
+def test_segmentation_prefers_fewer_known_ops_then_sorted_keeping_unknown_words() -> None:
     known = frozenset({"native_layer_norm", "native", "layer", "norm", "_to_copy", "to", "copy"})
     assert segment_ops("_to_copy_native_layer_norm", known) == ("_to_copy", "native_layer_norm")
-
-
-def test_segmentation_prefers_sorted_readings() -> None:
+    # then sorted readings
     # ("b", "a_c") is not in sorted order, so Inductor cannot have written it
     known = frozenset({"b_a", "c", "b", "a_c"})
     assert segment_ops("b_a_c", known) == ("b_a", "c")
     assert segment_ops("b_a_c", frozenset({"b", "a_c"})) == ("b", "a_c")  # the only reading
-
-
-def test_unknown_words_are_kept_as_one_op() -> None:
+    # unknown words are kept as one op
     assert segment_ops("add_my_custom_op", frozenset({"add"})) == ("add", "my_custom_op")
     assert segment_ops("", frozenset({"add"})) == ()
 
@@ -870,9 +864,7 @@ def test_shipped_op_list_is_functional_aten_names() -> None:
     assert {"add", "_softmax", "native_layer_norm", "_unsafe_view", "_to_copy", "addmm"} <= ops
     assert {"scaled_dot_product_attention", "constant_pad_nd", "empty_like"} <= ops
     assert not [op for op in ops if op.endswith("_") or "::" in op or "." in op]
-
-
-def test_generator_keeps_functional_aten_base_names() -> None:
+    # the generator keeps functional aten base names
     spec = importlib.util.spec_from_file_location(
         "gen_aten_ops", REPO / "scripts" / "gen_aten_ops.py"
     )
