@@ -117,7 +117,7 @@ def test_the_compiled_region_picks_the_compile_id(tmp_path: Path) -> None:
     assert set(ids[ts < 150]) == {"1/0"} and set(ids[ts > 150]) == {"0/0"}
 
 
-def test_no_log_entries_or_no_kernels_give_empty_tables(tmp_path: Path, log: Any) -> None:
+def test_empty_and_bad_inputs_and_extern_op_names(tmp_path: Path, log: Any) -> None:
     trace = traceviz.load(write_trace(tmp_path / "c.json", [op("aten::mul", 0, 5)]))
     assert compiled_kernel_provenance(trace, log).empty
     assert eager_kernel_lines(trace).empty
@@ -128,9 +128,7 @@ def test_no_log_entries_or_no_kernels_give_empty_tables(tmp_path: Path, log: Any
         compiled_kernel_provenance(trace, "compile_log.jsonl.gz")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="trace must be a Trace"):
         eager_kernel_lines(str(tmp_path / "c.json"))  # type: ignore[arg-type]
-
-
-def test_extern_op_names() -> None:
+    # extern kernel names read as aten op names
     assert extern_op_name("extern_kernels.addmm") == "aten::addmm"
     assert extern_op_name("torch.ops.aten._scaled_mm.default") == "aten::_scaled_mm"
 

@@ -176,7 +176,7 @@ def test_gpu_kernels_keep_their_duration(tmp_trace) -> None:  # type: ignore[no-
     assert list(k[Kernels.excl_dur_us]) == list(k[Kernels.dur_us])  # concurrency is real time
 
 
-def test_overlapping_streams_count_once_and_short_kernels(tmp_trace) -> None:
+def test_overlapping_streams_count_once_short_kernels_and_cpu_overhead(tmp_trace) -> None:
     path = tmp_trace(
         [
             launch("cudaLaunchKernel", 0, 8, 1),
@@ -188,9 +188,7 @@ def test_overlapping_streams_count_once_and_short_kernels(tmp_trace) -> None:
     lo = launch_overhead(traceviz.load(path))
     assert lo.per_step.iloc[0].busy_us == pytest.approx(10)
     assert lo.short_kernels == 1  # k2 ran 2 µs, its launch took 8
-
-
-def test_cpu_trace_idle_is_framework_overhead(tmp_trace) -> None:
+    # on a CPU trace the idle time is framework overhead
     path = tmp_trace([op("ProfilerStep#0", 0, 100, cat="user_annotation"), op("aten::mm", 10, 30)])
     step = launch_overhead(traceviz.load(path)).per_step.iloc[0]
     assert step.kernel_time_us == 30 and step.idle_us == 70
