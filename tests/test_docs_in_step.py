@@ -412,8 +412,10 @@ if __name__ == "__main__":
 
 def test_readme_is_short_and_its_sample_output_is_real() -> None:
     """The README stays a user's page (120 lines at most; internals live in docs/), and the
-    output it shows is what ``traceviz compare sample_traces/block`` prints at 90 columns."""
+    output it shows is what ``traceviz compare sample_traces/block`` prints on a terminal 90
+    columns wide (a pipe would get ASCII: ``x`` for ``×``)."""
     import os
+    import re
     import subprocess
 
     text = (REPO / "README.md").read_text()
@@ -424,6 +426,7 @@ def test_readme_is_short_and_its_sample_output_is_real() -> None:
     printed = subprocess.run(
         [sys.executable, "-m", "traceviz.cli", "compare", "sample_traces/block", "--no-cache"],
         capture_output=True, text=True, encoding="utf-8", cwd=REPO, check=True,
-        env={**os.environ, "COLUMNS": "90"},
-    ).stdout.splitlines()  # fmt: skip
-    assert printed[: len(lines)] == lines
+        env={**os.environ, "COLUMNS": "90", "FORCE_COLOR": "1"},  # rich: a terminal
+    ).stdout  # fmt: skip
+    plain = [line.rstrip() for line in re.sub(r"\x1b\[[0-9;]*m", "", printed).splitlines()]
+    assert plain[: len(lines)] == lines

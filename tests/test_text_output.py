@@ -1,9 +1,9 @@
 """The text renderer in a pipe or a file: names are never cut at any width, metric rows read as
 display names with their units, shares as %, and metrics a CPU trace cannot have say n/a (null
 in the JSON); with COLUMNS=80 (a standard terminal, or a pipe told its width) no line of a
-command's text is wider than 80 characters, as a terminal counts them: compare and summary
-on a sample run, the ranks summary and comparison of a job (whose findings wrap under their
-own indent)."""
+command's text is wider than 80 bytes (mawk's ``length``: a pipe or file gets ASCII, glyphs
+spelled out before the layout): compare and summary on a sample run, the ranks summary and
+comparison of a job (whose findings wrap under their own indent)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
 
 import traceviz
 from tests.conftest import CORPUS, REPO, SAMPLES, load_trace
@@ -32,6 +35,7 @@ from traceviz.report.metric_names import METRIC_LABELS, metric_label
 from traceviz.report.text import render_comparison, render_summary, render_view
 from traceviz.report.views import View, metrics_view
 from traceviz.rundir import read_run_dir
+from traceviz.units import ascii_text
 
 GPU_TRACE = CORPUS / "nvidia" / "v100_resnet50_eager_train_2021.json.gz"
 WIDTHS = (40, 80, 140)
@@ -198,6 +202,29 @@ def test_pipe_console_strips_trailing_blanks_only_off_a_terminal() -> None:
     assert buffer.getvalue() == " " * 23 + "a table title\n"
 
 
+def test_a_pipe_spells_glyphs_out_before_the_layout_and_a_terminal_keeps_them() -> None:
+    """``→`` is ``->`` in a pipe, and a padded line or a table cell is measured with it spelled:
+    the line stays one line and the table's rows stay the width of its rules."""
+    line = Text("• matmul → add pairs per step: 1 (1.28× faster, 5 µs)", style="bold")
+    table = Table("kernel", "Δ")
+    table.add_row(Text("aten::add → aten::cos …"), Text("−5 µs"))
+    drawn, width = {}, len(ascii_text(line.plain)) + 4
+    for terminal in (False, True):
+        buffer = io.StringIO()
+        console = pipe_console(file=buffer, width=width, force_terminal=terminal, color_system=None)
+        console.print(Padding(line.copy(), (0, 0, 0, 4), expand=False))
+        console.print(table)
+        drawn[terminal] = buffer.getvalue().splitlines()
+    pipe, terminal = drawn[False], drawn[True]
+    assert pipe[0] == "    * matmul -> add pairs per step: 1 (1.28x faster, 5 us)"
+    assert terminal[0].strip() == line.plain
+    assert "\n".join(pipe).isascii() and not "\n".join(terminal).isascii()
+    rows = pipe[1:]
+    assert rows[0].startswith("+-") and len({len(row) for row in rows}) == 1
+    assert any("| aten::add -> aten::cos ... | -5 us |" in row for row in rows)
+    assert any("| diff " in row for row in rows)
+
+
 def test_blocks_label_each_cell_when_the_cells_do_not_fit_side_by_side() -> None:
     name = "void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int)"
     columns = ["kernel", "a rather long first trace label time", "another long label time"]
@@ -235,7 +262,9 @@ def _text_of(*args: str) -> str:
 
 
 def _too_wide(text: str) -> list[str]:
-    return [line for line in text.splitlines() if len(line) > COLUMNS]
+    """Lines over 80 bytes, as ``awk 'length > 80'`` counts them with mawk; a pipe is ASCII."""
+    assert text.isascii(), [line for line in text.splitlines() if not line.isascii()][:3]
+    return [line for line in text.splitlines() if len(line.encode()) > COLUMNS]
 
 
 @pytest.mark.parametrize("run", ["block", "graph-break"])

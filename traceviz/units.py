@@ -43,3 +43,18 @@ def fmt_pct(value: float | None) -> str:
 def fmt_name(name: str, width: int = 60) -> str:
     """A long kernel name cut to ``width`` characters, keeping its start."""
     return name if len(name) <= width else name[: width - 1] + "…"
+
+
+#: The glyphs the renderers use and their ASCII spelling, for text bound for a pipe or a file
+#: (:mod:`traceviz.commands.output`): spelled before the text is laid out, so that its lines
+#: wrap at their ASCII width.
+ASCII_SPELLING: dict[str, str] = {
+    "→": "->", "≥": ">=", "≤": "<=", "≈": "~", "×": "x", "µ": "u", "–": "-", "—": "-",
+    "−": "-", "•": "*", "·": "*", "…": "...", "Δ": "diff",
+}  # fmt: skip
+_SPELLING = str.maketrans(ASCII_SPELLING)
+
+
+def ascii_text(text: str) -> str:
+    """``text`` with :data:`ASCII_SPELLING`'s glyphs spelled out."""
+    return text.translate(_SPELLING)

@@ -83,11 +83,12 @@ def show_summaries(result: Run, console: Console) -> None:
 
 
 def _render(draw: Callable[[Console], None], console: Console, width: int) -> Text:
-    """What ``draw(console)`` prints, captured at ``width`` columns with the same colours."""
+    """What ``draw(console)`` prints, captured at ``width`` columns with the same colours (and,
+    off a terminal, the same ASCII)."""
     buffer = io.StringIO()
-    capture = Console(
+    capture = output.console(
         file=buffer, width=width, force_terminal=console.is_terminal,
-        color_system=console.color_system,  # type: ignore[arg-type]
+        color_system=console.color_system,
     )  # fmt: skip
     draw(capture)
     return Text.from_ansi(buffer.getvalue())

@@ -22,6 +22,7 @@ import sys
 import textwrap
 
 from traceviz.runner import BUILTIN_MODELS, DEFAULT_MODEL
+from traceviz.units import ascii_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
             notes.append(f"needs pip install 'traceviz[{model.extra}]'")
         suffix = f" [{'; '.join(notes)}]" if notes else ""
         line = f"{model.name:<{width}}  {model.line}{suffix}"
+        if not sys.stdout.isatty():  # ASCII in a pipe, as the other commands' text
+            line = ascii_text(line)
         if columns:  # wrap under the story; a pipe keeps one line per model
             line = textwrap.fill(line, columns - 1, subsequent_indent=" " * (width + 2))
         print(line)

@@ -3,26 +3,93 @@
 :func:`console` is a rich console that lets a closed pipe (``traceviz compare … | head``) reach
 :func:`traceviz.cli.main` as :class:`BrokenPipeError` (rich would exit 1 itself, the
 ``--fail-on`` code); the CLI then exits quietly with code 141. In a file or a pipe its lines
-carry no trailing blanks.
+carry no trailing blanks and only ASCII: glyphs are spelled out before rich lays the text out
+(``→`` as ``->``, :data:`ASCII_SPELLING`) and box drawing is drawn in ``-``, ``|`` and ``+``, so
+a byte-counting tool (mawk's ``length``, ``cut -b``) or a log that is not UTF-8 reads the width
+the lines have.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import functools
 import sys
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from traceviz.errors import UsageError
 from traceviz.report.formats import Rendered
+from traceviz.units import ASCII_SPELLING, ascii_text
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, ConsoleOptions, RenderableType
     from rich.segment import Segment
+    from rich.text import Text
 
 #: The width of a drawing written to a file (-o FILE).
 FILE_WIDTH = 140
+
+
+def _box_glyph(code: int) -> str:
+    """The ASCII stand-in of a box-drawing character: ``-`` for a horizontal line, ``|`` for a
+    vertical one, ``+`` for a corner or junction."""
+    name = unicodedata.name(chr(code), "")
+    arms = {arm for arm in ("UP", "DOWN", "LEFT", "RIGHT", "VERTICAL", "HORIZONTAL") if arm in name}
+    if arms == {"HORIZONTAL"}:
+        return "-"
+    return "|" if arms == {"VERTICAL"} else "+"
+
+
+#: One ASCII character for one glyph in the finished lines: rich's box drawing, and a spelled
+#: glyph that reached the lines without passing :func:`spelled` (its first character).
+ASCII_GLYPHS: dict[int, str] = {
+    **{code: _box_glyph(code) for code in range(0x2500, 0x2580)},
+    **{ord(glyph): ascii[0] for glyph, ascii in ASCII_SPELLING.items()},
+}
+
+
+def spelled(text: Text) -> Text:
+    """``text`` with :data:`ASCII_SPELLING`'s glyphs spelled out, its styles kept on the
+    same characters."""
+    from rich.text import Span
+
+    plain = text.plain
+    if plain.isascii():
+        return text
+    at = [0]  # at[i]: where old character i starts in the new text
+    for char in plain:
+        at.append(at[-1] + len(ASCII_SPELLING.get(char, char)))
+    new = text.copy()
+    new.plain = ascii_text(plain)
+    new.spans = [Span(at[span.start], at[span.end], span.style) for span in text.spans]
+    return new
+
+
+def _spelled_renderable(renderable: RenderableType) -> RenderableType:
+    """A text, or a padding or table of texts, :func:`spelled` before rich measures it (a table
+    sizes its columns, a padding its width, by the texts it holds)."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    if isinstance(renderable, Text):
+        return spelled(renderable)
+    if isinstance(renderable, Padding):
+        padding = copy.copy(renderable)
+        padding.renderable = _spelled_renderable(renderable.renderable)
+        return padding
+    if isinstance(renderable, Table):
+        table = copy.copy(renderable)
+        table.columns = [
+            dataclasses.replace(column, header=_spelled_renderable(column.header),
+                                _cells=[_spelled_renderable(cell) for cell in column.cells])
+            for column in renderable.columns
+        ]  # fmt: skip
+        return table
+    return renderable
 
 
 @functools.cache
@@ -36,12 +103,24 @@ def _pipe_console() -> type[Console]:
             self.quiet = True
             raise BrokenPipeError
 
+        def render(
+            self, renderable: RenderableType, options: ConsoleOptions | None = None
+        ) -> Iterable[Segment]:
+            if not self.is_terminal:
+                renderable = _spelled_renderable(renderable)
+            return super().render(renderable, options)
+
+        def render_str(self, text: str, **kwargs: Any) -> Text:
+            drawn = super().render_str(text, **kwargs)
+            return drawn if self.is_terminal else spelled(drawn)
+
         def _render_buffer(self, buffer: Iterable[Segment]) -> str:
-            """Lines without the blanks rich pads them with, when they go to a file or pipe."""
+            """Lines without the blanks rich pads them with, in ASCII glyphs, when they go to
+            a file or pipe."""
             text = super()._render_buffer(buffer)
             if self.is_terminal:
                 return text
-            return "\n".join(line.rstrip() for line in text.split("\n"))
+            return "\n".join(line.rstrip() for line in text.split("\n")).translate(ASCII_GLYPHS)
 
     return _PipeConsole
 

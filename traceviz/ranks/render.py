@@ -3,7 +3,9 @@
 The JSON forms are documented in ``docs/ranks.md`` and versioned by
 :data:`~traceviz.ranks.analyse.RANKS_SCHEMA_VERSION`. Text and Markdown show the job's headline
 figures, the stragglers, the ranks of interest (stragglers and the slowest steps first, up to
-``top`` rows) and the findings; the JSON holds every rank.
+``top`` rows) and the findings; the JSON holds every rank. Text is ASCII, its glyphs spelled
+out (:func:`~traceviz.units.ascii_text`) before it is laid out in 80 columns, as the other
+commands' text is in a pipe.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from traceviz.ranks.reduce import RankSummary as S
 from traceviz.ranks.stragglers import Lateness
 from traceviz.records import plain, records
 from traceviz.report.json_numbers import whole_counts
+from traceviz.units import ascii_text
 
 FORMATS = ("text", "json", "markdown")
 #: Per-rank columns of the JSON ``ranks`` rows that come from the stragglers analysis.
@@ -177,7 +180,7 @@ def ranks_text(analysis: RanksAnalysis, top: int = 10) -> str:
     lines += _table_lines(_interesting(analysis, top), markdown=False)
     lines += _failed_lines(analysis)
     lines += _findings_text(analysis.findings)
-    return "\n".join(lines) + "\n"
+    return ascii_text("\n".join(lines) + "\n")
 
 
 def ranks_markdown(analysis: RanksAnalysis, top: int = 10) -> str:
@@ -204,7 +207,7 @@ def pair_text(pair: RanksPair, top: int = 10) -> str:
         *_pair_table(cmp.per_rank, top, cmp.names, markdown=False),
     ]
     lines += _findings_text(pair.findings)
-    return "\n".join(lines) + "\n"
+    return ascii_text("\n".join(lines) + "\n")
 
 
 def pair_markdown(pair: RanksPair, top: int = 10) -> str:
@@ -323,7 +326,7 @@ def _failed_lines(analysis: RanksAnalysis) -> list[str]:
 def _findings_text(findings: list[Finding]) -> list[str]:
     if not findings:
         return ["", "findings: none"]
-    return ["", "findings:", *[_wrapped(str(f)) + "\n" for f in findings]]
+    return ["", "findings:", *[_wrapped(ascii_text(str(f))) + "\n" for f in findings]]
 
 
 def _wrapped(text: str) -> str:
