@@ -16,7 +16,7 @@ import pandas as pd
 from traceviz import schema
 from traceviz.errors import TraceFormatError, UsageError
 from traceviz.ranks import dataset as ds
-from traceviz.ranks.ingestion import DEFAULT_DATASET_NAME, ingest
+from traceviz.ranks.ingestion import DEFAULT_DATASET_NAME, Progress, ingest
 from traceviz.ranks.reduce import (
     COLLECTIVES_DTYPES,
     KERNEL_SUMMARY_DTYPES,
@@ -136,18 +136,25 @@ def read_rank_tables(root: Path, name: str, ranks: Sequence[int]) -> pd.DataFram
 def load_ranks(
     paths_or_glob: str | Path | Sequence[str | Path],
     cache: str | Path | None = None,
-    **options: Any,
+    *,
+    cluster: Any = None,
+    workers: int | str | None = None,
+    rank_regex: str | None = None,
+    max_bytes: int | None = None,
+    progress: Progress | None = None,
 ) -> Ranks:
     """The ranks of a job. ``paths_or_glob`` is a ranks dataset directory (read as is), or
     trace files, directories or globs: ingested first into ``cache`` (incrementally: unchanged
-    ranks are not parsed again) by :func:`~traceviz.ranks.ingestion.ingest`, whose keywords
-    ``options`` are (``cluster``, ``workers``, ``rank_regex``, ``max_bytes``, ``progress``)."""
+    ranks are not parsed again) by :func:`~traceviz.ranks.ingestion.ingest`, whose ``cluster``,
+    ``workers``, ``rank_regex``, ``max_bytes`` and ``progress`` these are."""
     single = paths_or_glob if isinstance(paths_or_glob, str | Path) else None
     if single is not None and ds.is_dataset(Path(single).expanduser()):
         if cache is not None:
             raise UsageError(f"{single} is a ranks dataset already; cache= is for trace files")
         return open_dataset(single)
-    return open_dataset(ingest(paths_or_glob, cache, **options).dataset)
+    ingested = ingest(paths_or_glob, cache, cluster=cluster, workers=workers,
+                      rank_regex=rank_regex, max_bytes=max_bytes, progress=progress)  # fmt: skip
+    return open_dataset(ingested.dataset)
 
 
 def load_rank_trace(path: str | Path, rank: int, *, manifest: pd.DataFrame | None = None) -> Trace:
