@@ -13,9 +13,10 @@ from typing import Any
 from plotly.offline import get_plotlyjs
 
 from traceviz.report import headline as first
-from traceviz.report.backends_html import backends_sections
+from traceviz.report.backends_views import backends_views
 from traceviz.report.bundle import Report
 from traceviz.report.figures import VIEW_FIGURES, figures_html
+from traceviz.report.figures.backends import BACKEND_FIGURES
 from traceviz.report.figures.roofline import ROOFLINE_FIGURES
 from traceviz.report.finding_parts import evidence_items, next_step_html, severity_and_title
 from traceviz.report.headline_html import HEADLINE_CSS, headline_html
@@ -86,3 +87,13 @@ def finding_html(finding: Any) -> str:
         f"<b>[{html.escape(severity)}]</b> {html.escape(title)}"
         f"<ul>{evidence_items(finding)}</ul>{next_step_html(finding)}</div>"
     )
+
+
+def backends_sections(report: Any, *, top: int = 10) -> list[tuple[str, str, str]]:
+    """The "Backends" section ``[(anchor, title, html)]``: its figures and tables, or none for a
+    run without ONNX Runtime backends."""
+    views = backends_views(report, top=top)
+    if not views:
+        return []
+    figures = figures_html(BACKEND_FIGURES, report, "fig-backends")
+    return [("backends", "Backends", figures + "".join(view_html(v) for v in views))]

@@ -9,11 +9,11 @@ from typing import Any
 import msgspec
 import pandas as pd
 
+from traceviz.analysis.backends import BackendsView
 from traceviz.analysis.compare import Comparison, Side
 from traceviz.analysis.timing.blocking import BlockingColumns
 from traceviz.diagnose.rules.slower import comparison_speed
 from traceviz.records import plain, records
-from traceviz.report.backends_json import backends_json, onnxruntime_json
 from traceviz.report.bundle import Report
 from traceviz.report.json_numbers import whole_counts
 from traceviz.report.roofline_report import bridge_of, ledger_json, roofline_json, rooflines_of
@@ -158,4 +158,31 @@ def _memory(side: Side) -> dict[str, Any]:
         "unestimated_time_share": plain(traffic.unestimated_time_share),
         "peak_allocated_bytes": plain(traffic.peak_allocated_bytes),
         "by_kind": records(traffic.by_kind),
+    }
+
+
+# The backends and onnxruntime sections (docs/compare-json.md, "Backends and ONNX Runtime"):
+# both null for a run without ONNX Runtime data.
+
+
+def backends_json(view: BackendsView | None) -> list[dict[str, Any]] | None:
+    """One row per backend (:class:`~traceviz.analysis.backends.BackendRow` columns)."""
+    return None if view is None else records(view.rows)
+
+
+def onnxruntime_json(view: BackendsView | None) -> dict[str, Any] | None:
+    """The export, op counts per graph, the fused nodes mapped back and the folded nodes."""
+    if view is None:
+        return None
+    return {
+        "export": dict(view.export),
+        "ort_version": view.ort_version,
+        "threads": view.threads,
+        "latency_method": view.latency_method,
+        "levels": view.levels,
+        "fastest": fastest.to_json() if (fastest := view.fastest) is not None else None,
+        "op_counts": records(view.op_counts),
+        "fusion": records(view.fusion),
+        "folded": records(view.folded),
+        "problems": list(view.problems),
     }
