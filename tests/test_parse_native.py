@@ -8,8 +8,8 @@ Its fast forms against the general ones they stand for, on made data and real tr
 ``native._factorize``'s small-range tables (values less the least as indices: the scanner's
 codes, ids numbered within a batch) against ``pd.factorize`` (same codes, distinct values in
 order of first appearance, first positions and dtypes); ``regions.region_table`` (built in final
-order and dtypes) against the general build (``_region_table_general``); and the tables
-whatever ``native.BATCH_EVENTS`` is.
+order and dtypes) against the raw JSON's marker spans; and the tables whatever
+``native.BATCH_EVENTS`` is.
 
 Each test runs with the real extension, and is skipped where it is not built.
 """
@@ -20,6 +20,7 @@ import gzip
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -32,7 +33,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.conftest import SAMPLES, corpus_files, corpus_params, kernel, launch, op, write_trace
+from tests.conftest import (
+    SAMPLES,
+    corpus_files,
+    corpus_params,
+    kernel,
+    launch,
+    op,
+    read_json,
+    write_trace,
+)  # fmt: skip
 from tests.real_data import SAMPLE_RUNS
 from tests.test_table_store import assert_same_trace as assert_same
 from traceviz import settings
@@ -43,6 +53,7 @@ from traceviz.parse.build import Collector
 from traceviz.parse.columns import _Numbering
 from traceviz.parse.events import Event
 from traceviz.parse.structs import StructSource
+from traceviz.schema import REGIONS_DTYPES, Ops, Regions
 from traceviz.trace import Trace
 
 SAMPLE_FILES = sorted(SAMPLES.rglob("*.json.gz"))
@@ -618,24 +629,45 @@ def test_batch_size_changes_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
                 assert_same(load_trace(path, cache=False), default)
 
 
-def _assert_same_regions(fast: pd.DataFrame, general: pd.DataFrame) -> None:
-    pd.testing.assert_frame_equal(fast, general, check_exact=True)
-    for column in fast.columns:
-        if isinstance(fast[column].dtype, pd.CategoricalDtype):
-            want = general[column].cat.categories
-            assert fast[column].cat.categories.dtype == want.dtype, column
-            assert list(fast[column].cat.categories) == list(want), column
-            np.testing.assert_array_equal(fast[column].cat.codes, general[column].cat.codes)
+_REGION_MARKER = re.compile(
+    r"^(Torch-Compiled Region: \d+/\d+|## Call CompiledFxGraph \S+ ##|CompiledFunction(Backward)?)$"
+)
 
 
-def test_region_table_equals_the_general_build_on_real_traces() -> None:
+def _check_regions_against_the_json(trace: Trace, events: list[dict]) -> None:
+    """The regions table holds one row per region-marker span of the raw JSON on the CPU side
+    (device-lane copies of an annotation are not regions), ordered by start, each pointing at
+    its op, in the schema's dtypes, with categories that are the values used, sorted."""
+    raw = sorted(
+        (str(e["name"]), float(e["ts"]), float(e.get("dur", 0)))
+        for e in events
+        if e.get("ph") == "X" and e.get("cat") != "gpu_user_annotation"
+        and _REGION_MARKER.match(str(e.get("name", "")))
+    )  # fmt: skip
+    table = trace.regions
+    names = table[Regions.name].astype(str)
+    got = list(zip(names, table[Regions.ts_us].astype(float), table[Regions.dur_us], strict=True))
+    assert len(got) == len(raw)
+    for (name, ts, dur), want in zip(sorted(got), raw, strict=True):
+        assert name == want[0] and ts == pytest.approx(want[1], abs=1e-3)
+        assert dur == pytest.approx(want[2], abs=1e-3)
+    assert table[Regions.ts_us].is_monotonic_increasing
+    ops = trace.ops.iloc[table[Regions.op_row].to_numpy(dtype=np.int64)]
+    assert list(ops[Ops.name].astype(str)) == [name for name, _, _ in got]
+    assert table.dtypes.astype(str).to_dict() == REGIONS_DTYPES
+    for column in (Regions.kind, Regions.name, Regions.graph_key, Regions.thread):
+        categories = table[column].cat.categories
+        assert not pd.api.types.is_numeric_dtype(categories)  # text, even when empty
+        assert list(categories) == sorted(set(table[column].dropna().astype(str)))
+
+
+def test_regions_are_the_marker_spans_of_the_json_on_real_traces() -> None:
     with_regions = 0
     for path in REAL_PATHS:
         trace = load_trace(path, cache=False)
-        general = regions._region_table_general(trace.ops, trace.kernels)
-        _assert_same_regions(regions.region_table(trace.ops, trace.kernels), general)
-        _assert_same_regions(trace.regions, general)
-        with_regions += len(general) > 0
+        doc = read_json(path)
+        _check_regions_against_the_json(trace, doc["traceEvents"] if isinstance(doc, dict) else doc)
+        with_regions += len(trace.regions) > 0
         # the kernels credited to one kind's regions are at most the kernels measured
         for _, part in trace.regions.groupby("kind", observed=True):
             assert part["kernel_count"].sum() <= len(trace.kernels)
@@ -678,14 +710,13 @@ def _region_events() -> list[dict]:
         pytest.param(lambda e: "Compiled" not in e["name"], id="no-regions"),
     ],
 )
-def test_region_table_equals_the_general_build_on_made_traces(
+def test_regions_are_the_marker_spans_of_made_traces(
     tmp_path: Path, keep: Callable[[dict], bool]
 ) -> None:
-    path = write_trace(tmp_path / "regions.json", [e for e in _region_events() if keep(e)])
-    trace = load_trace(path, cache=False)
-    general = regions._region_table_general(trace.ops, trace.kernels)
-    _assert_same_regions(regions.region_table(trace.ops, trace.kernels), general)
-    _assert_same_regions(trace.regions, general)
+    events = [e for e in _region_events() if keep(e)]
+    trace = load_trace(write_trace(tmp_path / "regions.json", events), cache=False)
+    _check_regions_against_the_json(trace, events)
+    pd.testing.assert_frame_equal(regions.region_table(trace.ops, trace.kernels), trace.regions)
 
 
 def _pandas(values: np.ndarray, firsts: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

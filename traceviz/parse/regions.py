@@ -78,15 +78,11 @@ def region_table(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
     ordered by start (ties in ``ops`` order).
 
     Built in its final order and dtypes from ``ops``' codes and arrays (categories: the labels
-    used, sorted, as ``astype("category")`` gives), so that :func:`conform` has nothing to cast
-    (pandas' fixed costs were most of this on a 100k-event trace); a trace without regions is
-    built the general way (:func:`_region_table_general`), whose empty columns' dtypes it keeps."""
+    used, sorted, as ``astype("category")`` gives), so that :func:`conform` has nothing to cast."""
     names = ops[Ops.name].cat.categories
     markers = {code: m for code, name in enumerate(names) if (m := _region_marker(str(name)))}
     codes = np.asarray(ops[Ops.name].cat.codes)
     rows = np.flatnonzero(_among(codes, list(markers), len(names)))
-    if not len(rows):
-        return _region_table_general(ops, kernels)
     rows = rows[np.argsort(ops[Ops.ts_us].to_numpy()[rows], kind="stable")]
     found = [markers[code] for code in codes[rows].tolist()]
     threads = ops[Ops.thread].array
@@ -125,46 +121,6 @@ def _sorted_categorical(values: list[str | None]) -> pd.Categorical:
     codes = np.array([-1 if v is None else code_of[v] for v in values], dtype=np.int64)
     categories = pd.Index(labels) if labels else pd.Index([], dtype=object)
     return pd.Categorical.from_codes(codes, categories=categories)
-
-
-def _region_table_general(ops: pd.DataFrame, kernels: pd.DataFrame) -> pd.DataFrame:
-    """:func:`region_table` the general way (object columns, sorted and cast by pandas): what
-    a trace without regions gets, and the reference the fast build is tested against."""
-    names = ops[Ops.name].cat.categories
-    markers = {code: m for code, name in enumerate(names) if (m := _region_marker(str(name)))}
-    codes = np.asarray(ops[Ops.name].cat.codes)
-    rows = np.flatnonzero(_among(codes, list(markers), len(names)))
-    found = [markers[code] for code in codes[rows]]
-    spans = ops[[Ops.name, Ops.thread, Ops.ts_us, Ops.dur_us]].iloc[rows]
-    table = pd.DataFrame(
-        {
-            Regions.kind: [m[0].value for m in found],
-            Regions.name: spans[Ops.name].astype(str).to_numpy(),
-            Regions.frame_id: pd.array([m[1] for m in found], dtype="Int32"),
-            Regions.recompile_id: pd.array([m[2] for m in found], dtype="Int32"),
-            Regions.graph_key: [m[3] for m in found],
-            Regions.thread: spans[Ops.thread].to_numpy(),
-            Regions.ts_us: spans[Ops.ts_us].to_numpy(),
-            Regions.dur_us: spans[Ops.dur_us].to_numpy(),
-            Regions.op_row: pd.array(rows, dtype="Int64"),
-        }
-    )
-    counts, times = _kernels_inside(
-        table[Regions.kind].to_numpy(),
-        _codes_in(table[Regions.thread].astype("category"), _code_of(ops)),
-        table[Regions.ts_us].to_numpy(dtype=float),
-        table[Regions.dur_us].to_numpy(dtype=float),
-        kernels,
-        ops[Ops.thread].cat.categories,
-    )
-    table[Regions.kernel_count] = pd.array(counts, dtype="Int64")
-    table[Regions.kernel_time_us] = times
-    table = table.sort_values(Regions.ts_us, kind="stable").reset_index(drop=True)
-    return conform(table, REGIONS_DTYPES)
-
-
-def _code_of(ops: pd.DataFrame) -> dict[str, int]:
-    return {label: code for code, label in enumerate(ops[Ops.thread].cat.categories)}
 
 
 def _among(codes: np.ndarray, chosen: list[int], n_categories: int) -> np.ndarray:
