@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import itertools
 import sys
 import unicodedata
 from collections.abc import Iterable
@@ -59,9 +60,8 @@ def spelled(text: Text) -> Text:
     plain = text.plain
     if plain.isascii():
         return text
-    at = [0]  # at[i]: where old character i starts in the new text
-    for char in plain:
-        at.append(at[-1] + len(ASCII_SPELLING.get(char, char)))
+    # at[i]: where old character i starts in the new text
+    at = [0, *itertools.accumulate(len(ASCII_SPELLING.get(char, char)) for char in plain)]
     new = text.copy()
     new.plain = ascii_text(plain)
     new.spans = [Span(at[span.start], at[span.end], span.style) for span in text.spans]

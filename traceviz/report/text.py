@@ -84,7 +84,7 @@ def _headline(s: TraceSummary) -> Table:
         (
             "events",
             f"{fmt_count(s.events_in)} in, {fmt_count(s.events_ignored)} carry no row "
-            + _ignored_text(s.ignored),
+            + (f"({', '.join(f'{k}: {v:,}' for k, v in s.ignored.items())})" if s.ignored else ""),
         ),
     ]
     if not s.analysed:
@@ -112,12 +112,6 @@ def _device_activity_text(s: TraceSummary) -> str:
         f"{fmt_count(held.device_events)} device events ({fmt_us(held.device_event_time_us)} "
         f"summed): {', '.join(held.categories) or 'no categories'}"
     )
-
-
-def _ignored_text(ignored: dict[str, int]) -> str:
-    if not ignored:
-        return ""
-    return "(" + ", ".join(f"{k}: {v:,}" for k, v in ignored.items()) + ")"
 
 
 def _plain_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[str]]) -> Table:
