@@ -1,11 +1,11 @@
-"""The figure layer (traceviz.report.figures): every builder on a real GPU pair (honest titles
-on every report: tests/test_figure_specs.py), no fig.show(), the timeline's mark cap, and the
-import boundaries of DESIGN.md; the figures the dashboard shows: titles that fit, the
-compiled ÷ eager chart's names, colours and ticks, the kind chart's legend, the fusion view on kernel names that carry no op names; and
-the dashboard's speed work: the figures' slim template keeps plotly_white's look for every
-trace type traceviz draws, and ``benchmarks/dashboard.py`` times every view a session opens,
-on a real pair; the step bridge's waterfall walks from a's step to b's exactly, no kernel is
-drawn above its device's roof, an unknown device draws no roof."""
+"""The figure layer (traceviz.report.figures): every builder on a real GPU pair (honest titles on
+every report: tests/test_figure_specs.py), no fig.show(), the timeline's mark cap, and the
+import boundaries of DESIGN.md; the figures the dashboard shows: titles that fit, the compiled ÷
+eager chart's names, colours and ticks, the kind chart's legend, the fusion view on kernel names
+that carry no op names; and the dashboard's speed work: the figures' slim template keeps
+plotly_white's look for every trace type traceviz draws, and ``benchmarks/dashboard.py`` times
+every view a session opens, on a real pair; the step bridge's waterfall walks from a's step to
+b's exactly, no kernel is drawn above its device's roof, an unknown device draws no roof."""
 
 from __future__ import annotations
 
