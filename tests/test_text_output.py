@@ -272,6 +272,11 @@ def test_compare_of_a_sample_run_fits_80_columns(run: str) -> None:
     assert not _too_wide(_text_of("compare", str(Path("sample_traces") / run), "--no-cache"))
 
 
+def test_models_fit_80_columns() -> None:
+    listed = _text_of("models")
+    assert "->" in listed and not _too_wide(listed)  # "8 -> 3 kernels", spelled in a pipe
+
+
 def test_summary_of_a_sample_trace_fits_80_columns() -> None:
     trace = SAMPLES / "block" / "compiled.pt.trace.json.gz"
     assert not _too_wide(_text_of("summary", str(trace), "--no-cache"))
