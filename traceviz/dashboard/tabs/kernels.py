@@ -4,6 +4,7 @@ then both traces' kernels in one Tabulator; selecting one explains it from the f
 
 from __future__ import annotations
 
+import functools
 import html
 from typing import Any
 
@@ -98,7 +99,10 @@ class KernelsView(pn.viewable.Viewer):
         box.param.watch(lambda event: setattr(self, "search", event.new or ""), "value_input")
         return box
 
-    def __panel__(self) -> pn.viewable.Viewable:
+    @functools.cached_property
+    def _layout(self) -> pn.Column:
+        """The view, made once: panel may render a viewer again (a tab shown again), and a box
+        made anew each time could be swapped in just after one typed into the old one."""
         search = self._search_box()
         group = pn.widgets.Checkbox.from_param(self.param.group_by_kind, label="group by kind")
         note = html_pane(
@@ -114,6 +118,9 @@ class KernelsView(pn.viewable.Viewer):
             sizing_mode=STRETCH,
             name="kernels",
         )
+
+    def __panel__(self) -> pn.viewable.Viewable:
+        return self._layout
 
 
 def kernels(c: Comparison) -> pn.viewable.Viewable:
