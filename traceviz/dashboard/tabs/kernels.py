@@ -88,30 +88,25 @@ class KernelsView(pn.viewable.Viewer):
         row = self._data.iloc[event.new[0]]
         self._detail.object = explain_kernel(self._c, str(row["trace"]), str(row["kernel"]))
 
-    def _search_box(self) -> pn.widgets.TextInput:
-        """The search box, filtering as one types (``value_input``): bound to ``value`` it
-        filtered only on Enter or on leaving the box, so a click on a row right after typing
-        first re-filtered the table and the click explained nothing."""
-        box = pn.widgets.TextInput(
-            name="Search kernel name", placeholder="e.g. fused, gemm, add", width=320,
-            value=self.search,
-        )  # fmt: skip
-        box.param.watch(lambda event: setattr(self, "search", event.new or ""), "value_input")
-        return box
-
     @functools.cached_property
     def _layout(self) -> pn.Column:
         """The view, made once: panel may render a viewer again (a tab shown again), and a box
         made anew each time could be swapped in just after one typed into the old one."""
-        search = self._search_box()
+        # the search box filters as one types (value_input): bound to value it filtered only
+        # on Enter or on leaving the box, and a click on a row right after typing explained
+        # nothing (the table was being filtered again under it)
+        search = pn.widgets.TextInput(
+            name="Search kernel name", placeholder="e.g. fused, gemm, add", width=320,
+            value=self.search,
+        )  # fmt: skip
+        search.param.watch(lambda event: setattr(self, "search", event.new or ""), "value_input")
         group = pn.widgets.Checkbox.from_param(self.param.group_by_kind, label="group by kind")
         note = html_pane(
             f"<p class='tv-tag'>{fmt_count(len(self._data))} distinct kernels in both traces; "
             "device time measured.</p>"
         )
-        download = table_csv(self._table, "kernels.csv")
         return pn.Column(
-            pn.Row(search, group, download),
+            pn.Row(search, group, table_csv(self._table, "kernels.csv")),
             note,
             self._table,
             self._detail,
