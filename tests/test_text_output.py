@@ -267,7 +267,7 @@ def _too_wide(text: str) -> list[str]:
     return [line for line in text.splitlines() if len(line.encode()) > COLUMNS]
 
 
-@pytest.mark.parametrize("run", ["block", "graph-break"])
+@pytest.mark.parametrize("run", ["block", "graph-break", "h200/gpt2"])  # h200: ↔ spelled
 def test_compare_of_a_sample_run_fits_80_columns(run: str) -> None:
     assert not _too_wide(_text_of("compare", str(Path("sample_traces") / run), "--no-cache"))
 

@@ -50,7 +50,8 @@ def fmt_name(name: str, width: int = 60) -> str:
 #: wrap at their ASCII width.
 ASCII_SPELLING: dict[str, str] = {
     "→": "->", "≥": ">=", "≤": "<=", "≈": "~", "×": "x", "µ": "u", "–": "-", "—": "-",
-    "−": "-", "•": "*", "·": "*", "…": "...", "Δ": "diff",
+    "−": "-", "•": "*", "·": "*", "…": "...", "Δ": "diff", "↔": "<->", "÷": "/", "±": "+/-",
+    "³": "^3", "✓": "ok",
 }  # fmt: skip
 _SPELLING = str.maketrans(ASCII_SPELLING)
 
