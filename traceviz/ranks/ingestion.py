@@ -186,7 +186,8 @@ def expand_inputs(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
         if ds.is_dataset(path):
             raise UsageError(f"{text}: is a ranks dataset already; give the trace files")
         if path.is_dir():
-            found.update(_traces_under(path))
+            found.update(p for p in path.rglob("*") if p.name.endswith(TRACE_SUFFIXES)
+                         and p.is_file() and not _inside_dataset(p))  # fmt: skip
         elif glob.has_magic(text):
             matches = [Path(m) for m in glob.glob(os.path.expanduser(text), recursive=True)]
             found.update(m for m in matches if m.is_file() and not _inside_dataset(m))
@@ -195,14 +196,6 @@ def expand_inputs(inputs: str | Path | Sequence[str | Path]) -> list[Path]:
     if not any(p.exists() for p in found):
         raise UsageError(f"no trace files (*.json, *.json.gz) in {', '.join(map(str, items))}")
     return sorted(p.absolute() for p in found)
-
-
-def _traces_under(folder: Path) -> list[Path]:
-    return [
-        p
-        for p in folder.rglob("*")
-        if p.name.endswith(TRACE_SUFFIXES) and p.is_file() and not _inside_dataset(p)
-    ]
 
 
 def _inside_dataset(path: Path) -> bool:

@@ -575,14 +575,6 @@ def _spans(side: Side, index: int, pid: int, warp: Warp) -> list[dict[str, Any]]
     return spans
 
 
-def _finding_instants(comparison: Report, pid: int, ts: float) -> list[dict[str, Any]]:
-    return [
-        {"ph": "i", "s": "g", "cat": FLOW_CAT, "name": f.title, "pid": pid,
-         "tid": TRACKS["findings"], "ts": ts, "args": {OVERLAY: f.to_json()}}
-        for f in comparison.findings
-    ]  # fmt: skip
-
-
 # --- the builder -----------------------------------------------------------------------------
 
 
@@ -618,7 +610,12 @@ def perfetto_trace(
         extra += _spans(side, index, pid, warp)
     origin = comparison.a.trace.meta.time_origin_us or 0.0
     anchor = float(aligned.get("step_starts_us", [warp_a.scalar(origin)])[0])
-    extra += _finding_instants(comparison, pid, anchor)
+    # each finding an instant at the first step's start
+    extra += [
+        {"ph": "i", "s": "g", "cat": FLOW_CAT, "name": f.title, "pid": pid,
+         "tid": TRACKS["findings"], "ts": anchor, "args": {OVERLAY: f.to_json()}}
+        for f in comparison.findings
+    ]  # fmt: skip
     top = {**top_b, **top_a}  # side a's keys win; side b's fill the keys a lacks
     inputs_other = [t.pop("otherData", None) for t in (top_a, top_b)]
     top.pop("otherData", None)
