@@ -27,6 +27,7 @@ where /usr/bin/chromium or playwright is missing.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -386,7 +387,7 @@ def test_kernel_click_right_after_typing_a_search_explains_it(overview: Any) -> 
     box = overview.get_by_placeholder("e.g. fused, gemm, add")
     box.fill(name)  # no Enter, no blur
 
-    polls = iter(range(1, 10**6))
+    polls = itertools.count(1)
 
     def filtered_as_typed() -> bool:
         # On a busy machine a fill made as the box is drawn can reach the page before the
